@@ -1,0 +1,48 @@
+"""
+`continuum-ctrl COMMAND ...`: the package's commands, each in its own module.
+
+    continuum-ctrl demo        closed-loop demo (see README)
+    continuum-ctrl derive      print/export C(q, qd) and g(q) of a symbolic model
+    continuum-ctrl fit-betas   fit the CoG model's energy-shaping coefficients
+    continuum-ctrl launch      run a launch description's nodes without `ros2 launch`
+"""
+
+import sys
+from importlib import import_module
+
+from continuum_ctrl.config import ConfigError
+
+COMMANDS = {
+    'demo': ('continuum_ctrl.demo', 'closed-loop demo with plots and a summary'),
+    'derive': ('continuum_ctrl.models.symbolic_export',
+               'print or export C(q, qd) and g(q) of a symbolic model'),
+    'fit-betas': ('continuum_ctrl.models.continuum.fit',
+                  "fit the CoG model's energy-shaping coefficients"),
+    'launch': ('continuum_ctrl.launch_runner',
+               "run a launch description's nodes as processes, without ros2 launch"),
+}
+
+
+def usage():
+    """Return the command list."""
+    lines = ['usage: continuum-ctrl COMMAND [ARGS...]', '', 'commands:']
+    lines += [f'  {name:<10} {text}' for name, (_, text) in COMMANDS.items()]
+    return '\n'.join(lines)
+
+
+def main(argv=None):
+    """Run one command through its own module; a ConfigError exits with status 2."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ('-h', '--help') or argv[0] not in COMMANDS:
+        print(usage(), file=sys.stderr if argv and argv[0] not in ('-h', '--help') else sys.stdout)
+        return 0 if argv and argv[0] in ('-h', '--help') else 2
+    module = import_module(COMMANDS[argv[0]][0])
+    try:
+        return module.main(argv[1:]) or 0
+    except ConfigError as exc:
+        print(f'continuum-ctrl {argv[0]}: error: {exc}', file=sys.stderr)
+        return 2
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""
+Dynamics models behind one interface, chosen by ``model.type``.
+
+    model = load_model(spec)   # spec: the `model` parameter namespace as a dict, or a YAML path
+"""
+
+from importlib import import_module
+
+from continuum_ctrl.config import ConfigError, model_spec
+from continuum_ctrl.models.base import DynamicsModel
+
+#: model.type -> (module, factory taking the nested `model` namespace)
+MODEL_TYPES = {
+    'urdf': ('continuum_ctrl.models.rigid', 'from_spec'),
+    'symbolic': ('continuum_ctrl.models.symbolic', 'from_spec'),
+    'continuum_cog': ('continuum_ctrl.models.continuum.cog', 'from_spec'),
+    'continuum_integral': ('continuum_ctrl.models.continuum.integral', 'from_spec'),
+}
+
+
+def load_model(spec, node_name=None):
+    """
+    Build the model described by `spec` (dict, or path to a ROS 2 parameter YAML file).
+
+    Raises ConfigError naming the key for an unknown type, a missing or unknown key, or a
+    malformed value.
+    """
+    spec = model_spec(spec, node_name)
+    kind = spec.get('type')
+    if kind not in MODEL_TYPES:
+        raise ConfigError('model.type', f'must be one of {sorted(MODEL_TYPES)}, got {kind!r}')
+    module, factory = MODEL_TYPES[kind]
+    return getattr(import_module(module), factory)(spec)
+
+
+__all__ = ['DynamicsModel', 'MODEL_TYPES', 'load_model']

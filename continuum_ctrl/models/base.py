@@ -1,0 +1,83 @@
+"""
+The one dynamics-model interface used by the controller, the simulator and the benchmarks.
+
+Every model describes ``M(q) qdd + C(q, qd) qd + passive(q, qd) + g(q) = tau`` in its own
+generalized coordinates (radians for revolute joints, metres for PMA length changes), with SI
+units throughout. Arrays are float64 NumPy vectors of length ``n``.
+"""
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+
+
+class DynamicsModel(ABC):
+    """Base class: subclasses give M, C, g, U and may override the composite calls for speed."""
+
+    #: joint names in coordinate order
+    joint_names: list
+
+    @property
+    def n(self):
+        """Return the number of generalized coordinates."""
+        return len(self.joint_names)
+
+    @abstractmethod
+    def mass_matrix(self, q):
+        """Generalized inertia ``M(q)``, (n, n), symmetric positive definite."""
+
+    @abstractmethod
+    def coriolis_matrix(self, q, qd):
+        """Coriolis matrix ``C(q, qd)``, (n, n), Christoffel-consistent (``Mdot - 2C`` skew)."""
+
+    @abstractmethod
+    def gravity_vector(self, q):
+        """Gravity generalized force ``g(q) = dU_gravity/dq``, (n,)."""
+
+    @abstractmethod
+    def gravity_potential(self, q):
+        """Gravitational potential energy ``U_g(q)`` in joules."""
+
+    def passive_forces(self, q, qd):
+        """Elastic plus damping generalized force ``K_e q + D qd``, (n,); zero for rigid arms."""
+        return np.zeros(self.n)
+
+    def elastic_potential(self, q):
+        """Elastic potential energy ``U_e(q)`` in joules; zero for rigid arms."""
+        return 0.0
+
+    def damping_matrix(self, q):
+        """Damping ``D`` such that the dissipated power is ``qd^T D qd``, (n, n)."""
+        return np.zeros((self.n, self.n))
+
+    def joint_limits(self):
+        """Lower and upper position limits, (n,) each; +-inf where unbounded."""
+        return np.full(self.n, -np.inf), np.full(self.n, np.inf)
+
+    def effort_limits(self):
+        """Largest magnitude of generalized force per joint, (n,); inf where not given."""
+        return np.full(self.n, np.inf)
+
+    def bias_forces(self, q, qd):
+        """Everything but inertia: ``C qd + passive + g``, (n,)."""
+        return (self.coriolis_matrix(q, qd) @ qd + self.passive_forces(q, qd)
+                + self.gravity_vector(q))
+
+    def inverse_dynamics(self, q, qd, qdd):
+        """Generalized force for an acceleration: ``M qdd + C qd + passive + g``, (n,)."""
+        return self.mass_matrix(q) @ qdd + self.bias_forces(q, qd)
+
+    def forward_dynamics(self, q, qd, tau):
+        """Acceleration under a generalized force: ``M^-1 (tau - C qd - passive - g)``, (n,)."""
+        rhs = np.asarray(tau, dtype=float) - self.bias_forces(q, qd)
+        return cho_solve(cho_factor(self.mass_matrix(q)), rhs)
+
+    def kinetic_energy(self, q, qd):
+        """Kinetic energy ``1/2 qd^T M qd`` in joules."""
+        qd = np.asarray(qd, dtype=float)
+        return 0.5 * qd @ self.mass_matrix(q) @ qd
+
+    def potential_energy(self, q):
+        """Total potential energy ``U_g + U_e`` in joules."""
+        return self.gravity_potential(q) + self.elastic_potential(q)
