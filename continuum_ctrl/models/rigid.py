@@ -1,0 +1,232 @@
+"""
+Rigid arms from URDF through Pinocchio (``model.type: urdf``).
+
+Every quantity comes from Pinocchio's own algorithms (CRBA, RNEA, ABA, Coriolis matrix,
+generalized gravity, energies); nothing here is hand-written rigid-body dynamics. The base is
+fixed (no root joint). Only 1-DoF joints (revolute with limits, prismatic) can be selected;
+an unbounded ``continuous`` joint (Pinocchio stores it as cos/sin, nq=2, nv=1) is rejected,
+but may be locked.
+
+Parameters (namespace ``model``):
+
+    urdf              path, ``file://`` or ``package://pkg/rest`` URI of the URDF
+    joints            optional: the controlled joints, in the order of the model's arrays
+    locked_positions  optional: joint name -> position (rad or m) for joints left out (else 0)
+    gravity           optional: gravity vector in the URDF base frame, m/s^2; [0, 0, -9.81]
+"""
+
+from functools import lru_cache
+from importlib import metadata
+import os
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from continuum_ctrl.config import ConfigError, Reader
+from continuum_ctrl.models.base import DynamicsModel
+
+
+@lru_cache(maxsize=None)
+def example_robot_data_share():
+    """Return the ``share`` directory of the installed example-robot-data wheel, or None."""
+    try:
+        dist = metadata.distribution('example-robot-data')
+    except metadata.PackageNotFoundError:
+        return None
+    for entry in dist.files or []:
+        parts = entry.parts
+        if 'example-robot-data' in parts and parts.index('example-robot-data') > 0:
+            index = parts.index('example-robot-data')
+            if parts[index - 1] == 'share':
+                return Path(dist.locate_file(Path(*parts[:index])))
+    return None
+
+
+def package_roots(package):
+    """Yield candidate root directories of ROS package `package`, most specific first."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        yield Path(get_package_share_directory(package))
+    except (ImportError, LookupError, OSError, ValueError):
+        pass
+    for entry in os.environ.get('ROS_PACKAGE_PATH', '').split(os.pathsep):
+        if entry:
+            yield Path(entry) / package
+            if Path(entry).name == package:
+                yield Path(entry)
+    share = example_robot_data_share()
+    if share is not None:
+        yield share / package
+        yield share / 'example-robot-data' / 'robots' / package
+
+
+def resolve_urdf(uri, key='model.urdf'):
+    """
+    Return the path of an existing URDF file named by a path or a file/package URI.
+
+    ``package://pkg/rest`` is looked up in the ament index, then ROS_PACKAGE_PATH, then the
+    example-robot-data wheel. A relative path is taken from the current directory.
+    """
+    if uri.startswith('package://'):
+        package, _, rest = uri[len('package://'):].partition('/')
+        if not package or not rest:
+            raise ConfigError(key, f"'{uri}' is not of the form package://PACKAGE/PATH")
+        tried = []
+        for root in package_roots(package):
+            path = root / rest
+            if path.is_file():
+                return path
+            tried.append(str(path))
+        raise ConfigError(key, f"cannot resolve '{uri}': no such file in "
+                               f"{tried or 'any known package location'}")
+    path = Path(uri[len('file://'):] if uri.startswith('file://') else uri).expanduser()
+    if not path.is_file():
+        raise ConfigError(key, f"URDF file '{path}' does not exist")
+    return path
+
+
+class RigidModel(DynamicsModel):
+    """
+    A fixed-base rigid arm: a Pinocchio model and the order of its joints in our arrays.
+
+    `order[i]` is the Pinocchio velocity index of joint ``joint_names[i]``; when it is the
+    identity, arrays go to Pinocchio untouched.
+    """
+
+    def __init__(self, model, joint_names, order):
+        self.model = model
+        self.data = model.createData()
+        self.joint_names = list(joint_names)
+        order = np.asarray(order, dtype=int)
+        self._order = None if np.array_equal(order, np.arange(len(order))) else order
+        self._to_pin = None if self._order is None else np.argsort(order)
+
+    def _in(self, x):
+        """Return `x` as a float64 array in Pinocchio's joint order."""
+        x = np.asarray(x, dtype=float)
+        return x if self._order is None else x[self._to_pin]
+
+    def _out(self, x):
+        """Return a Pinocchio-ordered vector or matrix in our joint order (a fresh array)."""
+        if self._order is None:
+            return x.copy()
+        return x[np.ix_(self._order, self._order)] if x.ndim == 2 else x[self._order]
+
+    def mass_matrix(self, q):
+        """Generalized inertia ``M(q)`` by CRBA, (n, n), symmetrized."""
+        M = pin.crba(self.model, self.data, self._in(q))
+        return self._out(np.triu(M) + np.triu(M, 1).T)
+
+    def coriolis_matrix(self, q, qd):
+        """Pinocchio's Christoffel-consistent Coriolis matrix ``C(q, qd)``, (n, n)."""
+        return self._out(pin.computeCoriolisMatrix(self.model, self.data, self._in(q),
+                                                   self._in(qd)))
+
+    def gravity_vector(self, q):
+        """Generalized gravity ``g(q)`` in N m (or N for prismatic joints), (n,)."""
+        return self._out(pin.computeGeneralizedGravity(self.model, self.data, self._in(q)))
+
+    def gravity_potential(self, q):
+        """Gravitational potential energy of all bodies in joules (zero at the base origin)."""
+        return float(pin.computePotentialEnergy(self.model, self.data, self._in(q)))
+
+    def kinetic_energy(self, q, qd):
+        """Kinetic energy in joules."""
+        return float(pin.computeKineticEnergy(self.model, self.data, self._in(q),
+                                              self._in(qd)))
+
+    def bias_forces(self, q, qd):
+        """``C qd + g`` by RNEA with zero acceleration, (n,)."""
+        return self._out(pin.nonLinearEffects(self.model, self.data, self._in(q),
+                                              self._in(qd)))
+
+    def inverse_dynamics(self, q, qd, qdd):
+        """
+        Return ``M qdd + C qd + g`` by one RNEA call, (n,).
+
+        The hot path of computed torque: float64 arrays in Pinocchio's order go straight to
+        ``pin.rnea``; anything else is converted first.
+        """
+        if self._order is None:
+            try:
+                return pin.rnea(self.model, self.data, q, qd, qdd)
+            except TypeError:
+                pass
+        return self._out(pin.rnea(self.model, self.data, self._in(q), self._in(qd),
+                                  self._in(qdd)))
+
+    def forward_dynamics(self, q, qd, tau):
+        """Acceleration under generalized force `tau` by ABA, (n,)."""
+        return self._out(pin.aba(self.model, self.data, self._in(q), self._in(qd),
+                                 self._in(tau)))
+
+    def joint_limits(self):
+        """Position limits from the URDF, (n,) each; +-inf where the URDF gives none."""
+        lower = self._out(self.model.lowerPositionLimit)
+        upper = self._out(self.model.upperPositionLimit)
+        unset = lower >= upper
+        lower[unset], upper[unset] = -np.inf, np.inf
+        return lower, upper
+
+    def effort_limits(self):
+        """Effort limits from the URDF, (n,); inf where the URDF gives none (or zero)."""
+        effort = self._out(self.model.effortLimit)
+        effort[effort <= 0.0] = np.inf
+        return effort
+
+
+def _locked_configuration(full, reader, selected):
+    """Return the full configuration for the locked joints from ``model.locked_positions``."""
+    q = pin.neutral(full)
+    for name in reader.tree:
+        key = reader.key(name)
+        if not full.existJointName(name):
+            raise ConfigError(key, f"'{name}' is not a joint of the URDF")
+        if name in selected:
+            raise ConfigError(key, f"'{name}' is listed in model.joints and cannot be locked")
+        joint = full.joints[full.getJointId(name)]
+        value = reader.number(name)
+        if joint.nq == 1:
+            q[joint.idx_q] = value
+        elif joint.nq == 2 and joint.nv == 1:
+            q[joint.idx_q:joint.idx_q + 2] = np.cos(value), np.sin(value)
+        else:
+            raise ConfigError(key, f"joint '{name}' has {joint.nq} coordinates; "
+                                   'only 1-DoF joints can be locked at a value')
+    return q
+
+
+def from_spec(spec):
+    """Build a `RigidModel` from the nested `model` namespace (``type: urdf``)."""
+    reader = Reader(spec, 'model')
+    reader.string('type', choices={'urdf'})
+    path = resolve_urdf(reader.string('urdf'))
+    gravity = reader.numbers('gravity', [0.0, 0.0, -9.81], length=3)
+    try:
+        full = pin.buildModelFromUrdf(str(path))
+    except (RuntimeError, ValueError) as exc:
+        raise ConfigError('model.urdf', f"Pinocchio cannot read '{path}': {exc}") from exc
+    movable = [full.names[i] for i in range(1, full.njoints)]
+    joints = reader.strings('joints', movable)
+    if not joints:
+        raise ConfigError('model.joints', 'must name at least one joint')
+    for name in joints:
+        if name not in movable:
+            raise ConfigError('model.joints', f"'{name}' is not a movable joint of '{path}' "
+                                              f'(joints: {movable})')
+        joint = full.joints[full.getJointId(name)]
+        if joint.nq != 1 or joint.nv != 1:
+            raise ConfigError('model.joints' if reader.has('joints') else 'model.urdf',
+                              f"joint '{name}' has nq={joint.nq}, nv={joint.nv}; only 1-DoF "
+                              'joints (revolute, prismatic) are supported, lock it instead')
+    if len(set(joints)) != len(joints):
+        raise ConfigError('model.joints', f'names a joint twice: {joints}')
+    locked = reader.namespace('locked_positions')
+    reference = _locked_configuration(full, locked, set(joints))
+    reader.finish()
+    to_lock = [full.getJointId(name) for name in movable if name not in joints]
+    model = pin.buildReducedModel(full, to_lock, reference) if to_lock else full
+    model.gravity.linear = np.array(gravity)
+    order = [model.joints[model.getJointId(name)].idx_v for name in joints]
+    return RigidModel(model, joints, order)
