@@ -1,0 +1,93 @@
+"""
+Actuation: generalized forces to PMA pressures and back (continuum-model.md, section 6).
+
+A pneumatic muscle actuator (PMA) pushes along its length with force ``area * (p - deadzone)``
+once its gauge pressure ``p`` (Pa) passes the dead zone, and with no force below it; it cannot
+pull. Forces are in newtons, areas in m^2, pressures in pascals. Parameters are scalars or
+per-PMA arrays and broadcast against the force or pressure vector.
+"""
+
+import numpy as np
+
+from continuum_ctrl.config import ConfigError
+
+
+def pressure_from_force(tau, area, deadzone, p_min, p_max):
+    """
+    Return the commanded pressure per PMA (Pa) for a desired force `tau` (N).
+
+    ``p = tau/area + deadzone`` where ``tau > 0``, ``p_min`` where ``tau <= 0`` (a PMA cannot
+    pull, so it vents), then clamped to ``[p_min, p_max]``.
+    """
+    tau = np.asarray(tau, dtype=float)
+    p = np.where(tau > 0.0, tau / area + deadzone, p_min)
+    return np.clip(p, p_min, p_max)
+
+
+def force_from_pressure(p, area, deadzone):
+    """Return the PMA force (N) at gauge pressure `p` (Pa): ``area * max(p - deadzone, 0)``."""
+    return area * np.maximum(np.asarray(p, dtype=float) - deadzone, 0.0)
+
+
+def clamp_effort(tau, limits):
+    """Return `tau` clamped to ``[-limits, limits]`` per joint (inf: unbounded)."""
+    limits = np.asarray(limits, dtype=float)
+    return np.clip(tau, -limits, limits)
+
+
+class ActuationMap:
+    """
+    Validated PMA parameters for `n` actuators, with both directions of the pressure map.
+
+    `area` (m^2, > 0), `deadzone` (Pa, >= 0), `p_min` <= `p_max` (Pa): scalars or n-vectors.
+    Errors name the parameter as ``<prefix>.area`` etc. (ROS: ``output.area``).
+    """
+
+    def __init__(self, n, area, deadzone, p_min, p_max, prefix='output'):
+        self.n = n
+        values = {}
+        for key, value, low in (('area', area, 0.0), ('deadzone', deadzone, None),
+                                ('p_min', p_min, None), ('p_max', p_max, None)):
+            values[key] = self._vector(f'{prefix}.{key}', value, n, low)
+        if np.any(values['deadzone'] < 0.0):
+            raise ConfigError(f'{prefix}.deadzone', f"must be >= 0, got {deadzone!r}")
+        if np.any(values['p_min'] > values['p_max']):
+            raise ConfigError(f'{prefix}.p_min', f'must be <= {prefix}.p_max, got '
+                                                 f'{p_min!r} > {p_max!r}')
+        self.area = values['area']
+        self.deadzone = values['deadzone']
+        self.p_min = values['p_min']
+        self.p_max = values['p_max']
+
+    @staticmethod
+    def _vector(key, value, n, low):
+        try:
+            array = np.broadcast_to(np.asarray(value, dtype=float), (n,)).copy()
+        except (TypeError, ValueError):
+            raise ConfigError(key, f'must be a number or {n} numbers, got {value!r}') from None
+        if not np.all(np.isfinite(array)):
+            raise ConfigError(key, f'must be finite, got {value!r}')
+        if low is not None and np.any(array <= low):
+            raise ConfigError(key, f'must be > {low}, got {value!r}')
+        return array
+
+    def pressure(self, tau):
+        """Return the commanded pressures (Pa) for forces `tau` (N); see `pressure_from_force`."""
+        return pressure_from_force(tau, self.area, self.deadzone, self.p_min, self.p_max)
+
+    def force(self, p):
+        """Return the PMA forces (N) at pressures `p` (Pa); see `force_from_pressure`."""
+        return force_from_pressure(p, self.area, self.deadzone)
+
+    def force_range(self):
+        """Return the smallest and largest force (N) each PMA makes within ``[p_min, p_max]``."""
+        return self.force(self.p_min), self.force(self.p_max)
+
+    def clamp_effort(self, tau, limits=np.inf):
+        """
+        Return `tau` clamped to ``[-limits, limits]`` and to what the PMAs can produce.
+
+        After this clamp ``force(pressure(tau)) == tau`` whenever ``p_min <= deadzone``.
+        """
+        low, high = self.force_range()
+        return np.clip(clamp_effort(tau, limits), low, high)

@@ -1,0 +1,188 @@
+"""
+Reference trajectories: ``sample(t) -> (q_d, qd_d, qdd_d)``, each an (n,) float64 array.
+
+Time ``t`` is in seconds on the caller's clock; positions are in the model's generalized
+coordinates (radians, or metres for PMA lengths). In every generator ``qd_d`` is the exact time
+derivative of ``q_d`` and ``qdd_d`` that of ``qd_d`` (away from the documented joins where a
+trajectory starts or ends). Returned arrays are read-only; copy them before changing them.
+Bad arguments raise ConfigError naming the argument as ``<name>.<argument>``.
+"""
+
+from abc import ABC, abstractmethod
+from bisect import bisect_right
+
+import numpy as np
+from scipy.interpolate import BPoly, CubicSpline, PPoly
+
+from continuum_ctrl.config import ConfigError
+
+
+def _array(value, key, shape=(None,)):
+    """
+    Return `value` as a finite float64 array of `shape` (None entries: any length).
+
+    ``shape=None`` accepts a scalar or a 1-D sequence and returns it 1-D.
+    """
+    try:
+        array = np.array(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(key, f'must be numbers, got {value!r}') from exc
+    if shape is None:
+        array, shape = np.atleast_1d(array), (None,)
+    if array.ndim != len(shape) or any(w not in (None, a) for w, a in zip(shape, array.shape)):
+        want = ' x '.join('m' if w is None else str(w) for w in shape)
+        raise ConfigError(key, f'must be an array of shape ({want}), got shape {array.shape}')
+    if not np.all(np.isfinite(array)):
+        raise ConfigError(key, f'must be finite, got {array.tolist()}')
+    return array
+
+
+def _frozen(*arrays):
+    for array in arrays:
+        array.flags.writeable = False
+    return arrays
+
+
+class Reference(ABC):
+    """A desired joint trajectory of ``n`` coordinates."""
+
+    n: int
+
+    @abstractmethod
+    def sample(self, t):
+        """Return ``(q_d, qd_d, qdd_d)`` at time `t` (s), each (n,)."""
+
+
+class Hold(Reference):
+    """Hold a fixed position `q` with zero velocity and acceleration."""
+
+    def __init__(self, q, name='reference'):
+        q = _array(q, f'{name}.position').copy()
+        self.n = q.size
+        self._sample = _frozen(q, np.zeros(self.n), np.zeros(self.n))
+
+    def sample(self, t):
+        """Return the held position, zero velocity and zero acceleration."""
+        return self._sample
+
+
+class Sinusoid(Reference):
+    """
+    Per-joint sinusoid ``q_d = center + amplitude * sin(2 pi frequency_hz t + phase)``.
+
+    `center`, `amplitude` (model units), `frequency_hz` (Hz, >= 0) and `phase` (rad) are
+    scalars or per-joint sequences; scalars broadcast to the joints of `center`, or to `n`.
+    """
+
+    def __init__(self, center, amplitude, frequency_hz, phase=0.0, n=None, name='reference'):
+        keys = [f'{name}.{k}' for k in ('center', 'amplitude', 'frequency_hz', 'phase')]
+        values = [_array(v, k, shape=None)
+                  for v, k in zip((center, amplitude, frequency_hz, phase), keys)]
+        sizes = {v.size for v in values if v.size != 1} | ({n} if n is not None else set())
+        if len(sizes) > 1:
+            raise ConfigError(name, f'center, amplitude, frequency_hz and phase have '
+                                    f'different lengths {[v.size for v in values]}')
+        self.n = sizes.pop() if sizes else 1
+        self.center, self.amplitude, frequency, self.phase = (
+            np.broadcast_to(v, (self.n,)).astype(float) for v in values)
+        if np.any(frequency < 0.0):
+            raise ConfigError(keys[2], f'must be >= 0, got {frequency.tolist()}')
+        self.omega = 2.0 * np.pi * frequency
+
+    def sample(self, t):
+        """Return position, velocity and acceleration of the sinusoid at `t`."""
+        angle = self.omega * t + self.phase
+        s = self.amplitude * np.sin(angle)
+        c = self.amplitude * np.cos(angle)
+        return _frozen(self.center + s, self.omega * c, -self.omega ** 2 * s)
+
+
+class MinimumJerk(Reference):
+    """
+    Minimum-jerk point-to-point move from `q0` to `q1`, starting at `t0` and lasting `duration`.
+
+    ``q_d = q0 + (q1 - q0) s(tau)`` with ``s = 10 tau^3 - 15 tau^4 + 6 tau^5`` and
+    ``tau = (t - t0)/duration``: zero velocity and acceleration at both ends; holds `q0` before
+    `t0` and `q1` after ``t0 + duration``. The whole trajectory is C2.
+    """
+
+    def __init__(self, q0, q1, t0, duration, name='reference'):
+        self.q0 = _array(q0, f'{name}.start')
+        self.n = self.q0.size
+        self.delta = _array(q1, f'{name}.goal', (self.n,)) - self.q0
+        self.t0 = float(_array(t0, f'{name}.start_time', ()))
+        self.duration = float(_array(duration, f'{name}.duration', ()))
+        if self.duration <= 0.0:
+            raise ConfigError(f'{name}.duration', f'must be > 0, got {self.duration}')
+
+    def sample(self, t):
+        """Return position, velocity and acceleration of the move at `t`."""
+        tau = min(max((t - self.t0) / self.duration, 0.0), 1.0)
+        s = tau ** 3 * (10.0 + tau * (-15.0 + 6.0 * tau))
+        ds = tau ** 2 * (30.0 + tau * (-60.0 + 30.0 * tau)) / self.duration
+        dds = tau * (60.0 + tau * (-180.0 + 120.0 * tau)) / self.duration ** 2
+        return _frozen(self.q0 + s * self.delta, ds * self.delta, dds * self.delta)
+
+
+class Waypoints(Reference):
+    """
+    Interpolation through timed waypoints, like ``trajectory_msgs/JointTrajectory``.
+
+    `times` (s, strictly increasing, m entries) and `positions` (m, n). The curve between them:
+    - positions only: a C2 cubic spline with zero velocity at both ends (``clamped``);
+    - with `velocities` (m, n): cubic Hermite, C1, passing each point at its velocity;
+    - with `velocities` and `accelerations` (m, n): quintic Hermite, C2.
+    Before ``times[0]`` the first point is held and after ``times[-1]`` the last (zero velocity
+    and acceleration there). To start from the measured state, prepend it as a waypoint at the
+    current time. A single waypoint is held.
+    """
+
+    def __init__(self, times, positions, velocities=None, accelerations=None,
+                 name='trajectory'):
+        self.times = _array(times, f'{name}.times')
+        m = self.times.size
+        if m == 0:
+            raise ConfigError(f'{name}.times', 'must hold at least one waypoint')
+        if np.any(np.diff(self.times) <= 0.0):
+            raise ConfigError(f'{name}.times', f'must be strictly increasing, got '
+                                               f'{self.times.tolist()}')
+        points = [_array(positions, f'{name}.positions', (m, None))]
+        n = points[0].shape[1]
+        if n == 0:
+            raise ConfigError(f'{name}.positions', 'must hold one position per joint')
+        if accelerations is not None and velocities is None:
+            raise ConfigError(f'{name}.accelerations', 'need velocities as well')
+        for key, value in (('velocities', velocities), ('accelerations', accelerations)):
+            if value is not None:
+                points.append(_array(value, f'{name}.{key}', (m, n)))
+        self.n = n
+        self._first = _frozen(points[0][0].copy(), np.zeros(n), np.zeros(n))
+        self._last = _frozen(points[0][-1].copy(), np.zeros(n), np.zeros(n))
+        if m == 1:
+            return
+        if len(points) == 1:
+            spline = CubicSpline(self.times, points[0], bc_type='clamped', axis=0)
+        else:
+            spline = PPoly.from_bernstein_basis(
+                BPoly.from_derivatives(self.times, np.stack(points, axis=1)))
+        # per segment, coefficients of dt^(k-1) .. dt^0 for q, qd and qdd: (m-1, k-d, n)
+        self._coefficients = [np.ascontiguousarray(np.moveaxis(spline.derivative(d).c, 1, 0))
+                              for d in range(3)]
+        self._order = spline.c.shape[0]
+
+    @property
+    def end_time(self):
+        """Return the time of the last waypoint (s)."""
+        return float(self.times[-1])
+
+    def sample(self, t):
+        """Return position, velocity and acceleration of the interpolant at `t`."""
+        times = self.times
+        if t < times[0]:
+            return self._first
+        if t >= times[-1]:
+            return self._last
+        i = bisect_right(times, t) - 1
+        powers = (t - times[i]) ** np.arange(self._order - 1, -1, -1.0)
+        c0, c1, c2 = self._coefficients
+        return _frozen(powers @ c0[i], powers[1:] @ c1[i], powers[2:] @ c2[i])
