@@ -176,8 +176,8 @@ def test_limits_come_from_the_urdf():
 
 
 def test_urdf_without_limits_reports_unbounded():
-    pendulum = load_model({'type': 'urdf', 'urdf': 'package://double_pendulum_description/'
-                                                  'urdf/double_pendulum.urdf'})
+    urdf = 'package://double_pendulum_description/urdf/double_pendulum.urdf'
+    pendulum = load_model({'type': 'urdf', 'urdf': urdf})
     lower, upper = pendulum.joint_limits()
     assert np.all(lower == -np.inf) and np.all(upper == np.inf)
     assert np.all(pendulum.effort_limits() == np.inf)
