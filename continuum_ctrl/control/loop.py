@@ -1,0 +1,207 @@
+"""
+The controller's cycle without ROS: watchdog, reference, computed torque, limits, command.
+
+    loop = ControlLoop(model, settings)
+    loop.set_state(q, qd, t)     # a validated measurement (model order), t: receive time, s
+    command = loop.tick(t)       # in `settings.joints` order: N, N m or Pa
+
+Until `resume_count` consecutive valid states have arrived, and whenever the last one is older
+than `state_timeout`, `tick` returns the safe command: zero effort or `p_min` (vent), or for
+``safe_mode: hold`` gravity plus elastic compensation at the last valid state. On every
+(re)start the reference is anchored at the measured pose and blends in from it over
+`reference.blend_time`. Efforts are clamped to `limits.effort` (and to what the PMAs can push),
+rate-limited to `limits.effort_rate`, and a non-finite effort gives the safe command.
+"""
+
+import numpy as np
+
+from continuum_ctrl.config import ConfigError
+from continuum_ctrl.control.actuation import clamp_effort
+from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
+from continuum_ctrl.control.references import Hold, MinimumJerk, Sinusoid, Waypoints
+
+#: loop status: no valid state yet, controlling, or safe command after a state timeout
+WAITING, ACTIVE, STALE = 'waiting', 'active', 'stale'
+
+
+def build_reference(spec, q_start):
+    """Return the reference of a ReferenceSpec on a time axis starting at 0 at `q_start`."""
+    start = q_start if spec.position is None else spec.position
+    if spec.kind == 'hold':
+        return Hold(start)
+    if spec.kind == 'sinusoid':
+        return Sinusoid(start, spec.amplitude, spec.frequency, spec.phase)
+    if spec.kind == 'min_jerk':
+        return MinimumJerk(q_start, spec.position, 0.0, spec.duration)
+    if spec.times is None or len(spec.times) == 0:
+        return Hold(q_start)
+    return Waypoints(np.concatenate(([0.0], spec.times)), np.vstack((q_start, spec.positions)))
+
+
+class Anchored:
+    """
+    A reference started at time `t0`, blended in from the measured pose `q_start`.
+
+    ``q_d(t) = ref(t - t0) + (q_start - ref(0)) (1 - s)``, with ``s`` the minimum-jerk ramp
+    from 0 to 1 over `blend_time` seconds, so the desired pose starts at the measured one and
+    stays C2.
+    """
+
+    def __init__(self, reference, t0, q_start, blend_time):
+        self.reference = reference
+        self.t0 = t0
+        self.blend_time = blend_time
+        self.offset = np.asarray(q_start, dtype=float) - reference.sample(0.0)[0]
+        self.out = tuple(np.zeros(len(self.offset)) for _ in range(3))
+
+    def sample(self, t):
+        """Return ``(q_d, qd_d, qdd_d)`` at time `t` (s, same clock as `t0`)."""
+        elapsed = max(t - self.t0, 0.0)
+        q, qd, qdd = self.reference.sample(elapsed)
+        q_out, qd_out, qdd_out = self.out
+        if elapsed >= self.blend_time:
+            q_out[:], qd_out[:], qdd_out[:] = q, qd, qdd
+            return self.out
+        x, T = elapsed / self.blend_time, self.blend_time
+        fade = 1.0 - x ** 3 * (10.0 + x * (-15.0 + 6.0 * x))
+        dfade = -x ** 2 * (30.0 + x * (-60.0 + 30.0 * x)) / T
+        ddfade = -x * (60.0 + x * (-180.0 + 120.0 * x)) / T ** 2
+        np.multiply(self.offset, fade, out=q_out)
+        q_out += q
+        np.multiply(self.offset, dfade, out=qd_out)
+        qd_out += qd
+        np.multiply(self.offset, ddfade, out=qdd_out)
+        qdd_out += qdd
+        return self.out
+
+
+class ControlLoop:
+    """
+    One controller: state in, command out; arrays in model order unless said otherwise.
+
+    After each `tick`: `q`, `qd` (last valid state), `q_des`, `qd_des` (reference, clamped to
+    the joint limits), `effort` (generalized force sent, or implied by the safe command) and
+    `command` (joints order) describe the cycle; `events` collects transitions to log once.
+    """
+
+    def __init__(self, model, settings):
+        self.model = model
+        n = model.n
+        self.law = ComputedTorqueLaw(model, settings.kp, settings.kd)
+        self.low, self.high = (np.asarray(b, dtype=float) for b in model.joint_limits())
+        self.settings = settings
+        self.status = WAITING
+        self.reference = None
+        self.last_state_time = -np.inf
+        self.valid_streak = 0
+        self.nonfinite = 0
+        self.events = []
+        self.q, self.qd = np.zeros(n), np.zeros(n)
+        self.q_des, self.qd_des, self.qdd_des = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.effort = np.zeros(n)
+        self.command = np.zeros(n)
+        self._clipped = np.zeros(n, dtype=bool)
+        self._safe_command()
+
+    def configure(self, settings, reanchor=False):
+        """Take new validated settings (gains, limits, reference, ...) from the next tick on."""
+        self.law.set_gains(settings.kp, settings.kd)
+        self.settings = settings
+        if reanchor and self.status == ACTIVE:
+            self.anchor(self.last_state_time)
+
+    def anchor(self, t):
+        """Restart the configured reference at time `t` from the last measured pose."""
+        spec = self.settings.reference
+        self.reference = Anchored(build_reference(spec, self.q), t, self.q, spec.blend_time)
+
+    def follow(self, times, positions, velocities=None, accelerations=None, t=0.0):
+        """
+        Replace the reference by waypoints (model order; times in s after `t`, all > 0).
+
+        The measured state is prepended at `t`. Raises ConfigError (reference kept) for bad
+        waypoints; a waypoint outside the joint limits is refused too.
+        """
+        positions = np.asarray(positions, dtype=float)
+        outside = (positions < self.low) | (positions > self.high)
+        if np.any(outside):
+            raise ConfigError('trajectory.positions', 'lie outside the joint limits')
+        with_start = [np.vstack((self.q, positions))]
+        if velocities is not None:
+            with_start.append(np.vstack((self.qd, velocities)))
+            if accelerations is not None:
+                with_start.append(np.vstack((np.zeros(self.model.n), accelerations)))
+        reference = Waypoints(np.concatenate(([0.0], times)), *with_start)
+        self.reference = Anchored(reference, t, self.q, 0.0)
+
+    def set_state(self, q, qd, t):
+        """Take a validated measurement at receive time `t` (s); may (re)start control."""
+        self.q[:] = q
+        self.qd[:] = qd
+        self.last_state_time = t
+        self.valid_streak += 1
+        if self.status != ACTIVE and self.valid_streak >= self.settings.resume_count:
+            self.events.append(('info', 'valid joint states: control active, reference '
+                                        'anchored at the measured pose'))
+            self.status = ACTIVE
+            self.anchor(t)
+
+    def reject_state(self):
+        """Count a rejected measurement against the streak needed to resume."""
+        self.valid_streak = 0
+
+    def tick(self, t):
+        """Return the command for time `t` (s) in joints order (an internal buffer)."""
+        if self.status == ACTIVE and t - self.last_state_time > self.settings.state_timeout:
+            self.status = STALE
+            self.valid_streak = 0
+            self.events.append(('warn', f'no valid joint states for more than '
+                                        f'{self.settings.state_timeout} s: safe command '
+                                        f"('{self.settings.safe_mode}')"))
+        if self.status != ACTIVE:
+            return self._safe_command()
+        q_des, qd_des, qdd_des = self.reference.sample(t)
+        np.clip(q_des, self.low, self.high, out=self.q_des)
+        np.not_equal(self.q_des, q_des, out=self._clipped)
+        np.copyto(self.qd_des, qd_des)
+        np.copyto(self.qdd_des, qdd_des)
+        self.qd_des[self._clipped] = 0.0
+        self.qdd_des[self._clipped] = 0.0
+        tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
+        if not np.all(np.isfinite(tau)):
+            self.nonfinite += 1
+            self.events.append(('error', 'non-finite effort from the control law: safe '
+                                         'command'))
+            return self._safe_command()
+        settings = self.settings
+        if settings.actuation is not None:
+            tau = settings.actuation.clamp_effort(tau, settings.effort_limit)
+        else:
+            tau = clamp_effort(tau, settings.effort_limit)
+        step = settings.effort_rate * settings.period
+        np.clip(tau, self.effort - step, self.effort + step, out=self.effort)
+        return self._output()
+
+    def _safe_command(self):
+        settings = self.settings
+        if settings.safe_mode == 'hold' and self.status != WAITING:
+            hold = (self.model.gravity_vector(self.q)
+                    + self.model.passive_forces(self.q, np.zeros(self.model.n)))
+            self.effort[:] = clamp_effort(hold, settings.effort_limit)
+            if not np.all(np.isfinite(self.effort)):
+                self.effort[:] = 0.0
+        else:
+            self.effort[:] = 0.0
+        if settings.actuation is not None:
+            self.command[:] = settings.actuation.p_min[settings.order]
+            self.effort[:] = settings.actuation.force(settings.actuation.p_min)
+            return self.command
+        return self._output()
+
+    def _output(self):
+        settings = self.settings
+        if settings.actuation is not None:
+            self.command[:] = settings.actuation.pressure(self.effort)[settings.order]
+        else:
+            self.command[:] = self.effort[settings.order]
+        return self.command

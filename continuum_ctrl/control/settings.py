@@ -1,0 +1,294 @@
+"""
+The controller's own parameters (everything but `model.*`), parsed and validated without ROS.
+
+The controller node, its runtime parameter callback, the Python runner and the tests all go
+through `ControllerSettings.parse`, so a bad value is reported identically everywhere: a
+ConfigError naming the full dotted key. Per-joint vectors are given in `joints` order (the
+command order), as ``n`` numbers or one number for all joints; the parsed settings hold them in
+the model's coordinate order. Units: SI (m, rad, N, N m, Pa, s, Hz).
+"""
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from continuum_ctrl.config import ConfigError, Reader
+from continuum_ctrl.control.actuation import ActuationMap
+from continuum_ctrl.control.gains import validate_gain
+
+
+@dataclass(frozen=True)
+class Field:
+    """One controller parameter: ROS type, default (``...``: none), bounds, description."""
+
+    kind: str
+    default: object
+    description: str
+    low: float = None
+    high: float = None
+
+
+#: reference.type values: hold a pose, per-joint sinusoid, minimum jerk to a goal, waypoints
+#: (an inline list and/or `~/joint_trajectory` messages)
+REFERENCE_TYPES = ('hold', 'sinusoid', 'min_jerk', 'trajectory')
+
+#: every controller parameter other than `model.*`; the ROS node declares exactly these
+FIELDS = {
+    'joints': Field('strings', ..., 'command order of the joints; default: the model order'),
+    'rate_hz': Field('number', 500.0, 'control loop rate, Hz', 1.0, 10000.0),
+    'state_timeout': Field('number', 0.1, 'joint_states older than this (s) trigger the '
+                           'safe command', 1e-3, 10.0),
+    'safe_mode': Field('string', 'zero', "safe command: 'zero' (zero effort, or p_min) or "
+                       "'hold' (gravity + elastic compensation at the last state; effort only)"),
+    'resume_count': Field('integer', 5, 'consecutive valid joint_states needed to resume '
+                          'after a timeout', 1, 1000),
+    'gains.kp': Field('numbers', ..., 'proportional gain, 1/s^2: n per-joint values or an '
+                      'n*n SPD matrix row-major, in joints order'),
+    'gains.kd': Field('numbers', ..., 'derivative gain, 1/s: n per-joint values or an n*n '
+                      'SPD matrix row-major, in joints order'),
+    'reference.type': Field('string', 'hold', 'reference: ' + ' | '.join(REFERENCE_TYPES)),
+    'reference.position': Field('numbers', ..., 'hold: pose to hold (default: the first '
+                                'measured state)'),
+    'reference.center': Field('numbers', ..., 'sinusoid: centre (default: the first measured '
+                              'state)'),
+    'reference.amplitude': Field('numbers', ..., 'sinusoid: amplitude per joint'),
+    'reference.frequency': Field('numbers', ..., 'sinusoid: frequency per joint, Hz', 0.0),
+    'reference.phase': Field('numbers', [0.0], 'sinusoid: phase per joint, rad'),
+    'reference.goal': Field('numbers', ..., 'min_jerk: goal pose, from the first measured '
+                            'state'),
+    'reference.duration': Field('number', ..., 'min_jerk: duration of the motion, s', 1e-3),
+    'reference.times': Field('numbers', [], 'trajectory: waypoint times after the start, s, '
+                             'strictly increasing'),
+    'reference.positions': Field('numbers', [], 'trajectory: waypoint poses, len(times)*n '
+                                 'values, one pose after another'),
+    'reference.blend_time': Field('number', 0.5, 'time over which the reference blends in '
+                                  'from the measured state when it is (re)anchored, s', 0.0,
+                                  60.0),
+    'output.mode': Field('string', 'effort', "'effort' (N or N m) or 'pressure' (Pa)"),
+    'output.area': Field('numbers', ..., 'pressure: effective PMA area, m^2', 0.0),
+    'output.deadzone': Field('numbers', [0.0], 'pressure: dead-zone pressure added to any '
+                             'push, Pa', 0.0),
+    'output.p_min': Field('number', 0.0, 'pressure: lowest command (vents the PMA), Pa'),
+    'output.p_max': Field('number', ..., 'pressure: highest command, Pa'),
+    'limits.effort': Field('numbers', ..., 'largest |effort| per joint, N or N m (default: '
+                           'the model, e.g. URDF <limit effort>)', 0.0),
+    'limits.effort_rate': Field('numbers', ..., 'largest effort change per second, N/s or '
+                                'N m/s (default: none)', 0.0),
+}
+
+
+@dataclass(frozen=True)
+class ReferenceSpec:
+    """A parsed reference; arrays in model order, None where taken from the first state."""
+
+    kind: str
+    position: np.ndarray = None
+    amplitude: np.ndarray = None
+    frequency: np.ndarray = None
+    phase: np.ndarray = None
+    duration: float = None
+    times: np.ndarray = None
+    positions: np.ndarray = None
+    blend_time: float = 0.5
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    """
+    Validated controller settings; per-joint arrays in model order.
+
+    `order[k]` is the model index of ``joints[k]``: a command in joints order is
+    ``tau[order]``.
+    """
+
+    joints: tuple
+    order: np.ndarray
+    rate_hz: float
+    state_timeout: float
+    safe_mode: str
+    resume_count: int
+    kp: np.ndarray
+    kd: np.ndarray
+    reference: ReferenceSpec
+    mode: str
+    actuation: ActuationMap
+    effort_limit: np.ndarray
+    effort_rate: np.ndarray
+
+    @classmethod
+    def parse(cls, tree, model):
+        """
+        Parse the nested controller parameters (without `model`, `use_sim_time`) for `model`.
+
+        Raises ConfigError naming the full key for a missing, unknown or bad value.
+        """
+        top = Reader(tree, '')
+        vec = JointVectors.read(top, model.joint_names)
+        joints, order, n = vec.joints, vec.order, vec.n
+
+        gains = top.namespace('gains')
+        kp = vec.gain(validate_gain(gains.numbers('kp'), n, 'gains.kp'))
+        kd = vec.gain(validate_gain(gains.numbers('kd'), n, 'gains.kd'))
+        gains.finish()
+
+        mode, actuation = read_output(top, vec)
+
+        limits = top.namespace('limits')
+        effort = (vec.per_joint(limits, 'effort', strict_low=True) if limits.has('effort')
+                  else np.asarray(model.effort_limits(), dtype=float).copy())
+        rate = (vec.per_joint(limits, 'effort_rate', strict_low=True)
+                if limits.has('effort_rate') else np.full(n, np.inf))
+        limits.finish()
+
+        safe_mode = top.string('safe_mode', FIELDS['safe_mode'].default, ('zero', 'hold'))
+        if safe_mode == 'hold' and mode == 'pressure':
+            raise ConfigError('safe_mode', "'hold' needs output.mode 'effort'; PMAs are "
+                                           "vented ('zero') instead")
+        settings = cls(
+            joints=joints, order=order,
+            rate_hz=_number(top, 'rate_hz'),
+            state_timeout=_number(top, 'state_timeout'),
+            safe_mode=safe_mode,
+            resume_count=_integer(top, 'resume_count'),
+            kp=kp, kd=kd,
+            reference=_reference(top.namespace('reference'), vec, model),
+            mode=mode, actuation=actuation,
+            effort_limit=effort, effort_rate=rate)
+        top.finish()
+        return settings
+
+    @property
+    def period(self):
+        """Return the control period, s."""
+        return 1.0 / self.rate_hz
+
+
+def _number(reader, name):
+    field = FIELDS[reader.key(name)]
+    return reader.number(name, field.default, field.low, field.high)
+
+
+def _integer(reader, name):
+    field = FIELDS[reader.key(name)]
+    value = reader.raw(name, field.default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(reader.key(name), f'must be an integer, got {value!r}')
+    if not field.low <= value <= field.high:
+        raise ConfigError(reader.key(name), f'must be in [{field.low}, {field.high}], '
+                                            f'got {value}')
+    return value
+
+
+def read_output(top, vec):
+    """
+    Read the `output` namespace: ``(mode, ActuationMap or None)``.
+
+    The simulator reads the same keys to turn the controller's commands into forces.
+    """
+    out = top.namespace('output')
+    mode = out.string('mode', FIELDS['output.mode'].default, ('effort', 'pressure'))
+    actuation = None
+    if mode == 'pressure':
+        p_min = out.number('p_min', FIELDS['output.p_min'].default)
+        actuation = ActuationMap(vec.n, vec.per_joint(out, 'area', strict_low=True),
+                                 vec.per_joint(out, 'deadzone'), p_min,
+                                 out.number('p_max', low=p_min, strict_low=True))
+    _finish_namespace(out)
+    return mode, actuation
+
+
+class JointVectors:
+    """
+    The `joints` parameter, and per-joint vectors in joints order -> arrays in model order.
+
+    `order[k]` is the model index of ``joints[k]``.
+    """
+
+    def __init__(self, joints, model_joints):
+        index = {name: i for i, name in enumerate(model_joints)}
+        self.joints = tuple(joints)
+        self.order = np.array([index[name] for name in joints], dtype=int)
+        self.n = len(joints)
+
+    @classmethod
+    def read(cls, top, model_joints):
+        """Read `joints`: a permutation of the model's joints (default: the model order)."""
+        joints = top.strings('joints', list(model_joints))
+        if sorted(joints) != sorted(model_joints) or len(set(joints)) != len(joints):
+            raise ConfigError('joints', f'must list each model joint once, in any order: '
+                                        f'model joints {list(model_joints)}, got {joints}')
+        return cls(joints, model_joints)
+
+    def to_model(self, values):
+        out = np.empty(self.n)
+        out[self.order] = values
+        return out
+
+    def gain(self, gain):
+        if gain.ndim == 1:
+            return self.to_model(gain)
+        out = np.empty_like(gain)
+        out[np.ix_(self.order, self.order)] = gain
+        return out
+
+    def per_joint(self, reader, name, default=None, strict_low=False):
+        field = FIELDS[reader.key(name)]
+        given = default if default is not None else field.default
+        values = reader.numbers(name, given, low=field.low, strict_low=strict_low)
+        if len(values) == 1:
+            values = values * self.n
+        if len(values) != self.n:
+            raise ConfigError(reader.key(name), f'must have 1 or {self.n} entries (one per '
+                                                f'joint), got {len(values)}')
+        return self.to_model(values)
+
+    def optional(self, reader, name):
+        return self.per_joint(reader, name) if reader.has(name) else None
+
+
+def _reference(ref, vec, model):
+    kind = ref.string('type', FIELDS['reference.type'].default, REFERENCE_TYPES)
+    low, high = (np.asarray(b, dtype=float) for b in model.joint_limits())
+    if kind == 'hold':
+        spec = ReferenceSpec(kind, position=vec.optional(ref, 'position'))
+    elif kind == 'sinusoid':
+        spec = ReferenceSpec(kind, position=vec.optional(ref, 'center'),
+                             amplitude=vec.per_joint(ref, 'amplitude'),
+                             frequency=vec.per_joint(ref, 'frequency'),
+                             phase=vec.per_joint(ref, 'phase'))
+    elif kind == 'min_jerk':
+        spec = ReferenceSpec(kind, position=vec.per_joint(ref, 'goal'),
+                             duration=ref.number('duration', low=FIELDS['reference.duration'].low))
+    else:
+        times = np.array(ref.numbers('times', FIELDS['reference.times'].default, low=0.0,
+                                     strict_low=True))
+        if np.any(np.diff(times) <= 0.0):
+            raise ConfigError(ref.key('times'), f'must be strictly increasing, got '
+                                                f'{times.tolist()}')
+        flat = ref.numbers('positions', FIELDS['reference.positions'].default,
+                           length=len(times) * vec.n)
+        positions = np.array([vec.to_model(row) for row in
+                              np.reshape(flat, (len(times), vec.n))]).reshape(-1, vec.n)
+        spec = ReferenceSpec(kind, times=times, positions=positions)
+    spec = replace(spec, blend_time=_number(ref, 'blend_time'))
+    _finish_namespace(ref)
+    _check_inside(spec, ref, low, high)
+    return spec
+
+
+def _finish_namespace(reader):
+    """Reject unknown keys; known ones that the chosen type does not use are allowed."""
+    reader.used.update(name.split('.', 1)[1] for name in FIELDS
+                       if name.startswith(reader.prefix + '.'))
+    reader.finish()
+
+
+def _check_inside(spec, ref, low, high):
+    """Refuse fixed poses outside the joint limits (a sinusoid is clamped when sampled)."""
+    key = {'hold': 'position', 'min_jerk': 'goal', 'trajectory': 'positions'}.get(spec.kind)
+    poses = list(spec.positions) if spec.kind == 'trajectory' else [spec.position]
+    for pose in poses if key else []:
+        if pose is not None and np.any((pose < low) | (pose > high)):
+            name = ref.key(key)
+            raise ConfigError(name, f'must lie within the joint limits [{low.tolist()}, '
+                                    f'{high.tolist()}], got {pose.tolist()}')

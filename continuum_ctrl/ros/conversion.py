@@ -1,0 +1,149 @@
+"""
+ROS messages <-> arrays, by joint name, with whole-message rejection.
+
+A `sensor_msgs/JointState` is mapped by name on every message (order is not guaranteed; extra
+joints are ignored). It is rejected whole, with a reason kind counted by the caller, when:
+- ``names``: a model joint is missing or a name repeats;
+- ``length``: `position` (or a non-empty `velocity`) differs in length from `name`;
+- ``nonfinite``: a used position or velocity is NaN or infinite;
+- ``range``: a position lies outside the joint limits widened by their span on each side, or
+  a speed exceeds `MAX_SPEED`.
+Without velocities, they are estimated by a first-order filtered difference of positions.
+"""
+
+import array
+
+import numpy as np
+
+#: largest accepted |velocity| in a joint state, rad/s or m/s
+MAX_SPEED = 1e3
+#: time constant of the velocity filter used when joint states carry no velocities, s
+VELOCITY_FILTER_TIME = 0.01
+#: kinds of rejected joint states, in report order
+REJECT_KINDS = ('names', 'length', 'nonfinite', 'range')
+
+
+class Rejected(Exception):
+    """A message rejected whole; `kind` is one of REJECT_KINDS (or 'trajectory')."""
+
+    def __init__(self, kind, reason):
+        super().__init__(reason)
+        self.kind = kind
+
+
+def stamp_seconds(stamp):
+    """Return a builtin_interfaces/Time as float seconds."""
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+class JointStateReader:
+    """
+    Convert JointState messages to ``(q, qd)`` in model order (internal buffers).
+
+    `joint_names` in model order; `low`, `high`: joint limits (+-inf where unbounded).
+    `estimating` is True once a message without velocities was used.
+    """
+
+    def __init__(self, joint_names, low, high):
+        self.joint_names = list(joint_names)
+        self.n = len(self.joint_names)
+        span = np.where(np.isfinite(high - low), high - low, np.inf)
+        self.low, self.high = low - span, high + span
+        self.q = np.zeros(self.n)
+        self.qd = np.zeros(self.n)
+        self._names = None
+        self._index = np.zeros(self.n, dtype=int)
+        self._previous = None
+        self.estimating = False
+
+    def _map(self, names):
+        if names == self._names:
+            return self._index
+        where = {}
+        for i, name in enumerate(names):
+            if name in where:
+                raise Rejected('names', f"joint '{name}' appears twice")
+            where[name] = i
+        missing = [name for name in self.joint_names if name not in where]
+        if missing:
+            raise Rejected('names', f'joints {missing} are missing')
+        self._index = np.array([where[name] for name in self.joint_names], dtype=int)
+        self._names = list(names)
+        return self._index
+
+    def read(self, msg, t):
+        """Return ``(q, qd)`` from `msg` received at `t` (s); raise Rejected (state kept)."""
+        names, position, velocity = msg.name, msg.position, msg.velocity
+        if len(position) != len(names) or len(velocity) not in (0, len(names)):
+            raise Rejected('length', f'{len(names)} names, {len(position)} positions, '
+                                     f'{len(velocity)} velocities')
+        index = self._map(names)
+        q = np.asarray(position)[index]
+        qd = np.asarray(velocity)[index] if len(velocity) else None
+        if not np.all(np.isfinite(q)) or (qd is not None and not np.all(np.isfinite(qd))):
+            raise Rejected('nonfinite', 'non-finite position or velocity')
+        if np.any(q < self.low) or np.any(q > self.high) or (
+                qd is not None and np.any(np.abs(qd) > MAX_SPEED)):
+            raise Rejected('range', 'position or velocity out of range')
+        if qd is None:
+            qd = self._estimate(q, t)
+        self._previous = (q, t)
+        self.q[:] = q
+        self.qd[:] = qd
+        return self.q, self.qd
+
+    def _estimate(self, q, t):
+        self.estimating = True
+        if self._previous is None or t <= self._previous[1]:
+            return self.qd
+        q_old, t_old = self._previous
+        dt = t - t_old
+        weight = dt / (dt + VELOCITY_FILTER_TIME)
+        return (1.0 - weight) * self.qd + weight * (q - q_old) / dt
+
+
+def trajectory_arrays(msg, joint_names, start_offset):
+    """
+    Validate a trajectory_msgs/JointTrajectory; return its waypoints in model order.
+
+    `start_offset`: trajectory start (header stamp, or now when zero) minus now, s. Returns
+    ``(times, positions, velocities, accelerations)``: times (m,) in s after now, all > 0;
+    arrays (m, n), velocities and accelerations None when not given for every point. Raises
+    Rejected('trajectory', reason) for unknown, missing or repeated joints, inconsistent sizes,
+    non-increasing times, non-finite values or a start in the past.
+    """
+    names = list(msg.joint_names)
+    if sorted(names) != sorted(joint_names) or len(set(names)) != len(names):
+        raise Rejected('trajectory', f'joint_names must list each of {list(joint_names)} '
+                                     f'once, got {names}')
+    if not msg.points:
+        raise Rejected('trajectory', 'has no points')
+    n = len(names)
+    order = [names.index(name) for name in joint_names]
+    fields = {}
+    for key in ('positions', 'velocities', 'accelerations'):
+        sizes = {len(getattr(point, key)) for point in msg.points}
+        if key == 'positions' and sizes != {n}:
+            raise Rejected('trajectory', f'every point needs {n} positions, got sizes '
+                                         f'{sorted(sizes)}')
+        if sizes not in ({0}, {n}):
+            raise Rejected('trajectory', f'{key} must be empty or of size {n} in every point, '
+                                         f'got sizes {sorted(sizes)}')
+        if sizes == {n}:
+            fields[key] = np.array([getattr(p, key) for p in msg.points])[:, order]
+    if 'accelerations' in fields and 'velocities' not in fields:
+        raise Rejected('trajectory', 'accelerations given without velocities')
+    times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
+                      for p in msg.points]) + start_offset
+    if np.any(np.diff(times) <= 0.0):
+        raise Rejected('trajectory', 'time_from_start must increase strictly')
+    if times[0] <= 0.0:
+        raise Rejected('trajectory', 'starts in the past')
+    if not all(np.all(np.isfinite(v)) for v in fields.values()):
+        raise Rejected('trajectory', 'has non-finite values')
+    return times, fields['positions'], fields.get('velocities'), fields.get('accelerations')
+
+
+def set_doubles(msg_array, values):
+    """Overwrite a message's float64[] field (array.array('d')) in place with `values`."""
+    msg_array[:] = array.array('d', values.tobytes())

@@ -1,0 +1,113 @@
+"""
+`simulator_node`: a real-time simulated arm over ROS 2 (node `continuum_simulator`).
+
+- sub `commands` (std_msgs/Float64MultiArray; remap to the controller's `~/commands`): efforts
+  or pressures in `joints` order, as `output.*` says; a bad command (wrong length, non-finite,
+  pressure outside ``[p_min, p_max]``) is rejected whole and counted; a command older than
+  `command_timeout` means zero input.
+- pub `joint_states` (sensor_msgs/JointState, model joint order; effort: the applied
+  generalized force) at `publish_rate_hz`; the plant integrates with the fixed `step` in between,
+  following the wall clock.
+- pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands.
+"""
+
+import time
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, qos_profile_sensor_data
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from continuum_ctrl.control.settings import FIELDS as CONTROLLER_FIELDS
+from continuum_ctrl.ros.controller_node import LOG_THROTTLE, spin
+from continuum_ctrl.ros.conversion import set_doubles
+from continuum_ctrl.ros.parameters import NodeParameters
+from continuum_ctrl.sim.plant import FIELDS, Plant, PlantSettings, SHARED
+
+NODE_NAME = 'continuum_simulator'
+#: every simulator parameter: its own and those shared with the controller
+SIMULATOR_FIELDS = {**{k: CONTROLLER_FIELDS[k] for k in SHARED}, **FIELDS}
+
+
+class SimulatorNode(Node):
+    """The simulator node; see the module documentation for its interface."""
+
+    def __init__(self, **kwargs):
+        super().__init__(NODE_NAME, **kwargs)
+        self.params = NodeParameters(self, SIMULATOR_FIELDS, PlantSettings.parse,
+                                     self._on_change)
+        settings = self.params.settings
+        self.plant = Plant(settings)
+        n = self.plant.model.n
+        self.rejected = 0
+        self._last_log = -np.inf
+        self.msg = JointState()
+        self.msg.name = list(self.plant.model.joint_names)
+        self.msg.position = self.plant.q.tolist()
+        self.msg.velocity = [0.0] * n
+        self.msg.effort = [0.0] * n
+        self.pub = self.create_publisher(JointState, 'joint_states', qos_profile_sensor_data)
+        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.create_subscription(Float64MultiArray, 'commands', self._on_command,
+                                 QoSProfile(depth=10))
+        self.timer = self.create_timer(1.0 / settings.publish_rate_hz, self._tick)
+        self.create_timer(1.0, self._diagnostics)
+        self._wall = time.perf_counter()
+        self._step_time = 0.0
+        self.get_logger().info(
+            f'plant {type(self.plant.model).__name__} ({n} joints), step {settings.step} s, '
+            f'{settings.publish_rate_hz:g} Hz, input {settings.mode}')
+
+    def _on_change(self, settings, names):
+        self.plant.settings = settings
+        self.plant.model = settings.model
+        self.get_logger().info(f'parameters changed: {sorted(names)}')
+
+    def _now(self):
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _on_command(self, msg):
+        try:
+            self.plant.command(msg.data, self._now())
+        except ValueError as exc:
+            self.rejected += 1
+            wall = time.monotonic()
+            if wall - self._last_log > LOG_THROTTLE:
+                self._last_log = wall
+                self.get_logger().warn(f'rejected command: {exc}; {self.rejected} so far')
+
+    def _tick(self):
+        t = self._now()
+        start = time.perf_counter()
+        self.plant.advance(t)
+        self._step_time += time.perf_counter() - start
+        q, qd = self.plant.measure()
+        msg = self.msg
+        msg.header.stamp = self.get_clock().now().to_msg()
+        set_doubles(msg.position, q)
+        set_doubles(msg.velocity, qd)
+        set_doubles(msg.effort, self.plant.tau if t - self.plant.command_time
+                    <= self.plant.settings.command_timeout else self.plant.zero_input())
+        self.pub.publish(msg)
+
+    def _diagnostics(self):
+        now = time.perf_counter()
+        window, self._wall = now - self._wall, now
+        values = {'steps': self.plant.steps, 'overruns': self.plant.overruns,
+                  'rejected_commands': self.rejected,
+                  'cpu_share_stepping': f'{self._step_time / window:.3f}'}
+        self._step_time = 0.0
+        status = DiagnosticStatus(name=f'{self.get_name()}: plant',
+                                  hardware_id=self.get_fully_qualified_name(),
+                                  level=DiagnosticStatus.OK, message='running')
+        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.diag_pub.publish(msg)
+
+
+def main(argv=None):
+    """Run the simulator node (`ros2 run continuum_ctrl simulator_node --ros-args ...`)."""
+    return spin(SimulatorNode, argv)

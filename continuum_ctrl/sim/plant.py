@@ -1,0 +1,204 @@
+"""
+The simulator's plant without ROS: settings, model mismatch, commands in, real-time stepping.
+
+    settings = PlantSettings.parse(tree, model_namespace)
+    plant = Plant(settings)
+    plant.command(values, t)      # controller command, joints order: N, N m or Pa
+    plant.advance(t)              # integrate with the fixed step up to time t (s)
+
+A command older than `command_timeout` means zero input (vented PMAs). The plant is the model
+given in `model.*` with `mismatch.mass_scale` and `mismatch.stiffness_scale` applied to
+`model.sections.mass` and `model.sections.stiffness`; the controller's `output.*` keys say how
+commands turn into generalized forces (the same ActuationMap).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from continuum_ctrl.config import ConfigError, Reader
+from continuum_ctrl.control.settings import Field, JointVectors, read_output
+from continuum_ctrl.models import load_model
+from continuum_ctrl.sim.integrators import INTEGRATORS
+
+#: the simulator's parameters besides `model.*` and the shared `joints` and `output.*`
+FIELDS = {
+    'step': Field('number', 0.001, 'fixed integration step, s', 1e-5, 0.05),
+    'integrator': Field('string', 'rk4', 'integrator: ' + ' | '.join(INTEGRATORS)),
+    'publish_rate_hz': Field('number', 500.0, 'joint_states publication rate, Hz', 1.0,
+                             10000.0),
+    'command_timeout': Field('number', 0.1, 'a command older than this (s) means zero input',
+                             1e-3, 10.0),
+    'max_catch_up': Field('number', 0.05, 'longest simulated time integrated per wake-up; '
+                          'more is dropped and counted as an overrun, s', 1e-3, 1.0),
+    'initial.position': Field('numbers', [0.0], 'initial pose, joints order'),
+    'mismatch.mass_scale': Field('number', 1.0, 'plant mass / nominal mass', 0.01, 100.0),
+    'mismatch.stiffness_scale': Field('number', 1.0, 'plant stiffness / nominal stiffness',
+                                      0.01, 100.0),
+    'noise.position': Field('number', 0.0, 'std. dev. of position noise, m or rad', 0.0, 1.0),
+    'noise.velocity': Field('number', 0.0, 'std. dev. of velocity noise, m/s or rad/s', 0.0,
+                            10.0),
+    'noise.seed': Field('integer', 0, 'seed of the noise generator', 0, 2 ** 31 - 1),
+}
+#: the keys the simulator shares with the controller (same meaning)
+SHARED = ('joints', 'output.mode', 'output.area', 'output.deadzone', 'output.p_min',
+          'output.p_max')
+#: model keys scaled by the mismatch options
+MISMATCH_KEYS = {'mass_scale': 'mass', 'stiffness_scale': 'stiffness'}
+
+
+@dataclass(frozen=True)
+class PlantSettings:
+    """Validated simulator settings; `model` is the plant (mismatch applied)."""
+
+    model: object
+    vectors: JointVectors
+    mode: str
+    actuation: object
+    step: float
+    integrator: object
+    publish_rate_hz: float
+    command_timeout: float
+    max_catch_up: float
+    initial: np.ndarray
+    noise_position: float
+    noise_velocity: float
+    noise_seed: int
+
+    @classmethod
+    def parse(cls, tree, model_namespace):
+        """Parse the simulator's parameters; ConfigError names the key."""
+        top = Reader(tree, '')
+        mismatch = top.namespace('mismatch')
+        spec = _scaled(model_namespace, mismatch)
+        mismatch.finish()
+        model = load_model(spec)
+        vec = JointVectors.read(top, model.joint_names)
+        mode, actuation = read_output(top, vec)
+        initial = top.namespace('initial')
+        position = vec.to_model(_per_joint(initial, 'position', vec.n))
+        initial.finish()
+        noise = top.namespace('noise')
+        seed = noise.raw('seed', FIELDS['noise.seed'].default)
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ConfigError('noise.seed', f'must be an integer >= 0, got {seed!r}')
+        settings = cls(
+            model=model, vectors=vec, mode=mode, actuation=actuation,
+            step=_number(top, 'step'),
+            integrator=INTEGRATORS[top.string('integrator', 'rk4', tuple(INTEGRATORS))],
+            publish_rate_hz=_number(top, 'publish_rate_hz'),
+            command_timeout=_number(top, 'command_timeout'),
+            max_catch_up=_number(top, 'max_catch_up'),
+            initial=position,
+            noise_position=_number(noise, 'position'),
+            noise_velocity=_number(noise, 'velocity'),
+            noise_seed=seed)
+        noise.finish()
+        top.finish()
+        return settings
+
+
+def _number(reader, name):
+    field = FIELDS[reader.key(name)]
+    return reader.number(name, field.default, field.low, field.high)
+
+
+def _per_joint(reader, name, n):
+    values = reader.numbers(name, FIELDS[reader.key(name)].default)
+    if len(values) == 1:
+        values = values * n
+    if len(values) != n:
+        raise ConfigError(reader.key(name), f'must have 1 or {n} entries, got {len(values)}')
+    return values
+
+
+def _scaled(spec, mismatch):
+    """Return the model namespace with the mismatch scales applied to `sections.*`."""
+    spec = {k: (dict(v) if isinstance(v, dict) else v) for k, v in spec.items()}
+    for option, key in MISMATCH_KEYS.items():
+        scale = _number(mismatch, option)
+        if scale == 1.0:
+            continue
+        sections = spec.get('sections', {})
+        if key not in sections:
+            raise ConfigError(mismatch.key(option), f"needs model.sections.{key}, which this "
+                                                    f"model does not have")
+        sections[key] = [scale * float(v) for v in np.atleast_1d(sections[key])]
+    return spec
+
+
+class Plant:
+    """
+    The simulated arm: state, held input and real-time stepping.
+
+    `q`, `qd` (model order) and `t` (s) are the current state; `tau` the held generalized
+    force. `overruns` counts wake-ups that had to drop simulated time.
+    """
+
+    def __init__(self, settings):
+        self.settings = settings
+        self.model = settings.model
+        n = self.model.n
+        self.q = settings.initial.copy()
+        self.qd = np.zeros(n)
+        self.t = None
+        self.tau = np.zeros(n)
+        self.command_time = -np.inf
+        self.overruns = 0
+        self.steps = 0
+        self.rng = np.random.default_rng(settings.noise_seed)
+
+    def check(self, values):
+        """Return `values` as forces in model order, or raise ValueError saying why."""
+        values = np.asarray(values, dtype=float)
+        vec = self.settings.vectors
+        if values.shape != (vec.n,):
+            raise ValueError(f'expected {vec.n} values, got {values.size}')
+        if not np.all(np.isfinite(values)):
+            raise ValueError('non-finite values')
+        actuation = self.settings.actuation
+        model_order = vec.to_model(values)
+        if actuation is None:
+            return model_order
+        if np.any(model_order < actuation.p_min) or np.any(model_order > actuation.p_max):
+            raise ValueError('pressure outside [p_min, p_max]')
+        return actuation.force(model_order)
+
+    def command(self, values, t):
+        """Hold the given command (joints order) from time `t` (s); ValueError keeps the old."""
+        self.tau[:] = self.check(values)
+        self.command_time = t
+
+    def advance(self, t):
+        """Integrate with the fixed step up to time `t` (s); return the number of steps."""
+        if self.t is None:
+            self.t = t
+            return 0
+        dt = self.settings.step
+        if t - self.t > self.settings.max_catch_up:
+            self.overruns += 1
+            self.t = t - self.settings.max_catch_up
+        steps = 0
+        while self.t + dt <= t:
+            fresh = self.t - self.command_time <= self.settings.command_timeout
+            tau = self.tau if fresh else self.zero_input()
+            self.q, self.qd = self.settings.integrator(self.model, self.q, self.qd, tau, dt)
+            self.t += dt
+            steps += 1
+        self.steps += steps
+        return steps
+
+    def zero_input(self):
+        """Return the generalized force with no command (zero effort, vented PMAs)."""
+        actuation = self.settings.actuation
+        if actuation is None:
+            return np.zeros(self.model.n)
+        return actuation.force(actuation.p_min)
+
+    def measure(self):
+        """Return the measured ``(q, qd)``, with sensor noise when configured."""
+        s = self.settings
+        if s.noise_position == 0.0 and s.noise_velocity == 0.0:
+            return self.q, self.qd
+        return (self.q + s.noise_position * self.rng.standard_normal(self.model.n),
+                self.qd + s.noise_velocity * self.rng.standard_normal(self.model.n))
