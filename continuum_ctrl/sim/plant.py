@@ -165,7 +165,7 @@ class Plant:
         return actuation.force(model_order)
 
     def command(self, values, t):
-        """Hold the given command (joints order) from time `t` (s); ValueError keeps the old."""
+        """Hold new input values, joints order, from time `t` (s); ValueError keeps the old."""
         self.tau[:] = self.check(values)
         self.command_time = t
 
