@@ -123,3 +123,18 @@ def test_minimum_jerk_tracking_converges_and_logs_are_consistent():
     np.testing.assert_array_equal(log.tau[1], log.tau[0])  # held between control ticks
     np.testing.assert_allclose(log.rms_error(), np.sqrt(np.mean(log.error ** 2, axis=0)))
     assert np.all(log.max_error() >= np.abs(log.error[0]))
+
+
+def test_demo_prints_errors_and_writes_a_plot(tmp_path, capsys):
+    from continuum_ctrl.demo import main
+
+    assert main(['--arm', 'planar_2r', '--duration', '2', '--out', str(tmp_path),
+                 '--reference', 'minimum_jerk']) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.startswith('joint')][1:]
+    assert [row[0] for row in rows] == ['joint1', 'joint2']
+    initial, rms, worst, final = np.array([row[1:] for row in rows], dtype=float).T
+    assert np.all(np.abs(initial) > 0.1) and np.all(worst >= np.abs(initial))
+    assert np.all(rms < np.abs(initial)) and np.all(np.abs(final) < 1e-3 * np.abs(initial))
+    image = tmp_path / 'planar_2r_tracking.png'
+    assert image.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and image.stat().st_size > 10_000

@@ -1,0 +1,163 @@
+"""
+`continuum-ctrl demo`: an arm under computed torque in an embedded closed loop (no ROS).
+
+    continuum-ctrl demo [--arm planar_2r|panda|PARAMS.yaml] [--duration 5] [--out out/]
+
+The plant is the model itself, the law runs at `--rate` Hz with its torque held in between,
+and the arm starts off its reference. Prints the RMS and largest tracking error per joint and
+writes ``<out>/<arm>_tracking.png`` (desired against actual positions, and the error).
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from continuum_ctrl.config import ConfigError
+from continuum_ctrl.control import ComputedTorqueLaw
+from continuum_ctrl.control.references import MinimumJerk, Sinusoid
+from continuum_ctrl.models import load_model
+from continuum_ctrl.sim.closed_loop import simulate
+from continuum_ctrl.sim.integrators import INTEGRATORS
+
+#: a joint without position limits moves this far (rad) around this position (rad)
+UNBOUNDED_AMPLITUDE = 0.4
+UNBOUNDED_CENTER = 0.3
+
+
+def config_roots():
+    """Yield the directories that may hold the package's config/*.yaml, most specific first."""
+    yield Path(__file__).resolve().parents[1] / 'config'
+    yield Path(sys.prefix) / 'share' / 'continuum_ctrl' / 'config'
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        yield Path(get_package_share_directory('continuum_ctrl')) / 'config'
+    except (ImportError, LookupError, OSError, ValueError):
+        pass
+
+
+def config_file(arm):
+    """
+    Return the parameter file for `arm`: an existing path, or a name in the package's config/.
+
+    Names are looked up in the source tree, then in the installed share directory (pip's
+    ``sys.prefix/share`` or the ament index).
+    """
+    if Path(arm).is_file():
+        return Path(arm)
+    tried = []
+    for root in config_roots():
+        if (root / f'{arm}.yaml').is_file():
+            return root / f'{arm}.yaml'
+        tried.append(str(root))
+    raise ConfigError('--arm', f"'{arm}' is neither a parameter file nor a config in {tried}")
+
+
+def demo_reference(model, kind, duration):
+    """
+    Return a reference inside the joint limits: a sinusoid, or a minimum-jerk move.
+
+    Bounded joints move by a quarter of their range (at most 0.5) around its middle;
+    unbounded ones by UNBOUNDED_AMPLITUDE around UNBOUNDED_CENTER. Returns the reference and
+    the amplitude per joint (model units).
+    """
+    low, high = model.joint_limits()
+    bounded = np.isfinite(low) & np.isfinite(high)
+    span = np.where(bounded, high - np.where(bounded, low, 0.0), 0.0)
+    center = np.where(bounded, np.where(bounded, low, 0.0) + 0.5 * span, UNBOUNDED_CENTER)
+    amplitude = np.where(bounded, np.minimum(0.25 * span, 0.5), UNBOUNDED_AMPLITUDE)
+    if kind == 'sinusoid':
+        frequency = 0.25 + 0.05 * np.arange(model.n)  # Hz, unequal so joints do not move alike
+        return Sinusoid(center, amplitude, frequency), amplitude
+    return MinimumJerk(center - amplitude, center + amplitude, 0.2 * duration,
+                       0.5 * duration), amplitude
+
+
+def run(model, kind='sinusoid', duration=5.0, kp=50.0, kd=10.0, rate=1000.0,
+        integrator='rk4'):
+    """
+    Simulate `model` tracking a demo reference from an initial error of half its amplitude.
+
+    Gains are per-joint scalars (1/s^2, 1/s); the law runs at `rate` Hz and the plant is
+    integrated with the same step. Returns the ClosedLoopLog.
+    """
+    reference, amplitude = demo_reference(model, kind, duration)
+    law = ComputedTorqueLaw(model, np.full(model.n, kp), np.full(model.n, kd))
+    q_des, qd_des, _ = reference.sample(0.0)
+    dt = 1.0 / rate
+    return simulate(model, law, reference, q_des - 0.5 * amplitude, qd_des,
+                    round(duration / dt) * dt, dt, control_period=dt, integrator=integrator)
+
+
+def summary(log, joint_names):
+    """Return a table of the initial, RMS, largest and final tracking error per joint."""
+    lines = [f"{'joint':<16}{'initial':>12}{'rms':>12}{'max':>12}{'final':>12}"]
+    for name, e0, rms, worst, last in zip(joint_names, log.error[0], log.rms_error(),
+                                          log.max_error(), log.error[-1]):
+        lines.append(f'{name:<16}{e0:>12.3e}{rms:>12.3e}{worst:>12.3e}{last:>12.3e}')
+    return '\n'.join(lines)
+
+
+def plot_tracking(log, joint_names, path, title=''):
+    """Write a PNG: desired (dashed) against actual position per joint, and all errors."""
+    from matplotlib.figure import Figure
+
+    n = len(joint_names)
+    columns = 1 if n <= 3 else 2
+    rows = -(-(n + 1) // columns)
+    figure = Figure(figsize=(6.0 * columns, 2.2 * rows), layout='constrained')
+    axes = figure.subplots(rows, columns, squeeze=False).ravel()
+    for j, (ax, name) in enumerate(zip(axes, joint_names)):
+        ax.plot(log.t, log.q_des[:, j], '--', color='tab:gray', label='desired')
+        ax.plot(log.t, log.q[:, j], color='tab:blue', label='actual')
+        ax.set_ylabel(name)
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(loc='best', fontsize='small')
+    ax = axes[n]
+    ax.plot(log.t, log.error, linewidth=1.0, label=joint_names)
+    ax.set_ylabel('error q - q_des')
+    ax.legend(loc='best', fontsize='x-small', ncol=-(-n // 4))
+    ax.grid(True, alpha=0.3)
+    for ax in axes[n - columns + 1:n + 1]:
+        ax.set_xlabel('time (s)')
+    for ax in axes[n + 1:]:
+        ax.set_visible(False)
+    if title:
+        figure.suptitle(title)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100)
+    return path
+
+
+def main(argv=None):
+    """Run the demo; return the exit status."""
+    parser = argparse.ArgumentParser(prog='continuum-ctrl demo', description=__doc__.split(
+        '\n\n')[0].strip())
+    parser.add_argument('--arm', default='planar_2r',
+                        help='planar_2r, panda, or a parameter YAML file (default planar_2r)')
+    parser.add_argument('--duration', type=float, default=5.0, help='seconds (default 5)')
+    parser.add_argument('--out', default='out', help='output directory (default ./out)')
+    parser.add_argument('--reference', choices=['sinusoid', 'minimum_jerk'],
+                        default='sinusoid', help='reference trajectory (default sinusoid)')
+    parser.add_argument('--rate', type=float, default=1000.0,
+                        help='control and integration rate in Hz (default 1000)')
+    parser.add_argument('--kp', type=float, default=50.0, help='1/s^2, every joint')
+    parser.add_argument('--kd', type=float, default=10.0, help='1/s, every joint')
+    parser.add_argument('--integrator', choices=sorted(INTEGRATORS), default='rk4')
+    args = parser.parse_args(argv)
+    if not args.duration > 0.0 or not args.rate > 0.0:
+        raise ConfigError('--duration' if not args.duration > 0.0 else '--rate', 'must be > 0')
+    path = config_file(args.arm)
+    model = load_model(path)
+    log = run(model, args.reference, args.duration, args.kp, args.kd, args.rate,
+              args.integrator)
+    name = path.stem
+    print(f'{name}: {model.n} joints, computed torque Kp={args.kp:g} Kd={args.kd:g} at '
+          f'{args.rate:g} Hz, {args.reference} reference, {args.duration:g} s')
+    print(summary(log, model.joint_names))
+    image = plot_tracking(log, model.joint_names, Path(args.out) / f'{name}_tracking.png',
+                          f'{name}: computed torque, {args.reference} reference')
+    print(f'plot: {image}')
+    return 0
