@@ -118,23 +118,25 @@ def derive(spec):
 
 def quantities(derivation):
     """
-    Return (table, qdd): each compiled quantity, name -> (arguments, expression, docstring).
+    Return (table, qdd): each compiled quantity, name -> (arguments, expression, doc, kind).
 
-    Arguments name the state vectors a function takes: ``q``, ``qd``, ``qdd``; `qdd` holds the
-    acceleration symbols.
+    Arguments name the state vectors a function takes: ``q``, ``qd``, ``qdd``; `kind` is
+    'matrix' (n, n), 'vector' (n,) or 'scalar'; `qdd` holds the acceleration symbols.
     """
     d = derivation
     qd = sp.Matrix(d.velocities)
     qdd = sp.Matrix(sp.symbols(f'dd0:{d.n}', real=True))
     bias = d.C * qd + d.g
     return {
-        'mass_matrix': (('q',), d.M, 'Return the inertia matrix M(q), (n, n).'),
-        'coriolis_matrix': (('q', 'qd'), d.C, 'Return the Coriolis matrix C(q, qd), (n, n).'),
-        'gravity_vector': (('q',), d.g, 'Return g(q) = dU/dq, (n,).'),
-        'gravity_potential': (('q',), d.U, 'Return the potential energy U(q) in joules.'),
-        'bias_forces': (('q', 'qd'), bias, 'Return C(q, qd) qd + g(q), (n,).'),
+        'mass_matrix': (('q',), d.M, 'Return the inertia matrix M(q), (n, n).', 'matrix'),
+        'coriolis_matrix': (('q', 'qd'), d.C, 'Return the Coriolis matrix C(q, qd), (n, n).',
+                            'matrix'),
+        'gravity_vector': (('q',), d.g, 'Return g(q) = dU/dq, (n,).', 'vector'),
+        'gravity_potential': (('q',), d.U, 'Return the potential energy U(q) in joules.',
+                              'scalar'),
+        'bias_forces': (('q', 'qd'), bias, 'Return C(q, qd) qd + g(q), (n,).', 'vector'),
         'inverse_dynamics': (('q', 'qd', 'qdd'), d.M * qdd + bias,
-                             'Return M(q) qdd + C(q, qd) qd + g(q), (n,).'),
+                             'Return M(q) qdd + C(q, qd) qd + g(q), (n,).', 'vector'),
     }, qdd
 
 
@@ -161,8 +163,8 @@ def common_subexpressions(derivation, expr, state):
     return sp.cse(list(matrix), symbols=sp.numbered_symbols('x'), optimizations='basic')
 
 
-def python_function(derivation, name, args, expr, doc, state):
-    """Return the source of one generated Python function computing `expr`."""
+def python_function(derivation, name, args, expr, doc, kind, state):
+    """Return the source of one generated Python function computing `expr` of `kind`."""
     printer = PythonCodePrinter({'fully_qualified_modules': True, 'standard': 'python3'})
     assignments, outputs = common_subexpressions(derivation, expr, state)
     lines = [f'def {name}({", ".join(args)}):', f'    """{doc}"""']
@@ -172,14 +174,13 @@ def python_function(derivation, name, args, expr, doc, state):
                      f'else {arg}')
     lines += [f'    {symbol} = {printer.doprint(value)}' for symbol, value in assignments]
     out = [printer.doprint(value) for value in outputs]
-    shape = expr.shape if isinstance(expr, sp.MatrixBase) else ()
-    if shape == ():
+    n = derivation.n
+    if kind == 'scalar':
         lines.append(f'    return float({out[0]})')
-    elif shape[1] == 1:
+    elif kind == 'vector':
         lines.append(f'    return np.array([{", ".join(out)}], dtype=float)')
     else:
-        rows = ', '.join('[' + ', '.join(out[r * shape[1]:(r + 1) * shape[1]]) + ']'
-                         for r in range(shape[0]))
+        rows = ', '.join('[' + ', '.join(out[r * n:(r + 1) * n]) + ']' for r in range(n))
         lines.append(f'    return np.array([{rows}], dtype=float)')
     return '\n'.join(lines) + '\n'
 
@@ -209,8 +210,8 @@ def python_source(derivation):
         f'JOINT_NAMES = {derivation.joint_names!r}',
         '',
     ]
-    functions = [python_function(derivation, name, args, expr, doc, state)
-                 for name, (args, expr, doc) in table.items()]
+    functions = [python_function(derivation, name, args, expr, doc, kind, state)
+                 for name, (args, expr, doc, kind) in table.items()]
     return '\n'.join(header) + '\n\n' + '\n\n'.join(functions)
 
 

@@ -40,12 +40,12 @@ def text_report(derivation):
     return '\n'.join(lines) + '\n'
 
 
-def c_function(derivation, name, args, expr, doc, state):
+def c_function(derivation, name, args, expr, doc, kind, state):
     """Return C99 source of one function: scalars return double, arrays fill `out`."""
     assignments, outputs = common_subexpressions(derivation, expr, state)
     used = set().union(*(e.free_symbols for _, e in assignments),
                        *(e.free_symbols for e in outputs))
-    scalar = not isinstance(expr, sp.MatrixBase)
+    scalar = kind == 'scalar'
     params = [f'const double *{arg}' for arg in args] + ([] if scalar else ['double *out'])
     lines = [f'/* {doc} */', f'{"double" if scalar else "void"} {name}({", ".join(params)})',
              '{']
@@ -76,8 +76,9 @@ def c_source(derivation):
               f' * Constants: {constants}.',
               ' * Arrays: q, qd, qdd have n entries; matrices are n*n, row-major. SI units.',
               ' */', '', '#include <math.h>', '']
-    functions = [c_function(derivation, name, args, expr, doc.replace('(n, n)', 'n*n'), state)
-                 for name, (args, expr, doc) in table.items()]
+    functions = [c_function(derivation, name, args, expr, doc.replace('(n, n)', 'n*n'), kind,
+                            state)
+                 for name, (args, expr, doc, kind) in table.items()]
     return '\n'.join(header) + '\n' + '\n'.join(functions)
 
 
