@@ -1,0 +1,90 @@
+"""
+The package's launch descriptions as plain data: one source for launch files, runner and tests.
+
+    nodes = simulation(params_file)          # [NodeDescription, ...]
+    nodes[0].command()                       # the exact command line a launch file would run
+
+`launch/controller.launch.py` and `launch/simulation.launch.py` build launch_ros Nodes from
+these descriptions; `continuum-ctrl launch` runs their command lines as processes when
+`ros2 launch` is not installed. Pure Python: no `launch` import here.
+"""
+
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = 'continuum_ctrl'
+CONTROLLER = 'continuum_controller'
+SIMULATOR = 'continuum_simulator'
+#: parameter file used when none is given: the reference three-section continuum arm
+DEFAULT_PARAMS = 'continuum_3section.yaml'
+
+
+@dataclass(frozen=True)
+class NodeDescription:
+    """One node: package, executable, node name, parameter files, remaps, use_sim_time."""
+
+    package: str
+    executable: str
+    name: str
+    parameters: tuple
+    remappings: tuple = ()
+    use_sim_time: bool = False
+
+    def command(self, executable=None):
+        """
+        Return the command line: ``exe --ros-args -r __node:=NAME --params-file F ...``.
+
+        `executable`: the program to run (default: `find_executable`).
+        """
+        line = [executable or find_executable(self.executable), '--ros-args',
+                '-r', f'__node:={self.name}']
+        for path in self.parameters:
+            line += ['--params-file', str(path)]
+        for source, target in self.remappings:
+            line += ['-r', f'{source}:={target}']
+        line += ['-p', f'use_sim_time:={str(self.use_sim_time).lower()}']
+        return line
+
+
+def config_dir():
+    """Return the package's config directory: installed share/ tree, else the source tree."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        installed = Path(get_package_share_directory(PACKAGE)) / 'config'
+        if installed.is_dir():
+            return installed
+    except (ImportError, LookupError, OSError):
+        pass
+    return Path(__file__).resolve().parent.parent / 'config'
+
+
+def config_path(name):
+    """Return the path of a parameter file: as given when it has a directory, else in config/."""
+    path = Path(name)
+    return path if path.parent != Path('.') or path.exists() else config_dir() / name
+
+
+def find_executable(name):
+    """Return the path of a console script: on PATH, else beside the running Python."""
+    found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+    return found or name
+
+
+def controller(params_file=DEFAULT_PARAMS, use_sim_time=False, remappings=()):
+    """Describe the controller alone (hardware): remap `~/commands` to the actuators' topic."""
+    return [NodeDescription(PACKAGE, 'controller_node', CONTROLLER,
+                            (config_path(params_file),), tuple(remappings), use_sim_time)]
+
+
+def simulation(params_file=DEFAULT_PARAMS, use_sim_time=False):
+    """Describe controller plus simulator, the simulator's `commands` remapped to the controller."""
+    params = (config_path(params_file),)
+    return controller(params_file, use_sim_time) + [
+        NodeDescription(PACKAGE, 'simulator_node', SIMULATOR, params,
+                        (('commands', f'/{CONTROLLER}/commands'),), use_sim_time)]
+
+
+#: launch name -> description function
+DESCRIPTIONS = {'controller': controller, 'simulation': simulation}

@@ -1,0 +1,75 @@
+"""
+`continuum-ctrl launch {controller|simulation} [--params-file F] [--use-sim-time]`.
+
+Runs the node list of continuum_ctrl.launch_description as child processes, with the same
+command lines `ros2 launch` would run, for machines without `ros2 launch`. SIGINT and SIGTERM
+are forwarded to the nodes (each then publishes its safe command and exits); a node that does
+not stop within `STOP_TIMEOUT` is killed. Exits with 0, or the status of the first node that
+failed.
+"""
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from continuum_ctrl.launch_description import DEFAULT_PARAMS, DESCRIPTIONS
+
+#: seconds a node gets to exit after SIGINT before it is killed
+STOP_TIMEOUT = 5.0
+
+
+def start(nodes, env=None, **popen):
+    """Start every node's command line; return the Popen objects (same order)."""
+    return [subprocess.Popen(node.command(), env=env, **popen) for node in nodes]
+
+
+def stop(processes, timeout=STOP_TIMEOUT):
+    """Send SIGINT to running processes, wait up to `timeout` s, then kill what is left."""
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + timeout
+    for process in processes:
+        try:
+            process.wait(timeout=max(deadline - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def main(argv=None):
+    """Run a launch description's nodes until they exit or SIGINT/SIGTERM; return a status."""
+    parser = argparse.ArgumentParser(prog='continuum-ctrl launch', description=__doc__.split(
+        '\n\n')[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('launch', choices=sorted(DESCRIPTIONS))
+    parser.add_argument('--params-file', default=DEFAULT_PARAMS,
+                        help='parameter file (a name in config/ or a path)')
+    parser.add_argument('--use-sim-time', action='store_true', help='use /clock')
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    nodes = DESCRIPTIONS[args.launch](args.params_file, args.use_sim_time)
+    for node in nodes:
+        print(' '.join(node.command()), flush=True)
+    received = []
+
+    def forward(number, frame):
+        received.append(number)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    processes = start(nodes, env=dict(os.environ))
+    status = 0
+    try:
+        while not received:
+            codes = [p.poll() for p in processes]
+            failed = [c for c in codes if c not in (None, 0)]
+            if failed or all(c is not None for c in codes):
+                status = failed[0] if failed else 0
+                break
+            time.sleep(0.1)
+    finally:
+        stop(processes)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return status

@@ -1,0 +1,33 @@
+"""
+Launch controller and simulator: `ros2 launch continuum_ctrl simulation.launch.py`.
+
+Arguments: `params_file` (default: the reference continuum arm), `use_sim_time`. The
+simulator's `commands` is remapped to the controller's `~/commands`.
+The node list comes from continuum_ctrl.launch_description, as for `continuum-ctrl launch`.
+"""
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+
+from continuum_ctrl.launch_description import config_path, DEFAULT_PARAMS, simulation
+
+
+def generate_launch_description():
+    """Return the launch description of the controller and simulator nodes."""
+    params_file = LaunchConfiguration('params_file')
+    use_sim_time = LaunchConfiguration('use_sim_time')
+    nodes = [Node(package=d.package, executable=d.executable, name=d.name,
+                  parameters=[params_file,
+                              {'use_sim_time': ParameterValue(use_sim_time, value_type=bool)}],
+                  remappings=list(d.remappings), output='screen')
+             for d in simulation()]
+    return LaunchDescription([
+        DeclareLaunchArgument('params_file', default_value=str(config_path(DEFAULT_PARAMS)),
+                              description='ROS 2 parameter file of both nodes'),
+        DeclareLaunchArgument('use_sim_time', default_value='false',
+                              description='use /clock (true in Gazebo)'),
+        *nodes,
+    ])
