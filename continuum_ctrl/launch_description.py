@@ -79,7 +79,7 @@ def controller(params_file=DEFAULT_PARAMS, use_sim_time=False, remappings=()):
 
 
 def simulation(params_file=DEFAULT_PARAMS, use_sim_time=False):
-    """Describe controller plus simulator, the simulator's `commands` remapped to the controller."""
+    """Describe controller plus simulator; the simulator hears the controller's commands."""
     params = (config_path(params_file),)
     return controller(params_file, use_sim_time) + [
         NodeDescription(PACKAGE, 'simulator_node', SIMULATOR, params,
