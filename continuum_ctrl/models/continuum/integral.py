@@ -1,0 +1,122 @@
+"""
+`type: continuum_integral`: the disc-stack reference model (contract section 4).
+
+Each section is a stack of thin discs (mass ``m dxi``, radius r) along ``xi`` in [0, 1]; the
+kinetic-energy integral is evaluated by Gauss-Legendre quadrature (``model.quadrature`` points
+per section) of the exact, smooth integrand. ``dM/dq`` is exact (analytic Jacobian
+derivatives at each node) and ``C`` comes from the shared Christoffel routine
+`continuum_ctrl.models.christoffel.coriolis_from_dM`. Gravity uses the closed-form CoG, so it
+is exact.
+"""
+
+import numpy as np
+from numba import njit
+
+from continuum_ctrl.models.christoffel import coriolis_from_dM
+from continuum_ctrl.models.continuum.kinematics import (chain, rotate_columns, section_cog,
+                                                        section_point, section_rotation)
+from continuum_ctrl.models.continuum.model import ContinuumModel
+from continuum_ctrl.models.continuum.params import read_spec
+from continuum_ctrl.models.continuum.terms import add_term, angular_jacobian, point_jacobian
+
+
+@njit(cache=True)
+def _point_vector(B, ob, p, x):
+    for c in range(3):
+        x[c] = ob[c] + B[c, 0] * p[0] + B[c, 1] * p[1] + B[c, 2] * p[2]
+
+
+@njit(cache=True)
+def integral_evaluate(length, radius, mass, offset, twist, nodes, weights, gravity, q, qd,
+                      mode, M, dM, g):
+    """Fill M, g and (mode 2) dM of the disc-stack model; return ``U_g`` [J]."""
+    n = length.shape[0]
+    N = 3 * n
+    Rb = np.empty((n, 3, 3))
+    ob = np.empty((n, 3))
+    om = np.empty((N, 3))
+    v0 = np.empty((N, 3))
+    dom = np.empty((N, 3, 3))
+    dv0 = np.empty((N, 3, 3))
+    chain(length, radius, offset, twist, q, Rb, ob, om, v0, dom, dv0)
+    deriv = mode == 2
+    M[:] = 0.0
+    g[:] = 0.0
+    if deriv:
+        dM[:] = 0.0
+    work = np.empty((6, N, 3))
+    J = np.empty((N, 3))
+    dJ = np.empty((N, N, 3))
+    JO = np.empty((N, 3))
+    dJO = np.empty((N, N, 3))
+    p = np.empty(3)
+    dp = np.empty((3, 3))
+    d2p = np.empty((3, 3, 3))
+    dpw = np.empty((3, 3))
+    d2pw = np.empty((3, 3, 3))
+    Rl = np.empty((3, 3))
+    kap = np.empty((3, 3))
+    dkap = np.empty((3, 3, 3))
+    ones = np.ones(3)
+    wI = np.empty(3)
+    x = np.empty(3)
+    U = 0.0
+    for i in range(n):
+        nu = 3 * i
+        Ni = nu + 3
+        m = mass[i]
+        qi = q[nu:Ni]
+        B = Rb[i]
+        section_cog(length[i], radius[i], qi, p, dp, d2p)
+        _point_vector(B, ob[i], p, x)
+        rotate_columns(B, dp, dpw)
+        point_jacobian(i, x, dpw, d2pw, om, v0, dom, dv0, False, J, dJ)
+        for L in range(Ni):
+            g[L] -= m * (J[L, 0] * gravity[0] + J[L, 1] * gravity[1] + J[L, 2] * gravity[2])
+        for c in range(3):
+            U -= m * gravity[c] * x[c]
+        r2 = radius[i] * radius[i]
+        for k in range(nodes.shape[0]):
+            mk = m * weights[k]
+            section_point(length[i], radius[i], qi, nodes[k], p, dp, d2p)
+            _point_vector(B, ob[i], p, x)
+            rotate_columns(B, dp, dpw)
+            rotate_columns(B, d2p, d2pw)
+            point_jacobian(i, x, dpw, d2pw, om, v0, dom, dv0, deriv, J, dJ)
+            add_term(J, dJ, 0, Ni, J, dJ, 0, Ni, ones, 0.5 * mk, qd, Ni, mode, M, M, M, dM,
+                     work)
+            section_rotation(radius[i], qi, nodes[k], Rl, kap, dkap)
+            angular_jacobian(i, B, Rl, kap, dkap, om, dom, deriv, JO, dJO)
+            wI[0] = wI[1] = 0.25 * mk * r2
+            wI[2] = 0.5 * mk * r2
+            add_term(JO, dJO, 0, Ni, JO, dJO, 0, Ni, wI, 0.5, qd, Ni, mode, M, M, M, dM, work)
+    return U
+
+
+def gauss_legendre(points):
+    """Return Gauss-Legendre nodes and weights on [0, 1], (points,) each."""
+    x, w = np.polynomial.legendre.leggauss(points)
+    return np.ascontiguousarray(0.5 * (x + 1.0)), np.ascontiguousarray(0.5 * w)
+
+
+class IntegralModel(ContinuumModel):
+    """The disc-stack continuum model, by quadrature of the exact integrand."""
+
+    def __init__(self, spec):
+        super().__init__(spec)
+        self.nodes, self.weights = gauss_legendre(spec.quadrature)
+
+    def _evaluate(self, q, qd, mode, M, C, dM, g):
+        if mode == 1:
+            if dM.shape[0] != self.n:
+                dM = self._dM = np.zeros((self.n,) * 3)
+            U = self._evaluate(q, qd, 2, M, C, dM, g)
+            C[:] = coriolis_from_dM(dM, qd)
+            return U
+        return integral_evaluate(*self._geom, self.nodes, self.weights, self._gravity, q, qd,
+                                 mode, M, dM, g)
+
+
+def from_spec(spec):
+    """Build the integral model from the nested `model` namespace (see `params.read_spec`)."""
+    return IntegralModel(read_spec(spec))

@@ -1,0 +1,226 @@
+"""
+What the two continuum models share: passive forces, limits, and the DynamicsModel calls.
+
+Each model supplies one compiled evaluation (`_evaluate`) that fills ``M``, and by mode ``C``
+or ``dM/dq``, the gravity force ``g`` and returns ``U_g``. Everything else is here.
+
+Passive forces per PMA: ``K_e q + D qd`` plus, when ``model.limit_stiffness`` k > 0, a smooth
+stiffening outside ``[0, l_max]``. With ``d`` the depth beyond the violated limit and
+``delta = LIMIT_ONSET * l_max``, its potential is ``k d^3/(6 delta)`` for ``d < delta`` and
+``k (d - delta/2)^2/2 + k delta^2/24`` beyond: C2, so the force is C1 and the stiffness rises
+continuously from 0 to k. It keeps a simulated plant physical; it is part of both the passive
+force and the elastic potential, so energy balances still hold.
+"""
+
+from abc import abstractmethod
+
+import numpy as np
+from numba import njit
+
+from continuum_ctrl.models.base import DynamicsModel
+from continuum_ctrl.models.continuum.params import LIMIT_ONSET
+
+
+@njit(cache=True)
+def _limit_depth(qi, lmax):
+    """Return ``(d, sign)``: depth [m] beyond the violated limit and ``d(d)/dq``."""
+    if qi < 0.0:
+        return -qi, -1.0
+    if qi > lmax:
+        return qi - lmax, 1.0
+    return 0.0, 0.0
+
+
+@njit(cache=True)
+def passive(q, qd, pma, out):
+    """Fill the passive force (3n,) [N]; `pma` rows: stiffness, damping, l_max, k_limit."""
+    for i in range(q.shape[0]):
+        f = pma[i, 0] * q[i] + pma[i, 1] * qd[i]
+        k = pma[i, 3]
+        if k > 0.0:
+            d, sgn = _limit_depth(q[i], pma[i, 2])
+            delta = LIMIT_ONSET * pma[i, 2]
+            if d < delta:
+                f += sgn * k * d * d / (2.0 * delta)
+            else:
+                f += sgn * k * (d - 0.5 * delta)
+        out[i] = f
+
+
+@njit(cache=True)
+def elastic(q, pma):
+    """Return the elastic potential [J] of all PMAs, limit stiffening included."""
+    U = 0.0
+    for i in range(q.shape[0]):
+        U += 0.5 * pma[i, 0] * q[i] * q[i]
+        k = pma[i, 3]
+        if k > 0.0:
+            d, _ = _limit_depth(q[i], pma[i, 2])
+            delta = LIMIT_ONSET * pma[i, 2]
+            if d < delta:
+                U += k * d ** 3 / (6.0 * delta)
+            else:
+                U += 0.5 * k * (d - 0.5 * delta) ** 2 + k * delta * delta / 24.0
+    return U
+
+
+@njit(cache=True)
+def _bias(M, C, g, pas, qd, tau):
+    """Fill ``tau = C qd + passive + g``."""
+    n = qd.shape[0]
+    for i in range(n):
+        acc = pas[i] + g[i]
+        for j in range(n):
+            acc += C[i, j] * qd[j]
+        tau[i] = acc
+
+
+@njit(cache=True)
+def inverse(M, C, g, pas, qd, qdd, tau):
+    """Fill ``tau = M qdd + C qd + passive + g``."""
+    _bias(M, C, g, pas, qd, tau)
+    n = qd.shape[0]
+    for i in range(n):
+        acc = 0.0
+        for j in range(n):
+            acc += M[i, j] * qdd[j]
+        tau[i] += acc
+
+
+@njit(cache=True)
+def forward(M, C, g, pas, qd, tau, qdd):
+    """Fill ``qdd = M^-1 (tau - C qd - passive - g)`` by Cholesky; M is overwritten."""
+    n = qd.shape[0]
+    _bias(M, C, g, pas, qd, qdd)
+    for i in range(n):
+        qdd[i] = tau[i] - qdd[i]
+    for j in range(n):                 # M = L L^T, L stored in the lower triangle
+        s = M[j, j]
+        for k in range(j):
+            s -= M[j, k] * M[j, k]
+        if s <= 0.0:
+            raise ValueError('mass matrix is not positive definite')
+        M[j, j] = np.sqrt(s)
+        for i in range(j + 1, n):
+            s = M[i, j]
+            for k in range(j):
+                s -= M[i, k] * M[j, k]
+            M[i, j] = s / M[j, j]
+    for i in range(n):
+        s = qdd[i]
+        for k in range(i):
+            s -= M[i, k] * qdd[k]
+        qdd[i] = s / M[i, i]
+    for i in range(n - 1, -1, -1):
+        s = qdd[i]
+        for k in range(i + 1, n):
+            s -= M[k, i] * qdd[k]
+        qdd[i] = s / M[i, i]
+
+
+class ContinuumModel(DynamicsModel):
+    """A continuum arm (contract sections 1 to 4): coordinates are PMA length changes [m]."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.joint_names = list(spec.joint_names)
+        n = spec.sections
+        N = 3 * n
+        c = np.ascontiguousarray
+        self._geom = tuple(c(a, dtype=float) for a in (spec.length, spec.radius, spec.mass,
+                                                       spec.offset, spec.twist))
+        self._gravity = c(spec.gravity, dtype=float)
+        self._pma = c(np.column_stack([spec.stiffness, spec.damping,
+                                       np.repeat(spec.max_extension, 3),
+                                       np.full(N, spec.limit_stiffness)]))
+        self._M = np.zeros((N, N))
+        self._C = np.zeros((N, N))
+        self._dM = np.zeros((1, 1, 1))
+        self._g = np.zeros(N)
+        self._pas = np.zeros(N)
+        self._zero = np.zeros(N)
+
+    @abstractmethod
+    def _evaluate(self, q, qd, mode, M, C, dM, g):
+        """Fill M, g and (mode 1) C or (mode 2) dM at (q, qd); return ``U_g`` [J]."""
+
+    def _run(self, q, qd, mode):
+        q = np.ascontiguousarray(q, dtype=float)
+        qd = self._zero if qd is None else np.ascontiguousarray(qd, dtype=float)
+        if q.shape != (self.n,) or qd.shape != (self.n,):
+            raise ValueError(f'q and qd must have shape ({self.n},)')
+        if mode == 2 and self._dM.shape[0] != self.n:
+            self._dM = np.zeros((self.n,) * 3)
+        U = self._evaluate(q, qd, mode, self._M, self._C, self._dM, self._g)
+        passive(q, qd, self._pma, self._pas)
+        return q, qd, U
+
+    def mass_matrix(self, q):
+        """Generalized inertia ``M(q)`` [kg], (3n, 3n)."""
+        self._run(q, None, 0)
+        return self._M.copy()
+
+    def mass_matrix_derivative(self, q):
+        """Exact ``dM[i, j, k] = dM_ij/dq_k`` [kg/m], (3n, 3n, 3n)."""
+        self._run(q, None, 2)
+        return self._dM.copy()
+
+    def coriolis_matrix(self, q, qd):
+        """Christoffel Coriolis matrix ``C(q, qd)`` [kg/s], (3n, 3n)."""
+        self._run(q, qd, 1)
+        return self._C.copy()
+
+    def gravity_vector(self, q):
+        """Gravity force ``dU_g/dq`` [N], (3n,)."""
+        self._run(q, None, 0)
+        return self._g.copy()
+
+    def gravity_potential(self, q):
+        """Gravitational potential ``U_g = -sum_i m_i gravity . pbar_i`` [J]."""
+        return self._run(q, None, 0)[2]
+
+    def passive_forces(self, q, qd):
+        """Elastic, limit and damping force ``K_e q + D qd (+ limit)`` [N], (3n,)."""
+        out = np.empty(self.n)
+        passive(np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float),
+                self._pma, out)
+        return out
+
+    def elastic_potential(self, q):
+        """Elastic potential ``q^T K_e q / 2`` plus the limit stiffening [J]."""
+        return elastic(np.ascontiguousarray(q, dtype=float), self._pma)
+
+    def damping_matrix(self, q):
+        """Damping ``D = diag(damping per PMA)`` [N s/m], (3n, 3n)."""
+        return np.diag(self._pma[:, 1])
+
+    def joint_limits(self):
+        """PMA strokes: ``[0, l_max]`` per joint [m]."""
+        return np.zeros(self.n), self._pma[:, 2].copy()
+
+    def dynamics(self, q, qd):
+        """Return ``(M, C, bias)`` from one evaluation; ``bias = C qd + passive + g``."""
+        q, qd, _ = self._run(q, qd, 1)
+        bias = np.empty(self.n)
+        inverse(self._M, self._C, self._g, self._pas, qd, self._zero, bias)
+        return self._M.copy(), self._C.copy(), bias
+
+    def bias_forces(self, q, qd):
+        """Everything but inertia: ``C qd + passive + g`` [N], (3n,)."""
+        return self.dynamics(q, qd)[2]
+
+    def inverse_dynamics(self, q, qd, qdd):
+        """Generalized force ``M qdd + C qd + passive + g`` [N] from one evaluation."""
+        q, qd, _ = self._run(q, qd, 1)
+        tau = np.empty(self.n)
+        inverse(self._M, self._C, self._g, self._pas, qd,
+                np.ascontiguousarray(qdd, dtype=float), tau)
+        return tau
+
+    def forward_dynamics(self, q, qd, tau):
+        """Acceleration ``M^-1 (tau - C qd - passive - g)`` [m/s^2] from one evaluation."""
+        q, qd, _ = self._run(q, qd, 1)
+        qdd = np.empty(self.n)
+        forward(self._M, self._C, self._g, self._pas, qd,
+                np.ascontiguousarray(tau, dtype=float), qdd)
+        return qdd
