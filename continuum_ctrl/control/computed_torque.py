@@ -30,14 +30,15 @@ class ComputedTorqueLaw:
     ``law(q, qd, q_des, qd_des, qdd_des)`` takes float64 arrays of length ``model.n`` and makes
     exactly one ``model.inverse_dynamics(q, qd, v)`` call (one ``rnea`` for Pinocchio arms).
     Inputs are not validated there; gains are validated in the constructor and `set_gains`.
+    ``law.acceleration(q, qd, q_des, qd_des, qdd_des)`` gives the commanded acceleration ``v``
+    alone. Both reuse internal buffers: one law per control loop (not thread-safe), but
+    `set_gains` swaps the gains in one assignment, so a parameter callback may call it.
     """
 
     def __init__(self, model, kp, kd):
         self.model = model
         self.n = model.n
-        self._error = np.zeros(self.n)
-        self._term = np.zeros(self.n)
-        self._v = np.zeros(self.n)
+        self._inverse_dynamics = model.inverse_dynamics
         self.set_gains(kp, kd)
 
     @property
@@ -59,16 +60,35 @@ class ComputedTorqueLaw:
         kp = validate_gain(kp, self.n, 'gains.kp')
         kd = validate_gain(kd, self.n, 'gains.kd')
         self._kp, self._kd = kp, kd
-
-    def acceleration(self, q, qd, q_des, qd_des, qdd_des):
-        """Return the commanded acceleration ``v = qdd_des - Kd edot - Kp e`` (internal buffer)."""
-        v, e, term = self._v, self._error, self._term
-        np.subtract(qd, qd_des, out=e)
-        np.subtract(qdd_des, apply_gain(self._kd, e, term), out=v)
-        np.subtract(q, q_des, out=e)
-        v -= apply_gain(self._kp, e, term)
-        return v
+        self.acceleration = _acceleration(kp, kd, self.n)
 
     def __call__(self, q, qd, q_des, qd_des, qdd_des):
         """Return ``tau = model.inverse_dynamics(q, qd, v)``, (n,)."""
-        return self.model.inverse_dynamics(q, qd, self.acceleration(q, qd, q_des, qd_des, qdd_des))
+        return self._inverse_dynamics(q, qd, self.acceleration(q, qd, q_des, qd_des, qdd_des))
+
+
+def _acceleration(kp, kd, n):
+    """
+    Return ``acceleration(q, qd, q_des, qd_des, qdd_des) -> v = qdd_des - Kd edot - Kp e``.
+
+    The returned (n,) array is a buffer reused by the next call.
+    """
+    error, term, v = np.zeros(n), np.zeros(n), np.zeros(n)
+    subtract = np.subtract
+    if kp.ndim == 1 and kd.ndim == 1:
+        multiply = np.multiply
+
+        def acceleration(q, qd, q_des, qd_des, qdd_des):
+            subtract(qd, qd_des, error)
+            multiply(kd, error, error)
+            subtract(qdd_des, error, v)
+            subtract(q, q_des, error)
+            multiply(kp, error, error)
+            return subtract(v, error, v)
+    else:
+        def acceleration(q, qd, q_des, qd_des, qdd_des):
+            subtract(qd, qd_des, error)
+            subtract(qdd_des, apply_gain(kd, error, term), v)
+            subtract(q, q_des, error)
+            return subtract(v, apply_gain(kp, error, term), v)
+    return acceleration
