@@ -101,6 +101,9 @@ class RigidModel(DynamicsModel):
         order = np.asarray(order, dtype=int)
         self._order = None if np.array_equal(order, np.arange(len(order))) else order
         self._to_pin = None if self._order is None else np.argsort(order)
+        lower = np.tril_indices(len(order), -1)
+        self._lower = np.ravel_multi_index(lower, (len(order),) * 2)
+        self._upper = np.ravel_multi_index(lower[::-1], (len(order),) * 2)
 
     def _in(self, x):
         """Return `x` as a float64 array in Pinocchio's joint order."""
@@ -108,15 +111,17 @@ class RigidModel(DynamicsModel):
         return x if self._order is None else x[self._to_pin]
 
     def _out(self, x):
-        """Return a Pinocchio-ordered vector or matrix in our joint order (a fresh array)."""
+        """Return a Pinocchio-ordered vector or matrix (fresh from Pinocchio) in our order."""
         if self._order is None:
-            return x.copy()
+            return x
         return x[np.ix_(self._order, self._order)] if x.ndim == 2 else x[self._order]
 
     def mass_matrix(self, q):
         """Generalized inertia ``M(q)`` by CRBA, (n, n), symmetrized."""
-        M = pin.crba(self.model, self.data, self._in(q))
-        return self._out(np.triu(M) + np.triu(M, 1).T)
+        M = np.ascontiguousarray(pin.crba(self.model, self.data, self._in(q)))
+        flat = M.reshape(-1)
+        flat[self._lower] = flat[self._upper]
+        return self._out(M)
 
     def coriolis_matrix(self, q, qd):
         """Pinocchio's Christoffel-consistent Coriolis matrix ``C(q, qd)``, (n, n)."""
@@ -163,15 +168,15 @@ class RigidModel(DynamicsModel):
 
     def joint_limits(self):
         """Position limits from the URDF, (n,) each; +-inf where the URDF gives none."""
-        lower = self._out(self.model.lowerPositionLimit)
-        upper = self._out(self.model.upperPositionLimit)
+        lower = self._out(self.model.lowerPositionLimit.copy())
+        upper = self._out(self.model.upperPositionLimit.copy())
         unset = lower >= upper
         lower[unset], upper[unset] = -np.inf, np.inf
         return lower, upper
 
     def effort_limits(self):
         """Effort limits from the URDF, (n,); inf where the URDF gives none (or zero)."""
-        effort = self._out(self.model.effortLimit)
+        effort = self._out(self.model.effortLimit.copy())
         effort[effort <= 0.0] = np.inf
         return effort
 
