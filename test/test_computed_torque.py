@@ -120,3 +120,29 @@ def test_bad_gains_are_rejected_naming_the_key(value, problem):
         validate_gain(value, 2, 'gains.kp')
     assert info.value.key == 'gains.kp'
     assert "parameter 'gains.kp'" in str(info.value)
+
+
+def test_law_makes_exactly_one_inverse_dynamics_call(panda):
+    calls = []
+
+    class Recording:
+        """Forward every attribute of the Panda model, recording which methods are called."""
+
+        n = panda.n
+
+        def __getattr__(self, name):
+            attribute = getattr(panda, name)
+            if not callable(attribute):
+                return attribute
+
+            def record(*args):
+                calls.append(name)
+                return attribute(*args)
+            return record
+
+    law = ComputedTorqueLaw(Recording(), [100.0] * 7, [20.0] * 7)
+    calls.clear()
+    args = np.random.default_rng(1).uniform(-1.0, 1.0, (5, 7))
+    np.testing.assert_array_equal(law(*args), ComputedTorqueLaw(panda, [100.0] * 7,
+                                                                [20.0] * 7)(*args))
+    assert calls == ['inverse_dynamics']
