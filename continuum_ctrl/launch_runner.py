@@ -21,9 +21,15 @@ from continuum_ctrl.launch_description import DEFAULT_PARAMS, DESCRIPTIONS
 STOP_TIMEOUT = 5.0
 
 
-def start(nodes, env=None, **popen):
-    """Start every node's command line; return the Popen objects (same order)."""
-    return [subprocess.Popen(node.command(), env=env, **popen) for node in nodes]
+def start(nodes, env=None, outputs=None):
+    """
+    Start every node's command line; return the Popen objects (same order).
+
+    `outputs`: one open file per node for its stdout and stderr (default: inherited).
+    """
+    outputs = outputs or [None] * len(nodes)
+    return [subprocess.Popen(node.command(), env=env, stdout=out, stderr=out)
+            for node, out in zip(nodes, outputs)]
 
 
 def stop(processes, timeout=STOP_TIMEOUT):

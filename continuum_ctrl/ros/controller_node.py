@@ -9,7 +9,8 @@ Topics (relative names, remap as needed):
 - pub `~/state` (trajectory_msgs/JointTrajectory, `joints` order): points are, like
   control_msgs/JointTrajectoryControllerState, [reference (positions, velocities,
   accelerations), feedback (positions, velocities), error (positions, velocities), output
-  (effort: the generalized force sent)]; header stamp: the tick time;
+  (effort: the generalized force sent)]; header stamp: the tick time; header frame_id: the
+  loop status (waiting, active, stale);
 - pub `/diagnostics` (diagnostic_msgs/DiagnosticArray, ~1 Hz): loop rate, period and compute
   time percentiles, input age, rejected-input counts, status.
 One timer at `rate_hz` on a single-threaded executor runs the loop (see `spin`).
@@ -175,6 +176,7 @@ class ControllerNode(Node):
         msg = self.state_msg
         msg.header.stamp.sec = int(t)
         msg.header.stamp.nanosec = int((t - int(t)) * 1e9)
+        msg.header.frame_id = loop.status
         reference, feedback, error, output = msg.points
         set_doubles(reference.positions, loop.q_des[order])
         set_doubles(reference.velocities, loop.qd_des[order])

@@ -1,0 +1,110 @@
+"""
+Record a running controller from outside: its `~/state`, `~/commands` and `/diagnostics`.
+
+Used by the closed-loop demo, the benchmark and the node tests:
+
+    with Recorder('continuum_controller') as rec:
+        rec.wait(lambda: len(rec.states) > 100, timeout=30.0)
+        rec.run(5.0)
+        t, q_des, q = rec.arrays()
+"""
+
+import time
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.node import Node
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
+
+from continuum_ctrl.ros.conversion import stamp_seconds
+
+
+class Recorder:
+    """
+    A node of its own, in its own rclpy context, listening to one controller.
+
+    `states`: (stamp s, reference q, feedback q, output effort) per `~/state` message;
+    `status`: the controller's loop status, `active_since`: stamp of the first active state;
+    `commands`: (receive time s, values); `diagnostics`: dicts of the controller's latest
+    figures (strings as published); `sim_diagnostics` likewise for the simulator.
+    """
+
+    def __init__(self, controller='continuum_controller', simulator='continuum_simulator'):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = Node('continuum_recorder', context=self.context)
+        self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.controller, self.simulator = controller, simulator
+        self.states, self.commands, self.diagnostics, self.sim_diagnostics = [], [], [], []
+        self.joint_names = None
+        self.status = None
+        self.active_since = None
+        self.node.create_subscription(JointTrajectory, f'/{controller}/state', self._state, 100)
+        self.node.create_subscription(Float64MultiArray, f'/{controller}/commands',
+                                      self._command, 100)
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostics, 10)
+
+    def _state(self, msg):
+        self.joint_names = list(msg.joint_names)
+        self.status = msg.header.frame_id
+        if self.status == 'active' and self.active_since is None:
+            self.active_since = stamp_seconds(msg.header.stamp)
+        reference, feedback, _, output = msg.points
+        self.states.append((stamp_seconds(msg.header.stamp), np.array(reference.positions),
+                            np.array(feedback.positions), np.array(output.effort)))
+
+    def _command(self, msg):
+        self.commands.append((time.time(), np.array(msg.data)))
+
+    def _diagnostics(self, msg):
+        for status in msg.status:
+            values = {kv.key: kv.value for kv in status.values}
+            if status.hardware_id.endswith(self.controller):
+                self.diagnostics.append(values)
+            elif status.hardware_id.endswith(self.simulator):
+                self.sim_diagnostics.append(values)
+
+    def run(self, seconds):
+        """Process messages for `seconds` (wall time)."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=min(0.05, max(end - time.monotonic(), 0.0)))
+
+    def wait(self, condition, timeout, processes=()):
+        """
+        Process messages until `condition()` holds; return whether it did within `timeout` s.
+
+        Stops early (False) when one of `processes` (Popen) has exited.
+        """
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if condition():
+                return True
+            if any(p.poll() is not None for p in processes):
+                return False
+            self.executor.spin_once(timeout_sec=0.05)
+        return condition()
+
+    def arrays(self, since=None):
+        """Return ``(t, q_des, q, effort)`` of the states recorded (after time `since`, s)."""
+        rows = [s for s in self.states if since is None or s[0] >= since]
+        if not rows:
+            return np.zeros(0), np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0))
+        return tuple(np.array(column) for column in zip(*rows))
+
+    def close(self):
+        """Destroy the node and shut its context down."""
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+
+    def __enter__(self):
+        """Return the recorder."""
+        return self
+
+    def __exit__(self, *exc):
+        """Close the recorder."""
+        self.close()
