@@ -13,10 +13,11 @@ import numpy as np
 
 from continuum_ctrl.config import ConfigError, Reader
 
-#: default energy-shaping coefficients [bv1, bv2, bv3, bw1, bw2, bw3] of the CoG model:
-#: `continuum-ctrl fit-betas config/continuum_3section.yaml` (seed 0, 4000 training
-#: samples, 2000 held out) on the reference arm of the model contract, section 7.
-DEFAULT_BETA = (1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
+#: default energy-shaping coefficients [bv1, bv2, bv3, bw1, bw2, bw3] of the CoG model, from
+#: `continuum-ctrl fit-betas config/continuum_3section.yaml` (defaults: seed 0, 4000 training
+#: and 2000 held-out states) on the reference arm of the model contract, section 7. The
+#: angular betas carry < 0.1 % of the energy on this thin arm, so the fit holds them at 1.
+DEFAULT_BETA = (1.329519, 1.492308, 1.787884, 1.0, 1.0, 1.0)
 
 #: Gauss-Legendre points per section of the integral model (relative error below 1e-9 for
 #: bending angles up to about 4 rad per section, see test_continuum_models.py)
