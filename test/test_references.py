@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.config import ConfigError
-from continuum_ctrl.control.references import Hold, MinimumJerk, Sinusoid, Waypoints
+from continuum_ctrl.control.references import (Hold, minimum_jerk_ramp, MinimumJerk, Sinusoid,
+                                               Waypoints)
 
 H = 1e-5  # central-difference step (s): truncation ~H^2 q''' and rounding ~1e-16/H
 
@@ -152,3 +153,15 @@ def test_single_waypoint_is_held():
 def test_bad_waypoints_are_rejected(kwargs, key):
     with pytest.raises(ConfigError, match=key.replace('.', r'\.')):
         Waypoints(**kwargs)
+
+
+def test_minimum_jerk_ramp_derivatives_and_ends():
+    assert minimum_jerk_ramp(-1.0, 2.0) == (0.0, 0.0, 0.0)
+    assert minimum_jerk_ramp(3.0, 2.0) == (1.0, 0.0, 0.0)
+    assert minimum_jerk_ramp(1.0, 2.0)[0] == 0.5
+    for t in np.linspace(0.1, 1.9, 7):
+        s, ds, dds = minimum_jerk_ramp(t, 2.0)
+        np.testing.assert_allclose(ds, (minimum_jerk_ramp(t + H, 2.0)[0]
+                                        - minimum_jerk_ramp(t - H, 2.0)[0]) / (2 * H), atol=1e-9)
+        np.testing.assert_allclose(dds, (minimum_jerk_ramp(t + H, 2.0)[1]
+                                         - minimum_jerk_ramp(t - H, 2.0)[1]) / (2 * H), atol=1e-8)

@@ -97,13 +97,26 @@ class Sinusoid(Reference):
         return _frozen(self.center + s, self.omega * c, -self.omega ** 2 * s)
 
 
+def minimum_jerk_ramp(elapsed, duration):
+    """
+    Return the minimum-jerk ramp ``s`` from 0 to 1 and its time derivatives ``(s, s', s'')``.
+
+    ``s = 10 x^3 - 15 x^4 + 6 x^5`` with ``x = elapsed/duration`` clipped to [0, 1]: zero slope
+    and curvature at both ends, so blends built from it are C2. Times in seconds.
+    """
+    x = min(max(elapsed / duration, 0.0), 1.0)
+    return (x ** 3 * (10.0 + x * (-15.0 + 6.0 * x)),
+            x ** 2 * (30.0 + x * (-60.0 + 30.0 * x)) / duration,
+            x * (60.0 + x * (-180.0 + 120.0 * x)) / duration ** 2)
+
+
 class MinimumJerk(Reference):
     """
     Minimum-jerk point-to-point move from `q0` to `q1`, starting at `t0` and lasting `duration`.
 
-    ``q_d = q0 + (q1 - q0) s(tau)`` with ``s = 10 tau^3 - 15 tau^4 + 6 tau^5`` and
-    ``tau = (t - t0)/duration``: zero velocity and acceleration at both ends; holds `q0` before
-    `t0` and `q1` after ``t0 + duration``. The whole trajectory is C2.
+    ``q_d = q0 + (q1 - q0) s`` with ``s = minimum_jerk_ramp(t - t0, duration)``: zero velocity
+    and acceleration at both ends; holds `q0` before `t0` and `q1` after ``t0 + duration``.
+    The whole trajectory is C2.
     """
 
     def __init__(self, q0, q1, t0, duration, name='reference'):
@@ -117,10 +130,7 @@ class MinimumJerk(Reference):
 
     def sample(self, t):
         """Return position, velocity and acceleration of the move at `t`."""
-        tau = min(max((t - self.t0) / self.duration, 0.0), 1.0)
-        s = tau ** 3 * (10.0 + tau * (-15.0 + 6.0 * tau))
-        ds = tau ** 2 * (30.0 + tau * (-60.0 + 30.0 * tau)) / self.duration
-        dds = tau * (60.0 + tau * (-180.0 + 120.0 * tau)) / self.duration ** 2
+        s, ds, dds = minimum_jerk_ramp(t - self.t0, self.duration)
         return _frozen(self.q0 + s * self.delta, ds * self.delta, dds * self.delta)
 
 
