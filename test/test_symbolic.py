@@ -101,6 +101,29 @@ def test_coriolis_matches_the_numeric_christoffel_routine(planar):
         np.testing.assert_allclose(N, -N.T, atol=1e-8)
 
 
+def test_christoffel_index_convention_on_a_coupled_three_coordinate_metric():
+    # every entry depends on several coordinates, so no index symmetry can hide a mistake
+    entries = {(0, 0): '3 + cos(b) + a*c/5', (0, 1): 'sin(a + c)/2 + b/3',
+               (0, 2): 'cos(a)*b/4', (1, 1): '2 + sin(c)**2 + a**2/7',
+               (1, 2): 'cos(b - c)/3', (2, 2): '1 + exp(-a**2)*b**2/2'}
+    matrix = [entries[min(i, j), max(i, j)] for i in range(3) for j in range(3)]
+    model = load_model({'type': 'symbolic', 'coordinates': ['a', 'b', 'c'],
+                        'mass_matrix': matrix, 'potential': 'k*(a*b + sin(c))*exp(a/3)',
+                        'constants': {'k': 1.5}})
+    h = 1e-6
+    for q, qd, qdd in states(3, 10, seed=8):
+        dM = finite_difference_dM(model, q)
+        C = model.coriolis_matrix(q, qd)
+        np.testing.assert_allclose(C, coriolis_from_dM(dM, qd), atol=1e-8)
+        N = dM @ qd - 2 * C
+        np.testing.assert_allclose(N, -N.T, atol=1e-8)
+        grad = [(model.potential_energy(q + h * e) - model.potential_energy(q - h * e)) / (2 * h)
+                for e in np.eye(3)]
+        np.testing.assert_allclose(model.gravity_vector(q), grad, atol=1e-8)
+        tau = model.mass_matrix(q) @ qdd + C @ qd + model.gravity_vector(q)
+        np.testing.assert_allclose(model.inverse_dynamics(q, qd, qdd), tau, rtol=1e-12)
+
+
 def test_compiled_functions_agree_with_naive_lambdify(planar):
     d = planar.derivation
     args = (d.coordinates, d.velocities)

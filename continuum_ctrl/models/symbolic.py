@@ -154,12 +154,15 @@ def common_subexpressions(derivation, expr, state):
     """
     Return (assignments, outputs) of `expr` with constants substituted, state symbols renamed.
 
-    `state` is `state_symbols`; temporaries are named x0, x1, ...
+    `state` is `state_symbols`; temporaries are named x0, x1, ...; integral floats become
+    integers (``1.0*x`` is just ``x``).
     """
     renames = {s: sp.Symbol(name, real=True)
                for symbols, names in state.values() for s, name in zip(symbols, names)}
     matrix = expr if isinstance(expr, sp.MatrixBase) else sp.Matrix([expr])
     matrix = derivation.numeric(matrix).xreplace(renames)
+    matrix = matrix.xreplace({f: sp.Integer(int(f)) for f in matrix.atoms(sp.Float)
+                              if float(f).is_integer()})
     return sp.cse(list(matrix), symbols=sp.numbered_symbols('x'), optimizations='basic')
 
 
