@@ -251,11 +251,12 @@ def test_exported_c_compiles_and_matches_the_model(tmp_path, which):
     params = PLANAR_2R if which == 'planar_2r' else write_params(tmp_path, double_pendulum_spec())
     model = load_model(params)
     source, library = tmp_path / 'arm.c', tmp_path / 'libarm.so'
-    assert cli(['derive', str(params), '--format', 'c', '--output', str(source)]) == 0
+    assert cli(['derive', str(params), '--format', 'c', '--output', str(source),
+                '--prefix', 'arm_']) == 0
     subprocess.run(['gcc', '-std=c99', '-O2', '-Wall', '-Werror', '-shared', '-fPIC',
                     '-o', str(library), str(source), '-lm'], check=True)
     lib = ctypes.CDLL(str(library))
-    lib.gravity_potential.restype = ctypes.c_double
+    lib.arm_gravity_potential.restype = ctypes.c_double
     pointer = ctypes.POINTER(ctypes.c_double)
 
     def arrays(*values):
@@ -263,7 +264,7 @@ def test_exported_c_compiles_and_matches_the_model(tmp_path, which):
 
     def call(name, *args, size):
         buffers = arrays(*args, np.zeros(size))
-        getattr(lib, name)(*[b.ctypes.data_as(pointer) for b in buffers])
+        getattr(lib, 'arm_' + name)(*[b.ctypes.data_as(pointer) for b in buffers])
         return buffers[-1]
 
     for q, qd, qdd in states(2, 5, seed=6):
@@ -277,5 +278,5 @@ def test_exported_c_compiles_and_matches_the_model(tmp_path, which):
                                    model.bias_forces(q, qd), rtol=1e-13, atol=1e-15)
         np.testing.assert_allclose(call('inverse_dynamics', q, qd, qdd, size=2),
                                    model.inverse_dynamics(q, qd, qdd), rtol=1e-13, atol=1e-15)
-        potential = lib.gravity_potential(arrays(q)[0].ctypes.data_as(pointer))
+        potential = lib.arm_gravity_potential(arrays(q)[0].ctypes.data_as(pointer))
         assert potential == pytest.approx(model.potential_energy(q), rel=1e-13)

@@ -62,8 +62,15 @@ def c_function(derivation, name, args, expr, doc, kind, state):
     return '\n'.join(lines + ['}']) + '\n'
 
 
-def c_source(derivation):
-    """Return self-contained C99 source; matrices are written row-major into `out`."""
+def c_source(derivation, prefix=''):
+    """
+    Return self-contained C99 source; matrices are written row-major into `out`.
+
+    Every function name starts with `prefix` (e.g. ``arm_``) so that several arms can be
+    linked together.
+    """
+    if prefix and not prefix.isidentifier():
+        raise ValueError(f"C prefix '{prefix}' is not an identifier")
     table, qdd = quantities(derivation)
     state = state_symbols(derivation, qdd)
     constants = ', '.join(f'{s} = {v!r}' for s, v in derivation.constants.items()) or 'none'
@@ -76,13 +83,15 @@ def c_source(derivation):
               f' * Constants: {constants}.',
               ' * Arrays: q, qd, qdd have n entries; matrices are n*n, row-major. SI units.',
               ' */', '', '#include <math.h>', '']
-    functions = [c_function(derivation, name, args, expr, doc.replace('(n, n)', 'n*n'), kind,
-                            state)
+    functions = [c_function(derivation, prefix + name, args, expr,
+                            doc.replace('(n, n)', 'n*n'), kind, state)
                  for name, (args, expr, doc, kind) in table.items()]
     return '\n'.join(header) + '\n' + '\n'.join(functions)
 
 
 FORMATS = {'text': text_report, 'python': python_source, 'c': c_source}
+#: formats that take the --prefix option
+PREFIXED = {'c'}
 
 
 def main(argv=None):
@@ -94,13 +103,17 @@ def main(argv=None):
     parser.add_argument('params', help='ROS 2 parameter YAML file with model.type: symbolic')
     parser.add_argument('--format', choices=sorted(FORMATS), default='text')
     parser.add_argument('--output', help='file to write instead of standard output')
+    parser.add_argument('--prefix', default='', help='prefix of the C function names')
     parser.add_argument('--node', help='node name in the parameter file (default: the only '
                                        'one, or /**)')
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.prefix and not args.prefix.isidentifier():
+        parser.error(f"--prefix '{args.prefix}' is not a C identifier")
     spec = model_spec(args.params, args.node)
     if spec.get('type') != 'symbolic':
         raise ConfigError('model.type', f"derive needs a symbolic model, got {spec.get('type')!r}")
-    text = FORMATS[args.format](derive(spec))
+    options = {'prefix': args.prefix} if args.format in PREFIXED else {}
+    text = FORMATS[args.format](derive(spec), **options)
     if args.output:
         Path(args.output).write_text(text, encoding='utf-8')
     else:
