@@ -280,3 +280,15 @@ def test_exported_c_compiles_and_matches_the_model(tmp_path, which):
                                    model.inverse_dynamics(q, qd, qdd), rtol=1e-13, atol=1e-15)
         potential = lib.arm_gravity_potential(arrays(q)[0].ctypes.data_as(pointer))
         assert potential == pytest.approx(model.potential_energy(q), rel=1e-13)
+
+
+def test_user_names_that_look_like_generated_names_do_not_collide():
+    # coordinates and constants named like the generated code's own variables (q0, x0, ...)
+    model = load_model({'type': 'symbolic', 'coordinates': ['x0', 'q0'],
+                        'mass_matrix': ['qd0 + q0**2', '0', '0', 'x'],
+                        'potential': 'qd0*x0 + q0', 'constants': {'qd0': 2.0, 'x': 3.0}})
+    q, qd = np.array([1.0, 2.0]), np.array([1.0, 1.0])
+    # M = diag(2 + q0^2, 3) with q0 the second coordinate: c_112 = c_121 = q0, c_211 = -q0
+    np.testing.assert_allclose(model.coriolis_matrix(q, qd), [[2.0, 2.0], [-2.0, 0.0]])
+    np.testing.assert_allclose(model.inverse_dynamics(q, np.zeros(2), np.ones(2)),
+                               [6.0 + 2.0, 3.0 + 1.0])

@@ -125,7 +125,7 @@ def quantities(derivation):
     """
     d = derivation
     qd = sp.Matrix(d.velocities)
-    qdd = sp.Matrix(sp.symbols(f'dd0:{d.n}', real=True))
+    qdd = sp.Matrix([sp.Dummy(f'ddq{i}', real=True) for i in range(d.n)])
     bias = d.C * qd + d.g
     return {
         'mass_matrix': (('q',), d.M, 'Return the inertia matrix M(q), (n, n).', 'matrix'),
