@@ -21,7 +21,7 @@ def pressure_from_force(tau, area, deadzone, p_min, p_max):
     """
     tau = np.asarray(tau, dtype=float)
     p = np.where(tau > 0.0, tau / area + deadzone, p_min)
-    return np.clip(p, p_min, p_max)
+    return np.minimum(np.maximum(p, p_min, out=p), p_max, out=p)
 
 
 def force_from_pressure(p, area, deadzone):
@@ -31,8 +31,7 @@ def force_from_pressure(p, area, deadzone):
 
 def clamp_effort(tau, limits):
     """Return `tau` clamped to ``[-limits, limits]`` per joint (inf: unbounded)."""
-    limits = np.asarray(limits, dtype=float)
-    return np.clip(tau, -limits, limits)
+    return np.maximum(np.minimum(tau, limits), np.negative(limits))
 
 
 class ActuationMap:
@@ -58,6 +57,7 @@ class ActuationMap:
         self.deadzone = values['deadzone']
         self.p_min = values['p_min']
         self.p_max = values['p_max']
+        self._low, self._high = self.force(self.p_min), self.force(self.p_max)
 
     @staticmethod
     def _vector(key, value, n, low):
@@ -81,13 +81,15 @@ class ActuationMap:
 
     def force_range(self):
         """Return the smallest and largest force (N) each PMA makes within ``[p_min, p_max]``."""
-        return self.force(self.p_min), self.force(self.p_max)
+        return self._low.copy(), self._high.copy()
 
     def clamp_effort(self, tau, limits=np.inf):
         """
-        Return `tau` clamped to ``[-limits, limits]`` and to what the PMAs can produce.
+        Return `tau` clamped to ``[-limits, limits]`` (limits >= 0) and to the force range.
+
+        PMAs only push, so the result lies in ``force_range()`` (whose lower end, the force at
+        ``p_min``, wins over `limits`).
 
         After this clamp ``force(pressure(tau)) == tau`` whenever ``p_min <= deadzone``.
         """
-        low, high = self.force_range()
-        return np.clip(clamp_effort(tau, limits), low, high)
+        return np.minimum(np.maximum(np.minimum(tau, limits), self._low), self._high)
