@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
-from continuum_ctrl.config import model_spec
+from continuum_ctrl.config import ConfigError, model_spec
 from continuum_ctrl.control import ComputedTorqueLaw
 from continuum_ctrl.control.references import MinimumJerk, Sinusoid
 from continuum_ctrl.models import load_model
@@ -138,3 +138,18 @@ def test_demo_prints_errors_and_writes_a_plot(tmp_path, capsys):
     assert np.all(rms < np.abs(initial)) and np.all(np.abs(final) < 1e-3 * np.abs(initial))
     image = tmp_path / 'planar_2r_tracking.png'
     assert image.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and image.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize('kwargs, key', [
+    (dict(integrator='euler'), 'sim.integrator'),
+    (dict(dt=0.0), 'sim.dt'),
+    (dict(duration=0.0105), 'sim.duration'),
+    (dict(control_period=1.5e-3), 'control.period'),
+    (dict(control_period=0.0), 'control.period'),
+])
+def test_bad_simulation_settings_are_rejected(kwargs, key):
+    model = load_model(CONFIG / 'planar_2r.yaml')
+    law = ComputedTorqueLaw(model, [50.0, 50.0], [10.0, 10.0])
+    args = dict(duration=0.01, dt=1e-3) | kwargs
+    with pytest.raises(ConfigError, match=key.replace('.', r'\.')):
+        simulate(model, law, MinimumJerk([0, 0], [1, 1], 0, 1), [0, 0], [0, 0], **args)
