@@ -101,6 +101,8 @@ class ControlLoop:
         self.effort = np.zeros(n)
         self.command = np.zeros(n)
         self._clipped = np.zeros(n, dtype=bool)
+        self._nan = np.full(n, np.nan)
+        self._failing = False
         self._safe_command()
 
     def configure(self, settings, reanchor=False):
@@ -167,12 +169,18 @@ class ControlLoop:
         np.copyto(self.qdd_des, qdd_des)
         self.qd_des[self._clipped] = 0.0
         self.qdd_des[self._clipped] = 0.0
-        tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
+        try:
+            tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
+        except (ArithmeticError, ValueError, np.linalg.LinAlgError):
+            tau = self._nan
         if not np.all(np.isfinite(tau)):
             self.nonfinite += 1
-            self.events.append(('error', 'non-finite effort from the control law: safe '
-                                         'command'))
+            if not self._failing:
+                self.events.append(('error', 'the control law failed or gave a non-finite '
+                                             'effort: safe command'))
+            self._failing = True
             return self._safe_command()
+        self._failing = False
         settings = self.settings
         if settings.actuation is not None:
             tau = settings.actuation.clamp_effort(tau, settings.effort_limit)

@@ -42,6 +42,7 @@ class SimulatorNode(Node):
         self.plant = Plant(settings)
         n = self.plant.model.n
         self.rejected = 0
+        self.resets = 0
         self._last_log = -np.inf
         self.msg = JointState()
         self.msg.name = list(self.plant.model.joint_names)
@@ -81,7 +82,13 @@ class SimulatorNode(Node):
     def _tick(self):
         t = self._now()
         start = time.perf_counter()
-        self.plant.advance(t)
+        try:
+            self.plant.advance(t)
+        except (ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:
+            self.resets += 1
+            self.get_logger().error(f'plant integration failed ({exc}): reset to the initial '
+                                    f'pose ({self.resets} resets)')
+            self.plant.reset()
         self._step_time += time.perf_counter() - start
         q, qd = self.plant.measure()
         msg = self.msg
@@ -96,7 +103,7 @@ class SimulatorNode(Node):
         now = time.perf_counter()
         window, self._wall = now - self._wall, now
         values = {'steps': self.plant.steps, 'overruns': self.plant.overruns,
-                  'rejected_commands': self.rejected,
+                  'rejected_commands': self.rejected, 'resets': self.resets,
                   'cpu_share_stepping': f'{self._step_time / window:.3f}'}
         self._step_time = 0.0
         status = DiagnosticStatus(name=f'{self.get_name()}: plant',
