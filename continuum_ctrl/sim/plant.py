@@ -21,6 +21,7 @@ from continuum_ctrl.control.settings import Field, JointVectors, read_output
 from continuum_ctrl.models import load_model
 from continuum_ctrl.sim.integrators import INTEGRATORS
 
+
 def implicit_damping_euler_step(model, q, qd, tau, dt, t=0.0):
     """
     Advance ``(q, qd)`` by `dt` with the damping taken implicitly, the rest explicitly.
