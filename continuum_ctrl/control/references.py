@@ -166,6 +166,7 @@ class Waypoints(Reference):
             if value is not None:
                 points.append(_array(value, f'{name}.{key}', (m, n)))
         self.n = n
+        self._knots = self.times.tolist()
         self._first = _frozen(points[0][0].copy(), np.zeros(n), np.zeros(n))
         self._last = _frozen(points[0][-1].copy(), np.zeros(n), np.zeros(n))
         if m == 1:
@@ -178,7 +179,7 @@ class Waypoints(Reference):
         # per segment, coefficients of dt^(k-1) .. dt^0 for q, qd and qdd: (m-1, k-d, n)
         self._coefficients = [np.ascontiguousarray(np.moveaxis(spline.derivative(d).c, 1, 0))
                               for d in range(3)]
-        self._order = spline.c.shape[0]
+        self._exponents = np.arange(spline.c.shape[0] - 1, -1, -1.0)
 
     @property
     def end_time(self):
@@ -187,12 +188,12 @@ class Waypoints(Reference):
 
     def sample(self, t):
         """Return position, velocity and acceleration of the interpolant at `t`."""
-        times = self.times
-        if t < times[0]:
+        knots = self._knots
+        if t < knots[0]:
             return self._first
-        if t >= times[-1]:
+        if t >= knots[-1]:
             return self._last
-        i = bisect_right(times, t) - 1
-        powers = (t - times[i]) ** np.arange(self._order - 1, -1, -1.0)
+        i = bisect_right(knots, t) - 1
+        powers = (t - knots[i]) ** self._exponents
         c0, c1, c2 = self._coefficients
         return _frozen(powers @ c0[i], powers[1:] @ c1[i], powers[2:] @ c2[i])
