@@ -54,19 +54,28 @@ def config_file(arm):
     raise ConfigError('--arm', f"'{arm}' is neither a parameter file nor a config in {tried}")
 
 
-def demo_reference(model, kind, duration):
+def motion_range(model):
     """
-    Return a reference inside the joint limits: a sinusoid, or a minimum-jerk move.
+    Return a center and an amplitude per joint (model units) for motions inside the limits.
 
-    Bounded joints move by a quarter of their range (at most 0.5) around its middle;
-    unbounded ones by UNBOUNDED_AMPLITUDE around UNBOUNDED_CENTER. Returns the reference and
-    the amplitude per joint (model units).
+    Bounded joints: the middle of the range and a quarter of it (at most 0.5); unbounded
+    joints: UNBOUNDED_CENTER and UNBOUNDED_AMPLITUDE.
     """
     low, high = model.joint_limits()
     bounded = np.isfinite(low) & np.isfinite(high)
-    span = np.where(bounded, high - np.where(bounded, low, 0.0), 0.0)
-    center = np.where(bounded, np.where(bounded, low, 0.0) + 0.5 * span, UNBOUNDED_CENTER)
-    amplitude = np.where(bounded, np.minimum(0.25 * span, 0.5), UNBOUNDED_AMPLITUDE)
+    low, high = np.where(bounded, low, 0.0), np.where(bounded, high, 0.0)
+    center = np.where(bounded, 0.5 * (low + high), UNBOUNDED_CENTER)
+    amplitude = np.where(bounded, np.minimum(0.25 * (high - low), 0.5), UNBOUNDED_AMPLITUDE)
+    return center, amplitude
+
+
+def demo_reference(model, kind, duration):
+    """
+    Return a sinusoid or minimum-jerk reference inside the joint limits, and its amplitude.
+
+    Both move each joint by its `motion_range` amplitude around its center.
+    """
+    center, amplitude = motion_range(model)
     if kind == 'sinusoid':
         frequency = 0.25 + 0.05 * np.arange(model.n)  # Hz, unequal so joints do not move alike
         return Sinusoid(center, amplitude, frequency), amplitude

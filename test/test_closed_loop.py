@@ -20,6 +20,7 @@ from scipy.linalg import expm
 from continuum_ctrl.config import ConfigError, model_spec
 from continuum_ctrl.control import ComputedTorqueLaw
 from continuum_ctrl.control.references import MinimumJerk, Sinusoid
+from continuum_ctrl.demo import main as demo_main, motion_range
 from continuum_ctrl.models import load_model
 from continuum_ctrl.sim.closed_loop import simulate
 
@@ -48,13 +49,6 @@ def deviation(log, kp, kd):
     return np.max(np.abs(log.error - exact)), bound
 
 
-def mid_posture(model):
-    """Return the middle of the joint range, or 0.3 rad where a joint is unbounded."""
-    low, high = model.joint_limits()
-    bounded = np.isfinite(low) & np.isfinite(high)
-    return np.where(bounded, 0.5 * (np.where(bounded, low, 0) + np.where(bounded, high, 0)), 0.3)
-
-
 def setup(model, seed, matrix_gains=False):
     """Return gains, a sinusoid reference and an initial state off the reference."""
     rng = np.random.default_rng(seed)
@@ -64,7 +58,7 @@ def setup(model, seed, matrix_gains=False):
     if matrix_gains:  # coupled error dynamics: SPD, non-diagonal
         rotation = np.linalg.qr(rng.normal(size=(n, n)))[0]
         kp, kd = (rotation @ np.diag(k) @ rotation.T for k in (kp, kd))
-    reference = Sinusoid(mid_posture(model), 0.3, rng.uniform(0.3, 1.0, n),
+    reference = Sinusoid(motion_range(model)[0], 0.3, rng.uniform(0.3, 1.0, n),
                          rng.uniform(0.0, 6.0, n))
     q0 = reference.sample(0.0)[0] + rng.uniform(-0.15, 0.15, n)
     qd0 = reference.sample(0.0)[1] + rng.uniform(-0.3, 0.3, n)
@@ -126,10 +120,8 @@ def test_minimum_jerk_tracking_converges_and_logs_are_consistent():
 
 
 def test_demo_prints_errors_and_writes_a_plot(tmp_path, capsys):
-    from continuum_ctrl.demo import main
-
-    assert main(['--arm', 'planar_2r', '--duration', '2', '--out', str(tmp_path),
-                 '--reference', 'minimum_jerk']) == 0
+    assert demo_main(['--arm', 'planar_2r', '--duration', '2', '--out', str(tmp_path),
+                      '--reference', 'minimum_jerk']) == 0
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines() if line.startswith('joint')][1:]
     assert [row[0] for row in rows] == ['joint1', 'joint2']

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
+from continuum_ctrl.demo import motion_range
 from continuum_ctrl.models import load_model
 from continuum_ctrl.sim.integrators import INTEGRATORS, rk4_step, semi_implicit_euler_step
 
@@ -18,10 +19,7 @@ def arm(request):
     """Return a model and an initial state, a constant force and a feedback force law."""
     model = load_model(CONFIG / f'{request.param}.yaml')
     rng = np.random.default_rng(11)
-    low, high = model.joint_limits()
-    bounded = np.isfinite(low) & np.isfinite(high)
-    q0 = np.where(bounded, 0.5 * (np.where(bounded, low, 0.0) + np.where(bounded, high, 0.0)),
-                  0.3)
+    q0 = motion_range(model)[0]
     qd0 = rng.uniform(-1.0, 1.0, model.n)
     tau = model.gravity_vector(q0) + rng.uniform(-1.0, 1.0, model.n)
 
