@@ -18,7 +18,7 @@ from continuum_ctrl.config import ConfigError
 from continuum_ctrl.control import ComputedTorqueLaw
 from continuum_ctrl.control.references import MinimumJerk, Sinusoid
 from continuum_ctrl.models import load_model
-from continuum_ctrl.sim.closed_loop import simulate
+from continuum_ctrl.sim.closed_loop import SimulationDiverged, simulate
 from continuum_ctrl.sim.integrators import INTEGRATORS
 
 #: a joint without position limits moves this far (rad) around this position (rad)
@@ -141,7 +141,7 @@ def plot_tracking(log, joint_names, path, title=''):
 
 
 def main(argv=None):
-    """Run the demo; return the exit status."""
+    """Run the demo; return the exit status (1 if the closed loop diverged)."""
     parser = argparse.ArgumentParser(prog='continuum-ctrl demo', description=__doc__.split(
         '\n\n')[0].strip())
     parser.add_argument('--arm', default='planar_2r',
@@ -160,13 +160,17 @@ def main(argv=None):
         raise ConfigError('--duration' if not args.duration > 0.0 else '--rate', 'must be > 0')
     path = config_file(args.arm)
     model = load_model(path)
-    log = run(model, args.reference, args.duration, args.kp, args.kd, args.rate,
-              args.integrator)
     name = path.stem
     print(f'{name}: {model.n} joints, computed torque Kp={args.kp:g} Kd={args.kd:g} at '
           f'{args.rate:g} Hz, {args.reference} reference, {args.duration:g} s')
+    try:
+        log, status = run(model, args.reference, args.duration, args.kp, args.kd, args.rate,
+                          args.integrator), 0
+    except SimulationDiverged as exc:
+        print(f'continuum-ctrl demo: {exc}', file=sys.stderr)
+        log, status = exc.log, 1
     print(summary(log, model.joint_names))
     image = plot_tracking(log, model.joint_names, Path(args.out) / f'{name}_tracking.png',
                           f'{name}: computed torque, {args.reference} reference')
     print(f'plot: {image}')
-    return 0
+    return status

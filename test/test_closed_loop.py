@@ -22,7 +22,7 @@ from continuum_ctrl.control import ComputedTorqueLaw
 from continuum_ctrl.control.references import MinimumJerk, Sinusoid
 from continuum_ctrl.demo import main as demo_main, motion_range
 from continuum_ctrl.models import load_model
-from continuum_ctrl.sim.closed_loop import simulate
+from continuum_ctrl.sim.closed_loop import SimulationDiverged, simulate
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 
@@ -145,3 +145,16 @@ def test_bad_simulation_settings_are_rejected(kwargs, key):
     args = dict(duration=0.01, dt=1e-3) | kwargs
     with pytest.raises(ConfigError, match=key.replace('.', r'\.')):
         simulate(model, law, MinimumJerk([0, 0], [1, 1], 0, 1), [0, 0], [0, 0], **args)
+
+
+def test_divergence_is_reported_with_the_log_so_far():
+    # gains far too high for a 10 ms zero-order hold: the sampled loop is unstable
+    model = load_model(CONFIG / 'planar_2r.yaml')
+    law = ComputedTorqueLaw(model, [1e6, 1e6], [2e3, 2e3])
+    reference = MinimumJerk([0.1, 0.1], [0.5, 0.3], 0.0, 1.0)
+    with pytest.raises(SimulationDiverged, match='diverged at t = ') as info:
+        simulate(model, law, reference, [0.0, 0.0], [0.0, 0.0], 60.0, 1e-2, control_period=1e-2)
+    log = info.value.log
+    assert 0.0 < info.value.t < 60.0 and 0.0 < log.t[-1] <= info.value.t
+    assert log.q.shape == (len(log.t), 2) and np.all(np.isfinite(log.q))
+    assert np.max(np.abs(log.error[-1])) > 1e3

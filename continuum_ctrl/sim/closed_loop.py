@@ -41,6 +41,15 @@ class ClosedLoopLog:
         return np.max(np.abs(self.error), axis=0)
 
 
+class SimulationDiverged(RuntimeError):
+    """The closed loop left the model's valid states; `log` holds the samples up to then."""
+
+    def __init__(self, t, problem, log):
+        self.t = t
+        self.log = log
+        super().__init__(f'closed loop diverged at t = {t:.4f} s: {problem}')
+
+
 def _ticks(period, dt, key):
     ratio = period / dt
     ticks = int(round(ratio))
@@ -59,6 +68,7 @@ def simulate(plant, law, reference, q0, qd0, duration, dt, control_period=None,
     `reference`: ``reference.sample(t) -> (q_des, qd_des, qdd_des)``; `dt`: integration step
     (s); `control_period`: a whole multiple of `dt` (s), or None for continuous control;
     `integrator`: a name in INTEGRATORS. The log's tau is the force applied from each sample on.
+    Raises SimulationDiverged when the state turns non-finite or the model rejects it.
     """
     if integrator not in INTEGRATORS:
         raise ConfigError('sim.integrator', f'must be one of {sorted(INTEGRATORS)}, '
@@ -76,11 +86,23 @@ def simulate(plant, law, reference, q0, qd0, duration, dt, control_period=None,
     def control(t, q, qd):
         return law(q, qd, *reference.sample(t))
 
+    logged = 0
     for k, t in enumerate(log.t):
         q_des, qd_des, qdd_des = reference.sample(t)
-        if ticks is None or k % ticks == 0:
-            tau = np.array(law(q, qd, q_des, qd_des, qdd_des))
-        log.q[k], log.qd[k], log.q_des[k], log.qd_des[k], log.tau[k] = q, qd, q_des, qd_des, tau
-        if k < steps:
-            q, qd = step(plant, q, qd, control if ticks is None else tau, dt, t)
+        try:
+            if ticks is None or k % ticks == 0:
+                tau = np.array(law(q, qd, q_des, qd_des, qdd_des))
+                if not np.all(np.isfinite(tau)):
+                    raise FloatingPointError('the control law gave a non-finite force')
+            log.q[k], log.qd[k], log.q_des[k], log.qd_des[k] = q, qd, q_des, qd_des
+            log.tau[k] = tau
+            logged = k + 1
+            if k < steps:
+                q, qd = step(plant, q, qd, control if ticks is None else tau, dt, t)
+                if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+                    raise FloatingPointError('the state is not finite')
+        except (ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:
+            part = ClosedLoopLog(*(array[:logged] for array in (
+                log.t, log.q, log.qd, log.q_des, log.qd_des, log.tau)))
+            raise SimulationDiverged(t, exc, part) from exc
     return log
