@@ -11,6 +11,10 @@ than `state_timeout`, `tick` returns the safe command: zero effort or `p_min` (v
 (re)start the reference is anchored at the measured pose and blends in from it over
 `reference.blend_time`. Efforts are clamped to `limits.effort` (and to what the PMAs can push),
 rate-limited to `limits.effort_rate`, and a non-finite effort gives the safe command.
+
+A low-pass on measured velocities (`velocity_filter`) matters for PMA arms: their damping acts
+on a few grams of generalized inertia, so cancelling ``D qd`` with a velocity measured a few
+ms ago closes a loop of gain about one at high frequency, which chatters at 500 Hz.
 """
 
 import numpy as np
@@ -137,9 +141,17 @@ class ControlLoop:
         self.reference = Anchored(reference, t, self.q, 0.0)
 
     def set_state(self, q, qd, t):
-        """Take a validated measurement at receive time `t` (s); may (re)start control."""
+        """
+        Take a validated measurement at receive time `t` (s); may (re)start control.
+
+        With `velocity_filter` > 0 the velocity passes a first-order low-pass while active.
+        """
         self.q[:] = q
-        self.qd[:] = qd
+        dt, filter_time = t - self.last_state_time, self.settings.velocity_filter
+        if self.status == ACTIVE and filter_time > 0.0 and dt > 0.0:
+            self.qd += dt / (dt + filter_time) * (qd - self.qd)
+        else:
+            self.qd[:] = qd
         self.last_state_time = t
         self.valid_streak += 1
         if self.status != ACTIVE and self.valid_streak >= self.settings.resume_count:

@@ -40,6 +40,8 @@ FIELDS = {
                            'safe command', 1e-3, 10.0),
     'safe_mode': Field('string', 'zero', "safe command: 'zero' (zero effort, or p_min) or "
                        "'hold' (gravity + elastic compensation at the last state; effort only)"),
+    'velocity_filter': Field('number', 0.0, 'time constant of a first-order low-pass on '
+                             'measured velocities, s (0: none)', 0.0, 1.0),
     'resume_count': Field('integer', 5, 'consecutive valid joint_states needed to resume '
                           'after a timeout', 1, 1000),
     'gains.kp': Field('numbers', ..., 'proportional gain, 1/s^2: n per-joint values or an '
@@ -107,6 +109,7 @@ class ControllerSettings:
     state_timeout: float
     safe_mode: str
     resume_count: int
+    velocity_filter: float
     kp: np.ndarray
     kd: np.ndarray
     reference: ReferenceSpec
@@ -150,6 +153,7 @@ class ControllerSettings:
             state_timeout=_number(top, 'state_timeout'),
             safe_mode=safe_mode,
             resume_count=_integer(top, 'resume_count'),
+            velocity_filter=_number(top, 'velocity_filter'),
             kp=kp, kd=kd,
             reference=_reference(top.namespace('reference'), vec, model),
             mode=mode, actuation=actuation,

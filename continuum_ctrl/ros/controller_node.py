@@ -12,11 +12,13 @@ Topics (relative names, remap as needed):
   (effort: the generalized force sent)]; header stamp: the tick time; header frame_id: the
   loop status (waiting, active, stale);
 - pub `/diagnostics` (diagnostic_msgs/DiagnosticArray, ~1 Hz): loop rate, period and compute
-  time percentiles, input age, rejected-input counts, status.
+  time percentiles (window and whole run), input age at the tick, joint_states latency (header
+  stamp to receipt, wall clock), rejected-input counts, status.
 One timer at `rate_hz` on a single-threaded executor runs the loop (see `spin`).
 """
 
 import array
+import os
 import signal
 import sys
 import time
@@ -43,6 +45,8 @@ from continuum_ctrl.ros.timing import Durations
 NODE_NAME = 'continuum_controller'
 #: a tick is late when its period exceeds the nominal one by this factor
 LATE_FACTOR = 1.5
+#: default executor kind, see `make_executor`
+EXECUTOR = 'events'
 #: shortest interval between two log lines about rejected input, s
 LOG_THROTTLE = 2.0
 
@@ -88,6 +92,7 @@ class ControllerNode(Node):
         self.period = Durations(capacity)
         self.compute = Durations(capacity)
         self.age = Durations(capacity)
+        self.transport = Durations(capacity)
         self._last_tick = None
         self._window_start = time.perf_counter()
         self._receive_wall = -np.inf
@@ -137,6 +142,9 @@ class ControllerNode(Node):
             self.get_logger().info('joint_states carry no velocities: estimating them by a '
                                    'filtered difference of positions')
         self._receive_wall = time.perf_counter()
+        sent = stamp_seconds(msg.header.stamp)
+        if sent > 0.0:
+            self.transport.add(max(time.time() - sent, 0.0) * 1e6)
         self.loop.set_state(q, qd, t)
 
     def _on_trajectory(self, msg):
@@ -197,6 +205,7 @@ class ControllerNode(Node):
         p50, p99, pmax = self.period.window_stats()
         c50, c99, cmax = self.compute.window_stats()
         a50, a99, _ = self.age.window_stats()
+        s50, s99, _ = self.transport.window_stats()
         values = [
             ('status', self.loop.status),
             ('rate_hz', ticks / window if window > 0 else 0.0),
@@ -204,6 +213,7 @@ class ControllerNode(Node):
             ('jitter_p99_us', p99 - nominal),
             ('compute_p50_us', c50), ('compute_p99_us', c99), ('compute_max_us', cmax),
             ('input_age_p50_us', a50), ('input_age_p99_us', a99),
+            ('state_latency_p50_us', s50), ('state_latency_p99_us', s99),
             ('run_ticks', self.compute.total),
             ('run_late_ticks', self.period.count_above(LATE_FACTOR * nominal)),
             ('run_period_p50_us', self.period.run_percentile(0.5)),
@@ -237,15 +247,21 @@ class ControllerNode(Node):
         self.command_pub.publish(self.command_msg)
 
 
-def make_executor(kind):
-    """Return the executor `kind` ('events' or 'single'); see README for the measurements."""
+def make_executor(kind=None):
+    """
+    Return a single-threaded executor: 'events' (EventsExecutor) or 'single'.
+
+    Default: the environment variable CONTINUUM_CTRL_EXECUTOR, else `EXECUTOR` (chosen by
+    bench/bench_node.py measurements; see README).
+    """
+    kind = kind or os.environ.get('CONTINUUM_CTRL_EXECUTOR', EXECUTOR)
     if kind == 'events':
         from rclpy.experimental import EventsExecutor
         return EventsExecutor()
     return rclpy.executors.SingleThreadedExecutor()
 
 
-def spin(node_class, argv=None, executor='events'):
+def spin(node_class, argv=None, executor=None):
     """
     Run one node until SIGINT/SIGTERM; a ConfigError exits with status 2 naming the key.
 

@@ -27,6 +27,7 @@ class Recorder:
 
     `states`: (stamp s, reference q, feedback q, output effort) per `~/state` message;
     `status`: the controller's loop status, `active_since`: stamp of the first active state;
+    states stamped before the recorder started (a previous run's) are ignored;
     `commands`: (receive time s, values); `diagnostics`: dicts of the controller's latest
     figures (strings as published); `sim_diagnostics` likewise for the simulator.
     """
@@ -40,6 +41,7 @@ class Recorder:
         self.controller, self.simulator = controller, simulator
         self.states, self.commands, self.diagnostics, self.sim_diagnostics = [], [], [], []
         self.joint_names = None
+        self.started = time.time()
         self.status = None
         self.active_since = None
         self.node.create_subscription(JointTrajectory, f'/{controller}/state', self._state, 100)
@@ -48,12 +50,15 @@ class Recorder:
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostics, 10)
 
     def _state(self, msg):
+        stamp = stamp_seconds(msg.header.stamp)
+        if stamp < self.started:
+            return
         self.joint_names = list(msg.joint_names)
         self.status = msg.header.frame_id
         if self.status == 'active' and self.active_since is None:
-            self.active_since = stamp_seconds(msg.header.stamp)
+            self.active_since = stamp
         reference, feedback, _, output = msg.points
-        self.states.append((stamp_seconds(msg.header.stamp), np.array(reference.positions),
+        self.states.append((stamp, np.array(reference.positions),
                             np.array(feedback.positions), np.array(output.effort)))
 
     def _command(self, msg):
