@@ -169,6 +169,8 @@ def main(argv=None):
     except SimulationDiverged as exc:
         print(f'continuum-ctrl demo: {exc}', file=sys.stderr)
         log, status = exc.log, 1
+    if len(log.t) == 0:
+        return status
     print(summary(log, model.joint_names))
     image = plot_tracking(log, model.joint_names, Path(args.out) / f'{name}_tracking.png',
                           f'{name}: computed torque, {args.reference} reference')
