@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from continuum_ctrl.config import ConfigError, Reader
+from continuum_ctrl.config import ConfigError, flatten, nest, read_yaml, Reader
 from continuum_ctrl.control.actuation import ActuationMap
 from continuum_ctrl.control.gains import validate_gain
 
@@ -181,6 +181,22 @@ def _integer(reader, name):
         raise ConfigError(reader.key(name), f'must be in [{field.low}, {field.high}], '
                                             f'got {value}')
     return value
+
+
+def file_parameters(path, node_name):
+    """
+    Return ``(parameters, model)`` that node `node_name` gets from a ROS 2 parameter file.
+
+    Sections merge as rcl merges them: ``/**``, ``name`` and ``/name`` in file order, later
+    keys winning. `parameters` is the nested tree without `model` and `use_sim_time`; `model`
+    the nested `model` namespace.
+    """
+    flat = {}
+    for key, section in read_yaml(path).items():
+        if key in ('/**', node_name, '/' + node_name) and isinstance(section, dict):
+            flat.update(flatten(section.get('ros__parameters') or {}))
+    tree = nest({k: v for k, v in flat.items() if k != 'use_sim_time'})
+    return tree, tree.pop('model', {})
 
 
 def read_output(top, vec):

@@ -1,0 +1,81 @@
+"""
+Helpers for the node tests: own DDS domain, parameter files, node processes, a recorder.
+
+Nodes are started with the exact command lines of continuum_ctrl.launch_description.
+"""
+
+import contextlib
+import os
+from pathlib import Path
+
+import yaml
+
+from continuum_ctrl.config import read_yaml
+from continuum_ctrl.launch_description import config_path, controller, simulation
+from continuum_ctrl.launch_runner import start, stop
+from continuum_ctrl.ros.recorder import Recorder
+
+#: seconds a node gets to start and the controller to become active (loaded 2-core machine)
+START_TIMEOUT = 90.0
+
+
+def use_domain(offset):
+    """Give this test module a DDS domain of its own: the run's domain plus `offset`."""
+    base = int(os.environ.get('ROS_DOMAIN_ID', '0'))
+    os.environ['ROS_DOMAIN_ID'] = str((base + offset) % 100 + 1)
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+
+
+def merge(tree, update):
+    """Return `tree` updated recursively by `update` (nested dicts)."""
+    out = dict(tree)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def params_file(tmp_path, base, **nodes):
+    """
+    Write a copy of config/`base` with node sections updated; return its path.
+
+    Keyword arguments: node name (or 'all' for ``/**``) -> nested parameters to merge, e.g.
+    ``continuum_controller={'gains': {'kp': [1.0, 2.0]}}``.
+    """
+    data = read_yaml(config_path(base))
+    for node, update in nodes.items():
+        key = '/**' if node == 'all' else node
+        section = data.get(key, {}).get('ros__parameters', {})
+        data[key] = {'ros__parameters': merge(section, update)}
+    path = Path(tmp_path) / f'params_{len(list(Path(tmp_path).glob("params_*")))}.yaml'
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+@contextlib.contextmanager
+def running(tmp_path, path, with_simulator=True):
+    """
+    Run the controller (and simulator) from `path`; yield ``(recorder, processes)``.
+
+    Waits until the controller's loop is active (with the simulator) or until its first
+    `~/state` message; fails with the nodes' logs when they do not start.
+    """
+    nodes = simulation(path) if with_simulator else controller(path)
+    logs = [open(Path(tmp_path) / f'{node.name}.log', 'w') for node in nodes]
+    processes = start(nodes, outputs=logs)
+    try:
+        with Recorder() as rec:
+            ready = (lambda: rec.active_since is not None) if with_simulator else (
+                lambda: rec.status is not None)
+            if not rec.wait(ready, START_TIMEOUT, processes):
+                for log in logs:
+                    log.flush()
+                text = '\n'.join(Path(log.name).read_text()[-3000:] for log in logs)
+                raise AssertionError(f'nodes did not start:\n{text}')
+            yield rec, processes
+    finally:
+        stop(processes)
+        for log in logs:
+            log.close()

@@ -1,0 +1,117 @@
+"""Controller and simulator settings without ROS: the shipped files parse, bad values name keys."""
+
+import subprocess
+
+import numpy as np
+import pytest
+
+from continuum_ctrl.config import ConfigError
+from continuum_ctrl.control.loop import ControlLoop
+from continuum_ctrl.control.settings import ControllerSettings, file_parameters
+from continuum_ctrl.launch_description import config_path, controller
+from continuum_ctrl.models import load_model
+from continuum_ctrl.sim.plant import PlantSettings
+
+CONFIGS = ('planar_2r.yaml', 'panda.yaml', 'continuum_3section.yaml')
+
+
+def two_link(**changes):
+    """Return the 2R controller tree with `changes` (dotted keys) applied, and the model."""
+    tree, model = file_parameters(config_path('planar_2r.yaml'), 'continuum_controller')
+    for key, value in changes.items():
+        *parents, leaf = key.split('.')
+        node = tree
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return tree, load_model(model)
+
+
+@pytest.mark.parametrize('name', CONFIGS)
+def test_shipped_files_parse_for_both_nodes(name):
+    tree, model = file_parameters(config_path(name), 'continuum_controller')
+    settings = ControllerSettings.parse(tree, load_model(model))
+    plant = PlantSettings.parse(*file_parameters(config_path(name), 'continuum_simulator'))
+    assert settings.joints == tuple(plant.model.joint_names)
+    assert (settings.mode == 'pressure') == name.startswith('continuum')
+    if name.startswith('continuum'):
+        assert type(plant.model).__name__ != type(load_model(model)).__name__
+        # the largest push, area * p_max, is the 66.5 N of the reference arm
+        assert np.allclose(settings.actuation.force(settings.actuation.p_max), 66.5)
+
+
+@pytest.mark.parametrize('key, value, named', [
+    ('gains.kp', [-1.0, 5.0], 'gains.kp'),
+    ('gains.kp', [1.0, 2.0, 3.0], 'gains.kp'),
+    ('gains.kd', [1.0, 2.0, 2.0, -3.0], 'gains.kd'),
+    ('gains.kq', [1.0, 1.0], 'gains.kq'),
+    ('rate_hz', 0.0, 'rate_hz'),
+    ('state_timeout', -1.0, 'state_timeout'),
+    ('safe_mode', 'brake', 'safe_mode'),
+    ('joints', ['joint1', 'joint3'], 'joints'),
+    ('reference.type', 'spline', 'reference.type'),
+    ('reference.amplitude', [0.1, 0.2, 0.3], 'reference.amplitude'),
+    ('reference.colour', 'red', 'reference.colour'),
+    ('limits.effort', [0.0, 1.0], 'limits.effort'),
+    ('output.mode', 'voltage', 'output.mode'),
+])
+def test_bad_value_is_an_error_naming_its_key(key, value, named):
+    tree, model = two_link(**{key: value})
+    with pytest.raises(ConfigError) as err:
+        ControllerSettings.parse(tree, model)
+    assert err.value.key == named
+
+
+def test_pressure_output_needs_its_map_and_vents_when_safe():
+    tree, model = two_link(**{'output.mode': 'pressure'})
+    with pytest.raises(ConfigError, match='output.area'):
+        ControllerSettings.parse(tree, model)
+    tree, model = two_link(**{'output.mode': 'pressure', 'output.area': [1e-4],
+                              'output.p_min': 2e4, 'output.p_max': 1e4})
+    with pytest.raises(ConfigError, match='output.p_max'):
+        ControllerSettings.parse(tree, model)
+    tree, model = two_link(**{'output.mode': 'pressure', 'output.area': [1e-4],
+                              'output.p_min': 1e4, 'output.p_max': 5e5, 'safe_mode': 'hold'})
+    with pytest.raises(ConfigError, match='safe_mode'):
+        ControllerSettings.parse(tree, model)
+    del tree['safe_mode']
+    loop = ControlLoop(model, ControllerSettings.parse(tree, model))
+    assert np.array_equal(loop.tick(0.0), [1e4, 1e4])
+
+
+def test_vectors_follow_the_joints_order():
+    tree, model = two_link(joints=['joint2', 'joint1'], **{'gains.kp': [30.0, 10.0],
+                                                           'limits.effort': [5.0, 7.0]})
+    settings = ControllerSettings.parse(tree, model)
+    assert np.array_equal(settings.order, [1, 0])
+    assert np.array_equal(settings.kp, [10.0, 30.0])          # model order: joint1, joint2
+    assert np.array_equal(settings.effort_limit, [7.0, 5.0])
+
+
+def test_loop_tracks_in_joint_order_and_respects_limits():
+    """One tick at a known state equals the law evaluated by hand, clamped, in joints order."""
+    tree, model = two_link(joints=['joint2', 'joint1'], **{
+        'reference.type': 'hold', 'reference.position': [0.3, 0.5],
+        'reference.blend_time': 0.0, 'limits.effort': [100.0, 20.0], 'resume_count': 1})
+    settings = ControllerSettings.parse(tree, model)
+    loop = ControlLoop(model, settings)
+    q = np.array([0.6, 0.25])
+    loop.set_state(q, np.zeros(2), 1.0)
+    command = loop.tick(1.0)
+    kp = settings.kp
+    tau = model.inverse_dynamics(q, np.zeros(2), -kp * (q - [0.5, 0.3]))
+    expected = np.clip(tau, [-20.0, -100.0], [20.0, 100.0])[[1, 0]]
+    assert np.allclose(command, expected, rtol=1e-12, atol=1e-12)
+    assert loop.tick(1.0 + settings.state_timeout + 1e-3) is loop.command
+    assert np.array_equal(loop.command, [0.0, 0.0])            # stale: zero effort
+
+
+def test_bad_parameter_file_exits_with_the_key(tmp_path):
+    path = tmp_path / 'bad.yaml'
+    text = config_path('planar_2r.yaml').read_text().replace('kp: [100.0, 100.0]',
+                                                             'kp: [100.0, -4.0]')
+    path.write_text(text)
+    done = subprocess.run(controller(path)[0].command(), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    assert "parameter 'gains.kp'" in done.stderr
