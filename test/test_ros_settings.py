@@ -35,7 +35,7 @@ def test_shipped_files_parse_for_both_nodes(name):
     assert settings.joints == tuple(plant.model.joint_names)
     assert (settings.mode == 'pressure') == name.startswith('continuum')
     if name.startswith('continuum'):
-        assert type(plant.model).__name__ != type(load_model(model)).__name__
+        assert type(plant.model) is not type(load_model(model))
         # the largest push, area * p_max, is the 66.5 N of the reference arm
         assert np.allclose(settings.actuation.force(settings.actuation.p_max), 66.5)
 
