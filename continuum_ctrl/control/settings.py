@@ -42,6 +42,9 @@ FIELDS = {
                        "'hold' (gravity + elastic compensation at the last state; effort only)"),
     'velocity_filter': Field('number', 0.0, 'time constant of a first-order low-pass on '
                              'measured velocities, s (0: none)', 0.0, 1.0),
+    'stamp_tolerance': Field('number', 0.25, 'joint_states whose non-zero header stamp is '
+                             'further than this from the receive time (s) are rejected; 0: '
+                             'stamps not checked', 0.0, 3600.0),
     'resume_count': Field('integer', 5, 'consecutive valid joint_states needed to resume '
                           'after a timeout', 1, 1000),
     'gains.kp': Field('numbers', ..., 'proportional gain, 1/s^2: n per-joint values or an '
@@ -109,6 +112,7 @@ class ControllerSettings:
     state_timeout: float
     safe_mode: str
     resume_count: int
+    stamp_tolerance: float
     velocity_filter: float
     kp: np.ndarray
     kd: np.ndarray
@@ -153,6 +157,7 @@ class ControllerSettings:
             state_timeout=_number(top, 'state_timeout'),
             safe_mode=safe_mode,
             resume_count=_integer(top, 'resume_count'),
+            stamp_tolerance=_number(top, 'stamp_tolerance'),
             velocity_filter=_number(top, 'velocity_filter'),
             kp=kp, kd=kd,
             reference=_reference(top.namespace('reference'), vec, model),

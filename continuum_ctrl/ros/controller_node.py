@@ -62,7 +62,8 @@ class ControllerNode(Node):
         settings = self.params.settings
         n = self.model.n
         low, high = self.loop.low, self.loop.high
-        self.reader = JointStateReader(self.model.joint_names, low, high)
+        self.reader = JointStateReader(self.model.joint_names, low, high,
+                                       settings.stamp_tolerance)
         self.rejected = dict.fromkeys(REJECT_KINDS + ('trajectory', 'late_trajectory'), 0)
         self._last_log = -np.inf
         self._estimate_logged = False
@@ -115,6 +116,7 @@ class ControllerNode(Node):
             self.timer = self.create_timer(settings.period, self._tick)
         if list(settings.joints) != list(self.state_msg.joint_names):
             self.state_msg.joint_names = list(settings.joints)
+        self.reader.stamp_tolerance = settings.stamp_tolerance
         self.loop.configure(settings, reanchor)
         self.get_logger().info(f'parameters changed: {sorted(names)}')
 

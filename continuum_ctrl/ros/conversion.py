@@ -7,7 +7,9 @@ joints are ignored). It is rejected whole, with a reason kind counted by the cal
 - ``length``: `position` (or a non-empty `velocity`) differs in length from `name`;
 - ``nonfinite``: a used position or velocity is NaN or infinite;
 - ``range``: a position lies outside the joint limits widened by their span on each side, or
-  a speed exceeds `MAX_SPEED`.
+  a speed exceeds `MAX_SPEED`;
+- ``stamp``: with a `stamp_tolerance` > 0, a non-zero header stamp lies more than that ahead of
+  or behind the receive time (a zero stamp is not checked).
 Without velocities, they are estimated by a first-order filtered difference of positions.
 """
 
@@ -20,7 +22,7 @@ MAX_SPEED = 1e3
 #: time constant of the velocity filter used when joint states carry no velocities, s
 VELOCITY_FILTER_TIME = 0.01
 #: kinds of rejected joint states, in report order
-REJECT_KINDS = ('names', 'length', 'nonfinite', 'range')
+REJECT_KINDS = ('names', 'length', 'nonfinite', 'range', 'stamp')
 
 
 class Rejected(Exception):
@@ -40,12 +42,14 @@ class JointStateReader:
     """
     Convert JointState messages to ``(q, qd)`` in model order (internal buffers).
 
-    `joint_names` in model order; `low`, `high`: joint limits (+-inf where unbounded).
+    `joint_names` in model order; `low`, `high`: joint limits (+-inf where unbounded);
+    `stamp_tolerance`: largest |receive time - header stamp| accepted, s (0: not checked).
     `estimating` is True once a message without velocities was used.
     """
 
-    def __init__(self, joint_names, low, high):
+    def __init__(self, joint_names, low, high, stamp_tolerance=0.0):
         self.joint_names = list(joint_names)
+        self.stamp_tolerance = stamp_tolerance
         self.n = len(self.joint_names)
         span = np.where(np.isfinite(high - low), high - low, np.inf)
         self.low, self.high = low - span, high + span
@@ -85,12 +89,20 @@ class JointStateReader:
         if np.any(q < self.low) or np.any(q > self.high) or (
                 qd is not None and np.any(np.abs(qd) > MAX_SPEED)):
             raise Rejected('range', 'position or velocity out of range')
+        self._check_stamp(msg.header.stamp, t)
         if qd is None:
             qd = self._estimate(q, t)
         self._previous = (q, t)
         self.q[:] = q
         self.qd[:] = qd
         return self.q, self.qd
+
+    def _check_stamp(self, stamp, t):
+        sent = stamp_seconds(stamp)
+        if self.stamp_tolerance > 0.0 and sent > 0.0 and abs(t - sent) > self.stamp_tolerance:
+            where = 'in the future' if sent > t else 'old'
+            raise Rejected('stamp', f'header stamp {abs(t - sent):.3g} s {where} (tolerance '
+                                    f'{self.stamp_tolerance:g} s)')
 
     def _estimate(self, q, t):
         self.estimating = True
