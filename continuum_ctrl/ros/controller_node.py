@@ -176,8 +176,15 @@ class ControllerNode(Node):
         self.command_pub.publish(self.command_msg)
         self.age.add((start - self._receive_wall) * 1e6 if self.loop.status == ACTIVE else 0.0)
         self._publish_state(t)
+        logger = self.get_logger()
         for level, text in self.loop.events:
-            getattr(self.get_logger(), level)(text)
+            # one call site per severity: rclpy raises ValueError when a call site's changes
+            if level == 'error':
+                logger.error(text)
+            elif level == 'warn':
+                logger.warning(text)
+            else:
+                logger.info(text)
         self.loop.events.clear()
         self.compute.add((time.perf_counter() - start) * 1e6)
 
