@@ -13,8 +13,9 @@ import numpy as np
 from numba import njit
 
 from continuum_ctrl.models.christoffel import coriolis_from_dM
-from continuum_ctrl.models.continuum.kinematics import (chain, rotate_columns, section_cog,
-                                                        section_point, section_rotation)
+from continuum_ctrl.models.continuum.kinematics import (chain, rotate_matrix, rotate_tensor,
+                                                        section_cog, section_point,
+                                                        section_rotation)
 from continuum_ctrl.models.continuum.model import ContinuumModel
 from continuum_ctrl.models.continuum.params import read_spec
 from continuum_ctrl.models.continuum.terms import add_term, angular_jacobian, point_jacobian
@@ -28,38 +29,25 @@ def _point_vector(B, ob, p, x):
 
 @njit(cache=True)
 def integral_evaluate(length, radius, mass, offset, twist, nodes, weights, gravity, q, qd,
-                      mode, M, dM, g):
-    """Fill M, g and (mode 2) dM of the disc-stack model; return ``U_g`` [J]."""
+                      mode, M, dM, g, sv, sm, st, nv, nt, nnv, nn):
+    """
+    Fill M, g and (mode 0 or 2) dM of the disc-stack model; return ``U_g`` [J].
+
+    The last seven arguments are the workspace from `terms.new_workspace`.
+    """
     n = length.shape[0]
-    N = 3 * n
-    Rb = np.empty((n, 3, 3))
-    ob = np.empty((n, 3))
-    om = np.empty((N, 3))
-    v0 = np.empty((N, 3))
-    dom = np.empty((N, 3, 3))
-    dv0 = np.empty((N, 3, 3))
-    chain(length, radius, offset, twist, q, Rb, ob, om, v0, dom, dv0)
+    Rb, ob, om, v0, dom, dv0 = nt[0, :n], nv[0, :n], nv[1], nv[2], nt[1], nt[2]
+    J, JO, work, dJ, dJO = nv[3], nv[5], nv[6:12], nnv[0], nnv[2]
+    x, wI, ones, p = sv[20, :3], sv[22, :3], sv[23, :3], sv[24, :3]
+    dp, dpw, Rl, kap = sm[12], sm[13], sm[14], sm[15]
+    d2p, d2pw, dkap = st[10], st[11], st[12]
+    ones[:] = 1.0
+    chain(length, radius, offset, twist, q, Rb, ob, om, v0, dom, dv0, sv, sm, st)
     deriv = mode == 2
     M[:] = 0.0
     g[:] = 0.0
     if deriv:
         dM[:] = 0.0
-    work = np.empty((6, N, 3))
-    J = np.empty((N, 3))
-    dJ = np.empty((N, N, 3))
-    JO = np.empty((N, 3))
-    dJO = np.empty((N, N, 3))
-    p = np.empty(3)
-    dp = np.empty((3, 3))
-    d2p = np.empty((3, 3, 3))
-    dpw = np.empty((3, 3))
-    d2pw = np.empty((3, 3, 3))
-    Rl = np.empty((3, 3))
-    kap = np.empty((3, 3))
-    dkap = np.empty((3, 3, 3))
-    ones = np.ones(3)
-    wI = np.empty(3)
-    x = np.empty(3)
     U = 0.0
     for i in range(n):
         nu = 3 * i
@@ -67,9 +55,9 @@ def integral_evaluate(length, radius, mass, offset, twist, nodes, weights, gravi
         m = mass[i]
         qi = q[nu:Ni]
         B = Rb[i]
-        section_cog(length[i], radius[i], qi, p, dp, d2p)
+        section_cog(length[i], radius[i], qi, p, dp, d2p, sv, sm, st)
         _point_vector(B, ob[i], p, x)
-        rotate_columns(B, dp, dpw)
+        rotate_matrix(B, dp, dpw)
         point_jacobian(i, x, dpw, d2pw, om, v0, dom, dv0, False, J, dJ)
         for L in range(Ni):
             g[L] -= m * (J[L, 0] * gravity[0] + J[L, 1] * gravity[1] + J[L, 2] * gravity[2])
@@ -78,15 +66,15 @@ def integral_evaluate(length, radius, mass, offset, twist, nodes, weights, gravi
         r2 = radius[i] * radius[i]
         for k in range(nodes.shape[0]):
             mk = m * weights[k]
-            section_point(length[i], radius[i], qi, nodes[k], p, dp, d2p)
+            section_point(length[i], radius[i], qi, nodes[k], p, dp, d2p, sv, sm, st)
             _point_vector(B, ob[i], p, x)
-            rotate_columns(B, dp, dpw)
-            rotate_columns(B, d2p, d2pw)
+            rotate_matrix(B, dp, dpw)
+            rotate_tensor(B, d2p, d2pw)
             point_jacobian(i, x, dpw, d2pw, om, v0, dom, dv0, deriv, J, dJ)
             add_term(J, dJ, 0, Ni, J, dJ, 0, Ni, ones, 0.5 * mk, qd, Ni, mode, M, M, M, dM,
                      work)
-            section_rotation(radius[i], qi, nodes[k], Rl, kap, dkap)
-            angular_jacobian(i, B, Rl, kap, dkap, om, dom, deriv, JO, dJO)
+            section_rotation(radius[i], qi, nodes[k], Rl, kap, dkap, sv, sm, st)
+            angular_jacobian(i, B, Rl, kap, dkap, om, dom, deriv, JO, dJO, sm, nv)
             wI[0] = wI[1] = 0.25 * mk * r2
             wI[2] = 0.5 * mk * r2
             add_term(JO, dJO, 0, Ni, JO, dJO, 0, Ni, wI, 0.5, qd, Ni, mode, M, M, M, dM, work)
@@ -114,7 +102,7 @@ class IntegralModel(ContinuumModel):
             C[:] = coriolis_from_dM(dM, qd)
             return U
         return integral_evaluate(*self._geom, self.nodes, self.weights, self._gravity, q, qd,
-                                 mode, M, dM, g)
+                                 mode, M, dM, g, *self._ws)
 
 
 def from_spec(spec):

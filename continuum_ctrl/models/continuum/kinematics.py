@@ -29,7 +29,7 @@ _TERMS = 12
 _INV_FACT = np.array([1.0 / math.factorial(k) for k in range(2 * _TERMS + 8)])
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def entire(t, f):
     """Fill ``f[0..7]`` with ``f_m(t)``, accurate to about 1e-16 relative, for ``t >= 0``."""
     if t < 1.0:
@@ -46,7 +46,7 @@ def entire(t, f):
             f[m + 2] = (_INV_FACT[m] - f[m]) / t
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def entire_derivatives(t, f, d1, d2):
     """Fill ``f`` (8,), ``d1 = f_m'`` (6,) and ``d2 = f_m''`` (4,) at ``t``."""
     entire(t, f)
@@ -56,10 +56,9 @@ def entire_derivatives(t, f, d1, d2):
         d2[m] = 0.5 * (m * d1[m + 2] - d1[m + 1])
 
 
-@njit(cache=True)
-def jacobian_map(radius):
-    """Return ``E = d(s, u, w)/dq``, (3, 3), constant for a section of PMA radius `radius`."""
-    E = np.empty((3, 3))
+@njit(cache=True, inline='always')
+def jacobian_map(radius, E):
+    """Fill ``E = d(s, u, w)/dq``, (3, 3), constant for a section of PMA radius `radius`."""
     E[0, :] = 1.0 / 3.0
     E[1, 0] = -2.0 / (3.0 * radius)
     E[1, 1] = 1.0 / (3.0 * radius)
@@ -67,10 +66,9 @@ def jacobian_map(radius):
     E[2, 0] = 0.0
     E[2, 1] = -1.0 / (SQRT3 * radius)
     E[2, 2] = 1.0 / (SQRT3 * radius)
-    return E
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def arc_variables(length, radius, q):
     """Return ``(s, u, w)`` of one section: arc length [m] and bending vector [rad]."""
     s = length + (q[0] + q[1] + q[2]) / 3.0
@@ -79,7 +77,7 @@ def arc_variables(length, radius, q):
     return s, u, w
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _times_f(mval, mu, mw, F, F1, F2, tu, tw, tuu, tww):
     """Value, gradient and Hessian in (u, w) of ``m(u, w) F(t(u, w))``, m linear, t_uw = 0."""
     g_u = mu * F + mval * F1 * tu
@@ -90,32 +88,41 @@ def _times_f(mval, mu, mw, F, F1, F2, tu, tw, tuu, tww):
     return mval * F, g_u, g_w, g_uu, g_uw, g_ww
 
 
-@njit(cache=True)
-def _to_q(E, vy, hy, v, dv, d2v):
+@njit(cache=True, inline='always')
+def _to_q(E, vy, hy, T, v, dv, d2v):
     """Map the (s, u, w)-gradient (3, 3) and Hessian (3, 3, 3) of a 3-vector to q."""
     for c in range(3):
         for a in range(3):
-            acc = 0.0
+            dv[c, a] = vy[c, 0] * E[0, a] + vy[c, 1] * E[1, a] + vy[c, 2] * E[2, a]
             for y in range(3):
-                acc += vy[c, y] * E[y, a]
-            dv[c, a] = acc
+                T[c, y, a] = hy[c, y, 0] * E[0, a] + hy[c, y, 1] * E[1, a] + hy[c, y, 2] * E[2, a]
         for a in range(3):
-            for b in range(3):
-                acc = 0.0
-                for y in range(3):
-                    for z in range(3):
-                        acc += hy[c, y, z] * E[y, a] * E[z, b]
-                d2v[c, a, b] = acc
+            for b in range(a, 3):
+                d2v[c, a, b] = d2v[c, b, a] = (E[0, a] * T[c, 0, b] + E[1, a] * T[c, 1, b]
+                                               + E[2, a] * T[c, 2, b])
 
 
-@njit(cache=True)
-def _section_vector(length, radius, q, c1, c2, tscale, i1, i2, v, dv, d2v):
+@njit(cache=True, inline='always')
+def _fill_row(c, h, s, v, vy, hy):
+    """Component c of ``s h(u, w)``: value, (s, u, w)-gradient and Hessian from `_times_f`."""
+    v[c] = s * h[0]
+    vy[c, 0] = h[0]
+    vy[c, 1] = s * h[1]
+    vy[c, 2] = s * h[2]
+    hy[c, 0, 0] = 0.0
+    hy[c, 0, 1] = hy[c, 1, 0] = h[1]
+    hy[c, 0, 2] = hy[c, 2, 0] = h[2]
+    hy[c, 1, 1] = s * h[3]
+    hy[c, 1, 2] = hy[c, 2, 1] = s * h[4]
+    hy[c, 2, 2] = s * h[5]
+
+
+@njit(cache=True, inline='always')
+def _section_vector(length, radius, q, c1, c2, tscale, i1, i2, v, dv, d2v, sv, sm, st):
     """``v = s [c1 u F, c1 w F, c2 G]``, ``F = f_i1(t)``, ``G = f_i2(t)``, ``t = tscale phi^2``."""
     s, u, w = arc_variables(length, radius, q)
     t = tscale * (u * u + w * w)
-    f = np.empty(8)
-    d1 = np.empty(6)
-    d2 = np.empty(4)
+    f, d1, d2, vy, E, hy, T = sv[0], sv[1], sv[2], sm[0], sm[1], st[0], st[1]
     entire_derivatives(t, f, d1, d2)
     tu = 2.0 * tscale * u
     tw = 2.0 * tscale * w
@@ -123,34 +130,36 @@ def _section_vector(length, radius, q, c1, c2, tscale, i1, i2, v, dv, d2v):
     hx = _times_f(c1 * u, c1, 0.0, f[i1], d1[i1], d2[i1], tu, tw, tt, tt)
     hy_ = _times_f(c1 * w, 0.0, c1, f[i1], d1[i1], d2[i1], tu, tw, tt, tt)
     hz = _times_f(c2, 0.0, 0.0, f[i2], d1[i2], d2[i2], tu, tw, tt, tt)
-    vy = np.zeros((3, 3))
-    hy = np.zeros((3, 3, 3))
-    for c, h in enumerate((hx, hy_, hz)):
-        v[c] = s * h[0]
-        vy[c, 0] = h[0]
-        vy[c, 1] = s * h[1]
-        vy[c, 2] = s * h[2]
-        hy[c, 0, 1] = hy[c, 1, 0] = h[1]
-        hy[c, 0, 2] = hy[c, 2, 0] = h[2]
-        hy[c, 1, 1] = s * h[3]
-        hy[c, 1, 2] = hy[c, 2, 1] = s * h[4]
-        hy[c, 2, 2] = s * h[5]
-    _to_q(jacobian_map(radius), vy, hy, v, dv, d2v)
+    _fill_row(0, hx, s, v, vy, hy)
+    _fill_row(1, hy_, s, v, vy, hy)
+    _fill_row(2, hz, s, v, vy, hy)
+    jacobian_map(radius, E)
+    _to_q(E, vy, hy, T, v, dv, d2v)
 
 
 @njit(cache=True)
-def section_point(length, radius, q, xi, p, dp, d2p):
-    """Fill the backbone point ``p(xi)`` (3,) [m], ``dp/dq`` (3, 3), ``d2p/dq2`` (3, 3, 3)."""
-    _section_vector(length, radius, q, xi * xi, xi, xi * xi, 2, 1, p, dp, d2p)
+def section_point(length, radius, q, xi, p, dp, d2p, sv, sm, st):
+    """
+    Fill the backbone point ``p(xi)`` (3,) [m], ``dp/dq`` (3, 3), ``d2p/dq2`` (3, 3, 3).
+
+    `sv`, `sm`, `st`: scratch rows, see `new_scratch`.
+    """
+    _section_vector(length, radius, q, xi * xi, xi, xi * xi, 2, 1, p, dp, d2p, sv, sm, st)
 
 
 @njit(cache=True)
-def section_cog(length, radius, q, pbar, dpbar, d2pbar):
+def section_cog(length, radius, q, pbar, dpbar, d2pbar, sv, sm, st):
     """Fill the section CoG ``pbar`` (3,) [m] and its first and second q-derivatives."""
-    _section_vector(length, radius, q, 1.0, 1.0, 1.0, 3, 2, pbar, dpbar, d2pbar)
+    _section_vector(length, radius, q, 1.0, 1.0, 1.0, 3, 2, pbar, dpbar, d2pbar, sv, sm, st)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
+def cx(a0, a1, a2, b0, b1, b2):
+    """Return the cross product ``a x b`` of two 3-vectors given by components, as a tuple."""
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+@njit(cache=True, inline='always')
 def cross(a, b, out):
     """Write ``a x b`` into `out` (3-vectors)."""
     x = a[1] * b[2] - a[2] * b[1]
@@ -162,70 +171,92 @@ def cross(a, b, out):
 
 
 @njit(cache=True)
-def section_rotation(radius, q, xi, R, kap, dkap):
+def section_rotation(radius, q, xi, R, kap, dkap, sv, sm, st):
     """Fill ``R(xi)`` (3, 3), space angular Jacobian ``kap`` (3, 3) and ``dkap`` (3, 3, 3)."""
     _, u, w = arc_variables(1.0, radius, q)
-    th = np.array([-xi * w, xi * u, 0.0])
+    f, d1, d2 = sv[0], sv[1], sv[2]
+    th, x1, x2, y1, y2, y3 = sv[3, :3], sv[4, :3], sv[5, :3], sv[6, :3], sv[7, :3], sv[8, :3]
+    thc = sm[0, :2]                     # d theta / d(u, w)
+    kc = sm[1, :2]
+    E = sm[2]
+    dkc = st[0, :2, :2]
+    th[0] = -xi * w
+    th[1] = xi * u
+    th[2] = 0.0
     t = xi * xi * (u * u + w * w)
-    f = np.empty(8)
-    d1 = np.empty(6)
-    d2 = np.empty(4)
     entire_derivatives(t, f, d1, d2)
     S, A, B = f[1], f[2], f[3]
-    # R = I + S [th] + A [th]^2
-    K = np.array([[0.0, -th[2], th[1]], [th[2], 0.0, -th[0]], [-th[1], th[0], 0.0]])
-    K2 = K @ K
+    # R = I + S [th] + A [th]^2, [th]^2 = th th^T - |th|^2 I
     for i in range(3):
         for j in range(3):
-            R[i, j] = (1.0 if i == j else 0.0) + S * K[i, j] + A * K2[i, j]
-    thc = np.zeros((2, 3))              # d theta / d(u, w)
+            R[i, j] = A * th[i] * th[j] + (1.0 - A * t if i == j else 0.0)
+    R[0, 1] -= S * th[2]
+    R[1, 0] += S * th[2]
+    R[0, 2] += S * th[1]
+    R[2, 0] -= S * th[1]
+    R[1, 2] -= S * th[0]
+    R[2, 1] += S * th[0]
+    thc[:] = 0.0
     thc[0, 1] = xi
     thc[1, 0] = -xi
-    tc = np.array([2.0 * xi * xi * u, 2.0 * xi * xi * w])
-    kc = np.zeros((2, 3))
-    dkc = np.zeros((2, 2, 3))
-    x1 = np.empty(3)
-    x2 = np.empty(3)
-    y1 = np.empty(3)
-    y2 = np.empty(3)
-    y3 = np.empty(3)
+    tc0 = 2.0 * xi * xi * u
+    tc1 = 2.0 * xi * xi * w
     for c in range(2):
         cross(th, thc[c], x1)           # th x th_c
         cross(th, x1, x2)               # th x (th x th_c)
         for k in range(3):
             kc[c, k] = thc[c, k] + A * x1[k] + B * x2[k]
         for d in range(2):
+            td = tc0 if d == 0 else tc1
             cross(thc[d], thc[c], y1)   # th_d x th_c
             cross(thc[d], x1, y2)       # th_d x (th x th_c)
             cross(th, y1, y3)           # th x (th_d x th_c)
             for k in range(3):
-                dkc[c, d, k] = (d1[2] * tc[d] * x1[k] + A * y1[k] + d1[3] * tc[d] * x2[k]
+                dkc[c, d, k] = (d1[2] * td * x1[k] + A * y1[k] + d1[3] * td * x2[k]
                                 + B * (y2[k] + y3[k]))
-    E = jacobian_map(radius)
+    jacobian_map(radius, E)
+    T = st[1, :2]                       # T[c, k, b] = sum_d dkc[c, d, k] E[1 + d, b]
+    for c in range(2):
+        for k in range(3):
+            for b in range(3):
+                T[c, k, b] = dkc[c, 0, k] * E[1, b] + dkc[c, 1, k] * E[2, b]
     for k in range(3):
         for a in range(3):
             kap[k, a] = kc[0, k] * E[1, a] + kc[1, k] * E[2, a]
             for b in range(3):
-                acc = 0.0
-                for c in range(2):
-                    for d in range(2):
-                        acc += dkc[c, d, k] * E[1 + c, a] * E[1 + d, b]
-                dkap[k, a, b] = acc
+                dkap[k, a, b] = E[1, a] * T[0, k, b] + E[2, a] * T[1, k, b]
 
 
-@njit(cache=True)
-def rotate_columns(Rb, local, out):
-    """Write ``Rb @ local`` for a (3, m) or (3, m, m) array of local vectors into `out`."""
-    flat_in = local.reshape(3, -1)
-    flat_out = out.reshape(3, -1)
-    for j in range(flat_in.shape[1]):
+@njit(cache=True, inline='always')
+def rotate_matrix(Rb, local, out):
+    """Write ``Rb @ local`` for a (3, 3) array `local` into `out`."""
+    for j in range(3):
         for i in range(3):
-            flat_out[i, j] = (Rb[i, 0] * flat_in[0, j] + Rb[i, 1] * flat_in[1, j]
-                              + Rb[i, 2] * flat_in[2, j])
+            out[i, j] = Rb[i, 0] * local[0, j] + Rb[i, 1] * local[1, j] + Rb[i, 2] * local[2, j]
+
+
+@njit(cache=True, inline='always')
+def rotate_tensor(Rb, local, out):
+    """Write ``out[:, j, k] = Rb @ local[:, j, k]`` for (3, 3, 3) arrays."""
+    for j in range(3):
+        for k in range(3):
+            for i in range(3):
+                out[i, j, k] = (Rb[i, 0] * local[0, j, k] + Rb[i, 1] * local[1, j, k]
+                                + Rb[i, 2] * local[2, j, k])
+
+
+def new_scratch():
+    """
+    Return ``(sv, sm, st)``: scratch rows (8,), (3, 3), (3, 3, 3) for the kinematics.
+
+    Section functions use rows 0-9 of `sv`, 0-4 of `sm` and `st`; `chain` rows 10-14 and 5-9;
+    the model kernels the rows above.
+    """
+    return np.zeros((32, 8)), np.zeros((20, 3, 3)), np.zeros((16, 3, 3, 3))
 
 
 @njit(cache=True)
-def chain(length, radius, offset, twist, q, Rb, ob, om, v0, dom, dv0):
+def chain(length, radius, offset, twist, q, Rb, ob, om, v0, dom, dv0, sv, sm, st):
     """
     Fill the section base frames and the tip-frame motion columns of every joint.
 
@@ -234,50 +265,50 @@ def chain(length, radius, offset, twist, q, Rb, ob, om, v0, dom, dv0):
     spatial velocity (angular [rad/m], linear at the world origin [m/m]) of section i's tip
     frame per unit ``qd_l``, so a point x attached downstream moves by ``v0[l] + om[l] x x``.
     ``dom[l, b]``, ``dv0[l, b]``: their derivatives in q_(3i+b), the same section's joints.
+    `sv`, `sm`, `st`: scratch from `new_scratch`.
     """
     n = length.shape[0]
-    Rt = np.eye(3)
-    ot = np.zeros(3)
-    p = np.empty(3)
-    dp = np.empty((3, 3))
-    d2p = np.empty((3, 3, 3))
-    R1 = np.empty((3, 3))
-    kap = np.empty((3, 3))
-    dkap = np.empty((3, 3, 3))
-    dpw = np.empty((3, 3))
-    d2pw = np.empty((3, 3, 3))
-    kw = np.empty((3, 3))
-    dkw = np.empty((3, 3, 3))
-    tmp = np.empty(3)
-    tmp2 = np.empty(3)
+    p, ot = sv[10, :3], sv[13, :3]
+    dp, R1, kap, dpw, kw, Rt = sm[5], sm[6], sm[7], sm[8], sm[9], sm[10]
+    d2p, dkap, d2pw, dkw = st[5], st[6], st[7], st[8]
+    Rt[:] = 0.0
+    ot[:] = 0.0
+    for r in range(3):
+        Rt[r, r] = 1.0
     for i in range(n):
         cg, sg = math.cos(twist[i]), math.sin(twist[i])
+        B = Rb[i]
         for r in range(3):
-            Rb[i, r, 0] = cg * Rt[r, 0] + sg * Rt[r, 1]
-            Rb[i, r, 1] = -sg * Rt[r, 0] + cg * Rt[r, 1]
-            Rb[i, r, 2] = Rt[r, 2]
+            B[r, 0] = cg * Rt[r, 0] + sg * Rt[r, 1]
+            B[r, 1] = -sg * Rt[r, 0] + cg * Rt[r, 1]
+            B[r, 2] = Rt[r, 2]
             ob[i, r] = ot[r] + Rt[r, 2] * offset[i]
         qi = q[3 * i:3 * i + 3]
-        section_point(length[i], radius[i], qi, 1.0, p, dp, d2p)
-        section_rotation(radius[i], qi, 1.0, R1, kap, dkap)
-        B = Rb[i]
-        ot = ob[i] + B @ p
-        Rt = B @ R1
-        rotate_columns(B, dp, dpw)
-        rotate_columns(B, d2p, d2pw)
-        rotate_columns(B, kap, kw)
-        rotate_columns(B, dkap, dkw)
+        section_point(length[i], radius[i], qi, 1.0, p, dp, d2p, sv, sm, st)
+        section_rotation(radius[i], qi, 1.0, R1, kap, dkap, sv, sm, st)
+        for r in range(3):
+            ot[r] = ob[i, r] + B[r, 0] * p[0] + B[r, 1] * p[1] + B[r, 2] * p[2]
+            for c in range(3):
+                Rt[r, c] = B[r, 0] * R1[0, c] + B[r, 1] * R1[1, c] + B[r, 2] * R1[2, c]
+        rotate_matrix(B, dp, dpw)
+        rotate_tensor(B, d2p, d2pw)
+        rotate_matrix(B, kap, kw)
+        rotate_tensor(B, dkap, dkw)
+        o0, o1, o2 = ot[0], ot[1], ot[2]
         for a in range(3):
             L = 3 * i + a
-            om[L] = kw[:, a]
-            cross(om[L], ot, tmp)
-            v0[L] = dpw[:, a] - tmp
+            w0, w1, w2 = kw[0, a], kw[1, a], kw[2, a]
+            om[L, 0], om[L, 1], om[L, 2] = w0, w1, w2
+            t = cx(w0, w1, w2, o0, o1, o2)
+            for c in range(3):
+                v0[L, c] = dpw[c, a] - t[c]
             for b in range(3):
-                dom[L, b] = dkw[:, a, b]
-                cross(dom[L, b], ot, tmp)
-                cross(om[L], dpw[:, b], tmp2)
-                v0_ab = d2pw[:, a, b] - tmp - tmp2
-                dv0[L, b] = v0_ab
+                d0, d1, d2 = dkw[0, a, b], dkw[1, a, b], dkw[2, a, b]
+                dom[L, b, 0], dom[L, b, 1], dom[L, b, 2] = d0, d1, d2
+                t = cx(d0, d1, d2, o0, o1, o2)
+                t2 = cx(w0, w1, w2, dpw[0, b], dpw[1, b], dpw[2, b])
+                for c in range(3):
+                    dv0[L, b, c] = d2pw[c, a, b] - t[c] - t2[c]
 
 
 def section_pose(length, radius, q, xi):
@@ -285,6 +316,7 @@ def section_pose(length, radius, q, xi):
     q = np.ascontiguousarray(q, dtype=float)
     p, dp, d2p = np.empty(3), np.empty((3, 3)), np.empty((3, 3, 3))
     R, kap, dkap = np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3, 3))
-    section_point(float(length), float(radius), q, float(xi), p, dp, d2p)
-    section_rotation(float(radius), q, float(xi), R, kap, dkap)
+    sv, sm, st = new_scratch()
+    section_point(float(length), float(radius), q, float(xi), p, dp, d2p, sv, sm, st)
+    section_rotation(float(radius), q, float(xi), R, kap, dkap, sv, sm, st)
     return p, R

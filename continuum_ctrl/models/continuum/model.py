@@ -19,6 +19,7 @@ from numba import njit
 
 from continuum_ctrl.models.base import DynamicsModel
 from continuum_ctrl.models.continuum.params import LIMIT_ONSET
+from continuum_ctrl.models.continuum.terms import new_workspace
 
 
 @njit(cache=True)
@@ -139,6 +140,7 @@ class ContinuumModel(DynamicsModel):
         self._g = np.zeros(N)
         self._pas = np.zeros(N)
         self._zero = np.zeros(N)
+        self._ws = new_workspace(n)
 
     @abstractmethod
     def _evaluate(self, q, qd, mode, M, C, dM, g):

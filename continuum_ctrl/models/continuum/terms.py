@@ -16,7 +16,7 @@ section 4 without forming ``dM``.
 import numpy as np
 from numba import njit
 
-from continuum_ctrl.models.continuum.kinematics import cross
+from continuum_ctrl.models.continuum.kinematics import cx, new_scratch
 
 
 @njit(cache=True)
@@ -29,47 +29,51 @@ def point_jacobian(sec, x, dpw, d2pw, om, v0, dom, dv0, deriv, J, dJ):
     """
     nu = 3 * sec
     N = nu + 3
-    tmp = np.empty(3)
+    x0, x1, x2 = x[0], x[1], x[2]
     for L in range(nu):
-        cross(om[L], x, tmp)
+        t = cx(om[L, 0], om[L, 1], om[L, 2], x0, x1, x2)
         for c in range(3):
-            J[L, c] = v0[L, c] + tmp[c]
+            J[L, c] = v0[L, c] + t[c]
     for a in range(3):
         for c in range(3):
             J[nu + a, c] = dpw[c, a]
     if not deriv:
         return
-    tmp2 = np.empty(3)
     for L in range(N):
         sl = L // 3
         for k in range(N):
             sk = k // 3
             if sk < sl:
-                cross(om[k], J[L], dJ[L, k])
+                t = cx(om[k, 0], om[k, 1], om[k, 2], J[L, 0], J[L, 1], J[L, 2])
             elif sk > sl:
-                cross(om[L], J[k], dJ[L, k])
+                t = cx(om[L, 0], om[L, 1], om[L, 2], J[k, 0], J[k, 1], J[k, 2])
             elif sl < sec:
-                cross(dom[L, k - 3 * sk], x, tmp)
-                cross(om[L], J[k], tmp2)
-                for c in range(3):
-                    dJ[L, k, c] = dv0[L, k - 3 * sk, c] + tmp[c] + tmp2[c]
+                b = k - 3 * sk
+                t1 = cx(dom[L, b, 0], dom[L, b, 1], dom[L, b, 2], x0, x1, x2)
+                t2 = cx(om[L, 0], om[L, 1], om[L, 2], J[k, 0], J[k, 1], J[k, 2])
+                t = (dv0[L, b, 0] + t1[0] + t2[0], dv0[L, b, 1] + t1[1] + t2[1],
+                     dv0[L, b, 2] + t1[2] + t2[2])
             else:
-                for c in range(3):
-                    dJ[L, k, c] = d2pw[c, L - nu, k - nu]
+                t = (d2pw[0, L - nu, k - nu], d2pw[1, L - nu, k - nu], d2pw[2, L - nu, k - nu])
+            dJ[L, k, 0], dJ[L, k, 1], dJ[L, k, 2] = t
 
 
 @njit(cache=True)
-def angular_jacobian(sec, Rb, Rloc, kap, dkap, om, dom, deriv, JO, dJO):
+def angular_jacobian(sec, Rb, Rloc, kap, dkap, om, dom, deriv, JO, dJO, sm, nv):
     """
     Fill ``JO`` (N, 3) and, if `deriv`, ``dJO`` (N, N, 3): body angular velocity of a frame.
 
     The frame is ``Rb @ Rloc`` on section `sec`; `kap`, `dkap` are the space angular Jacobian
     of `Rloc` in the section base frame and its derivative (from `section_rotation`).
+    Scratch: row 11 of `sm`, row 12 of `nv`.
     """
     nu = 3 * sec
     N = nu + 3
-    Rw = Rb @ Rloc
-    omt = np.empty((N, 3))
+    Rw = sm[11]
+    omt = nv[12]
+    for r in range(3):
+        for c in range(3):
+            Rw[r, c] = Rb[r, 0] * Rloc[0, c] + Rb[r, 1] * Rloc[1, c] + Rb[r, 2] * Rloc[2, c]
     omt[:nu] = om[:nu]
     for a in range(3):
         for c in range(3):
@@ -79,37 +83,30 @@ def angular_jacobian(sec, Rb, Rloc, kap, dkap, om, dom, deriv, JO, dJO):
             JO[L, c] = Rw[0, c] * omt[L, 0] + Rw[1, c] * omt[L, 1] + Rw[2, c] * omt[L, 2]
     if not deriv:
         return
-    tmp = np.empty(3)
-    kb = np.empty(3)
-    ka = np.empty(3)
     for L in range(N):
         sl = L // 3
         for k in range(N):
             sk = k // 3
             if sk < sl:
-                dJO[L, k, :] = 0.0
+                dJO[L, k, 0] = dJO[L, k, 1] = dJO[L, k, 2] = 0.0
                 continue
+            R = Rw
             if sk > sl:
-                cross(omt[L], omt[k], tmp)
-                R = Rw
+                t = cx(omt[L, 0], omt[L, 1], omt[L, 2], omt[k, 0], omt[k, 1], omt[k, 2])
             elif sl < sec:
-                cross(omt[k], omt[L], tmp)
-                for c in range(3):
-                    tmp[c] = dom[L, k - 3 * sk, c] - tmp[c]
-                R = Rw
+                b = k - 3 * sk
+                t1 = cx(omt[k, 0], omt[k, 1], omt[k, 2], omt[L, 0], omt[L, 1], omt[L, 2])
+                t = (dom[L, b, 0] - t1[0], dom[L, b, 1] - t1[1], dom[L, b, 2] - t1[2])
             else:
-                for c in range(3):
-                    kb[c] = kap[c, k - nu]
-                    ka[c] = kap[c, L - nu]
-                cross(kb, ka, tmp)
-                for c in range(3):
-                    tmp[c] = dkap[c, L - nu, k - nu] - tmp[c]
+                a, b = L - nu, k - nu
+                t1 = cx(kap[0, b], kap[1, b], kap[2, b], kap[0, a], kap[1, a], kap[2, a])
+                t = (dkap[0, a, b] - t1[0], dkap[1, a, b] - t1[1], dkap[2, a, b] - t1[2])
                 R = Rloc
             for c in range(3):
-                dJO[L, k, c] = R[0, c] * tmp[0] + R[1, c] * tmp[1] + R[2, c] * tmp[2]
+                dJO[L, k, c] = R[0, c] * t[0] + R[1, c] * t[1] + R[2, c] * t[2]
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _rates(J, dJ, a0, a1, N, qd, u, Jd, G):
     """``u = J qd``, ``Jd[i] = sum_k dJ[i, k] qd_k`` (i in A), ``G[j] = du/dq_j`` (j < N)."""
     u[:] = 0.0
@@ -155,7 +152,7 @@ def add_term(JA, dJA, a0, a1, JB, dJB, b0, b1, w, coef, qd, N, mode, M, Md, P, d
     if mode != 1:
         return
     uA = work[0, 0]
-    uB = work[0, 1]
+    uB = work[5, 0]
     JdA, GA, JdB, GB = work[1], work[2], work[3], work[4]
     _rates(JA, dJA, a0, a1, N, qd, uA, JdA, GA)
     _rates(JB, dJB, b0, b1, N, qd, uB, JdB, GB)
@@ -167,8 +164,8 @@ def add_term(JA, dJA, a0, a1, JB, dJB, b0, b1, w, coef, qd, N, mode, M, Md, P, d
             val *= coef
             Md[i, j] += val
             Md[j, i] += val
-    wuA = work[0, 2]
-    wuB = work[0, 3]
+    wuA = work[0, 1]
+    wuB = work[5, 1]
     for c in range(3):
         wuA[c] = coef * w[c] * uA[c]
         wuB[c] = coef * w[c] * uB[c]
@@ -184,6 +181,64 @@ def add_term(JA, dJA, a0, a1, JB, dJB, b0, b1, w, coef, qd, N, mode, M, Md, P, d
                                   + JB[i, 2] * w[2] * GA[j, 2]))
 
 
+@njit(cache=True, inline='always')
+def _velocity_rates(J, dJ, N, qd, u, Jd):
+    """``u = J qd`` and ``Jd[i] = sum_k dJ[i, k] qd_k`` over all N columns."""
+    u[:] = 0.0
+    for i in range(N):
+        for c in range(3):
+            u[c] += J[i, c] * qd[i]
+            acc = 0.0
+            for k in range(N):
+                acc += dJ[i, k, c] * qd[k]
+            Jd[i, c] = acc
+
+
+@njit(cache=True)
+def add_point_term(J, dJ, N, mass, qd, M, Md, work):
+    """
+    Add a point mass `mass` [kg] with velocity ``J qd`` to ``M`` and its C (mode 1).
+
+    A position's Hessian is symmetric, so its Christoffel matrix is ``m J^T Jdot`` exactly;
+    it goes into ``Md`` twice, since ``C = (Md + P - P^T)/2``.
+    """
+    u, Jd = work[0, 0], work[1]
+    _velocity_rates(J, dJ, N, qd, u, Jd)
+    for i in range(N):
+        for j in range(N):
+            M[i, j] += mass * (J[i, 0] * J[j, 0] + J[i, 1] * J[j, 1] + J[i, 2] * J[j, 2])
+            Md[i, j] += 2.0 * mass * (J[i, 0] * Jd[j, 0] + J[i, 1] * Jd[j, 1]
+                                      + J[i, 2] * Jd[j, 2])
+
+
+@njit(cache=True)
+def add_rigid_term(JO, dJO, N, inertia, qd, M, Md, work):
+    """
+    Add a body of principal inertia `inertia` (3,) [kg m^2], body angular velocity ``JO qd``.
+
+    With columns ``w_i = JO[i]``, ``Om = JO qd``, ``Omd_j = sum_k dJO[j, k] qd_k`` and the
+    structure equation ``dw_i/dq_j - dw_j/dq_i = w_i x w_j``, the Christoffel symbols give
+    ``C_ij = w_i . b_j``, ``b_j = I Omd_j + (w_j x I Om + Om x I w_j - I (w_j x Om))/2``;
+    it goes into ``Md`` twice.
+    """
+    Om, Jd, b = work[0, 0], work[1], work[2]
+    _velocity_rates(JO, dJO, N, qd, Om, Jd)
+    I0, I1, I2 = inertia[0], inertia[1], inertia[2]
+    o0, o1, o2 = Om[0], Om[1], Om[2]
+    for j in range(N):
+        w0, w1, w2 = JO[j, 0], JO[j, 1], JO[j, 2]
+        t1 = cx(w0, w1, w2, I0 * o0, I1 * o1, I2 * o2)
+        t2 = cx(o0, o1, o2, I0 * w0, I1 * w1, I2 * w2)
+        t3 = cx(w0, w1, w2, o0, o1, o2)
+        for c in range(3):
+            b[j, c] = inertia[c] * (Jd[j, c] - 0.5 * t3[c]) + 0.5 * (t1[c] + t2[c])
+    for i in range(N):
+        for j in range(N):
+            M[i, j] += (JO[i, 0] * inertia[0] * JO[j, 0] + JO[i, 1] * inertia[1] * JO[j, 1]
+                        + JO[i, 2] * inertia[2] * JO[j, 2])
+            Md[i, j] += 2.0 * (JO[i, 0] * b[j, 0] + JO[i, 1] * b[j, 1] + JO[i, 2] * b[j, 2])
+
+
 @njit(cache=True)
 def coriolis_from_parts(Md, P, C):
     """Fill ``C = (Mdot + P - P^T)/2``, the Christoffel Coriolis matrix."""
@@ -191,3 +246,16 @@ def coriolis_from_parts(Md, P, C):
     for i in range(n):
         for j in range(n):
             C[i, j] = 0.5 * (Md[i, j] + P[i, j] - P[j, i])
+
+
+def new_workspace(n):
+    """
+    Return the arrays one model evaluation works in, for n sections (N = 3n joints).
+
+    ``(sv, sm, st)`` from `new_scratch`; ``nv`` (13, N, 3); ``nt`` (3, N, 3, 3);
+    ``nnv`` (3, N, N, 3); ``nn`` (2, N, N). Rows are views taken without allocating.
+    """
+    N = 3 * n
+    sv, sm, st = new_scratch()
+    return (sv, sm, st, np.zeros((13, N, 3)), np.zeros((3, N, 3, 3)), np.zeros((3, N, N, 3)),
+            np.zeros((2, N, N)))
