@@ -7,7 +7,7 @@ joints are ignored). It is rejected whole, with a reason kind counted by the cal
 - ``length``: `position` (or a non-empty `velocity`) differs in length from `name`;
 - ``nonfinite``: a used position or velocity is NaN or infinite;
 - ``range``: a position lies outside the joint limits widened by their span on each side, or
-  a speed exceeds `MAX_SPEED`;
+  a speed (given, or estimated from positions) exceeds `MAX_SPEED`;
 - ``stamp``: with a `stamp_tolerance` > 0, a non-zero header stamp lies more than that ahead of
   or behind the receive time (a zero stamp is not checked).
 Without velocities, they are estimated by a first-order filtered difference of positions.
@@ -92,6 +92,8 @@ class JointStateReader:
         self._check_stamp(msg.header.stamp, t)
         if qd is None:
             qd = self._estimate(q, t)
+            if not np.all(np.abs(qd) <= MAX_SPEED):
+                raise Rejected('range', 'velocity estimated from positions out of range')
         self._previous = (q, t)
         self.q[:] = q
         self.qd[:] = qd
