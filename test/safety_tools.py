@@ -1,0 +1,71 @@
+"""
+Helpers for the safety tests: a DDS domain per module, fault-injecting messages, diagnostics.
+
+The node processes themselves are started by test/ros_nodes.py (launch description command
+lines); this module only adds what the fault injection needs.
+"""
+
+import contextlib
+import os
+import time
+
+import numpy as np
+from sensor_msgs.msg import JointState
+
+#: the safety test modules' DDS domains: one per module (30-39)
+DOMAINS = {'fuzz': 30, 'watchdog': 31, 'flood': 32, 'limits': 33, 'shutdown': 34,
+           'parameters': 35, 'simulator': 36}
+
+
+@contextlib.contextmanager
+def domain(name):
+    """Set ROS_DOMAIN_ID (and LOCALHOST discovery) for this process and its children."""
+    old = os.environ.get('ROS_DOMAIN_ID')
+    os.environ['ROS_DOMAIN_ID'] = str(DOMAINS[name])
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    try:
+        yield DOMAINS[name]
+    finally:
+        if old is None:
+            os.environ.pop('ROS_DOMAIN_ID', None)
+        else:
+            os.environ['ROS_DOMAIN_ID'] = old
+
+
+def joint_state(names, position, velocity=(), stamp=None):
+    """Return a JointState; `stamp`: float seconds (None: zero stamp, not checked)."""
+    msg = JointState()
+    msg.name = list(names)
+    msg.position = [float(v) for v in position]
+    msg.velocity = [float(v) for v in velocity]
+    if stamp is not None:
+        msg.header.stamp.sec = int(stamp)
+        msg.header.stamp.nanosec = int((stamp - int(stamp)) * 1e9)
+    return msg
+
+
+def latest(rec, key, default=None):
+    """Return the controller's latest /diagnostics value `key` as a float (or `default`)."""
+    for values in reversed(rec.diagnostics):
+        if key in values:
+            return float(values[key])
+    return default
+
+
+def wait_diagnostics(rec, condition, timeout, processes=()):
+    """Wait for a /diagnostics message after now whose values satisfy `condition(values)`."""
+    start = len(rec.diagnostics)
+    return rec.wait(lambda: any(condition(v) for v in rec.diagnostics[start:]), timeout,
+                    processes)
+
+
+def within(command, low, high, slack=1e-9):
+    """Return whether every command lies in ``[low, high]`` (arrays, joints order)."""
+    command = np.asarray(command, dtype=float)
+    return bool(np.all(np.isfinite(command)) and np.all(command >= low - slack)
+                and np.all(command <= high + slack))
+
+
+def wall():
+    """Return the wall clock in seconds (the nodes' ROS clock without use_sim_time)."""
+    return time.time()
