@@ -6,9 +6,11 @@ default when not given; fields with no default and no value stay declared but un
 type), so they can be set later. Only values actually given reach the parser, which applies the
 defaults itself.
 `model.*` parameters are declared read-only from whatever the parameter file gives. Integers
-given for float parameters are widened, and a single number for an array parameter becomes a
-one-element array, as YAML authors expect.
+given for float parameters are widened, a single number for an array parameter becomes a
+one-element array, as YAML authors expect, and array values reach the parser as lists.
 """
+
+import array
 
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 SetParametersResult)
@@ -28,6 +30,8 @@ TYPES = {
 
 
 def _coerce(kind, value):
+    if isinstance(value, array.array):
+        value = value.tolist()
     if kind == 'number' and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if kind == 'numbers':
