@@ -145,9 +145,13 @@ class ControlLoop:
         Take a validated measurement at receive time `t` (s); may (re)start control.
 
         With `velocity_filter` > 0 the velocity passes a first-order low-pass while active.
+        The streak of valid states needed to resume restarts after a gap longer than
+        `state_timeout`: the states must be consecutive and fresh.
         """
         self.q[:] = q
         dt, filter_time = t - self.last_state_time, self.settings.velocity_filter
+        if dt > self.settings.state_timeout:
+            self.valid_streak = 0
         if self.status == ACTIVE and filter_time > 0.0 and dt > 0.0:
             self.qd += dt / (dt + filter_time) * (qd - self.qd)
         else:
