@@ -93,7 +93,7 @@ class ControlLoop:
         n = model.n
         self.law = ComputedTorqueLaw(model, settings.kp, settings.kd)
         self.low, self.high = (np.asarray(b, dtype=float) for b in model.joint_limits())
-        self.settings = settings
+        self._limits(settings)
         self.status = WAITING
         self.reference = None
         self.last_state_time = -np.inf
@@ -106,15 +106,27 @@ class ControlLoop:
         self.command = np.zeros(n)
         self._clipped = np.zeros(n, dtype=bool)
         self._nan = np.full(n, np.nan)
+        self._tau = np.zeros(n)
         self._failing = False
         self._safe_command()
 
     def configure(self, settings, reanchor=False):
         """Take new validated settings (gains, limits, reference, ...) from the next tick on."""
         self.law.set_gains(settings.kp, settings.kd)
-        self.settings = settings
+        self._limits(settings)
         if reanchor and self.status == ACTIVE:
             self.anchor(self.last_state_time)
+
+    def _limits(self, settings):
+        """Take `settings`; precompute the effort range and the largest change per tick."""
+        self.settings = settings
+        limit = settings.effort_limit
+        if settings.actuation is not None:
+            pushes = settings.actuation.force_range()
+            self._effort_range = (np.maximum(-limit, pushes[0]), np.minimum(limit, pushes[1]))
+        else:
+            self._effort_range = (-limit, limit)
+        self._step = settings.effort_rate * settings.period
 
     def anchor(self, t):
         """Restart the configured reference at time `t` from the last measured pose."""
@@ -197,13 +209,9 @@ class ControlLoop:
             self._failing = True
             return self._safe_command()
         self._failing = False
-        settings = self.settings
-        if settings.actuation is not None:
-            tau = settings.actuation.clamp_effort(tau, settings.effort_limit)
-        else:
-            tau = clamp_effort(tau, settings.effort_limit)
-        step = settings.effort_rate * settings.period
-        np.clip(tau, self.effort - step, self.effort + step, out=self.effort)
+        low, high = self._effort_range
+        np.clip(tau, low, high, out=self._tau)
+        np.clip(self._tau, self.effort - self._step, self.effort + self._step, out=self.effort)
         return self._output()
 
     def _safe_command(self):

@@ -45,6 +45,7 @@ FIELDS = {
     'stamp_tolerance': Field('number', 0.25, 'joint_states whose non-zero header stamp is '
                              'further than this from the receive time (s) are rejected; 0: '
                              'stamps not checked', 0.0, 3600.0),
+    'state_decimation': Field('integer', 1, 'publish ~/state every N control ticks', 1, 1000),
     'resume_count': Field('integer', 5, 'consecutive valid joint_states needed to resume '
                           'after a timeout', 1, 1000),
     'gains.kp': Field('numbers', ..., 'proportional gain, 1/s^2: n per-joint values or an '
@@ -112,6 +113,7 @@ class ControllerSettings:
     state_timeout: float
     safe_mode: str
     resume_count: int
+    state_decimation: int
     stamp_tolerance: float
     velocity_filter: float
     kp: np.ndarray
@@ -157,6 +159,7 @@ class ControllerSettings:
             state_timeout=_number(top, 'state_timeout'),
             safe_mode=safe_mode,
             resume_count=_integer(top, 'resume_count'),
+            state_decimation=_integer(top, 'state_decimation'),
             stamp_tolerance=_number(top, 'stamp_tolerance'),
             velocity_filter=_number(top, 'velocity_filter'),
             kp=kp, kd=kd,

@@ -10,7 +10,7 @@ Topics (relative names, remap as needed):
   control_msgs/JointTrajectoryControllerState, [reference (positions, velocities,
   accelerations), feedback (positions, velocities), error (positions, velocities), output
   (effort: the generalized force sent)]; header stamp: the tick time; header frame_id: the
-  loop status (waiting, active, stale);
+  loop status (waiting, active, stale); every `state_decimation`-th tick;
 - pub `/diagnostics` (diagnostic_msgs/DiagnosticArray, ~1 Hz): loop rate, period and compute
   time percentiles (window and whole run), input age at the tick, joint_states latency (header
   stamp to receipt, wall clock), rejected-input counts, status.
@@ -95,6 +95,7 @@ class ControllerNode(Node):
         self.age = Durations(capacity)
         self.transport = Durations(capacity)
         self._last_tick = None
+        self._ticks = 0
         self._window_start = time.perf_counter()
         self._receive_wall = -np.inf
         self.timer = self.create_timer(settings.period, self._tick)
@@ -175,7 +176,10 @@ class ControllerNode(Node):
         set_doubles(self.command_msg.data, command)
         self.command_pub.publish(self.command_msg)
         self.age.add((start - self._receive_wall) * 1e6 if self.loop.status == ACTIVE else 0.0)
-        self._publish_state(t)
+        self._ticks += 1
+        if self._ticks >= self.loop.settings.state_decimation:
+            self._ticks = 0
+            self._publish_state(t)
         logger = self.get_logger()
         for level, text in self.loop.events:
             # one call site per severity: rclpy raises ValueError when a call site's changes

@@ -29,10 +29,12 @@ class Recorder:
     `status`: the controller's loop status, `active_since`: stamp of the first active state;
     states stamped before the recorder started (a previous run's) are ignored;
     `commands`: (receive time s, values); `diagnostics`: dicts of the controller's latest
-    figures (strings as published); `sim_diagnostics` likewise for the simulator.
+    figures (strings as published); `sim_diagnostics` likewise for the simulator. With
+    ``record=False`` only /diagnostics is heard (light, for benchmarks).
     """
 
-    def __init__(self, controller='continuum_controller', simulator='continuum_simulator'):
+    def __init__(self, controller='continuum_controller', simulator='continuum_simulator',
+                 record=True):
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         self.node = Node('continuum_recorder', context=self.context)
@@ -44,9 +46,11 @@ class Recorder:
         self.started = time.time()
         self.status = None
         self.active_since = None
-        self.node.create_subscription(JointTrajectory, f'/{controller}/state', self._state, 100)
-        self.node.create_subscription(Float64MultiArray, f'/{controller}/commands',
-                                      self._command, 100)
+        if record:
+            self.node.create_subscription(JointTrajectory, f'/{controller}/state', self._state,
+                                          100)
+            self.node.create_subscription(Float64MultiArray, f'/{controller}/commands',
+                                          self._command, 100)
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostics, 10)
 
     def _state(self, msg):

@@ -1,0 +1,141 @@
+"""
+The controller node at 500 Hz and 1 kHz against the simulator: timing figures per executor.
+
+Three-section continuum arm (CoG model in the controller, integral model as plant), both nodes
+as processes over DDS (launch description command lines). For each rate and executor
+(EventsExecutor, SingleThreadedExecutor) it measures over `SECONDS` after start-up, from the
+controller's /diagnostics and /proc:
+- achieved rate (median of 1 s windows), ticks on time (period < 1.5 x nominal);
+- period p50 / p99 / max and compute p99 (median of 1 s windows; max: worst window);
+- CPU share of the controller and simulator processes (one core = 1.0);
+- latency joint_states -> command: transport (stamp to receipt) + wait for the tick
+  (input age) + compute, medians; the p99 sum is printed too.
+~/state is published every STATE_DECIMATION ticks. Run: `./run bench bench/bench_node.py`
+(about 70 s). Prints medians and the ratio
+EventsExecutor / SingleThreadedExecutor.
+"""
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from continuum_ctrl.config import read_yaml
+from continuum_ctrl.launch_description import config_path, simulation
+from continuum_ctrl.launch_runner import start, stop
+from continuum_ctrl.ros.recorder import Recorder
+
+SECONDS = 10.0
+WARMUP = 3.0
+RATES = (500.0, 1000.0)
+EXECUTORS = ('events', 'single')
+#: ~/state is published every this many ticks (100 or 200 Hz), as a monitoring rate
+STATE_DECIMATION = 5
+
+
+def cpu_seconds(pid):
+    """Return user + system CPU seconds of a process."""
+    fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def params(directory, rate):
+    """Write the continuum parameters with the controller at `rate` Hz; return the path."""
+    data = read_yaml(config_path('continuum_3section.yaml'))
+    section = data['continuum_controller']['ros__parameters']
+    section['rate_hz'] = rate
+    section['state_timeout'] = 1.0
+    section['state_decimation'] = STATE_DECIMATION
+    path = Path(directory) / f'bench_{int(rate)}.yaml'
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def column(windows, key):
+    """Return the float values of `key` over diagnostics windows."""
+    return np.array([float(w[key]) for w in windows if key in w])
+
+
+def measure(path, executor):
+    """Run both nodes with `executor`; return a dict of figures."""
+    os.environ['CONTINUUM_CTRL_EXECUTOR'] = executor
+    nodes = simulation(path)
+    with open(os.devnull, 'w') as sink:
+        processes = start(nodes, outputs=[sink, sink])
+        try:
+            with Recorder(record=False) as rec:
+                ok = rec.wait(lambda: any(d.get('status') == 'active'
+                                          for d in rec.diagnostics), 90.0, processes)
+                if not ok:
+                    return None
+                rec.run(WARMUP)
+                first = dict(rec.diagnostics[-1])
+                cpu0 = [cpu_seconds(p.pid) for p in processes]
+                wall0 = time.monotonic()
+                count = len(rec.diagnostics)
+                rec.run(SECONDS)
+                cpu = [(cpu_seconds(p.pid) - c) / (time.monotonic() - wall0)
+                       for p, c in zip(processes, cpu0)]
+                windows = rec.diagnostics[count:]
+                last = dict(rec.diagnostics[-1])
+        finally:
+            stop(processes)
+    ticks = float(last['run_ticks']) - float(first['run_ticks'])
+    late = float(last['run_late_ticks']) - float(first['run_late_ticks'])
+    median = {key: float(np.median(column(windows, key))) for key in (
+        'rate_hz', 'period_p50_us', 'period_p99_us', 'compute_p50_us', 'compute_p99_us',
+        'input_age_p50_us', 'input_age_p99_us', 'state_latency_p50_us',
+        'state_latency_p99_us')}
+    return dict(median, period_max_us=float(np.max(column(windows, 'period_max_us'))),
+                on_time=1.0 - late / max(ticks, 1.0), cpu_controller=cpu[0],
+                cpu_simulator=cpu[1],
+                latency_p50_us=median['state_latency_p50_us'] + median['input_age_p50_us']
+                + median['compute_p50_us'],
+                latency_p99_us=median['state_latency_p99_us'] + median['input_age_p99_us']
+                + median['compute_p99_us'])
+
+
+ROWS = [('achieved rate [Hz]', 'rate_hz', '{:.1f}'), ('ticks on time', 'on_time', '{:.2%}'),
+        ('period p50 [us]', 'period_p50_us', '{:.0f}'),
+        ('period p99 [us]', 'period_p99_us', '{:.0f}'),
+        ('period max [us]', 'period_max_us', '{:.0f}'),
+        ('compute p50 [us]', 'compute_p50_us', '{:.0f}'),
+        ('compute p99 [us]', 'compute_p99_us', '{:.0f}'),
+        ('CPU controller', 'cpu_controller', '{:.2f}'),
+        ('CPU simulator', 'cpu_simulator', '{:.2f}'),
+        ('latency p50 [us]', 'latency_p50_us', '{:.0f}'),
+        ('latency p99 [us]', 'latency_p99_us', '{:.0f}')]
+
+
+def main():
+    """Measure every rate and executor; print a table and the executor ratios."""
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    results = {}
+    with tempfile.TemporaryDirectory() as directory:
+        for rate in RATES:
+            path = params(directory, rate)
+            for executor in EXECUTORS:
+                results[rate, executor] = measure(path, executor)
+                print(f'measured {rate:.0f} Hz with {executor}', file=sys.stderr, flush=True)
+    keys = list(results)
+    print(f'{"":<20}' + ''.join(f'{f"{r:.0f} Hz {e}":>16}' for r, e in keys))
+    for label, key, form in ROWS:
+        cells = [form.format(results[k][key]) if results[k] else 'failed' for k in keys]
+        print(f'{label:<20}' + ''.join(f'{c:>16}' for c in cells))
+    for rate in RATES:
+        a, b = results[rate, 'events'], results[rate, 'single']
+        if a and b:
+            print(f'{rate:.0f} Hz events/single: compute p99 '
+                  f'{a["compute_p99_us"] / b["compute_p99_us"]:.2f}, period p99 '
+                  f'{a["period_p99_us"] / b["period_p99_us"]:.2f}, CPU '
+                  f'{a["cpu_controller"] / b["cpu_controller"]:.2f}, on time '
+                  f'{a["on_time"]:.2%} vs {b["on_time"]:.2%}')
+    print('target at 1 kHz: >= 99.5 % ticks on time, compute p99 < 300 us')
+
+
+if __name__ == '__main__':
+    main()
