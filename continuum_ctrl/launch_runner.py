@@ -1,5 +1,5 @@
 """
-`continuum-ctrl launch {controller|simulation} [--params-file F] [--use-sim-time]`.
+`continuum-ctrl launch {controller|simulation} [--params-file F] [--use-sim-time] [...]`.
 
 Runs the node list of continuum_ctrl.launch_description as child processes, with the same
 command lines `ros2 launch` would run, for machines without `ros2 launch`. SIGINT and SIGTERM
@@ -54,8 +54,14 @@ def main(argv=None):
     parser.add_argument('--params-file', default=DEFAULT_PARAMS,
                         help='parameter file (a name in config/ or a path)')
     parser.add_argument('--use-sim-time', action='store_true', help='use /clock')
+    parser.add_argument('--commands-topic', help="controller only: remap '~/commands' to "
+                                                 'this topic')
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    nodes = DESCRIPTIONS[args.launch](args.params_file, args.use_sim_time)
+    if args.commands_topic and args.launch != 'controller':
+        parser.error('--commands-topic applies to the controller launch only')
+    options = {'remappings': [('~/commands', args.commands_topic)]} if args.commands_topic \
+        else {}
+    nodes = DESCRIPTIONS[args.launch](args.params_file, args.use_sim_time, **options)
     for node in nodes:
         print(' '.join(node.command()), flush=True)
     received = []

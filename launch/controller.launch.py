@@ -1,8 +1,9 @@
 """
 Launch the controller alone, for hardware: `ros2 launch continuum_ctrl controller.launch.py`.
 
-Arguments: `params_file` (default: the reference continuum arm), `use_sim_time`. Remap its
-`~/commands` to the actuators' command topic, e.g. ``/forward_effort_controller/commands``.
+Arguments: `params_file` (default: the reference continuum arm), `use_sim_time`, and
+`commands_topic`: where `~/commands` goes, e.g. ``/effort_controller/commands`` for a
+ros2_control ForwardCommandController (default: not remapped).
 The node list comes from continuum_ctrl.launch_description, as for `continuum-ctrl launch`.
 """
 
@@ -19,15 +20,20 @@ def generate_launch_description():
     """Return the launch description of the controller node."""
     params_file = LaunchConfiguration('params_file')
     use_sim_time = LaunchConfiguration('use_sim_time')
+    commands_topic = LaunchConfiguration('commands_topic')
     nodes = [Node(package=d.package, executable=d.executable, name=d.name,
                   parameters=[params_file,
                               {'use_sim_time': ParameterValue(use_sim_time, value_type=bool)}],
-                  remappings=list(d.remappings), output='screen')
+                  remappings=list(d.remappings) + [('~/commands', commands_topic)],
+                  output='screen')
              for d in controller()]
     return LaunchDescription([
         DeclareLaunchArgument('params_file', default_value=str(config_path(DEFAULT_PARAMS)),
                               description='ROS 2 parameter file of the controller'),
         DeclareLaunchArgument('use_sim_time', default_value='false',
                               description='use /clock (true in Gazebo)'),
+        DeclareLaunchArgument('commands_topic', default_value='~/commands',
+                              description='topic of the commands, e.g. a ros2_control '
+                                          'forward command controller'),
         *nodes,
     ])
