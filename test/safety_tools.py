@@ -10,7 +10,11 @@ import os
 import time
 
 import numpy as np
+from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory
+
+from continuum_ctrl.ros.conversion import stamp_seconds
 
 #: the safety test modules' DDS domains: one per module (30-39)
 DOMAINS = {'fuzz': 30, 'watchdog': 31, 'flood': 32, 'limits': 33, 'shutdown': 34,
@@ -69,3 +73,52 @@ def within(command, low, high, slack=1e-9):
 def wall():
     """Return the wall clock in seconds (the nodes' ROS clock without use_sim_time)."""
     return time.time()
+
+
+class Timeline:
+    """
+    Every `~/state` of the controller, with its loop status, from the recorder's node.
+
+    `rows`: (stamp s, status, reference q, feedback q, effort), joints order; the stamp is the
+    tick time on the controller's clock, so the rows are the controller's own timeline.
+    """
+
+    def __init__(self, rec):
+        self.rows = []
+        rec.node.create_subscription(JointTrajectory, f'/{rec.controller}/state', self._state,
+                                     1000)
+
+    def _state(self, msg):
+        reference, feedback, _, output = msg.points
+        self.rows.append((stamp_seconds(msg.header.stamp), msg.header.frame_id,
+                          np.array(reference.positions), np.array(feedback.positions),
+                          np.array(output.effort)))
+
+    def shows(self, q):
+        """Return whether the latest state's feedback equals `q` (the message was used)."""
+        return bool(self.rows) and np.array_equal(self.rows[-1][3], q)
+
+    def first_seen(self, q):
+        """Return the stamp of the first state whose feedback equals `q` (None: never)."""
+        return next((row[0] for row in self.rows if np.array_equal(row[3], q)), None)
+
+
+def state_publisher(rec):
+    """Return a publisher of joint states (sensor-data QoS, as the controller subscribes)."""
+    return rec.node.create_publisher(JointState, '/joint_states', qos_profile_sensor_data)
+
+
+class SentStates:
+    """The joint states seen on `/joint_states`: feedback positions -> header stamp (s)."""
+
+    def __init__(self, rec):
+        self.stamps = {}
+        rec.node.create_subscription(JointState, '/joint_states', self._state,
+                                     qos_profile_sensor_data)
+
+    def _state(self, msg):
+        self.stamps[tuple(msg.position)] = stamp_seconds(msg.header.stamp)
+
+    def sent_at(self, q):
+        """Return the header stamp of the state with positions `q` (None: not seen)."""
+        return self.stamps.get(tuple(q))

@@ -1,0 +1,154 @@
+"""
+Watchdog with real node processes: stale states give the safe command within the timeout,
+and control resumes after consecutive valid states from a re-anchored reference.
+
+Timing is judged on the controller's own timeline (`~/state` stamps: the tick times on its
+clock, the same system clock as the test's). A state's receipt is bracketed by its send time
+(before) and the first tick whose feedback shows its values (after). The watchdog rule is
+then checked exactly: every tick later than receipt + `state_timeout` is stale, and the first
+stale tick is the first tick after that instant, so it follows within `state_timeout` plus
+the tick gap, which is one period when ticks are on time (two with the bracket). Scheduling
+lateness on a loaded machine lengthens the gap; it is measured and printed, not guessed.
+"""
+
+import itertools
+import math
+import time
+
+import numpy as np
+
+from continuum_ctrl.launch_description import config_path, simulation
+from continuum_ctrl.launch_runner import start
+from continuum_ctrl.models import load_model
+from ros_nodes import params_file, running, START_TIMEOUT
+from safety_tools import (domain, joint_state, SentStates, state_publisher, Timeline,
+                          wait_diagnostics, wall)
+
+NAMES = ['joint1', 'joint2']
+PERIOD = 1.0 / 500.0                 # rate_hz of config/planar_2r.yaml
+TIMEOUT = 0.1                        # its state_timeout
+#: reference speed bound of planar_2r.yaml's sinusoid: amplitude * 2 pi f, rad/s
+REFERENCE_SPEED = np.array([0.4, 0.3]) * 2.0 * np.pi * 0.5
+
+
+def check_watchdog(timeline, sent_at):
+    """
+    Check the stale transition after the last state; return (first stale stamp, receipt).
+
+    `sent_at(q)`: the send time of the state with feedback `q`, or None when unknown.
+    """
+    rows = timeline.rows
+    q_final = rows[-1][3]
+    seen = timeline.first_seen(q_final)                   # receipt <= seen
+    sent = sent_at(q_final)
+    after = [row for row in rows if row[0] > seen]
+    for stamp, status, *_ in after:
+        if stamp > seen + TIMEOUT:
+            assert status == 'stale', (stamp - seen, status)
+        if sent is not None and stamp <= sent + TIMEOUT:   # receipt >= sent
+            assert status == 'active', (stamp - sent, status)
+    index = next(i for i, row in enumerate(after) if row[1] == 'stale')
+    first = after[index][0]
+    gap = first - (after[index - 1][0] if index else seen)
+    assert first - seen <= TIMEOUT + max(2 * PERIOD, gap)
+    print(f'\nwatchdog: safe command {1e3 * (first - (sent or seen)):.1f} ms after the last '
+          f'state was {"sent" if sent else "used"} (timeout {1e3 * TIMEOUT:.0f} ms, '
+          f'period {1e3 * PERIOD:.0f} ms, tick gap before it {1e3 * gap:.1f} ms)')
+    return first, seen
+
+
+def check_resumed(timeline, since):
+    """Check the first active ticks after `since`: anchored at the measured pose, no jump."""
+    rows = [row for row in timeline.rows if row[0] > since]
+    start = next(i for i, row in enumerate(rows) if row[1] == 'active')
+    resumed = [row for row in rows[start:] if row[1] == 'active']
+    _, _, q_des, q, _ = resumed[0]
+    assert np.all(np.abs(q_des - q) <= REFERENCE_SPEED * 2 * PERIOD + 1e-3)
+    for (t0, _, a, _, _), (t1, _, b, _, _) in zip(resumed, resumed[1:]):
+        # the re-anchored sinusoid starts at the measured pose: its speed bounds every step
+        assert np.all(np.abs(b - a) <= REFERENCE_SPEED * (t1 - t0) * (1 + 1e-6) + 1e-9)
+    return resumed
+
+
+def test_stopped_states_give_the_safe_command_then_resume_after_valid_ones(tmp_path):
+    """A fault-injecting node feeds states, stops, then feeds a broken run and a good one."""
+    path = params_file(tmp_path, 'planar_2r.yaml')
+    with domain('watchdog'), running(tmp_path, path, with_simulator=False) as (rec, procs):
+        timeline, pub = Timeline(rec), state_publisher(rec)
+        counter, sent = itertools.count(), {}
+
+        def send(valid=True):
+            q = np.array([0.2 + 1e-5 * next(counter), -0.1])
+            sent[q[0]] = wall()
+            pub.publish(joint_state(NAMES, q if valid else [math.nan, -0.1], [0.0, 0.0],
+                                    sent[q[0]]))
+            return q
+
+        def stream_until(condition):
+            end = time.monotonic() + START_TIMEOUT
+            while not condition() and time.monotonic() < end:
+                send()
+                rec.run(0.004)
+            assert condition()
+
+        active = (lambda: timeline.rows and timeline.rows[-1][1] == 'active')
+        stream_until(active)
+        stream_until(lambda: timeline.rows[-1][0] - timeline.rows[0][0] > 1.0)
+        send()
+        rec.run(0.6)                                      # states stopped
+        first, _ = check_watchdog(timeline, lambda q: sent.get(q[0]))
+        safe = [row for row in timeline.rows if row[0] >= first]
+        assert len(safe) > 50 and all(np.array_equal(row[4], [0.0, 0.0]) for row in safe)
+        assert np.array_equal(rec.commands[-1][1], [0.0, 0.0])
+
+        # four valid, one non-finite, four valid: not enough to resume (5 in a row needed)
+        attempt = wall()
+        for valid in [True] * 4 + [False] + [True] * 4:
+            last = send(valid)
+            rec.run(0.002)
+        assert rec.wait(lambda: timeline.shows(last), 30.0, procs)
+        assert wait_diagnostics(rec, lambda v: v['rejected_nonfinite'] == '1', 10.0, procs)
+        assert all(row[1] == 'stale' for row in timeline.rows if row[0] > attempt)
+        assert procs[0].poll() is None
+
+        resume = wall()
+        stream_until(active)
+        stream_until(lambda: timeline.rows[-1][0] > resume + 0.5)
+        check_resumed(timeline, resume)
+
+
+def test_killed_simulator_gives_hold_command_and_restart_resumes(tmp_path):
+    """
+    safe_mode 'hold': after the simulator is killed the controller holds gravity at the last
+    state; a restarted simulator (its initial pose) is tracked again without a jump.
+    """
+    path = params_file(tmp_path, 'planar_2r.yaml', continuum_controller={'safe_mode': 'hold'})
+    model = load_model(config_path('planar_2r.yaml'))
+    with domain('watchdog'), running(tmp_path, path) as (rec, processes):
+        timeline, states = Timeline(rec), SentStates(rec)
+        rec.run(1.5)
+        assert timeline.rows[-1][1] == 'active'
+        processes[1].kill()
+        processes[1].wait()
+        rec.run(0.6)
+        first, _ = check_watchdog(timeline, states.sent_at)
+        q_last = timeline.rows[-1][3]
+        hold = np.clip(model.gravity_vector(q_last), -np.array([200.0, 100.0]),
+                       [200.0, 100.0])
+        safe = [row for row in timeline.rows if row[0] >= first]
+        assert len(safe) > 50
+        assert all(np.allclose(row[4], hold, rtol=1e-9, atol=1e-9) for row in safe)
+        assert np.allclose(rec.commands[-1][1], hold, rtol=1e-9, atol=1e-9)
+        assert np.linalg.norm(hold) > 1.0                  # not the zero command
+
+        restart = wall()
+        log = open(tmp_path / 'restarted_simulator.log', 'w')
+        processes += start([simulation(path)[1]], outputs=[log])
+        alive = [processes[0], processes[2]]
+        assert rec.wait(lambda: timeline.rows[-1][1] == 'active', START_TIMEOUT, alive)
+        rec.run(2.5)
+        resumed = check_resumed(timeline, restart)
+        late = [row for row in resumed if row[0] > resumed[-1][0] - 1.0]
+        error = np.array([row[2] - row[3] for row in late])
+        assert len(late) > 100 and np.sqrt(np.mean(error ** 2)) < 0.05
+        log.close()
