@@ -197,15 +197,16 @@ class ControlLoop:
         np.copyto(self.qdd_des, qdd_des)
         self.qd_des[self._clipped] = 0.0
         self.qdd_des[self._clipped] = 0.0
+        problem = 'a non-finite effort'
         try:
             tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
-        except (ArithmeticError, ValueError, np.linalg.LinAlgError):
-            tau = self._nan
+        except Exception as exc:  # noqa: B902 - any failure must end in the safe command
+            tau, problem = self._nan, f'{type(exc).__name__}: {exc}'
         if not np.all(np.isfinite(tau)):
             self.nonfinite += 1
             if not self._failing:
-                self.events.append(('error', 'the control law failed or gave a non-finite '
-                                             'effort: safe command'))
+                self.events.append(('error', f'the control law gave {problem}: safe '
+                                             'command'))
             self._failing = True
             return self._safe_command()
         self._failing = False

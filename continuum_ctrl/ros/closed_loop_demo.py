@@ -21,6 +21,7 @@ import numpy as np
 
 from continuum_ctrl.launch_description import simulation
 from continuum_ctrl.launch_runner import start, stop
+from continuum_ctrl.ros.conversion import REJECT_KINDS
 from continuum_ctrl.ros.recorder import Recorder
 
 #: --arm choices -> parameter files in config/
@@ -116,6 +117,7 @@ def main(argv=None):
                 return 1
             rec.run(args.duration)
             diagnostics = list(rec.diagnostics)
+            plant = rec.sim_diagnostics[-1] if rec.sim_diagnostics else {}
             t, q_des, q, effort = rec.arrays(since=rec.active_since)
             times = np.array([c[0] for c in rec.commands])
             values = np.array([c[1] for c in rec.commands])
@@ -138,6 +140,11 @@ def main(argv=None):
           f'windows), period p99 {figure(diagnostics, "run_period_p99_us"):.0f} us, compute '
           f'p99 {figure(diagnostics, "run_compute_p99_us"):.0f} us, late ticks '
           f'{figure(diagnostics, "run_late_ticks"):.0f} of {figure(diagnostics, "run_ticks"):.0f}')
+    print(f'simulator: {plant.get("steps", "?")} steps, {plant.get("overruns", "?")} overruns '
+          f'(simulated time dropped), stepping CPU share {plant.get("cpu_share_stepping", "?")}'
+          f', rejected commands {plant.get("rejected_commands", "?")}; controller: rejected '
+          f'joint_states {sum(int(diagnostics[-1].get(f"rejected_{k}", 0)) for k in REJECT_KINDS)}'
+          f', state timeouts in the log')
     print(f'wrote {out / "closed_loop.png"}, {out / "closed_loop.csv"} (CSV: t, q_des_*, q_*, '
           f'effort_*, command_* per joint, SI units)')
     return 0
