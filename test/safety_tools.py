@@ -6,13 +6,14 @@ lines); this module only adds what the fault injection needs.
 """
 
 import contextlib
+import math
 import os
 import time
 
 import numpy as np
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
-from trajectory_msgs.msg import JointTrajectory
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from continuum_ctrl.ros.conversion import stamp_seconds
 
@@ -122,3 +123,16 @@ class SentStates:
     def sent_at(self, q):
         """Return the header stamp of the state with positions `q` (None: not seen)."""
         return self.stamps.get(tuple(q))
+
+
+def trajectory(names, times, positions, velocities=None):
+    """Return a JointTrajectory starting on receipt (zero stamp); rows may have any size."""
+    msg = JointTrajectory(joint_names=list(names))
+    for k, (t, p) in enumerate(zip(times, positions)):
+        point = JointTrajectoryPoint(positions=[float(v) for v in p])
+        if velocities is not None:
+            point.velocities = [float(v) for v in velocities[k]]
+        point.time_from_start.sec = int(math.floor(t))
+        point.time_from_start.nanosec = int(round((t - math.floor(t)) * 1e9))
+        msg.points.append(point)
+    return msg
