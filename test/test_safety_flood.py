@@ -5,9 +5,9 @@ fault-injecting node: thousands of each kind, interleaved with good ones.
 Joint states go in batches of four bad ones and one good one, back to back; the next batch
 leaves when the controller's `~/state` shows the good one's values (so every message of the
 batch was taken: the subscription keeps the last 5). Trajectories go in bursts of four with a
-short pause (its subscription keeps the last 10). Then: the node is up, every command it published is finite and within the URDF
-effort limits, every good message was used, and the rejection counters in /diagnostics equal
-what was sent, kind by kind.
+short pause (their subscription keeps the last 10). Then: the node is up, every command it
+published is finite and within the URDF effort limits, every good message was used, and the
+rejection counters in /diagnostics equal what was sent, kind by kind.
 """
 
 import time
