@@ -95,13 +95,13 @@ def test_continuum_arm_tracks_its_reference(tmp_path):
     """
     The integral-model plant under the CoG-model controller, in pressure mode.
 
-    Kp = 2000 1/s^2: the error transient decays as exp(-45 t); the reference moves at most
+    Kp = 700 1/s^2: the error transient decays as exp(-26 t); the reference moves at most
     0.007 m * 2 pi * 0.25 Hz = 11 mm/s, so a 50 ms lag costs 0.55 mm. Delays also spoil the
     cancellation of the PMAs' stiffness and damping, which the inertia-weighted feedback
-    (M Kp, 7 to 220 N/m against 2200 N/m) corrects only slowly; embedded simulations with
-    4 ms of delay give 0.2 to 0.4 mm RMS. We require the RMS error per section below half the
-    7 mm amplitude, where a controller that does nothing (PMAs at rest, about 0 m) would be
-    off by more than the 13 mm centre.
+    (M Kp, 2.4 to 77 N/m against 2200 N/m) corrects only slowly: embedded simulations give
+    0.7 / 1.2 / 2.1 mm RMS at 4 / 8 / 16 ms of delay. We require the RMS error per section
+    below half the 7 mm amplitude, where a controller that does nothing (PMAs at rest, about
+    0 m) would be off by more than the 13 mm centre.
     """
     path = params_file(tmp_path, 'continuum_3section.yaml',
                        continuum_controller={'state_timeout': 0.5})
