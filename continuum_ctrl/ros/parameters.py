@@ -14,7 +14,8 @@ import array
 
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 SetParametersResult)
-from rclpy.exceptions import ParameterUninitializedException
+from rclpy.exceptions import (InvalidParameterValueException,
+                               ParameterUninitializedException)
 from rclpy.parameter import Parameter
 
 from continuum_ctrl.config import ConfigError, nest
@@ -77,8 +78,12 @@ class NodeParameters:
             if name in overrides:
                 self.values[name] = _coerce(field.kind, overrides[name])
             value = self.values.get(name, field.default)
-            node.declare_parameter(name, TYPES[field.kind] if value is ... else value,
-                                   descriptor, ignore_override=True)
+            try:
+                node.declare_parameter(name, TYPES[field.kind] if value is ... else value,
+                                       descriptor, ignore_override=True)
+            except InvalidParameterValueException:     # outside the descriptor's range
+                raise ConfigError(name, f'must be in [{field.low:g}, {field.high:g}], got '
+                                        f'{value!r}') from None
         model = {}
         for name in sorted(n for n in overrides if n.startswith('model.')):
             model[name] = overrides[name]
