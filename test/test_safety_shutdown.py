@@ -19,8 +19,8 @@ PRESSURE = {'output': {'mode': 'pressure', 'area': [1e-4], 'p_min': 1e4, 'p_max'
                                        (signal.SIGTERM, 'pressure')])
 def test_last_command_after_a_signal_is_the_safe_command(tmp_path, sig, mode):
     """The controller runs against the simulator, is signalled, exits 0, vents last."""
-    path = params_file(tmp_path, 'planar_2r.yaml', **({'all': PRESSURE} if mode == 'pressure'
-                                                       else {}))
+    nodes = {'all': PRESSURE} if mode == 'pressure' else {}
+    path = params_file(tmp_path, 'planar_2r.yaml', **nodes)
     safe = [1e4, 1e4] if mode == 'pressure' else [0.0, 0.0]
     with domain('shutdown'), running(tmp_path, path) as (rec, processes):
         rec.run(1.0)

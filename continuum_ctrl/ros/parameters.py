@@ -14,8 +14,7 @@ import array
 
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 SetParametersResult)
-from rclpy.exceptions import (InvalidParameterValueException,
-                               ParameterUninitializedException)
+from rclpy.exceptions import InvalidParameterValueException, ParameterUninitializedException
 from rclpy.parameter import Parameter
 
 from continuum_ctrl.config import ConfigError, nest
