@@ -21,6 +21,8 @@ import numpy as np
 MAX_SPEED = 1e3
 #: time constant of the velocity filter used when joint states carry no velocities, s
 VELOCITY_FILTER_TIME = 0.01
+#: latest accepted start of a trajectory after now, s (a stamp beyond is a clock mix-up)
+TRAJECTORY_HORIZON = 3600.0
 #: kinds of rejected joint states, in report order
 REJECT_KINDS = ('names', 'length', 'nonfinite', 'range', 'stamp')
 
@@ -124,7 +126,8 @@ def trajectory_arrays(msg, joint_names, start_offset):
     ``(times, positions, velocities, accelerations)``: times (m,) in s after now, all > 0;
     arrays (m, n), velocities and accelerations None when not given for every point. Raises
     Rejected('trajectory', reason) for unknown, missing or repeated joints, inconsistent sizes,
-    non-increasing times, non-finite values or a start in the past.
+    non-increasing times, non-finite values, a start in the past or beyond
+    `TRAJECTORY_HORIZON`.
     """
     names = list(msg.joint_names)
     if sorted(names) != sorted(joint_names) or len(set(names)) != len(names):
@@ -153,6 +156,8 @@ def trajectory_arrays(msg, joint_names, start_offset):
         raise Rejected('trajectory', 'time_from_start must increase strictly')
     if times[0] <= 0.0:
         raise Rejected('trajectory', 'starts in the past')
+    if start_offset > TRAJECTORY_HORIZON:
+        raise Rejected('trajectory', f'starts {start_offset:.0f} s in the future')
     if not all(np.all(np.isfinite(v)) for v in fields.values()):
         raise Rejected('trajectory', 'has non-finite values')
     return times, fields['positions'], fields.get('velocities'), fields.get('accelerations')
