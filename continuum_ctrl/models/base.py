@@ -64,6 +64,12 @@ class DynamicsModel(ABC):
         return (self.coriolis_matrix(q, qd) @ qd + self.passive_forces(q, qd)
                 + self.gravity_vector(q))
 
+    def dynamics(self, q, qd):
+        """Return ``(M, C, bias)`` at (q, qd), ``bias = C qd + passive + g``; may share work."""
+        M = self.mass_matrix(q)
+        C = self.coriolis_matrix(q, qd)
+        return M, C, C @ qd + self.passive_forces(q, qd) + self.gravity_vector(q)
+
     def inverse_dynamics(self, q, qd, qdd):
         """Generalized force for an acceleration: ``M qdd + C qd + passive + g``, (n,)."""
         return self.mass_matrix(q) @ qdd + self.bias_forces(q, qd)
