@@ -28,21 +28,21 @@ from numba import njit
 from continuum_ctrl.models.continuum.kinematics import (chain, cx, rotate_matrix,
                                                         rotate_tensor, section_cog,
                                                         section_rotation)
-from continuum_ctrl.models.continuum.model import ContinuumModel
+from continuum_ctrl.models.continuum.model import ContinuumModel, finish, passive
 from continuum_ctrl.models.continuum.params import read_spec
 from continuum_ctrl.models.continuum.terms import (add_point_term, add_rigid_term, add_term,
-                                                   angular_jacobian,
-                                                   coriolis_from_parts,
-                                                   point_jacobian)
+                                                   angular_jacobian, angular_rate,
+                                                   coriolis_from_parts, cumulative_rates,
+                                                   local_rate, point_jacobian, point_rate)
 
 
 @njit(cache=True)
-def relative_jacobian(sec, bbar, J, dJ, om, dom, deriv, JY, dJY):
+def relative_jacobian(sec, bbar, J, d2pw, om, dom, deriv, JY, dJY):
     """
     Fill ``JY`` (N, 3), ``dJY`` (N, N, 3) of ``bbar = x - ob``, the CoG relative to the base.
 
     Upstream columns are ``om[l] x bbar`` (the velocity ``W x bbar``), own columns those of
-    the CoG's point Jacobian `J` (the velocity ``cbar``).
+    the CoG's point Jacobian `J` (the velocity ``cbar``); `d2pw` as for `point_jacobian`.
     """
     nu = 3 * sec
     N = nu + 3
@@ -52,15 +52,18 @@ def relative_jacobian(sec, bbar, J, dJ, om, dom, deriv, JY, dJY):
     JY[nu:N] = J[nu:N]
     if not deriv:
         return
-    dJY[nu:N, :N] = dJ[nu:N, :N]
+    for L in range(nu, N):
+        for k in range(N):
+            if k < nu:
+                dJY[L, k, 0], dJY[L, k, 1], dJY[L, k, 2] = cx(om[k, 0], om[k, 1], om[k, 2],
+                                                              J[L, 0], J[L, 1], J[L, 2])
+            else:
+                for c in range(3):
+                    dJY[L, k, c] = d2pw[c, L - nu, k - nu]
     for L in range(nu):
         sl = L // 3
         for k in range(N):
             sk = k // 3
-            if k < nu:
-                db = cx(om[k, 0], om[k, 1], om[k, 2], b0, b1, b2)
-            else:
-                db = (J[k, 0], J[k, 1], J[k, 2])
             if sk < sl:
                 dw = cx(om[k, 0], om[k, 1], om[k, 2], om[L, 0], om[L, 1], om[L, 2])
             elif sk == sl:
@@ -68,9 +71,42 @@ def relative_jacobian(sec, bbar, J, dJ, om, dom, deriv, JY, dJY):
             else:
                 dw = (0.0, 0.0, 0.0)
             t1 = cx(dw[0], dw[1], dw[2], b0, b1, b2)
-            t2 = cx(om[L, 0], om[L, 1], om[L, 2], db[0], db[1], db[2])
+            t2 = cx(om[L, 0], om[L, 1], om[L, 2], JY[k, 0], JY[k, 1], JY[k, 2])
             for c in range(3):
                 dJY[L, k, c] = t1[c] + t2[c]
+
+
+@njit(cache=True)
+def relative_rate(sec, bbar, JY, om, dom, d2pw, qd, Wc, Jd):
+    """
+    Fill ``Jd[l] = sum_k dJY[l, k] qd_k`` of `relative_jacobian` in O(N), without ``dJY``.
+
+    Upstream rows: ``(Wc[s_l] x om_l + sum_b dom[l, b] qd_b) x bbar + om_l x bbardot``.
+    """
+    nu = 3 * sec
+    N = nu + 3
+    y0, y1, y2 = 0.0, 0.0, 0.0
+    for k in range(N):
+        y0 += JY[k, 0] * qd[k]
+        y1 += JY[k, 1] * qd[k]
+        y2 += JY[k, 2] * qd[k]
+    for L in range(nu):
+        s = L // 3
+        d0, d1, d2 = cx(Wc[s, 0], Wc[s, 1], Wc[s, 2], om[L, 0], om[L, 1], om[L, 2])
+        for b in range(3):
+            d0 += dom[L, b, 0] * qd[3 * s + b]
+            d1 += dom[L, b, 1] * qd[3 * s + b]
+            d2 += dom[L, b, 2] * qd[3 * s + b]
+        t1 = cx(d0, d1, d2, bbar[0], bbar[1], bbar[2])
+        t2 = cx(om[L, 0], om[L, 1], om[L, 2], y0, y1, y2)
+        for c in range(3):
+            Jd[L, c] = t1[c] + t2[c]
+    local_rate(sec, d2pw, qd, Jd)
+    for a in range(3):
+        L = nu + a
+        t = cx(Wc[sec, 0], Wc[sec, 1], Wc[sec, 2], JY[L, 0], JY[L, 1], JY[L, 2])
+        for c in range(3):
+            Jd[L, c] += t[c]
 
 
 @njit(cache=True)
@@ -79,7 +115,8 @@ def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode
     """
     Fill M, g and (mode 1) C or (mode 2) dM of the CoG model; return ``U_g`` [J].
 
-    The last seven arguments are the workspace from `terms.new_workspace`.
+    The arguments after `g` are the workspace from `terms.new_workspace` and `nn`, two (N, N)
+    work matrices.
     """
     n = length.shape[0]
     Rb, ob, om, v0, dom, dv0 = nt[0, :n], nv[0, :n], nv[1], nv[2], nt[1], nt[2]
@@ -89,8 +126,12 @@ def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode
     dpbar, dpw, Rl, kap = sm[12], sm[13], sm[14], sm[15]
     d2pbar, d2pw, dkap = st[10], st[11], st[12]
     ones[:] = 1.0
+    Wc, Jd = nv[13], nv[14]
     chain(length, radius, offset, twist, q, Rb, ob, om, v0, dom, dv0, sv, sm, st)
     deriv = mode != 0
+    shaped_w = beta[3] != 1.0 or beta[4] != 1.0 or beta[5] != 1.0
+    if mode == 1:
+        cumulative_rates(om, qd, n, Wc)
     M[:] = 0.0
     g[:] = 0.0
     Md[:] = 0.0
@@ -111,35 +152,45 @@ def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode
             U -= m * gravity[c] * x[c]
         rotate_matrix(B, dpbar, dpw)
         rotate_tensor(B, d2pbar, d2pw)
-        point_jacobian(i, x, dpw, d2pw, om, v0, dom, dv0, deriv, J, dJ)
+        point_jacobian(i, x, dpw, d2pw, om, v0, dom, dv0, mode == 2, J, dJ)
         for L in range(Ni):
             g[L] -= m * (J[L, 0] * gravity[0] + J[L, 1] * gravity[1] + J[L, 2] * gravity[2])
         if mode == 1:
-            add_point_term(J, dJ, Ni, m, qd, M, Md, work)
+            point_rate(i, x, J, om, dom, dv0, d2pw, qd, Wc, Jd)
+            add_point_term(J, Jd, 0, Ni, m, M, Md)
         else:
             add_term(J, dJ, 0, Ni, J, dJ, 0, Ni, ones, 0.5 * m, qd, Ni, mode, M, Md, P, dM,
                      work)
         if beta[0] != 1.0 or beta[1] != 1.0 or beta[2] != 1.0:
-            relative_jacobian(i, bbar, J, dJ, om, dom, deriv, JW, dJW)
+            cross_term = nu > 0 and beta[1] != beta[0]
+            relative_jacobian(i, bbar, J, d2pw, om, dom, mode == 2 or (deriv and cross_term),
+                              JW, dJW)
             if beta[0] != 1.0:          # m/2 (bv1 - 1) |d bbar/dt|^2
                 if mode == 1:
-                    add_point_term(JW, dJW, Ni, m * (beta[0] - 1.0), qd, M, Md, work)
+                    relative_rate(i, bbar, JW, om, dom, d2pw, qd, Wc, Jd)
+                    add_point_term(JW, Jd, 0, Ni, m * (beta[0] - 1.0), M, Md)
                 else:
                     add_term(JW, dJW, 0, Ni, JW, dJW, 0, Ni, ones, 0.5 * m * (beta[0] - 1.0),
                              qd, Ni, mode, M, Md, P, dM, work)
-            if nu > 0 and beta[1] != beta[0]:   # m (bv2 - bv1) (W x bbar).cbar
+            if cross_term:              # m (bv2 - bv1) (W x bbar).cbar
                 add_term(JW, dJW, 0, nu, JW, dJW, nu, Ni, ones, m * (beta[1] - beta[0]),
                          qd, Ni, mode, M, Md, P, dM, work)
-            if beta[2] != beta[0]:      # m/2 (bv3 - bv1) |cbar|^2
-                add_term(JW, dJW, nu, Ni, JW, dJW, nu, Ni, ones, 0.5 * m * (beta[2] - beta[0]),
-                         qd, Ni, mode, M, Md, P, dM, work)
+            if beta[2] != beta[0]:      # m/2 (bv3 - bv1) |cbar|^2: a local point energy
+                if mode == 1:
+                    local_rate(i, d2pw, qd, Jd)
+                    add_point_term(JW, Jd, nu, Ni, m * (beta[2] - beta[0]), M, Md)
+                else:
+                    add_term(JW, dJW, nu, Ni, JW, dJW, nu, Ni, ones,
+                             0.5 * m * (beta[2] - beta[0]), qd, Ni, mode, M, Md, P, dM, work)
         section_rotation(radius[i], qi, 0.5, Rl, kap, dkap, sv, sm, st)
-        angular_jacobian(i, B, Rl, kap, dkap, om, dom, deriv, JO, dJO, sm, nv)
+        angular_jacobian(i, B, Rl, kap, dkap, om, dom, mode == 2 or (deriv and shaped_w),
+                         JO, dJO, sm, nv)
         r2 = radius[i] * radius[i]
         wI[0] = wI[1] = 0.25 * m * r2
         wI[2] = 0.5 * m * r2
         if mode == 1:
-            add_rigid_term(JO, dJO, Ni, wI, qd, M, Md, work)
+            angular_rate(i, sm[11], Rl, nv[12], kap, dkap, dom, qd, Jd)
+            add_rigid_term(JO, Jd, Ni, wI, qd, M, Md, work)
         else:
             add_term(JO, dJO, 0, Ni, JO, dJO, 0, Ni, wI, 0.5, qd, Ni, mode, M, Md, P, dM, work)
         if beta[5] != 1.0:
@@ -156,16 +207,32 @@ def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode
     return U
 
 
+@njit(cache=True)
+def cog_run(geom, glob, pma, q, qd, mode, task, v, mc, dM, vecs, sv, sm, st, nv, nt, nnv):
+    """
+    Evaluate the CoG model, the passive forces and a `finish` task in one call.
+
+    `geom` rows: length, radius, mass, offset, twist; `glob`: beta (6), gravity (3); `mc`:
+    M, C and two work matrices; `vecs`: g, passive, out. Returns ``U_g`` [J].
+    """
+    U = cog_evaluate(geom[0], geom[1], geom[2], geom[3], geom[4], glob[:6], glob[6:], q, qd,
+                     mode, mc[0], mc[1], dM, vecs[0], sv, sm, st, nv, nt, nnv, mc[2:])
+    passive(q, qd, pma, vecs[1])
+    finish(task, mc[0], mc[1], vecs[0], vecs[1], qd, v, vecs[2])
+    return U
+
+
 class CogModel(ContinuumModel):
     """The CoG continuum model with energy-shaping coefficients ``spec.beta``."""
 
     def __init__(self, spec):
         super().__init__(spec)
         self.beta = np.ascontiguousarray(spec.beta, dtype=float)
+        self._glob = np.concatenate([self.beta, spec.gravity]).astype(float)
 
-    def _evaluate(self, q, qd, mode, M, C, dM, g):
-        return cog_evaluate(*self._geom, self.beta, self._gravity, q, qd, mode, M, C, dM, g,
-                            *self._ws)
+    def _kernel(self, q, qd, mode, task, v):
+        return cog_run(self._geom, self._glob, self._pma, q, qd, mode, task, v, self._mc,
+                       self._dM, self._vecs, *self._ws)
 
 
 def from_spec(spec):

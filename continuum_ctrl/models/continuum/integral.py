@@ -16,7 +16,7 @@ from continuum_ctrl.models.christoffel import coriolis_from_dM
 from continuum_ctrl.models.continuum.kinematics import (chain, rotate_matrix, rotate_tensor,
                                                         section_cog, section_point,
                                                         section_rotation)
-from continuum_ctrl.models.continuum.model import ContinuumModel
+from continuum_ctrl.models.continuum.model import ContinuumModel, finish, passive
 from continuum_ctrl.models.continuum.params import read_spec
 from continuum_ctrl.models.continuum.terms import add_term, angular_jacobian, point_jacobian
 
@@ -29,11 +29,11 @@ def _point_vector(B, ob, p, x):
 
 @njit(cache=True)
 def integral_evaluate(length, radius, mass, offset, twist, nodes, weights, gravity, q, qd,
-                      mode, M, dM, g, sv, sm, st, nv, nt, nnv, nn):
+                      mode, M, dM, g, sv, sm, st, nv, nt, nnv):
     """
     Fill M, g and (mode 0 or 2) dM of the disc-stack model; return ``U_g`` [J].
 
-    The last seven arguments are the workspace from `terms.new_workspace`.
+    The last six arguments are the workspace from `terms.new_workspace`.
     """
     n = length.shape[0]
     Rb, ob, om, v0, dom, dv0 = nt[0, :n], nv[0, :n], nv[1], nv[2], nt[1], nt[2]
@@ -94,15 +94,16 @@ class IntegralModel(ContinuumModel):
         super().__init__(spec)
         self.nodes, self.weights = gauss_legendre(spec.quadrature)
 
-    def _evaluate(self, q, qd, mode, M, C, dM, g):
+    def _kernel(self, q, qd, mode, task, v):
+        M, C = self._mc[0], self._mc[1]
+        g, pas, out = self._vecs
+        U = integral_evaluate(*self._geom, self.nodes, self.weights, self.spec.gravity, q, qd,
+                              2 if mode else 0, M, self._dM, g, *self._ws)
         if mode == 1:
-            if dM.shape[0] != self.n:
-                dM = self._dM = np.zeros((self.n,) * 3)
-            U = self._evaluate(q, qd, 2, M, C, dM, g)
-            C[:] = coriolis_from_dM(dM, qd)
-            return U
-        return integral_evaluate(*self._geom, self.nodes, self.weights, self._gravity, q, qd,
-                                 mode, M, dM, g, *self._ws)
+            C[:] = coriolis_from_dM(self._dM, qd)
+        passive(q, qd, self._pma, pas)
+        finish(task, M, C, g, pas, qd, v, out)
+        return U
 
 
 def from_spec(spec):

@@ -119,48 +119,65 @@ def forward(M, C, g, pas, qd, tau, qdd):
         qdd[i] = s / M[i, i]
 
 
+#: what `finish` computes into `out` after an evaluation
+TASK_NONE, TASK_BIAS, TASK_INVERSE, TASK_FORWARD = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def finish(task, M, C, g, pas, qd, v, out):
+    """Fill `out`: bias ``C qd + passive + g``, inverse (``M v + bias``) or forward dynamics."""
+    if task == TASK_BIAS:
+        _bias(M, C, g, pas, qd, out)
+    elif task == TASK_INVERSE:
+        inverse(M, C, g, pas, qd, v, out)
+    elif task == TASK_FORWARD:
+        forward(M, C, g, pas, qd, v, out)
+
+
 class ContinuumModel(DynamicsModel):
-    """A continuum arm (contract sections 1 to 4): coordinates are PMA length changes [m]."""
+    """
+    A continuum arm (contract sections 1 to 4): coordinates are PMA length changes [m].
+
+    Subclasses implement `_kernel`: one evaluation at (q, qd) that fills ``M`` (``_mc[0]``),
+    ``C`` (``_mc[1]``, mode 1) or ``dM`` (mode 2), ``g``, the passive forces and the `finish`
+    task into ``_vecs`` (g, passive, out), and returns ``U_g``.
+    """
 
     def __init__(self, spec):
         self.spec = spec
         self.joint_names = list(spec.joint_names)
         n = spec.sections
         N = 3 * n
-        c = np.ascontiguousarray
-        self._geom = tuple(c(a, dtype=float) for a in (spec.length, spec.radius, spec.mass,
-                                                       spec.offset, spec.twist))
-        self._gravity = c(spec.gravity, dtype=float)
-        self._pma = c(np.column_stack([spec.stiffness, spec.damping,
-                                       np.repeat(spec.max_extension, 3),
-                                       np.full(N, spec.limit_stiffness)]))
-        self._M = np.zeros((N, N))
-        self._C = np.zeros((N, N))
-        self._dM = np.zeros((1, 1, 1))
-        self._g = np.zeros(N)
-        self._pas = np.zeros(N)
+        self._geom = np.ascontiguousarray(np.vstack([spec.length, spec.radius, spec.mass,
+                                                     spec.offset, spec.twist]), dtype=float)
+        self._pma = np.ascontiguousarray(np.column_stack([
+            spec.stiffness, spec.damping, np.repeat(spec.max_extension, 3),
+            np.full(N, spec.limit_stiffness)]), dtype=float)
+        self._mc = np.zeros((4, N, N))          # M, C and two work matrices
+        self._vecs = np.zeros((3, N))           # g, passive, out
+        self._dM = np.zeros((N, N, N))
         self._zero = np.zeros(N)
         self._ws = new_workspace(n)
 
     @abstractmethod
-    def _evaluate(self, q, qd, mode, M, C, dM, g):
-        """Fill M, g and (mode 1) C or (mode 2) dM at (q, qd); return ``U_g`` [J]."""
+    def _kernel(self, q, qd, mode, task, v):
+        """Evaluate at (q, qd) by mode (0: M; 1: M, C; 2: M, dM) and task; return ``U_g``."""
 
-    def _run(self, q, qd, mode):
-        q = np.ascontiguousarray(q, dtype=float)
-        qd = self._zero if qd is None else np.ascontiguousarray(qd, dtype=float)
-        if q.shape != (self.n,) or qd.shape != (self.n,):
-            raise ValueError(f'q and qd must have shape ({self.n},)')
-        if mode == 2 and self._dM.shape[0] != self.n:
-            self._dM = np.zeros((self.n,) * 3)
-        U = self._evaluate(q, qd, mode, self._M, self._C, self._dM, self._g)
-        passive(q, qd, self._pma, self._pas)
-        return q, qd, U
+    def _vector(self, x):
+        if x is None:
+            return self._zero
+        x = np.ascontiguousarray(x, dtype=float)
+        if x.shape != (self.n,):
+            raise ValueError(f'expected a vector of shape ({self.n},), got {x.shape}')
+        return x
+
+    def _run(self, q, qd=None, mode=0, task=TASK_NONE, v=None):
+        return self._kernel(self._vector(q), self._vector(qd), mode, task, self._vector(v))
 
     def mass_matrix(self, q):
         """Generalized inertia ``M(q)`` [kg], (3n, 3n)."""
-        self._run(q, None, 0)
-        return self._M.copy()
+        self._run(q)
+        return self._mc[0].copy()
 
     def mass_matrix_derivative(self, q):
         """Exact ``dM[i, j, k] = dM_ij/dq_k`` [kg/m], (3n, 3n, 3n)."""
@@ -170,27 +187,26 @@ class ContinuumModel(DynamicsModel):
     def coriolis_matrix(self, q, qd):
         """Christoffel Coriolis matrix ``C(q, qd)`` [kg/s], (3n, 3n)."""
         self._run(q, qd, 1)
-        return self._C.copy()
+        return self._mc[1].copy()
 
     def gravity_vector(self, q):
         """Gravity force ``dU_g/dq`` [N], (3n,)."""
-        self._run(q, None, 0)
-        return self._g.copy()
+        self._run(q)
+        return self._vecs[0].copy()
 
     def gravity_potential(self, q):
         """Gravitational potential ``U_g = -sum_i m_i gravity . pbar_i`` [J]."""
-        return self._run(q, None, 0)[2]
+        return self._run(q)
 
     def passive_forces(self, q, qd):
         """Elastic, limit and damping force ``K_e q + D qd (+ limit)`` [N], (3n,)."""
         out = np.empty(self.n)
-        passive(np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float),
-                self._pma, out)
+        passive(self._vector(q), self._vector(qd), self._pma, out)
         return out
 
     def elastic_potential(self, q):
         """Elastic potential ``q^T K_e q / 2`` plus the limit stiffening [J]."""
-        return elastic(np.ascontiguousarray(q, dtype=float), self._pma)
+        return elastic(self._vector(q), self._pma)
 
     def damping_matrix(self, q):
         """Damping ``D = diag(damping per PMA)`` [N s/m], (3n, 3n)."""
@@ -202,27 +218,20 @@ class ContinuumModel(DynamicsModel):
 
     def dynamics(self, q, qd):
         """Return ``(M, C, bias)`` from one evaluation; ``bias = C qd + passive + g``."""
-        q, qd, _ = self._run(q, qd, 1)
-        bias = np.empty(self.n)
-        inverse(self._M, self._C, self._g, self._pas, qd, self._zero, bias)
-        return self._M.copy(), self._C.copy(), bias
+        self._run(q, qd, 1, TASK_BIAS)
+        return self._mc[0].copy(), self._mc[1].copy(), self._vecs[2].copy()
 
     def bias_forces(self, q, qd):
-        """Everything but inertia: ``C qd + passive + g`` [N], (3n,)."""
-        return self.dynamics(q, qd)[2]
+        """Everything but inertia: ``C qd + passive + g`` [N], (3n,), from one evaluation."""
+        self._run(q, qd, 1, TASK_BIAS)
+        return self._vecs[2].copy()
 
     def inverse_dynamics(self, q, qd, qdd):
         """Generalized force ``M qdd + C qd + passive + g`` [N] from one evaluation."""
-        q, qd, _ = self._run(q, qd, 1)
-        tau = np.empty(self.n)
-        inverse(self._M, self._C, self._g, self._pas, qd,
-                np.ascontiguousarray(qdd, dtype=float), tau)
-        return tau
+        self._run(q, qd, 1, TASK_INVERSE, qdd)
+        return self._vecs[2].copy()
 
     def forward_dynamics(self, q, qd, tau):
         """Acceleration ``M^-1 (tau - C qd - passive - g)`` [m/s^2] from one evaluation."""
-        q, qd, _ = self._run(q, qd, 1)
-        qdd = np.empty(self.n)
-        forward(self._M, self._C, self._g, self._pas, qd,
-                np.ascontiguousarray(tau, dtype=float), qdd)
-        return qdd
+        self._run(q, qd, 1, TASK_FORWARD, tau)
+        return self._vecs[2].copy()

@@ -181,50 +181,139 @@ def add_term(JA, dJA, a0, a1, JB, dJB, b0, b1, w, coef, qd, N, mode, M, Md, P, d
                                   + JB[i, 2] * w[2] * GA[j, 2]))
 
 
-@njit(cache=True, inline='always')
-def _velocity_rates(J, dJ, N, qd, u, Jd):
-    """``u = J qd`` and ``Jd[i] = sum_k dJ[i, k] qd_k`` over all N columns."""
-    u[:] = 0.0
-    for i in range(N):
+@njit(cache=True)
+def cumulative_rates(om, qd, n, Wc):
+    """Fill ``Wc[s] = sum_(k in sections < s) om[k] qd_k`` (s = 0..n): base angular velocities."""
+    Wc[0, :] = 0.0
+    for s in range(n):
         for c in range(3):
-            u[c] += J[i, c] * qd[i]
-            acc = 0.0
-            for k in range(N):
-                acc += dJ[i, k, c] * qd[k]
-            Jd[i, c] = acc
+            Wc[s + 1, c] = Wc[s, c] + (om[3 * s, c] * qd[3 * s] + om[3 * s + 1, c] * qd[3 * s + 1]
+                                       + om[3 * s + 2, c] * qd[3 * s + 2])
 
 
 @njit(cache=True)
-def add_point_term(J, dJ, N, mass, qd, M, Md, work):
+def point_rate(sec, x, J, om, dom, dv0, d2pw, qd, Wc, Jd):
     """
-    Add a point mass `mass` [kg] with velocity ``J qd`` to ``M`` and its C (mode 1).
+    Fill ``Jd[l] = sum_k dJ[l, k] qd_k`` of the point `x` in O(N), without forming ``dJ``.
 
-    A position's Hessian is symmetric, so its Christoffel matrix is ``m J^T Jdot`` exactly;
-    it goes into ``Md`` twice, since ``C = (Md + P - P^T)/2``.
+    From the structure of `point_jacobian`: ``Jd_l = Wc[s_l] x J_l + om_l x V_l`` plus the
+    same-section terms, with ``V_l`` the velocity from the joints of sections >= s_l.
     """
-    u, Jd = work[0, 0], work[1]
-    _velocity_rates(J, dJ, N, qd, u, Jd)
-    for i in range(N):
-        for j in range(N):
+    nu = 3 * sec
+    v0_, v1_, v2_ = 0.0, 0.0, 0.0
+    for s in range(sec, -1, -1):
+        for b in range(3):
+            k = 3 * s + b
+            v0_ += J[k, 0] * qd[k]
+            v1_ += J[k, 1] * qd[k]
+            v2_ += J[k, 2] * qd[k]
+        for a in range(3):
+            L = 3 * s + a
+            t = cx(Wc[s, 0], Wc[s, 1], Wc[s, 2], J[L, 0], J[L, 1], J[L, 2])
+            r0, r1, r2 = t
+            if s < sec:
+                t = cx(om[L, 0], om[L, 1], om[L, 2], v0_, v1_, v2_)
+                r0, r1, r2 = r0 + t[0], r1 + t[1], r2 + t[2]
+                for b in range(3):
+                    k = 3 * s + b
+                    t = cx(dom[L, b, 0], dom[L, b, 1], dom[L, b, 2], x[0], x[1], x[2])
+                    r0 += (dv0[L, b, 0] + t[0]) * qd[k]
+                    r1 += (dv0[L, b, 1] + t[1]) * qd[k]
+                    r2 += (dv0[L, b, 2] + t[2]) * qd[k]
+            else:
+                for b in range(3):
+                    k = nu + b
+                    r0 += d2pw[0, a, b] * qd[k]
+                    r1 += d2pw[1, a, b] * qd[k]
+                    r2 += d2pw[2, a, b] * qd[k]
+            Jd[L, 0], Jd[L, 1], Jd[L, 2] = r0, r1, r2
+
+
+@njit(cache=True)
+def local_rate(sec, d2pw, qd, Jd):
+    """Fill ``Jd[l] = sum_(k own) d2pw[:, l, k] qd_k`` for the own joints l of section `sec`."""
+    nu = 3 * sec
+    for a in range(3):
+        for c in range(3):
+            Jd[nu + a, c] = (d2pw[c, a, 0] * qd[nu] + d2pw[c, a, 1] * qd[nu + 1]
+                             + d2pw[c, a, 2] * qd[nu + 2])
+
+
+@njit(cache=True)
+def angular_rate(sec, Rw, Rloc, omt, kap, dkap, dom, qd, Jd):
+    """
+    Fill ``Jd[l] = sum_k dJO[l, k] qd_k`` of `angular_jacobian` in O(N), without ``dJO``.
+
+    `Rw`, `omt`: the frame's world orientation and world angular columns, as left by
+    `angular_jacobian`.
+    """
+    nu = 3 * sec
+    S0, S1, S2 = 0.0, 0.0, 0.0
+    for s in range(sec, -1, -1):
+        for b in range(3):
+            k = 3 * s + b
+            S0 += omt[k, 0] * qd[k]
+            S1 += omt[k, 1] * qd[k]
+            S2 += omt[k, 2] * qd[k]
+        if s == sec:
+            k0, k1, k2 = 0.0, 0.0, 0.0
+            for b in range(3):
+                k0 += kap[0, b] * qd[nu + b]
+                k1 += kap[1, b] * qd[nu + b]
+                k2 += kap[2, b] * qd[nu + b]
+        for a in range(3):
+            L = 3 * s + a
+            if s < sec:
+                r0, r1, r2 = cx(omt[L, 0], omt[L, 1], omt[L, 2], S0, S1, S2)
+                for b in range(3):
+                    k = 3 * s + b
+                    r0 += dom[L, b, 0] * qd[k]
+                    r1 += dom[L, b, 1] * qd[k]
+                    r2 += dom[L, b, 2] * qd[k]
+                R = Rw
+            else:
+                r0, r1, r2 = cx(kap[0, a], kap[1, a], kap[2, a], k0, k1, k2)
+                for b in range(3):
+                    r0 += dkap[0, a, b] * qd[nu + b]
+                    r1 += dkap[1, a, b] * qd[nu + b]
+                    r2 += dkap[2, a, b] * qd[nu + b]
+                R = Rloc
+            for c in range(3):
+                Jd[L, c] = R[0, c] * r0 + R[1, c] * r1 + R[2, c] * r2
+
+
+@njit(cache=True)
+def add_point_term(J, Jd, o, N, mass, M, Md):
+    """
+    Add a point mass `mass` [kg] with velocity ``J qd`` over columns o..N-1 (mode 1).
+
+    `Jd`: ``sum_k dJ[:, k] qd_k``. A position's Hessian is symmetric, so its Christoffel matrix
+    is ``m J^T Jd`` exactly; it goes into ``Md`` twice, since ``C = (Md + P - P^T)/2``.
+    """
+    for i in range(o, N):
+        for j in range(o, N):
             M[i, j] += mass * (J[i, 0] * J[j, 0] + J[i, 1] * J[j, 1] + J[i, 2] * J[j, 2])
             Md[i, j] += 2.0 * mass * (J[i, 0] * Jd[j, 0] + J[i, 1] * Jd[j, 1]
                                       + J[i, 2] * Jd[j, 2])
 
 
 @njit(cache=True)
-def add_rigid_term(JO, dJO, N, inertia, qd, M, Md, work):
+def add_rigid_term(JO, Jd, N, inertia, qd, M, Md, work):
     """
     Add a body of principal inertia `inertia` (3,) [kg m^2], body angular velocity ``JO qd``.
 
-    With columns ``w_i = JO[i]``, ``Om = JO qd``, ``Omd_j = sum_k dJO[j, k] qd_k`` and the
-    structure equation ``dw_i/dq_j - dw_j/dq_i = w_i x w_j``, the Christoffel symbols give
+    With columns ``w_i = JO[i]``, ``Om = JO qd``, ``Omd_j = Jd[j] = sum_k dJO[j, k] qd_k`` and
+    the structure equation ``dw_i/dq_j - dw_j/dq_i = w_i x w_j``, the Christoffel symbols give
     ``C_ij = w_i . b_j``, ``b_j = I Omd_j + (w_j x I Om + Om x I w_j - I (w_j x Om))/2``;
     it goes into ``Md`` twice.
     """
-    Om, Jd, b = work[0, 0], work[1], work[2]
-    _velocity_rates(JO, dJO, N, qd, Om, Jd)
+    b = work[2]
+    o0, o1, o2 = 0.0, 0.0, 0.0
+    for k in range(N):
+        o0 += JO[k, 0] * qd[k]
+        o1 += JO[k, 1] * qd[k]
+        o2 += JO[k, 2] * qd[k]
     I0, I1, I2 = inertia[0], inertia[1], inertia[2]
-    o0, o1, o2 = Om[0], Om[1], Om[2]
     for j in range(N):
         w0, w1, w2 = JO[j, 0], JO[j, 1], JO[j, 2]
         t1 = cx(w0, w1, w2, I0 * o0, I1 * o1, I2 * o2)
@@ -252,10 +341,9 @@ def new_workspace(n):
     """
     Return the arrays one model evaluation works in, for n sections (N = 3n joints).
 
-    ``(sv, sm, st)`` from `new_scratch`; ``nv`` (13, N, 3); ``nt`` (3, N, 3, 3);
-    ``nnv`` (3, N, N, 3); ``nn`` (2, N, N). Rows are views taken without allocating.
+    ``(sv, sm, st)`` from `new_scratch`; ``nv`` (16, N, 3); ``nt`` (3, N, 3, 3);
+    ``nnv`` (3, N, N, 3). Rows are views taken without allocating.
     """
     N = 3 * n
     sv, sm, st = new_scratch()
-    return (sv, sm, st, np.zeros((13, N, 3)), np.zeros((3, N, 3, 3)), np.zeros((3, N, N, 3)),
-            np.zeros((2, N, N)))
+    return sv, sm, st, np.zeros((16, N, 3)), np.zeros((3, N, 3, 3)), np.zeros((3, N, N, 3))
