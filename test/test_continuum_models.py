@@ -4,11 +4,13 @@ from pathlib import Path
 
 from continuum_reference import (arm, cog_kinetic_energy, integral_kinetic_energy,
                                  REFERENCE_ARM, SECOND_ARM)
+from numba import njit
 import numpy as np
 import pytest
 
 from continuum_ctrl import ConfigError, load_model
 from continuum_ctrl.models.christoffel import coriolis_from_dM, skew_residual
+from continuum_ctrl.models.continuum.jit import compiled
 from continuum_ctrl.models.continuum.params import DEFAULT_BETA
 
 ARMS = {'reference': REFERENCE_ARM, 'second': SECOND_ARM}
@@ -253,3 +255,11 @@ def test_bad_model_parameters_name_the_key(extra, where):
     with pytest.raises(ConfigError) as err:
         load_model(dict(arm(REFERENCE_ARM, 'continuum_integral'), **extra))
     assert err.value.key == where
+
+
+def test_compiled_falls_back_to_no_cache_where_none_is_writable():
+    namespace = {}
+    exec('def twice(x):\n    return 2.0 * x\n', namespace)   # no source file: no cache
+    with pytest.raises(RuntimeError):
+        njit(cache=True)(namespace['twice'])
+    assert compiled()(namespace['twice'])(1.5) == 3.0

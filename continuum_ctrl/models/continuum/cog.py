@@ -23,8 +23,8 @@ K, ``C`` from M's Christoffel symbols, gravity is exact. One compiled call fills
 """
 
 import numpy as np
-from numba import njit
 
+from continuum_ctrl.models.continuum.jit import compiled
 from continuum_ctrl.models.continuum.kinematics import (chain, cx, rotate_matrix,
                                                         rotate_tensor, section_cog,
                                                         section_rotation)
@@ -36,7 +36,7 @@ from continuum_ctrl.models.continuum.terms import (add_point_term, add_rigid_ter
                                                    local_rate, point_jacobian, point_rate)
 
 
-@njit(cache=True)
+@compiled()
 def relative_jacobian(sec, bbar, J, d2pw, om, dom, deriv, JY, dJY):
     """
     Fill ``JY`` (N, 3), ``dJY`` (N, N, 3) of ``bbar = x - ob``, the CoG relative to the base.
@@ -76,7 +76,7 @@ def relative_jacobian(sec, bbar, J, d2pw, om, dom, deriv, JY, dJY):
                 dJY[L, k, c] = t1[c] + t2[c]
 
 
-@njit(cache=True)
+@compiled()
 def relative_rate(sec, bbar, JY, om, dom, d2pw, qd, Wc, Jd):
     """
     Fill ``Jd[l] = sum_k dJY[l, k] qd_k`` of `relative_jacobian` in O(N), without ``dJY``.
@@ -109,7 +109,7 @@ def relative_rate(sec, bbar, JY, om, dom, d2pw, qd, Wc, Jd):
             Jd[L, c] += t[c]
 
 
-@njit(cache=True)
+@compiled()
 def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode, M, C, dM, g,
                  sv, sm, st, nv, nt, nnv, nn):
     """
@@ -207,7 +207,7 @@ def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode
     return U
 
 
-@njit(cache=True)
+@compiled()
 def cog_run(geom, glob, pma, q, qd, mode, task, v, mc, dM, vecs, sv, sm, st, nv, nt, nnv):
     """
     Evaluate the CoG model, the passive forces and a `finish` task in one call.

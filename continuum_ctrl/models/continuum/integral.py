@@ -10,9 +10,9 @@ is exact.
 """
 
 import numpy as np
-from numba import njit
 
 from continuum_ctrl.models.christoffel import coriolis_from_dM
+from continuum_ctrl.models.continuum.jit import compiled
 from continuum_ctrl.models.continuum.kinematics import (chain, rotate_matrix, rotate_tensor,
                                                         section_cog, section_point,
                                                         section_rotation)
@@ -21,13 +21,13 @@ from continuum_ctrl.models.continuum.params import read_spec
 from continuum_ctrl.models.continuum.terms import add_term, angular_jacobian, point_jacobian
 
 
-@njit(cache=True)
+@compiled()
 def _point_vector(B, ob, p, x):
     for c in range(3):
         x[c] = ob[c] + B[c, 0] * p[0] + B[c, 1] * p[1] + B[c, 2] * p[2]
 
 
-@njit(cache=True)
+@compiled()
 def integral_evaluate(length, radius, mass, offset, twist, nodes, weights, gravity, q, qd,
                       mode, M, dM, g, sv, sm, st, nv, nt, nnv):
     """

@@ -22,14 +22,15 @@ from Python with float64 NumPy arrays.
 import math
 
 import numpy as np
-from numba import njit
+
+from continuum_ctrl.models.continuum.jit import compiled
 
 SQRT3 = math.sqrt(3.0)
 _TERMS = 12
 _INV_FACT = np.array([1.0 / math.factorial(k) for k in range(2 * _TERMS + 8)])
 
 
-@njit(cache=True, inline='always')
+@compiled(inline='always')
 def entire(t, f):
     """Fill ``f[0..7]`` with ``f_m(t)``, accurate to about 1e-16 relative, for ``t >= 0``."""
     if t < 1.0:
@@ -46,7 +47,7 @@ def entire(t, f):
             f[m + 2] = (_INV_FACT[m] - f[m]) / t
 
 
-@njit(cache=True, inline='always')
+@compiled(inline='always')
 def entire_derivatives(t, f, d1, d2):
     """Fill ``f`` (8,), ``d1 = f_m'`` (6,) and ``d2 = f_m''`` (4,) at ``t``."""
     entire(t, f)
@@ -56,7 +57,7 @@ def entire_derivatives(t, f, d1, d2):
         d2[m] = 0.5 * (m * d1[m + 2] - d1[m + 1])
 
 
-@njit(cache=True, inline='always')
+@compiled(inline='always')
 def jacobian_map(radius, E):
     """Fill ``E = d(s, u, w)/dq``, (3, 3), constant for a section of PMA radius `radius`."""
     E[0, :] = 1.0 / 3.0
@@ -68,7 +69,7 @@ def jacobian_map(radius, E):
     E[2, 2] = 1.0 / (SQRT3 * radius)
 
 
-@njit(cache=True, inline='always')
+@compiled(inline='always')
 def arc_variables(length, radius, q):
     """Return ``(s, u, w)`` of one section: arc length [m] and bending vector [rad]."""
     s = length + (q[0] + q[1] + q[2]) / 3.0
@@ -77,7 +78,7 @@ def arc_variables(length, radius, q):
     return s, u, w
 
 
-@njit(cache=True, inline='always')
+@compiled(inline='always')
 def _times_f(mval, mu, mw, F, F1, F2, tu, tw, tuu, tww):
     """Value, gradient and Hessian in (u, w) of ``m(u, w) F(t(u, w))``, m linear, t_uw = 0."""
     g_u = mu * F + mval * F1 * tu
@@ -88,7 +89,7 @@ def _times_f(mval, mu, mw, F, F1, F2, tu, tw, tuu, tww):
     return mval * F, g_u, g_w, g_uu, g_uw, g_ww
 
 
-@njit(cache=True, inline='always')
+@compiled(inline='always')
 def _to_q(E, vy, hy, T, v, dv, d2v):
     """Map the (s, u, w)-gradient (3, 3) and Hessian (3, 3, 3) of a 3-vector to q."""
     for c in range(3):
@@ -102,7 +103,7 @@ def _to_q(E, vy, hy, T, v, dv, d2v):
                                                + E[2, a] * T[c, 2, b])
 
 
-@njit(cache=True, inline='always')
+@compiled(inline='always')
 def _fill_row(c, h, s, v, vy, hy):
     """Component c of ``s h(u, w)``: value, (s, u, w)-gradient and Hessian from `_times_f`."""
     v[c] = s * h[0]
@@ -117,7 +118,7 @@ def _fill_row(c, h, s, v, vy, hy):
     hy[c, 2, 2] = s * h[5]
 
 
-@njit(cache=True, inline='always')
+@compiled(inline='always')
 def _section_vector(length, radius, q, c1, c2, tscale, i1, i2, v, dv, d2v, sv, sm, st):
     """``v = s [c1 u F, c1 w F, c2 G]``, ``F = f_i1(t)``, ``G = f_i2(t)``, ``t = tscale phi^2``."""
     s, u, w = arc_variables(length, radius, q)
@@ -137,7 +138,7 @@ def _section_vector(length, radius, q, c1, c2, tscale, i1, i2, v, dv, d2v, sv, s
     _to_q(E, vy, hy, T, v, dv, d2v)
 
 
-@njit(cache=True)
+@compiled()
 def section_point(length, radius, q, xi, p, dp, d2p, sv, sm, st):
     """
     Fill the backbone point ``p(xi)`` (3,) [m], ``dp/dq`` (3, 3), ``d2p/dq2`` (3, 3, 3).
@@ -147,19 +148,19 @@ def section_point(length, radius, q, xi, p, dp, d2p, sv, sm, st):
     _section_vector(length, radius, q, xi * xi, xi, xi * xi, 2, 1, p, dp, d2p, sv, sm, st)
 
 
-@njit(cache=True)
+@compiled()
 def section_cog(length, radius, q, pbar, dpbar, d2pbar, sv, sm, st):
     """Fill the section CoG ``pbar`` (3,) [m] and its first and second q-derivatives."""
     _section_vector(length, radius, q, 1.0, 1.0, 1.0, 3, 2, pbar, dpbar, d2pbar, sv, sm, st)
 
 
-@njit(cache=True, inline='always')
+@compiled(inline='always')
 def cx(a0, a1, a2, b0, b1, b2):
     """Return the cross product ``a x b`` of two 3-vectors given by components, as a tuple."""
     return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
-@njit(cache=True, inline='always')
+@compiled(inline='always')
 def cross(a, b, out):
     """Write ``a x b`` into `out` (3-vectors)."""
     x = a[1] * b[2] - a[2] * b[1]
@@ -170,7 +171,7 @@ def cross(a, b, out):
     out[2] = z
 
 
-@njit(cache=True)
+@compiled()
 def section_rotation(radius, q, xi, R, kap, dkap, sv, sm, st):
     """Fill ``R(xi)`` (3, 3), space angular Jacobian ``kap`` (3, 3) and ``dkap`` (3, 3, 3)."""
     _, u, w = arc_variables(1.0, radius, q)
@@ -227,7 +228,7 @@ def section_rotation(radius, q, xi, R, kap, dkap, sv, sm, st):
                 dkap[k, a, b] = E[1, a] * T[0, k, b] + E[2, a] * T[1, k, b]
 
 
-@njit(cache=True, inline='always')
+@compiled(inline='always')
 def rotate_matrix(Rb, local, out):
     """Write ``Rb @ local`` for a (3, 3) array `local` into `out`."""
     for j in range(3):
@@ -235,7 +236,7 @@ def rotate_matrix(Rb, local, out):
             out[i, j] = Rb[i, 0] * local[0, j] + Rb[i, 1] * local[1, j] + Rb[i, 2] * local[2, j]
 
 
-@njit(cache=True, inline='always')
+@compiled(inline='always')
 def rotate_tensor(Rb, local, out):
     """Write ``out[:, j, k] = Rb @ local[:, j, k]`` for (3, 3, 3) arrays."""
     for j in range(3):
@@ -255,7 +256,7 @@ def new_scratch():
     return np.zeros((32, 8)), np.zeros((20, 3, 3)), np.zeros((16, 3, 3, 3))
 
 
-@njit(cache=True)
+@compiled()
 def chain(length, radius, offset, twist, q, Rb, ob, om, v0, dom, dv0, sv, sm, st):
     """
     Fill the section base frames and the tip-frame motion columns of every joint.

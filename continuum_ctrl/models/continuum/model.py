@@ -15,14 +15,14 @@ force and the elastic potential, so energy balances still hold.
 from abc import abstractmethod
 
 import numpy as np
-from numba import njit
 
 from continuum_ctrl.models.base import DynamicsModel
+from continuum_ctrl.models.continuum.jit import compiled
 from continuum_ctrl.models.continuum.params import LIMIT_ONSET
 from continuum_ctrl.models.continuum.terms import new_workspace
 
 
-@njit(cache=True)
+@compiled()
 def _limit_depth(qi, lmax):
     """Return ``(d, sign)``: depth [m] beyond the violated limit and ``d(d)/dq``."""
     if qi < 0.0:
@@ -32,7 +32,7 @@ def _limit_depth(qi, lmax):
     return 0.0, 0.0
 
 
-@njit(cache=True)
+@compiled()
 def passive(q, qd, pma, out):
     """Fill the passive force (3n,) [N]; `pma` rows: stiffness, damping, l_max, k_limit."""
     for i in range(q.shape[0]):
@@ -48,7 +48,7 @@ def passive(q, qd, pma, out):
         out[i] = f
 
 
-@njit(cache=True)
+@compiled()
 def elastic(q, pma):
     """Return the elastic potential [J] of all PMAs, limit stiffening included."""
     U = 0.0
@@ -65,7 +65,7 @@ def elastic(q, pma):
     return U
 
 
-@njit(cache=True)
+@compiled()
 def _bias(M, C, g, pas, qd, tau):
     """Fill ``tau = C qd + passive + g``."""
     n = qd.shape[0]
@@ -76,7 +76,7 @@ def _bias(M, C, g, pas, qd, tau):
         tau[i] = acc
 
 
-@njit(cache=True)
+@compiled()
 def inverse(M, C, g, pas, qd, qdd, tau):
     """Fill ``tau = M qdd + C qd + passive + g``."""
     _bias(M, C, g, pas, qd, tau)
@@ -88,7 +88,7 @@ def inverse(M, C, g, pas, qd, qdd, tau):
         tau[i] += acc
 
 
-@njit(cache=True)
+@compiled()
 def forward(M, C, g, pas, qd, tau, qdd):
     """Fill ``qdd = M^-1 (tau - C qd - passive - g)`` by Cholesky; M is overwritten."""
     n = qd.shape[0]
@@ -123,7 +123,7 @@ def forward(M, C, g, pas, qd, tau, qdd):
 TASK_NONE, TASK_BIAS, TASK_INVERSE, TASK_FORWARD = 0, 1, 2, 3
 
 
-@njit(cache=True)
+@compiled()
 def finish(task, M, C, g, pas, qd, v, out):
     """Fill `out`: bias ``C qd + passive + g``, inverse (``M v + bias``) or forward dynamics."""
     if task == TASK_BIAS:

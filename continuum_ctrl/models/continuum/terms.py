@@ -14,12 +14,12 @@ section 4 without forming ``dM``.
 """
 
 import numpy as np
-from numba import njit
 
+from continuum_ctrl.models.continuum.jit import compiled
 from continuum_ctrl.models.continuum.kinematics import cx, new_scratch
 
 
-@njit(cache=True)
+@compiled()
 def point_jacobian(sec, x, dpw, d2pw, om, v0, dom, dv0, deriv, J, dJ):
     """
     Fill ``J`` (N, 3) and, if `deriv`, ``dJ`` (N, N, 3) of the world point `x` [m].
@@ -58,7 +58,7 @@ def point_jacobian(sec, x, dpw, d2pw, om, v0, dom, dv0, deriv, J, dJ):
             dJ[L, k, 0], dJ[L, k, 1], dJ[L, k, 2] = t
 
 
-@njit(cache=True)
+@compiled()
 def angular_jacobian(sec, Rb, Rloc, kap, dkap, om, dom, deriv, JO, dJO, sm, nv):
     """
     Fill ``JO`` (N, 3) and, if `deriv`, ``dJO`` (N, N, 3): body angular velocity of a frame.
@@ -106,7 +106,7 @@ def angular_jacobian(sec, Rb, Rloc, kap, dkap, om, dom, deriv, JO, dJO, sm, nv):
                 dJO[L, k, c] = R[0, c] * t[0] + R[1, c] * t[1] + R[2, c] * t[2]
 
 
-@njit(cache=True, inline='always')
+@compiled(inline='always')
 def _rates(J, dJ, a0, a1, N, qd, u, Jd, G):
     """``u = J qd``, ``Jd[i] = sum_k dJ[i, k] qd_k`` (i in A), ``G[j] = du/dq_j`` (j < N)."""
     u[:] = 0.0
@@ -125,7 +125,7 @@ def _rates(J, dJ, a0, a1, N, qd, u, Jd, G):
             G[j, c] = acc
 
 
-@njit(cache=True)
+@compiled()
 def add_term(JA, dJA, a0, a1, JB, dJB, b0, b1, w, coef, qd, N, mode, M, Md, P, dM, work):
     """
     Add the term ``coef uA^T diag(w) uB`` to ``M`` and, by `mode`, its derivatives.
@@ -181,7 +181,7 @@ def add_term(JA, dJA, a0, a1, JB, dJB, b0, b1, w, coef, qd, N, mode, M, Md, P, d
                                   + JB[i, 2] * w[2] * GA[j, 2]))
 
 
-@njit(cache=True)
+@compiled()
 def cumulative_rates(om, qd, n, Wc):
     """Fill ``Wc[s] = sum_(k in sections < s) om[k] qd_k`` (s = 0..n): base angular velocities."""
     Wc[0, :] = 0.0
@@ -191,7 +191,7 @@ def cumulative_rates(om, qd, n, Wc):
                                        + om[3 * s + 2, c] * qd[3 * s + 2])
 
 
-@njit(cache=True)
+@compiled()
 def point_rate(sec, x, J, om, dom, dv0, d2pw, qd, Wc, Jd):
     """
     Fill ``Jd[l] = sum_k dJ[l, k] qd_k`` of the point `x` in O(N), without forming ``dJ``.
@@ -229,7 +229,7 @@ def point_rate(sec, x, J, om, dom, dv0, d2pw, qd, Wc, Jd):
             Jd[L, 0], Jd[L, 1], Jd[L, 2] = r0, r1, r2
 
 
-@njit(cache=True)
+@compiled()
 def local_rate(sec, d2pw, qd, Jd):
     """Fill ``Jd[l] = sum_(k own) d2pw[:, l, k] qd_k`` for the own joints l of section `sec`."""
     nu = 3 * sec
@@ -239,7 +239,7 @@ def local_rate(sec, d2pw, qd, Jd):
                              + d2pw[c, a, 2] * qd[nu + 2])
 
 
-@njit(cache=True)
+@compiled()
 def angular_rate(sec, Rw, Rloc, omt, kap, dkap, dom, qd, Jd):
     """
     Fill ``Jd[l] = sum_k dJO[l, k] qd_k`` of `angular_jacobian` in O(N), without ``dJO``.
@@ -282,7 +282,7 @@ def angular_rate(sec, Rw, Rloc, omt, kap, dkap, dom, qd, Jd):
                 Jd[L, c] = R[0, c] * r0 + R[1, c] * r1 + R[2, c] * r2
 
 
-@njit(cache=True)
+@compiled()
 def add_point_term(J, Jd, o, N, mass, M, Md):
     """
     Add a point mass `mass` [kg] with velocity ``J qd`` over columns o..N-1 (mode 1).
@@ -297,7 +297,7 @@ def add_point_term(J, Jd, o, N, mass, M, Md):
                                       + J[i, 2] * Jd[j, 2])
 
 
-@njit(cache=True)
+@compiled()
 def add_rigid_term(JO, Jd, N, inertia, qd, M, Md, work):
     """
     Add a body of principal inertia `inertia` (3,) [kg m^2], body angular velocity ``JO qd``.
@@ -328,7 +328,7 @@ def add_rigid_term(JO, Jd, N, inertia, qd, M, Md, work):
             Md[i, j] += 2.0 * (JO[i, 0] * b[j, 0] + JO[i, 1] * b[j, 1] + JO[i, 2] * b[j, 2])
 
 
-@njit(cache=True)
+@compiled()
 def coriolis_from_parts(Md, P, C):
     """Fill ``C = (Mdot + P - P^T)/2``, the Christoffel Coriolis matrix."""
     n = C.shape[0]
