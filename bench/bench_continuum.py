@@ -12,8 +12,10 @@ CoG model, beside the paper's 9.5 kHz (Matlab/Simulink). Targets (issue 3): CoG 
 """
 
 from pathlib import Path
+import statistics
+import timeit
 
-from bench_models import microseconds, report
+from bench_models import REPEATS
 import numpy as np
 
 from continuum_ctrl import load_model
@@ -22,6 +24,21 @@ from continuum_ctrl.sim.integrators import rk4_step
 CONFIG = Path(__file__).resolve().parents[1] / 'config' / 'continuum_3section.yaml'
 SECTION = {'length': 0.2, 'radius': 0.013, 'mass': 0.1, 'max_extension': 0.04,
            'stiffness': 2200.0, 'damping': 30.0}
+
+
+def microseconds(function, number):
+    """Return (median, best) over `REPEATS` runs of the time per call of `function`, in us."""
+    function()
+    runs = timeit.Timer(function).repeat(repeat=REPEATS, number=number)
+    return statistics.median(runs) / number * 1e6, min(runs) / number * 1e6
+
+
+def report(title, rows, baseline):
+    """Print `rows` (label, (median, best)) with the ratio of medians to `baseline`."""
+    reference = dict(rows)[baseline][0]
+    print(f'\n{title}  (median and best of {REPEATS} runs; ratio of medians to {baseline})')
+    for label, (median, best) in rows:
+        print(f'  {label:<44} {median:8.2f} us  (best {best:8.2f})   x{median / reference:5.2f}')
 
 
 def arm(kind, sections):
@@ -58,8 +75,9 @@ def bench_models():
     report('Reference arm, 3 sections (9 PMAs)', rows, baseline)
     times = dict(rows)
     fast = times['CoG: dynamics(q, qd): M, C, g, passive']
-    print(f'  CoG evaluation {fast:.2f} us; integral/CoG speed ratio {times[baseline] / fast:.1f}'
-          f' (targets: <= 20 us, >= 10)')
+    slow = times[baseline]
+    print(f'  CoG evaluation {fast[0]:.2f} us (best {fast[1]:.2f}); integral/CoG speed ratio '
+          f'{slow[0] / fast[0]:.1f} (best/best {slow[1] / fast[1]:.1f}); targets: <= 20 us, >= 10')
     return cog
 
 
@@ -71,13 +89,15 @@ def bench_growth():
         model = load_model(arm('continuum_cog', n))
         q, qd, _ = state(model.n)
         times.append(microseconds(lambda: model.dynamics(q, qd), 1000))
-    p, logc = np.polyfit(np.log(sections), np.log(times), 1)
-    print('\nCoG dynamics(q, qd) against the number of sections n  (median us)')
-    for n, t in zip(sections, times):
-        print(f'  n = {n}: {t:8.2f} us   fit {np.exp(logc) * n ** p:8.2f} us')
-    tail = np.polyfit(np.log(sections[3:]), np.log(times[3:]), 1)[0]
-    print(f'  growth exponent p = {p:.2f} over n = 1..8 (n = 4..8 alone: {tail:.2f}); '
-          f'target <= 2.2, paper O(n^2)')
+    print('\nCoG dynamics(q, qd) against the number of sections n  (us)')
+    for n, (median, best) in zip(sections, times):
+        print(f'  n = {n}: median {median:8.2f}   best {best:8.2f}')
+    for k, name in enumerate(('median', 'best')):
+        t = np.log([row[k] for row in times])
+        p = np.polyfit(np.log(sections), t, 1)[0]
+        tail = np.polyfit(np.log(sections[3:]), t[3:], 1)[0]
+        print(f'  growth exponent of the {name} times: p = {p:.2f} over n = 1..8 '
+              f'(n = 4..8 alone: {tail:.2f}); target <= 2.2, paper O(n^2)')
 
 
 def bench_rk4(model):
@@ -85,10 +105,10 @@ def bench_rk4(model):
     q, qd, _ = state(model.n)
     tau = model.gravity_vector(q)
     dt = 1e-4
-    us = microseconds(lambda: rk4_step(model, q, qd, tau, dt), 1000)
+    median, best = microseconds(lambda: rk4_step(model, q, qd, tau, dt), 1000)
     print(f'\nRK4 step of the 3-section CoG model (sim.integrators.rk4_step, 4 forward '
-          f'dynamics): {us:.1f} us = {1e3 / us:.1f} kHz; paper 9.5 kHz (ratio '
-          f'{1e3 / us / 9.5:.2f}); target > 10 kHz')
+          f'dynamics): median {median:.1f} us = {1e3 / median:.1f} kHz (best {best:.1f} us = '
+          f'{1e3 / best:.1f} kHz); paper 9.5 kHz; target > 10 kHz')
 
 
 def main():
