@@ -73,7 +73,10 @@ def running(tmp_path, path, with_simulator=True):
                 for log in logs:
                     log.flush()
                 text = '\n'.join(Path(log.name).read_text()[-3000:] for log in logs)
-                raise AssertionError(f'nodes did not start:\n{text}')
+                last = rec.diagnostics[-1] if rec.diagnostics else None
+                raise AssertionError(f'nodes did not start: status {rec.status}, '
+                                     f'{len(rec.states)} states, diagnostics {last}, '
+                                     f'simulator {rec.sim_diagnostics[-1:]}\n{text}')
             yield rec, processes
     finally:
         stop(processes)
