@@ -229,10 +229,11 @@ class CogModel(ContinuumModel):
         super().__init__(spec)
         self.beta = np.ascontiguousarray(spec.beta, dtype=float)
         self._glob = np.concatenate([self.beta, spec.gravity]).astype(float)
+        self._head = (self._geom, self._glob, self._pma)
+        self._tail = (self._mc, self._dM, self._vecs) + tuple(self._ws)
 
     def _kernel(self, q, qd, mode, task, v):
-        return cog_run(self._geom, self._glob, self._pma, q, qd, mode, task, v, self._mc,
-                       self._dM, self._vecs, *self._ws)
+        return cog_run(*self._head, q, qd, mode, task, v, *self._tail)
 
 
 def from_spec(spec):

@@ -166,7 +166,8 @@ class ContinuumModel(DynamicsModel):
     def _vector(self, x):
         if x is None:
             return self._zero
-        x = np.ascontiguousarray(x, dtype=float)
+        if type(x) is not np.ndarray or x.dtype != np.float64 or not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x, dtype=float)
         if x.shape != (self.n,):
             raise ValueError(f'expected a vector of shape ({self.n},), got {x.shape}')
         return x
