@@ -1,0 +1,54 @@
+"""
+Limits in a real closed loop (Panda controller and simulator processes): the reference asks
+for 2 rad around the start pose at 0.2 Hz, beyond the URDF joint limits, and for more effort
+than `limits.effort` and `limits.effort_rate` allow. (Harder demands, 0.5 Hz with the URDF's
+12 N m wrists, make the saturated wrist oscillate until the simulated arm, which has no joint
+stops, leaves the accepted range: then the controller rightly refuses its states.)
+
+Every command received is finite and within `limits.effort`; every reference on
+`~/state` lies within the URDF joint limits; consecutive ticks change the effort by at most
+`limits.effort_rate` times the period. A tick missing from the record (the subscription
+may drop one under load) shows as a gap of more than 1.5 periods; the bound then allows one
+step per period elapsed, plus one.
+"""
+
+import math
+
+import numpy as np
+
+from continuum_ctrl.launch_description import config_path
+from continuum_ctrl.models import load_model
+from ros_nodes import params_file, running
+from safety_tools import domain, Timeline, within
+
+RATE = 2000.0                        # limits.effort_rate, N m/s
+#: limits.effort, N m: below the URDF's 87 and 12 N m, so that gravity alone saturates
+EFFORT = [40.0, 40.0, 40.0, 40.0, 6.0, 6.0, 6.0]
+PERIOD = 1.0 / 500.0
+
+
+def test_limits_rate_limit_and_joint_limits_on_every_command(tmp_path):
+    low, high = load_model(config_path('panda.yaml')).joint_limits()
+    effort = np.array(EFFORT)
+    path = params_file(tmp_path, 'panda.yaml', continuum_controller={
+        'reference': {'amplitude': [2.0], 'frequency': [0.2], 'blend_time': 0.0},
+        'limits': {'effort': list(EFFORT), 'effort_rate': [RATE]}})
+    with domain('limits'), running(tmp_path, path) as (rec, processes):
+        timeline = Timeline(rec)
+        rec.run(4.0)
+        assert all(p.poll() is None for p in processes)
+    commands = np.array([c for _, c in rec.commands])
+    assert len(commands) > 1000 and within(commands, -effort, effort)
+    rows = [row for row in timeline.rows if row[1] == 'active']
+    assert len(rows) > 1000
+    step = RATE * PERIOD
+    saturated = limited = clamped = 0
+    for (t0, _, _, _, e0), (t1, _, q_des, _, e1) in zip(rows, rows[1:]):
+        assert within(q_des, low, high)
+        ticks = 1 if t1 - t0 <= 1.5 * PERIOD else math.ceil((t1 - t0) / PERIOD) + 1
+        assert np.all(np.abs(e1 - e0) <= ticks * step * (1 + 1e-9)), (t1 - t0, e1 - e0)
+        saturated += np.any(np.abs(e1) >= effort - 1e-9)
+        limited += np.any(np.abs(e1 - e0) >= step - 1e-9)
+        clamped += np.any((q_des == low) | (q_des == high))
+    # each limit was reached many times, so the checks above were exercised
+    assert saturated > 20 and limited > 20 and clamped > 20, (saturated, limited, clamped)
