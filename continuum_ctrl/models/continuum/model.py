@@ -1,8 +1,9 @@
 """
 What the two continuum models share: passive forces, limits, and the DynamicsModel calls.
 
-Each model supplies one compiled evaluation (`_evaluate`) that fills ``M``, and by mode ``C``
-or ``dM/dq``, the gravity force ``g`` and returns ``U_g``. Everything else is here.
+Each model supplies one evaluation (`_kernel`) that fills ``M``, and by mode ``C`` or
+``dM/dq``, the gravity force ``g``, the passive forces and, by task, the bias, inverse or
+forward dynamics, and returns ``U_g``. Everything else is here.
 
 Passive forces per PMA: ``K_e q + D qd`` plus, when ``model.limit_stiffness`` k > 0, a smooth
 stiffening outside ``[0, l_max]``. With ``d`` the depth beyond the violated limit and
