@@ -259,6 +259,12 @@ class ControllerNode(Node):
         set_doubles(self.command_msg.data, self.loop.tick(self._now()))
         self.command_pub.publish(self.command_msg)
 
+    def destroy_node(self):
+        """Publish the safe command (unless done already), then destroy the node."""
+        if self.loop.status != 'stopped' and self.context.ok():
+            self.publish_safe()
+        super().destroy_node()
+
 
 def make_executor(kind=None):
     """
