@@ -1,15 +1,23 @@
 """
 Safe shutdown of a real controller process: after SIGTERM or SIGINT the last message on
-`~/commands` is the safe command (zero effort; p_min in pressure mode), and the exit is clean.
+`~/commands` is the safe command (zero effort; p_min in pressure mode), and the exit is clean;
+the same when the node is destroyed by code that owns it.
 """
 
 import signal
+import time
 
 import numpy as np
 import pytest
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from std_msgs.msg import Float64MultiArray
 
+from continuum_ctrl.launch_description import CONTROLLER
+from continuum_ctrl.ros.controller_node import ControllerNode
 from ros_nodes import params_file, running
-from safety_tools import domain
+from safety_tools import domain, DOMAINS, joint_state
 
 #: the 2R in pressure mode: PMA-like pushers, p_min above zero so that venting is visible
 PRESSURE = {'output': {'mode': 'pressure', 'area': [1e-4], 'p_min': 1e4, 'p_max': 3e5}}
@@ -30,3 +38,35 @@ def test_last_command_after_a_signal_is_the_safe_command(tmp_path, sig, mode):
         assert processes[0].wait(timeout=30.0) == 0
         rec.run(1.0)
     assert np.array_equal(rec.commands[-1][1], safe)
+
+
+def test_destroying_the_node_publishes_the_safe_command_last(tmp_path):
+    """A controller node owned by other code (composition, tests): destroy_node vents too."""
+    path = params_file(tmp_path, 'planar_2r.yaml')
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=DOMAINS['shutdown'])
+    try:
+        node = ControllerNode(context=context, cli_args=['--ros-args', '--params-file',
+                                                         str(path)])
+        listener = Node('listener', context=context)
+        received = []
+        listener.create_subscription(Float64MultiArray, f'/{CONTROLLER}/commands',
+                                     lambda msg: received.append(list(msg.data)), 100)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(listener)
+        for _ in range(5):
+            node._on_state(joint_state(['joint1', 'joint2'], [0.2, -0.1], [0.0, 0.0]))
+        end = time.monotonic() + 30.0
+        while (not received or received[-1] == [0.0, 0.0]) and time.monotonic() < end:
+            node._tick()
+            executor.spin_once(timeout_sec=0.01)
+        assert received and received[-1] != [0.0, 0.0]             # controlling
+        node.destroy_node()
+        count = len(received)
+        end = time.monotonic() + 10.0
+        while len(received) == count and time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.05)
+        assert received[-1] == [0.0, 0.0] and len(received) == count + 1
+        listener.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
