@@ -29,12 +29,12 @@ def implicit_damping_euler_step(model, q, qd, tau, dt, t=0.0):
     ``(M + dt D)(qd' - qd) = dt (tau - C qd - passive - g)``, then ``q' = q + dt qd'``
     (linearly implicit Euler on ``D qd``; first order). PMA arms are stiff through their
     damping: with 30 N s/m on a few grams of generalized inertia, ``M^-1 D`` reaches ~9e3 1/s,
-    so RK4 would need steps below 0.3 ms; this step is stable for any damping.
+    so RK4 would need steps below 0.3 ms; this step is stable for any damping. One model
+    evaluation (``model.dynamics``) per step.
     """
-    M = model.mass_matrix(q)
+    M, _, bias = model.dynamics(q, qd)
     M += dt * model.damping_matrix(q)
-    qd_next = qd + np.linalg.solve(M, dt * (np.asarray(tau, dtype=float)
-                                            - model.bias_forces(q, qd)))
+    qd_next = qd + np.linalg.solve(M, dt * (np.asarray(tau, dtype=float) - bias))
     return q + dt * qd_next, qd_next
 
 
