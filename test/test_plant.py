@@ -11,7 +11,7 @@ from continuum_ctrl.sim.plant import implicit_damping_euler_step, Plant, PlantSe
 
 @pytest.fixture(scope='module')
 def arm():
-    """Return the plant settings of the reference continuum arm (CoG model, for speed)."""
+    """Return the reference continuum plant settings (CoG model, for speed)."""
     tree, model = file_parameters(config_path('continuum_3section.yaml'), 'continuum_simulator')
     model = dict(model, type='continuum_cog')
     return PlantSettings.parse(tree, model)
