@@ -110,15 +110,16 @@ def relative_rate(sec, bbar, JY, om, dom, d2pw, qd, Wc, Jd):
 
 
 @compiled()
-def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode, M, C, dM, g,
+def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode, M, C, cq, dM, g,
                  sv, sm, st, nv, nt, nnv, nn):
     """
-    Fill M, g and (mode 1) C or (mode 2) dM of the CoG model; return ``U_g`` [J].
+    Fill M, g and by mode C and ``cq = C qd`` (1), dM (2) or cq alone (3); return ``U_g`` [J].
 
     The arguments after `g` are the workspace from `terms.new_workspace` and `nn`, two (N, N)
     work matrices.
     """
     n = length.shape[0]
+    N = 3 * n
     Rb, ob, om, v0, dom, dv0 = nt[0, :n], nv[0, :n], nv[1], nv[2], nt[1], nt[2]
     J, JW, JO, work = nv[3], nv[4], nv[5], nv[6:12]
     dJ, dJW, dJO, Md, P = nnv[0], nnv[1], nnv[2], nn[0], nn[1]
@@ -129,8 +130,11 @@ def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode
     Wc, Jd = nv[13], nv[14]
     chain(length, radius, offset, twist, q, Rb, ob, om, v0, dom, dv0, sv, sm, st)
     deriv = mode != 0
+    rates = mode == 1 or mode == 3     # C or C qd from O(N) Jacobian rates
+    tmode = 1 if mode == 3 else mode    # general terms: through Md and P
     shaped_w = beta[3] != 1.0 or beta[4] != 1.0 or beta[5] != 1.0
-    if mode == 1:
+    cq[:] = 0.0
+    if rates:
         cumulative_rates(om, qd, n, Wc)
     M[:] = 0.0
     g[:] = 0.0
@@ -155,55 +159,66 @@ def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode
         point_jacobian(i, x, dpw, d2pw, om, v0, dom, dv0, mode == 2, J, dJ)
         for L in range(Ni):
             g[L] -= m * (J[L, 0] * gravity[0] + J[L, 1] * gravity[1] + J[L, 2] * gravity[2])
-        if mode == 1:
+        if rates:
             point_rate(i, x, J, om, dom, dv0, d2pw, qd, Wc, Jd)
-            add_point_term(J, Jd, 0, Ni, m, M, Md)
+            add_point_term(J, Jd, 0, Ni, m, qd, mode, M, Md, cq)
         else:
-            add_term(J, dJ, 0, Ni, J, dJ, 0, Ni, ones, 0.5 * m, qd, Ni, mode, M, Md, P, dM,
+            add_term(J, dJ, 0, Ni, J, dJ, 0, Ni, ones, 0.5 * m, qd, Ni, tmode, M, Md, P, dM,
                      work)
         if beta[0] != 1.0 or beta[1] != 1.0 or beta[2] != 1.0:
             cross_term = nu > 0 and beta[1] != beta[0]
             relative_jacobian(i, bbar, J, d2pw, om, dom, mode == 2 or (deriv and cross_term),
                               JW, dJW)
             if beta[0] != 1.0:          # m/2 (bv1 - 1) |d bbar/dt|^2
-                if mode == 1:
+                if rates:
                     relative_rate(i, bbar, JW, om, dom, d2pw, qd, Wc, Jd)
-                    add_point_term(JW, Jd, 0, Ni, m * (beta[0] - 1.0), M, Md)
+                    add_point_term(JW, Jd, 0, Ni, m * (beta[0] - 1.0), qd, mode, M, Md, cq)
                 else:
                     add_term(JW, dJW, 0, Ni, JW, dJW, 0, Ni, ones, 0.5 * m * (beta[0] - 1.0),
-                             qd, Ni, mode, M, Md, P, dM, work)
+                             qd, Ni, tmode, M, Md, P, dM, work)
             if cross_term:              # m (bv2 - bv1) (W x bbar).cbar
                 add_term(JW, dJW, 0, nu, JW, dJW, nu, Ni, ones, m * (beta[1] - beta[0]),
-                         qd, Ni, mode, M, Md, P, dM, work)
+                         qd, Ni, tmode, M, Md, P, dM, work)
             if beta[2] != beta[0]:      # m/2 (bv3 - bv1) |cbar|^2: a local point energy
-                if mode == 1:
+                if rates:
                     local_rate(i, d2pw, qd, Jd)
-                    add_point_term(JW, Jd, nu, Ni, m * (beta[2] - beta[0]), M, Md)
+                    add_point_term(JW, Jd, nu, Ni, m * (beta[2] - beta[0]), qd, mode, M, Md, cq)
                 else:
                     add_term(JW, dJW, nu, Ni, JW, dJW, nu, Ni, ones,
-                             0.5 * m * (beta[2] - beta[0]), qd, Ni, mode, M, Md, P, dM, work)
+                             0.5 * m * (beta[2] - beta[0]), qd, Ni, tmode, M, Md, P, dM, work)
         section_rotation(radius[i], qi, 0.5, Rl, kap, dkap, sv, sm, st)
         angular_jacobian(i, B, Rl, kap, dkap, om, dom, mode == 2 or (deriv and shaped_w),
                          JO, dJO, sm, nv)
         r2 = radius[i] * radius[i]
         wI[0] = wI[1] = 0.25 * m * r2
         wI[2] = 0.5 * m * r2
-        if mode == 1:
+        if rates:
             angular_rate(i, sm[11], Rl, nv[12], kap, dkap, dom, qd, Jd)
-            add_rigid_term(JO, Jd, Ni, wI, qd, M, Md, work)
+            add_rigid_term(JO, Jd, Ni, wI, qd, mode, M, Md, cq, work)
         else:
-            add_term(JO, dJO, 0, Ni, JO, dJO, 0, Ni, wI, 0.5, qd, Ni, mode, M, Md, P, dM, work)
+            add_term(JO, dJO, 0, Ni, JO, dJO, 0, Ni, wI, 0.5, qd, Ni, tmode, M, Md, P, dM, work)
         if beta[5] != 1.0:
             add_term(JO, dJO, nu, Ni, JO, dJO, nu, Ni, wI, 0.5 * (beta[5] - 1.0),
-                     qd, Ni, mode, M, Md, P, dM, work)
+                     qd, Ni, tmode, M, Md, P, dM, work)
         if nu > 0 and beta[3] != 1.0:
             add_term(JO, dJO, 0, nu, JO, dJO, 0, nu, wI, 0.5 * (beta[3] - 1.0),
-                     qd, Ni, mode, M, Md, P, dM, work)
+                     qd, Ni, tmode, M, Md, P, dM, work)
         if nu > 0 and beta[4] != 1.0:
             add_term(JO, dJO, 0, nu, JO, dJO, nu, Ni, wI, beta[4] - 1.0,
-                     qd, Ni, mode, M, Md, P, dM, work)
+                     qd, Ni, tmode, M, Md, P, dM, work)
     if mode == 1:
         coriolis_from_parts(Md, P, C)
+        for i in range(N):
+            acc = 0.0
+            for j in range(N):
+                acc += C[i, j] * qd[j]
+            cq[i] = acc
+    elif mode == 3:                     # the general terms' share of C qd
+        for i in range(N):
+            acc = 0.0
+            for j in range(N):
+                acc += (Md[i, j] + P[i, j] - P[j, i]) * qd[j]
+            cq[i] += 0.5 * acc
     return U
 
 
@@ -213,12 +228,12 @@ def cog_run(geom, glob, pma, q, qd, mode, task, v, mc, dM, vecs, sv, sm, st, nv,
     Evaluate the CoG model, the passive forces and a `finish` task in one call.
 
     `geom` rows: length, radius, mass, offset, twist; `glob`: beta (6), gravity (3); `mc`:
-    M, C and two work matrices; `vecs`: g, passive, out. Returns ``U_g`` [J].
+    M, C and two work matrices; `vecs`: g, passive, out, C qd. Returns ``U_g`` [J].
     """
     U = cog_evaluate(geom[0], geom[1], geom[2], geom[3], geom[4], glob[:6], glob[6:], q, qd,
-                     mode, mc[0], mc[1], dM, vecs[0], sv, sm, st, nv, nt, nnv, mc[2:])
+                     mode, mc[0], mc[1], vecs[3], dM, vecs[0], sv, sm, st, nv, nt, nnv, mc[2:])
     passive(q, qd, pma, vecs[1])
-    finish(task, mc[0], mc[1], vecs[0], vecs[1], qd, v, vecs[2])
+    finish(task, mc[0], vecs[0], vecs[1], vecs[3], v, vecs[2])
     return U
 
 

@@ -96,13 +96,14 @@ class IntegralModel(ContinuumModel):
 
     def _kernel(self, q, qd, mode, task, v):
         M, C = self._mc[0], self._mc[1]
-        g, pas, out = self._vecs
+        g, pas, out, cq = self._vecs
         U = integral_evaluate(*self._geom, self.nodes, self.weights, self.spec.gravity, q, qd,
                               2 if mode else 0, M, self._dM, g, *self._ws)
-        if mode == 1:
+        if mode in (1, 3):
             C[:] = coriolis_from_dM(self._dM, qd)
+            cq[:] = C @ qd
         passive(q, qd, self._pma, pas)
-        finish(task, M, C, g, pas, qd, v, out)
+        finish(task, M, g, pas, cq, v, out)
         return U
 
 

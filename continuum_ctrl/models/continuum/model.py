@@ -67,21 +67,17 @@ def elastic(q, pma):
 
 
 @compiled()
-def _bias(M, C, g, pas, qd, tau):
-    """Fill ``tau = C qd + passive + g``."""
-    n = qd.shape[0]
-    for i in range(n):
-        acc = pas[i] + g[i]
-        for j in range(n):
-            acc += C[i, j] * qd[j]
-        tau[i] = acc
+def _bias(g, pas, cq, out):
+    """Fill ``out = C qd + passive + g`` from ``cq = C qd``."""
+    for i in range(out.shape[0]):
+        out[i] = cq[i] + pas[i] + g[i]
 
 
 @compiled()
-def inverse(M, C, g, pas, qd, qdd, tau):
+def inverse(M, g, pas, cq, qdd, tau):
     """Fill ``tau = M qdd + C qd + passive + g``."""
-    _bias(M, C, g, pas, qd, tau)
-    n = qd.shape[0]
+    _bias(g, pas, cq, tau)
+    n = tau.shape[0]
     for i in range(n):
         acc = 0.0
         for j in range(n):
@@ -90,10 +86,10 @@ def inverse(M, C, g, pas, qd, qdd, tau):
 
 
 @compiled()
-def forward(M, C, g, pas, qd, tau, qdd):
+def forward(M, g, pas, cq, tau, qdd):
     """Fill ``qdd = M^-1 (tau - C qd - passive - g)`` by Cholesky; M is overwritten."""
-    n = qd.shape[0]
-    _bias(M, C, g, pas, qd, qdd)
+    n = qdd.shape[0]
+    _bias(g, pas, cq, qdd)
     for i in range(n):
         qdd[i] = tau[i] - qdd[i]
     for j in range(n):                 # M = L L^T, L stored in the lower triangle
@@ -125,14 +121,14 @@ TASK_NONE, TASK_BIAS, TASK_INVERSE, TASK_FORWARD = 0, 1, 2, 3
 
 
 @compiled()
-def finish(task, M, C, g, pas, qd, v, out):
+def finish(task, M, g, pas, cq, v, out):
     """Fill `out`: bias ``C qd + passive + g``, inverse (``M v + bias``) or forward dynamics."""
     if task == TASK_BIAS:
-        _bias(M, C, g, pas, qd, out)
+        _bias(g, pas, cq, out)
     elif task == TASK_INVERSE:
-        inverse(M, C, g, pas, qd, v, out)
+        inverse(M, g, pas, cq, v, out)
     elif task == TASK_FORWARD:
-        forward(M, C, g, pas, qd, v, out)
+        forward(M, g, pas, cq, v, out)
 
 
 class ContinuumModel(DynamicsModel):
@@ -140,8 +136,9 @@ class ContinuumModel(DynamicsModel):
     A continuum arm (contract sections 1 to 4): coordinates are PMA length changes [m].
 
     Subclasses implement `_kernel`: one evaluation at (q, qd) that fills ``M`` (``_mc[0]``),
-    ``C`` (``_mc[1]``, mode 1) or ``dM`` (mode 2), ``g``, the passive forces and the `finish`
-    task into ``_vecs`` (g, passive, out), and returns ``U_g``.
+    by mode ``C`` (``_mc[1]``) and ``C qd`` (mode 1), ``C qd`` alone (mode 3) or ``dM``
+    (mode 2), ``g``, the passive forces and the `finish` task into ``_vecs`` (g, passive,
+    out, C qd), and returns ``U_g``.
     """
 
     def __init__(self, spec):
@@ -155,14 +152,14 @@ class ContinuumModel(DynamicsModel):
             spec.stiffness, spec.damping, np.repeat(spec.max_extension, 3),
             np.full(N, spec.limit_stiffness)]), dtype=float)
         self._mc = np.zeros((4, N, N))          # M, C and two work matrices
-        self._vecs = np.zeros((3, N))           # g, passive, out
+        self._vecs = np.zeros((4, N))           # g, passive, out, C qd
         self._dM = np.zeros((N, N, N))
         self._zero = np.zeros(N)
         self._ws = new_workspace(n)
 
     @abstractmethod
     def _kernel(self, q, qd, mode, task, v):
-        """Evaluate at (q, qd) by mode (0: M; 1: M, C; 2: M, dM) and task; return ``U_g``."""
+        """Evaluate by mode (0: M; 1: M, C; 2: M, dM; 3: M, C qd) and task; return ``U_g``."""
 
     def _vector(self, x):
         if x is None:
@@ -225,15 +222,15 @@ class ContinuumModel(DynamicsModel):
 
     def bias_forces(self, q, qd):
         """Everything but inertia: ``C qd + passive + g`` [N], (3n,), from one evaluation."""
-        self._run(q, qd, 1, TASK_BIAS)
+        self._run(q, qd, 3, TASK_BIAS)
         return self._vecs[2].copy()
 
     def inverse_dynamics(self, q, qd, qdd):
         """Generalized force ``M qdd + C qd + passive + g`` [N] from one evaluation."""
-        self._run(q, qd, 1, TASK_INVERSE, qdd)
+        self._run(q, qd, 3, TASK_INVERSE, qdd)
         return self._vecs[2].copy()
 
     def forward_dynamics(self, q, qd, tau):
         """Acceleration ``M^-1 (tau - C qd - passive - g)`` [m/s^2] from one evaluation."""
-        self._run(q, qd, 1, TASK_FORWARD, tau)
+        self._run(q, qd, 3, TASK_FORWARD, tau)
         return self._vecs[2].copy()

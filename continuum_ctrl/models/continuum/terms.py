@@ -283,29 +283,41 @@ def angular_rate(sec, Rw, Rloc, omt, kap, dkap, dom, qd, Jd):
 
 
 @compiled()
-def add_point_term(J, Jd, o, N, mass, M, Md):
+def add_point_term(J, Jd, o, N, mass, qd, mode, M, Md, cq):
     """
-    Add a point mass `mass` [kg] with velocity ``J qd`` over columns o..N-1 (mode 1).
+    Add a point mass `mass` [kg] with velocity ``J qd`` over columns o..N-1.
 
     `Jd`: ``sum_k dJ[:, k] qd_k``. A position's Hessian is symmetric, so its Christoffel matrix
-    is ``m J^T Jd`` exactly; it goes into ``Md`` twice, since ``C = (Md + P - P^T)/2``.
+    is ``m J^T Jd`` exactly. Mode 1: it goes into ``Md`` twice, since ``C = (Md + P - P^T)/2``;
+    mode 3: ``m J^T (Jd qd)`` goes into ``cq = C qd`` directly.
     """
     for i in range(o, N):
         for j in range(o, N):
             M[i, j] += mass * (J[i, 0] * J[j, 0] + J[i, 1] * J[j, 1] + J[i, 2] * J[j, 2])
-            Md[i, j] += 2.0 * mass * (J[i, 0] * Jd[j, 0] + J[i, 1] * Jd[j, 1]
-                                      + J[i, 2] * Jd[j, 2])
+    if mode == 1:
+        for i in range(o, N):
+            for j in range(o, N):
+                Md[i, j] += 2.0 * mass * (J[i, 0] * Jd[j, 0] + J[i, 1] * Jd[j, 1]
+                                          + J[i, 2] * Jd[j, 2])
+        return
+    a0, a1, a2 = 0.0, 0.0, 0.0
+    for j in range(o, N):
+        a0 += Jd[j, 0] * qd[j]
+        a1 += Jd[j, 1] * qd[j]
+        a2 += Jd[j, 2] * qd[j]
+    for i in range(o, N):
+        cq[i] += mass * (J[i, 0] * a0 + J[i, 1] * a1 + J[i, 2] * a2)
 
 
 @compiled()
-def add_rigid_term(JO, Jd, N, inertia, qd, M, Md, work):
+def add_rigid_term(JO, Jd, N, inertia, qd, mode, M, Md, cq, work):
     """
     Add a body of principal inertia `inertia` (3,) [kg m^2], body angular velocity ``JO qd``.
 
     With columns ``w_i = JO[i]``, ``Om = JO qd``, ``Omd_j = Jd[j] = sum_k dJO[j, k] qd_k`` and
     the structure equation ``dw_i/dq_j - dw_j/dq_i = w_i x w_j``, the Christoffel symbols give
     ``C_ij = w_i . b_j``, ``b_j = I Omd_j + (w_j x I Om + Om x I w_j - I (w_j x Om))/2``;
-    it goes into ``Md`` twice.
+    mode 1: it goes into ``Md`` twice; mode 3: ``JO (b^T qd)`` goes into ``cq = C qd``.
     """
     b = work[2]
     o0, o1, o2 = 0.0, 0.0, 0.0
@@ -325,7 +337,18 @@ def add_rigid_term(JO, Jd, N, inertia, qd, M, Md, work):
         for j in range(N):
             M[i, j] += (JO[i, 0] * inertia[0] * JO[j, 0] + JO[i, 1] * inertia[1] * JO[j, 1]
                         + JO[i, 2] * inertia[2] * JO[j, 2])
-            Md[i, j] += 2.0 * (JO[i, 0] * b[j, 0] + JO[i, 1] * b[j, 1] + JO[i, 2] * b[j, 2])
+    if mode == 1:
+        for i in range(N):
+            for j in range(N):
+                Md[i, j] += 2.0 * (JO[i, 0] * b[j, 0] + JO[i, 1] * b[j, 1] + JO[i, 2] * b[j, 2])
+        return
+    s0, s1, s2 = 0.0, 0.0, 0.0
+    for j in range(N):
+        s0 += b[j, 0] * qd[j]
+        s1 += b[j, 1] * qd[j]
+        s2 += b[j, 2] * qd[j]
+    for i in range(N):
+        cq[i] += JO[i, 0] * s0 + JO[i, 1] * s1 + JO[i, 2] * s2
 
 
 @compiled()
