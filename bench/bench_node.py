@@ -10,7 +10,8 @@ controller's /diagnostics and /proc:
 - CPU share of the controller and simulator processes (one core = 1.0);
 - latency joint_states -> command: transport (stamp to receipt) + wait for the tick
   (input age) + compute, medians; the p99 sum is printed too.
-~/state is published every STATE_DECIMATION ticks. Run: `./run bench bench/bench_node.py`
+~/state is published every STATE_DECIMATION ticks. First, the cost of one tick in-process (no other node, no executor). Run:
+`./run bench bench/bench_node.py`
 (about 70 s). Prints medians and the ratio
 EventsExecutor / SingleThreadedExecutor.
 """
@@ -111,9 +112,43 @@ ROWS = [('achieved rate [Hz]', 'rate_hz', '{:.1f}'), ('ticks on time', 'on_time'
         ('latency p99 [us]', 'latency_p99_us', '{:.0f}')]
 
 
+def tick_cost(path, ticks=5000):
+    """
+    Return p50, p99 (us) of one controller tick in this process, with a fixed fresh state.
+
+    The node's own `_tick` (loop, both publications, statistics) without the executor, the
+    simulator or DDS traffic in between: the compute time the loop needs when it has the CPU.
+    """
+    import rclpy
+    from sensor_msgs.msg import JointState
+    from continuum_ctrl.ros.controller_node import ControllerNode
+    context = rclpy.Context()
+    rclpy.init(args=['bench', '--ros-args', '--params-file', str(path)], context=context)
+    node = ControllerNode(context=context)
+    try:
+        n = node.model.n
+        msg = JointState(name=list(node.model.joint_names), position=[0.012] * n,
+                         velocity=[0.0] * n)
+        times = np.zeros(ticks)
+        for k in range(ticks):
+            msg.header.stamp = node.get_clock().now().to_msg()
+            node._on_state(msg)
+            start = time.perf_counter()
+            node._tick()
+            times[k] = (time.perf_counter() - start) * 1e6
+        return np.percentile(times[ticks // 10:], (50.0, 99.0))
+    finally:
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+
+
 def main():
     """Measure every rate and executor; print a table and the executor ratios."""
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    with tempfile.TemporaryDirectory() as directory:
+        p50, p99 = tick_cost(params(directory, 1000.0))
+    print(f'one tick in-process (3-section CoG, pressure mode): p50 {p50:.0f} us, '
+          f'p99 {p99:.0f} us')
     results = {}
     with tempfile.TemporaryDirectory() as directory:
         for rate in RATES:
