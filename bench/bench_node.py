@@ -10,10 +10,9 @@ controller's /diagnostics and /proc:
 - CPU share of the controller and simulator processes (one core = 1.0);
 - latency joint_states -> command: transport (stamp to receipt) + wait for the tick
   (input age) + compute, medians; the p99 sum is printed too.
-~/state is published every STATE_DECIMATION ticks. First, the cost of one tick in-process (no other node, no executor). Run:
-`./run bench bench/bench_node.py`
-(about 70 s). Prints medians and the ratio
-EventsExecutor / SingleThreadedExecutor.
+~/state is published every STATE_DECIMATION ticks. First it measures the cost of one tick
+in-process (no other node, no executor). Run: `./run bench bench/bench_node.py` (about
+80 s). Prints medians and the ratio EventsExecutor / SingleThreadedExecutor.
 """
 
 import os
