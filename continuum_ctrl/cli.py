@@ -1,7 +1,8 @@
 """
 `continuum-ctrl COMMAND ...`: the package's commands, each in its own module.
 
-    continuum-ctrl demo        closed-loop demo (see README)
+    continuum-ctrl demo        closed loop over ROS 2: simulator and controller processes
+    continuum-ctrl simulate    closed loop in one process, without ROS
     continuum-ctrl derive      print/export C(q, qd) and g(q) of a symbolic model
     continuum-ctrl fit-betas   fit the CoG model's energy-shaping coefficients
     continuum-ctrl launch      run a launch description's nodes without `ros2 launch`
@@ -13,7 +14,9 @@ from importlib import import_module
 from continuum_ctrl.config import ConfigError
 
 COMMANDS = {
-    'demo': ('continuum_ctrl.demo', 'closed-loop demo with plots and a summary'),
+    'demo': ('continuum_ctrl.ros.closed_loop_demo',
+             'closed loop over ROS 2 topics: simulator and controller processes'),
+    'simulate': ('continuum_ctrl.simulate', 'closed loop in one process, without ROS'),
     'derive': ('continuum_ctrl.models.symbolic_export',
                'print or export C(q, qd) and g(q) of a symbolic model'),
     'fit-betas': ('continuum_ctrl.models.continuum.fit',

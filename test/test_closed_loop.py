@@ -20,7 +20,7 @@ from scipy.linalg import expm
 from continuum_ctrl.config import ConfigError, model_spec
 from continuum_ctrl.control import ComputedTorqueLaw
 from continuum_ctrl.control.references import MinimumJerk, Sinusoid
-from continuum_ctrl.demo import main as demo_main, motion_range
+from continuum_ctrl.simulate import main as demo_main, motion_range
 from continuum_ctrl.models import load_model
 from continuum_ctrl.sim.closed_loop import SimulationDiverged, simulate
 

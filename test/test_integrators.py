@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from continuum_ctrl.demo import motion_range
+from continuum_ctrl.simulate import motion_range
 from continuum_ctrl.models import load_model
 from continuum_ctrl.sim.integrators import INTEGRATORS, rk4_step, semi_implicit_euler_step
 

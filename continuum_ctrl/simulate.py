@@ -1,7 +1,7 @@
 """
-`continuum-ctrl demo`: an arm under computed torque in an embedded closed loop (no ROS).
+`continuum-ctrl simulate`: an arm under computed torque in a closed loop in one process (no ROS).
 
-    continuum-ctrl demo [--arm planar_2r|panda|PARAMS.yaml] [--duration 5] [--out out/]
+    continuum-ctrl simulate [--arm planar_2r|panda|PARAMS.yaml] [--duration 5] [--out out/]
 
 The plant is the model itself, the law runs at `--rate` Hz with its torque held in between,
 and the arm starts off its reference. Prints the RMS and largest tracking error per joint and
@@ -142,7 +142,7 @@ def plot_tracking(log, joint_names, path, title=''):
 
 def main(argv=None):
     """Run the demo; return the exit status (1 if the closed loop diverged)."""
-    parser = argparse.ArgumentParser(prog='continuum-ctrl demo', description=__doc__.split(
+    parser = argparse.ArgumentParser(prog='continuum-ctrl simulate', description=__doc__.split(
         '\n\n')[0].strip())
     parser.add_argument('--arm', default='planar_2r',
                         help='planar_2r, panda, or a parameter YAML file (default planar_2r)')
@@ -167,7 +167,7 @@ def main(argv=None):
         log, status = run(model, args.reference, args.duration, args.kp, args.kd, args.rate,
                           args.integrator), 0
     except SimulationDiverged as exc:
-        print(f'continuum-ctrl demo: {exc}', file=sys.stderr)
+        print(f'continuum-ctrl simulate: {exc}', file=sys.stderr)
         log, status = exc.log, 1
     if len(log.t) == 0:
         return status
