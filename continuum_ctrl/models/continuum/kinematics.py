@@ -11,8 +11,9 @@ Contract sections 2 and 3. A section with PMA length changes ``q = (l1, l2, l3)`
 with the entire functions ``f_m(t) = sum_k (-t)^k / (2k + m)!`` of ``t = a^2``: ``S = f_1 =
 sin(a)/a``, ``A = f_2 = (1 - cos a)/a^2``, ``B = f_3 = (1 - S)/a^2``. Their t-derivatives are
 ``f_m' = (m f_{m+2} - f_{m+1})/2``, so every derivative is again a combination of the ``f_m``,
-evaluated by series for ``t < 1`` and by the stable upward recursion
-``f_{m+2} = (1/m! - f_m)/t`` from ``cos`` and ``sin`` above: no ``1/phi`` anywhere.
+evaluated for ``t < 1`` by series (f_6, f_7) and the stable downward recursion
+``f_m = 1/m! - t f_{m+2}``, above by the stable upward recursion ``f_{m+2} = (1/m! - f_m)/t``
+from ``cos`` and ``sin``: no ``1/phi`` anywhere.
 
 Angular Jacobians are in space form: ``dR/dq_a = [kap_a]x R`` (``kap`` in the section base
 frame); ``dkap[:, a, b] = d kap_a / d q_b``. All functions are Numba-compiled and also callable
@@ -34,11 +35,13 @@ _INV_FACT = np.array([1.0 / math.factorial(k) for k in range(2 * _TERMS + 8)])
 def entire(t, f):
     """Fill ``f[0..7]`` with ``f_m(t)``, accurate to about 1e-16 relative, for ``t >= 0``."""
     if t < 1.0:
-        for m in range(8):
+        for m in range(6, 8):           # series for the last two, then downward (stable)
             acc = 0.0
             for k in range(_TERMS - 1, -1, -1):
                 acc = _INV_FACT[2 * k + m] - t * acc
             f[m] = acc
+        for m in range(5, -1, -1):
+            f[m] = _INV_FACT[m] - t * f[m + 2]
     else:
         a = math.sqrt(t)
         f[0] = math.cos(a)
