@@ -4,10 +4,11 @@ fault-injecting node: thousands of each kind, interleaved with good ones.
 
 Joint states go in batches of four bad ones and one good one, back to back; the next batch
 leaves when the controller's `~/state` shows the good one's values (so every message of the
-batch was taken: the subscription keeps the last 5). Trajectories go in bursts of four with a
-short pause (their subscription keeps the last 10). Then: the node is up, every command it
-published is finite and within the URDF effort limits, every good message was used, and the
-rejection counters in /diagnostics equal what was sent, kind by kind.
+batch was taken: the subscription keeps the last 5). Trajectories go in bursts of eight bad
+ones and a good one, whose goal must become the reference before the next burst (their
+subscription keeps the last 10). Then: the node is up, every command it published is finite
+and within the URDF effort limits, every good message was used, and the rejection counters in
+/diagnostics equal what was sent, kind by kind.
 """
 
 import time
@@ -60,13 +61,18 @@ def controller(tmp_path_factory):
 
 
 def test_joint_state_flood(controller):
-    """7000 bad joint states in 7 kinds, 1750 good ones between them."""
+    """
+    7000 bad joint states in 7 kinds, 1750 good ones between them.
+
+    The good ones carry a zero stamp (not checked): on a loaded machine a state may arrive
+    later than `stamp_tolerance`, and would rightly be refused.
+    """
     rec, procs, timeline, pub = controller
     sent = dict.fromkeys(('names', 'length', 'nonfinite', 'range', 'stamp'), 0)
     good = 0
     for _ in range(10):                                # active first: 5 valid in a row
         q = MID + 1e-6 * (good + 1)
-        pub.publish(joint_state(NAMES, q, [0.0] * 7, wall()))
+        pub.publish(joint_state(NAMES, q, [0.0] * 7))
         good += 1
         assert rec.wait(lambda: timeline.shows(q), 30.0, procs)
     assert timeline.rows[-1][1] == 'active'
@@ -80,7 +86,7 @@ def test_joint_state_flood(controller):
                 sent[kind] += 1
             del batch[:4]
             q = MID + 1e-6 * (good + 1)
-            pub.publish(joint_state(NAMES, q, [0.0] * 7, wall()))
+            pub.publish(joint_state(NAMES, q, [0.0] * 7))
             good += 1
             assert rec.wait(lambda: timeline.shows(q), 30.0, procs), f'good state {good} unused'
     elapsed = time.monotonic() - start
@@ -112,7 +118,7 @@ def bad_trajectories(k):
 
 
 def test_trajectory_flood(controller):
-    """7000 bad trajectories in 7 kinds between good ones; the last good one is followed."""
+    """7000 bad trajectories in 7 kinds, a good one after each eight, which is followed."""
     rec, procs, timeline, pub = controller
     q = MID + 0.002
     msg = joint_state(NAMES, q, [0.0] * 7)             # zero stamp: not checked
@@ -121,23 +127,23 @@ def test_trajectory_flood(controller):
     traj_pub = rec.node.create_publisher(JointTrajectory, f'/{CONTROLLER}/joint_trajectory', 10)
     assert rec.wait(lambda: traj_pub.get_subscription_count() > 0, 30.0)
     before = int(rec.diagnostics[-1]['rejected_trajectory']) if rec.diagnostics else 0
-    sent = 0
+    sent = good = 0
     start = time.monotonic()
     for k in range(7 * COUNT):
         traj_pub.publish(bad_trajectories(k)[0])
         sent += 1
-        if k % 4 == 3:
-            rec.run(0.01)
-        if k % 700 == 350:
-            goal = MID + 1e-3 * (k // 700)
-            traj_pub.publish(trajectory(NAMES, [0.3], [goal]))
-            rec.run(0.01)
+        if k % 8 == 7 or k == 7 * COUNT - 1:
+            # a good one after eight bad ones; once its goal is the reference, all nine were
+            # taken (the subscription keeps the last 10)
+            good += 1
+            goal = MID + 1e-5 * good
+            traj_pub.publish(trajectory(NAMES, [0.02], [goal]))
+            assert rec.wait(lambda: np.allclose(timeline.rows[-1][2], goal, rtol=0,
+                                                atol=1e-12), 30.0, procs), good
     elapsed = time.monotonic() - start
     assert wait_diagnostics(rec, lambda v: int(v['rejected_trajectory']) - before == sent,
                             20.0, procs), (sent, before, rec.diagnostics[-1])
-    print(f'\nflood: {sent} bad trajectories and 10 good ones in {elapsed:.1f} s')
-    rec.run(0.5)
-    assert np.allclose(timeline.rows[-1][2], goal, atol=1e-12)    # the last good one
+    print(f'\nflood: {sent} bad trajectories and {good} good ones in {elapsed:.1f} s')
     assert procs[0].poll() is None
     commands = np.array([c for _, c in rec.commands])
     assert within(commands, -EFFORT, EFFORT)

@@ -65,7 +65,7 @@ def test_bad_commands_rejected_and_stale_command_is_zero_input(tmp_path, mode):
                 assert rec.wait(lambda: np.allclose(rows[-1][1], applied, rtol=1e-12), 10.0,
                                 processes), (k, rows[-1])
             seen = next(t for t, effort in rows if np.allclose(effort, applied, rtol=1e-12))
-            rec.run(0.6)
+            rec.run(TIMEOUT + 0.8)
             assert rec.wait(lambda: rec.sim_diagnostics and rec.sim_diagnostics[-1][
                 'rejected_commands'] == str(sent), 10.0, processes), rec.sim_diagnostics[-1:]
             assert processes[0].poll() is None

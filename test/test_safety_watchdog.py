@@ -111,10 +111,15 @@ def test_stopped_states_give_the_safe_command_then_resume_after_valid_ones(tmp_p
         assert all(row[1] == 'stale' for row in timeline.rows if row[0] > attempt)
         assert procs[0].poll() is None
 
+        assert any(values['status'] == 'stale' for values in rec.diagnostics)
+
         resume = wall()
         stream_until(active)
         stream_until(lambda: timeline.rows[-1][0] > resume + 0.5)
         check_resumed(timeline, resume)
+    # each transition logged once: active, stale, active again
+    log = (tmp_path / 'continuum_controller.log').read_text()
+    assert log.count('control active') == 2 and log.count('safe command') == 1, log
 
 
 def test_killed_simulator_gives_hold_command_and_restart_resumes(tmp_path):
