@@ -98,11 +98,25 @@ class ControllerNode(Node):
         self._ticks = 0
         self._window_start = time.perf_counter()
         self._receive_wall = -np.inf
+        self._warm_up()
         self.timer = self.create_timer(settings.period, self._tick)
         self.create_timer(1.0, self._diagnostics)
         self.get_logger().info(
             f'{n} joints {list(settings.joints)}, {settings.rate_hz:g} Hz, output '
             f'{settings.mode}, model {type(self.model).__name__}')
+
+    def _warm_up(self):
+        """
+        Evaluate the control law once, at rest inside the joint limits, before the loop starts.
+
+        The first model evaluation in a process loads the compiled kernels (~0.4 s for the
+        continuum models). Paid in the first active tick, it stalled control while the
+        reference, anchored at activation, blended on: control then began far behind it and
+        saturated. The node now starts with its hot path loaded.
+        """
+        q = np.clip(np.zeros(self.model.n), self.loop.low, self.loop.high)
+        rest = np.zeros(self.model.n)
+        self.loop.law(q, rest, q, rest, rest)
 
     def _parse(self, tree, model):
         if self.model is None:

@@ -40,6 +40,10 @@ class SimulatorNode(Node):
                                      self._on_change)
         settings = self.params.settings
         self.plant = Plant(settings)
+        # one step, discarded: the first model evaluation in a process loads the compiled
+        # kernels (~0.4 s), which must not stall the first real-time step
+        settings.integrator(self.plant.model, self.plant.q, self.plant.qd,
+                            self.plant.zero_input(), settings.step)
         n = self.plant.model.n
         self.rejected = 0
         self.resets = 0
