@@ -138,7 +138,8 @@ class ControlLoop:
         Replace the reference by waypoints (model order; times in s after `t`, all > 0).
 
         The measured state is prepended at `t`. Raises ConfigError (reference kept) for bad
-        waypoints; a waypoint outside the joint limits is refused too.
+        waypoints; a waypoint outside the joint limits is refused too, and so are waypoints
+        whose interpolation overflows (huge values a few ns apart on unbounded joints).
         """
         positions = np.asarray(positions, dtype=float)
         outside = (positions < self.low) | (positions > self.high)
@@ -149,7 +150,18 @@ class ControlLoop:
             with_start.append(np.vstack((self.qd, velocities)))
             if accelerations is not None:
                 with_start.append(np.vstack((np.zeros(self.model.n), accelerations)))
-        reference = Waypoints(np.concatenate(([0.0], times)), *with_start)
+        knots = np.concatenate(([0.0], times))
+        checked = np.union1d(knots, (knots[1:] + knots[:-1]) / 2)
+        try:
+            reference = Waypoints(knots, *with_start)
+            finite = all(np.all(np.isfinite(part)) for s in checked
+                         for part in reference.sample(s))
+        except ConfigError:
+            raise
+        except (ArithmeticError, ValueError) as exc:
+            raise ConfigError('trajectory', f'cannot be interpolated: {exc}') from None
+        if not finite:
+            raise ConfigError('trajectory', 'its interpolation is not finite')
         self.reference = Anchored(reference, t, self.q, 0.0)
 
     def set_state(self, q, qd, t):
