@@ -4,7 +4,9 @@ hold mode, the non-finite guard and the resume rule.
 """
 
 import numpy as np
+import pytest
 
+from continuum_ctrl.config import ConfigError
 from continuum_ctrl.control.loop import ACTIVE, ControlLoop, STALE
 from continuum_ctrl.control.settings import ControllerSettings, file_parameters
 from continuum_ctrl.launch_description import config_path
@@ -119,3 +121,16 @@ def test_resume_needs_consecutive_fresh_valid_states_and_reanchors():
     loop.tick(t)
     assert loop.status == ACTIVE
     assert np.allclose(loop.q_des, q)                         # anchored at the measured pose
+
+
+def test_a_trajectory_whose_interpolation_overflows_is_refused_and_the_reference_kept():
+    """Huge finite waypoints 3 ns apart on the unbounded 2R (found by the fuzz test)."""
+    loop = loop_for('planar_2r.yaml', resume_count=1)
+    loop.set_state(np.array([0.2, -0.1]), np.zeros(2), 0.0)
+    loop.tick(0.0)
+    kept = loop.reference
+    with pytest.raises(ConfigError) as err:
+        loop.follow([1.000000001, 1.000000004], [[-1e308, -4e-234], [0.0, 0.0]], t=0.0)
+    assert err.value.key == 'trajectory'
+    assert loop.reference is kept
+    assert np.all(np.isfinite(loop.tick(0.01)))
