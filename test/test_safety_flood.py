@@ -123,7 +123,9 @@ def test_trajectory_flood(controller):
     q = MID + 0.002
     msg = joint_state(NAMES, q, [0.0] * 7)             # zero stamp: not checked
     rec.node.create_timer(0.005, lambda: pub.publish(msg))
-    assert rec.wait(lambda: timeline.shows(q), 30.0, procs)
+    # trajectories are taken only while controlling: 5 valid states in a row first
+    assert rec.wait(lambda: timeline.shows(q) and timeline.rows[-1][1] == 'active', 30.0,
+                    procs)
     traj_pub = rec.node.create_publisher(JointTrajectory, f'/{CONTROLLER}/joint_trajectory', 10)
     assert rec.wait(lambda: traj_pub.get_subscription_count() > 0, 30.0)
     before = int(rec.diagnostics[-1]['rejected_trajectory']) if rec.diagnostics else 0
