@@ -109,10 +109,19 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     nodes = simulation(ARMS.get(args.arm, args.arm))
     logs = [open(out / f'{node.name}.log', 'w') for node in nodes]
-    processes = start(nodes, outputs=logs)
+    processes = []
     try:
         with Recorder() as rec:
-            if not rec.wait(lambda: rec.active_since is not None, START_TIMEOUT, processes):
+            # The controller goes active (and anchors its reference) on the first joint states:
+            # start the simulator only once the recorder hears the waiting controller, so the
+            # recording begins before activation whatever the order of DDS discovery.
+            processes += start(nodes[:1], outputs=logs[:1])
+            started = rec.wait(lambda: rec.status is not None, START_TIMEOUT, processes)
+            if started:
+                processes += start(nodes[1:], outputs=logs[1:])
+                started = rec.wait(lambda: rec.active_since is not None, START_TIMEOUT,
+                                   processes)
+            if not started:
                 print('demo: the nodes did not start; see the logs in', out, file=sys.stderr)
                 return 1
             rec.run(args.duration)
