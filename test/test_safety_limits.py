@@ -18,9 +18,10 @@ import math
 
 import numpy as np
 
-from continuum_ctrl.launch_description import config_path
+from continuum_ctrl.launch_description import config_path, simulation
+from continuum_ctrl.launch_runner import start
 from continuum_ctrl.models import load_model
-from ros_nodes import params_file, running
+from ros_nodes import params_file, running, START_TIMEOUT
 from safety_tools import domain, Timeline, within
 
 RATE = 2000.0                        # limits.effort_rate, N m/s
@@ -34,10 +35,17 @@ def test_limits_rate_limit_and_joint_limits_on_every_command(tmp_path):
         'reference': {'amplitude': [2.0, 2.0, 2.0, 2.0, 0.1, 0.1, 0.1], 'frequency': [0.2],
                       'blend_time': 0.0},
         'limits': {'effort_rate': [RATE]}})
-    with domain('limits'), running(tmp_path, path) as (rec, processes):
+    # the simulator starts once the controller is up: the simulated Panda has no joint stops,
+    # and with zero input it would fall and spin out of the accepted range meanwhile
+    with domain('limits'), running(tmp_path, path, with_simulator=False) as (rec, processes):
         timeline = Timeline(rec)
+        log = open(tmp_path / 'continuum_simulator.log', 'w')
+        processes += start([simulation(path)[1]], outputs=[log])
+        assert rec.wait(lambda: timeline.rows and timeline.rows[-1][1] == 'active',
+                        START_TIMEOUT, processes)
         rec.run(4.0)
         assert all(p.poll() is None for p in processes)
+        log.close()
     commands = np.array([c for _, c in rec.commands])
     assert len(commands) > 1000 and within(commands, -effort, effort)
     rows = [row for row in timeline.rows if row[1] == 'active']
