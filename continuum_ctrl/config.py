@@ -135,6 +135,13 @@ class Reader:
             raise ConfigError(self.key(name), f"must be one of {sorted(choices)}, got '{value}'")
         return value
 
+    def boolean(self, name, default=...):
+        """Read a boolean: true or false, neither a number nor a string."""
+        value = self.raw(name, default)
+        if not isinstance(value, bool):
+            raise ConfigError(self.key(name), f'must be true or false, got {value!r}')
+        return value
+
     def number(self, name, default=..., low=None, high=None, strict_low=False):
         """Read a finite float, optionally within ``[low, high]`` (low excluded if strict_low)."""
         return self._check_range(name, self._to_float(name, self.raw(name, default)),

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from continuum_ctrl.config import ConfigError
 from continuum_ctrl.control.settings import file_parameters
 from continuum_ctrl.launch_description import config_path
 from continuum_ctrl.sim.integrators import rk4_step
@@ -71,3 +72,25 @@ def test_mismatch_scales_the_model(arm):
     stiff = PlantSettings.parse(dict(tree, mismatch={'stiffness_scale': 1.5}), model).model
     zero = np.zeros(9)
     assert np.allclose(stiff.passive_forces(q, zero), 1.5 * arm.model.passive_forces(q, zero))
+
+
+@pytest.mark.parametrize('wait', [True, False])
+def test_plant_rests_until_the_first_command_when_asked(arm, wait):
+    tree, model = file_parameters(config_path('continuum_3section.yaml'),
+                                  'continuum_simulator')
+    settings = PlantSettings.parse(dict(tree, wait_for_command=wait),
+                                   dict(model, type='continuum_cog'))
+    plant = Plant(settings)
+    plant.advance(0.0)
+    plant.advance(0.2)                     # no command yet: vented PMAs, gravity pulls
+    assert (plant.steps == 0 and np.all(plant.q == settings.initial)) == wait
+    plant.command(np.full(9, 1e5), 0.2)
+    plant.advance(0.3)                     # the first command starts the clock
+    assert plant.steps > 0 and np.all(plant.q > settings.initial)
+
+
+def test_wait_for_command_must_be_a_boolean(arm):
+    tree, model = file_parameters(config_path('continuum_3section.yaml'),
+                                  'continuum_simulator')
+    with pytest.raises(ConfigError, match="'wait_for_command'"):
+        PlantSettings.parse(dict(tree, wait_for_command='yes'), dict(model, type='continuum_cog'))

@@ -21,6 +21,7 @@ from continuum_ctrl.config import ConfigError, nest
 
 #: Field.kind -> ROS parameter type
 TYPES = {
+    'bool': Parameter.Type.BOOL,
     'number': Parameter.Type.DOUBLE,
     'numbers': Parameter.Type.DOUBLE_ARRAY,
     'integer': Parameter.Type.INTEGER,

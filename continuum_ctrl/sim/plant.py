@@ -6,7 +6,9 @@ The simulator's plant without ROS: settings, model mismatch, commands in, real-t
     plant.command(values, t)      # controller command, joints order: N, N m or Pa
     plant.advance(t)              # integrate with the fixed step up to time t (s)
 
-A command older than `command_timeout` means zero input (vented PMAs). The plant is the model
+The arm rests at its initial pose until the first valid command arrives (`wait_for_command`,
+as a paused simulator would: no arm falls while the nodes discover each other); from then on
+a command older than `command_timeout` means zero input (vented PMAs). The plant is the model
 given in `model.*` with `mismatch.mass_scale` and `mismatch.stiffness_scale` applied to
 `model.sections.mass` and `model.sections.stiffness`; the controller's `output.*` keys say how
 commands turn into generalized forces (the same ActuationMap).
@@ -49,6 +51,8 @@ FIELDS = {
                              10000.0),
     'command_timeout': Field('number', 0.1, 'a command older than this (s) means zero input',
                              1e-3, 10.0),
+    'wait_for_command': Field('bool', True, 'rest at the initial pose until the first valid '
+                              'command arrives'),
     'max_catch_up': Field('number', 0.05, 'longest simulated time integrated per wake-up; '
                           'more is dropped and counted as an overrun, s', 1e-3, 1.0),
     'initial.position': Field('numbers', [0.0], 'initial pose, joints order'),
@@ -80,6 +84,7 @@ class PlantSettings:
     publish_rate_hz: float
     command_timeout: float
     max_catch_up: float
+    wait_for_command: bool
     initial: np.ndarray
     noise_position: float
     noise_velocity: float
@@ -110,6 +115,7 @@ class PlantSettings:
             publish_rate_hz=_number(top, 'publish_rate_hz'),
             command_timeout=_number(top, 'command_timeout'),
             max_catch_up=_number(top, 'max_catch_up'),
+            wait_for_command=top.boolean('wait_for_command', True),
             initial=position,
             noise_position=_number(noise, 'position'),
             noise_velocity=_number(noise, 'velocity'),
@@ -195,7 +201,7 @@ class Plant:
 
     def advance(self, t):
         """Integrate with the fixed step up to time `t` (s); return the number of steps."""
-        if self.t is None:
+        if self.t is None or (self.settings.wait_for_command and self.command_time == -np.inf):
             self.t = t
             return 0
         dt = self.settings.step
