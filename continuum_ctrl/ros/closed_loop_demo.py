@@ -96,6 +96,11 @@ def figure(diagnostics, key):
     return float('nan')
 
 
+def stale_episodes(log_path):
+    """Return how often the controller's log says it fell back to the safe command."""
+    return sum('no valid joint states' in line for line in log_path.read_text().splitlines())
+
+
 def main(argv=None):
     """Run the demo; return 0 on success, 1 when the nodes fail."""
     parser = argparse.ArgumentParser(prog='continuum-ctrl demo', description=__doc__.split(
@@ -153,7 +158,7 @@ def main(argv=None):
           f'(simulated time dropped), stepping CPU share {plant.get("cpu_share_stepping", "?")}'
           f', rejected commands {plant.get("rejected_commands", "?")}; controller: rejected '
           f'joint_states {sum(int(diagnostics[-1].get(f"rejected_{k}", 0)) for k in REJECT_KINDS)}'
-          f', state timeouts in the log')
+          f', state timeouts {stale_episodes(out / f"{nodes[0].name}.log")}')
     print(f'wrote {out / "closed_loop.png"}, {out / "closed_loop.csv"} (CSV: t, q_des_*, q_*, '
           f'effort_*, command_* per joint, SI units)')
     return 0
