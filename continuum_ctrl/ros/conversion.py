@@ -55,6 +55,9 @@ class JointStateReader:
         self.n = len(self.joint_names)
         span = np.where(np.isfinite(high - low), high - low, np.inf)
         self.low, self.high = low - span, high + span
+        largest = np.finfo(float).max
+        self._finite_low = np.maximum(self.low, -largest)
+        self._finite_high = np.minimum(self.high, largest)
         self.q = np.zeros(self.n)
         self.qd = np.zeros(self.n)
         self._names = None
@@ -86,11 +89,10 @@ class JointStateReader:
         index = self._map(names)
         q = np.asarray(position)[index]
         qd = np.asarray(velocity)[index] if len(velocity) else None
-        if not np.all(np.isfinite(q)) or (qd is not None and not np.all(np.isfinite(qd))):
-            raise Rejected('nonfinite', 'non-finite position or velocity')
-        if np.any(q < self.low) or np.any(q > self.high) or (
-                qd is not None and np.any(np.abs(qd) > MAX_SPEED)):
-            raise Rejected('range', 'position or velocity out of range')
+        # fast path: one comparison each; NaN and inf fail it (finite bounds), then classify
+        if not ((self._finite_low <= q) & (q <= self._finite_high)).all() or (
+                qd is not None and not (np.abs(qd) <= MAX_SPEED).all()):
+            self._classify(q, qd)
         self._check_stamp(msg.header.stamp, t)
         if qd is None:
             qd = self._estimate(q, t)
@@ -100,6 +102,11 @@ class JointStateReader:
         self.q[:] = q
         self.qd[:] = qd
         return self.q, self.qd
+
+    def _classify(self, q, qd):
+        if not np.all(np.isfinite(q)) or (qd is not None and not np.all(np.isfinite(qd))):
+            raise Rejected('nonfinite', 'non-finite position or velocity')
+        raise Rejected('range', 'position or velocity out of range')
 
     def _check_stamp(self, stamp, t):
         sent = stamp_seconds(stamp)
