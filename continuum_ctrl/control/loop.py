@@ -214,7 +214,7 @@ class ControlLoop:
             tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
         except Exception as exc:  # noqa: B902 - any failure must end in the safe command
             tau, problem = self._nan, f'{type(exc).__name__}: {exc}'
-        if not np.all(np.isfinite(tau)):
+        if not np.isfinite(tau).all():
             self.nonfinite += 1
             if not self._failing:
                 self.events.append(('error', f'the control law gave {problem}: safe '
