@@ -131,15 +131,15 @@ def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode
     chain(length, radius, offset, twist, q, Rb, ob, om, v0, dom, dv0, sv, sm, st)
     deriv = mode != 0
     rates = mode == 1 or mode == 3     # C or C qd from O(N) Jacobian rates
-    tmode = 1 if mode == 3 else mode    # general terms: through Md and P
     shaped_w = beta[3] != 1.0 or beta[4] != 1.0 or beta[5] != 1.0
     cq[:] = 0.0
     if rates:
         cumulative_rates(om, qd, n, Wc)
     M[:] = 0.0
     g[:] = 0.0
-    Md[:] = 0.0
-    P[:] = 0.0
+    if mode == 1:                       # general terms: C through Md and P
+        Md[:] = 0.0
+        P[:] = 0.0
     if mode == 2:
         dM[:] = 0.0
     U = 0.0
@@ -163,7 +163,7 @@ def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode
             point_rate(i, x, J, om, dom, dv0, d2pw, qd, Wc, Jd)
             add_point_term(J, Jd, 0, Ni, m, qd, mode, M, Md, cq)
         else:
-            add_term(J, dJ, 0, Ni, J, dJ, 0, Ni, ones, 0.5 * m, qd, Ni, tmode, M, Md, P, dM,
+            add_term(J, dJ, 0, Ni, J, dJ, 0, Ni, ones, 0.5 * m, qd, Ni, mode, M, Md, P, dM, cq,
                      work)
         if beta[0] != 1.0 or beta[1] != 1.0 or beta[2] != 1.0:
             cross_term = nu > 0 and beta[1] != beta[0]
@@ -175,17 +175,17 @@ def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode
                     add_point_term(JW, Jd, 0, Ni, m * (beta[0] - 1.0), qd, mode, M, Md, cq)
                 else:
                     add_term(JW, dJW, 0, Ni, JW, dJW, 0, Ni, ones, 0.5 * m * (beta[0] - 1.0),
-                             qd, Ni, tmode, M, Md, P, dM, work)
+                             qd, Ni, mode, M, Md, P, dM, cq, work)
             if cross_term:              # m (bv2 - bv1) (W x bbar).cbar
                 add_term(JW, dJW, 0, nu, JW, dJW, nu, Ni, ones, m * (beta[1] - beta[0]),
-                         qd, Ni, tmode, M, Md, P, dM, work)
+                         qd, Ni, mode, M, Md, P, dM, cq, work)
             if beta[2] != beta[0]:      # m/2 (bv3 - bv1) |cbar|^2: a local point energy
                 if rates:
                     local_rate(i, d2pw, qd, Jd)
                     add_point_term(JW, Jd, nu, Ni, m * (beta[2] - beta[0]), qd, mode, M, Md, cq)
                 else:
                     add_term(JW, dJW, nu, Ni, JW, dJW, nu, Ni, ones,
-                             0.5 * m * (beta[2] - beta[0]), qd, Ni, tmode, M, Md, P, dM, work)
+                             0.5 * m * (beta[2] - beta[0]), qd, Ni, mode, M, Md, P, dM, cq, work)
         section_rotation(radius[i], qi, 0.5, Rl, kap, dkap, sv, sm, st)
         angular_jacobian(i, B, Rl, kap, dkap, om, dom, mode == 2 or (deriv and shaped_w),
                          JO, dJO, sm, nv)
@@ -196,16 +196,16 @@ def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode
             angular_rate(i, sm[11], Rl, nv[12], kap, dkap, dom, qd, Jd)
             add_rigid_term(JO, Jd, Ni, wI, qd, mode, M, Md, cq, work)
         else:
-            add_term(JO, dJO, 0, Ni, JO, dJO, 0, Ni, wI, 0.5, qd, Ni, tmode, M, Md, P, dM, work)
+            add_term(JO, dJO, 0, Ni, JO, dJO, 0, Ni, wI, 0.5, qd, Ni, mode, M, Md, P, dM, cq, work)
         if beta[5] != 1.0:
             add_term(JO, dJO, nu, Ni, JO, dJO, nu, Ni, wI, 0.5 * (beta[5] - 1.0),
-                     qd, Ni, tmode, M, Md, P, dM, work)
+                     qd, Ni, mode, M, Md, P, dM, cq, work)
         if nu > 0 and beta[3] != 1.0:
             add_term(JO, dJO, 0, nu, JO, dJO, 0, nu, wI, 0.5 * (beta[3] - 1.0),
-                     qd, Ni, tmode, M, Md, P, dM, work)
+                     qd, Ni, mode, M, Md, P, dM, cq, work)
         if nu > 0 and beta[4] != 1.0:
             add_term(JO, dJO, 0, nu, JO, dJO, nu, Ni, wI, beta[4] - 1.0,
-                     qd, Ni, tmode, M, Md, P, dM, work)
+                     qd, Ni, mode, M, Md, P, dM, cq, work)
     if mode == 1:
         coriolis_from_parts(Md, P, C)
         for i in range(N):
@@ -213,12 +213,6 @@ def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode
             for j in range(N):
                 acc += C[i, j] * qd[j]
             cq[i] = acc
-    elif mode == 3:                     # the general terms' share of C qd
-        for i in range(N):
-            acc = 0.0
-            for j in range(N):
-                acc += (Md[i, j] + P[i, j] - P[j, i]) * qd[j]
-            cq[i] += 0.5 * acc
     return U
 
 

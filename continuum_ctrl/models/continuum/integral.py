@@ -71,13 +71,14 @@ def integral_evaluate(length, radius, mass, offset, twist, nodes, weights, gravi
             rotate_matrix(B, dp, dpw)
             rotate_tensor(B, d2p, d2pw)
             point_jacobian(i, x, dpw, d2pw, om, v0, dom, dv0, deriv, J, dJ)
-            add_term(J, dJ, 0, Ni, J, dJ, 0, Ni, ones, 0.5 * mk, qd, Ni, mode, M, M, M, dM,
+            add_term(J, dJ, 0, Ni, J, dJ, 0, Ni, ones, 0.5 * mk, qd, Ni, mode, M, M, M, dM, g,
                      work)
             section_rotation(radius[i], qi, nodes[k], Rl, kap, dkap, sv, sm, st)
             angular_jacobian(i, B, Rl, kap, dkap, om, dom, deriv, JO, dJO, sm, nv)
             wI[0] = wI[1] = 0.25 * mk * r2
             wI[2] = 0.5 * mk * r2
-            add_term(JO, dJO, 0, Ni, JO, dJO, 0, Ni, wI, 0.5, qd, Ni, mode, M, M, M, dM, work)
+            add_term(JO, dJO, 0, Ni, JO, dJO, 0, Ni, wI, 0.5, qd, Ni, mode, M, M, M, dM, g,
+                     work)
     return U
 
 

@@ -125,12 +125,42 @@ def _rates(J, dJ, a0, a1, N, qd, u, Jd, G):
             G[j, c] = acc
 
 
+@compiled(inline='always')
+def _term_cq(JA, JdA, GA, a0, a1, JB, JdB, GB, b0, b1, w, coef, qd, N, uA, uB, cq):
+    """
+    Add a term's ``C qd`` to `cq` from the `_rates` of A and B.
+
+    ``(Md qd)_i = (P qd)_i = coef (Jd_i . W uB + J_i . W vB)`` on A (and A, B swapped on B),
+    with ``vB = sum_(j in B) JdB[j] qd_j``; ``(P^T qd)_j = 2 coef (GA_j . W uB + GB_j . W uA)``.
+    """
+    vA0, vA1, vA2, vB0, vB1, vB2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    for i in range(a0, a1):
+        vA0 += JdA[i, 0] * qd[i]
+        vA1 += JdA[i, 1] * qd[i]
+        vA2 += JdA[i, 2] * qd[i]
+    for j in range(b0, b1):
+        vB0 += JdB[j, 0] * qd[j]
+        vB1 += JdB[j, 1] * qd[j]
+        vB2 += JdB[j, 2] * qd[j]
+    w0, w1, w2 = coef * w[0], coef * w[1], coef * w[2]
+    for i in range(a0, a1):
+        cq[i] += (w0 * (JdA[i, 0] * uB[0] + JA[i, 0] * vB0) + w1 * (JdA[i, 1] * uB[1]
+                  + JA[i, 1] * vB1) + w2 * (JdA[i, 2] * uB[2] + JA[i, 2] * vB2))
+    for j in range(b0, b1):
+        cq[j] += (w0 * (JdB[j, 0] * uA[0] + JB[j, 0] * vA0) + w1 * (JdB[j, 1] * uA[1]
+                  + JB[j, 1] * vA1) + w2 * (JdB[j, 2] * uA[2] + JB[j, 2] * vA2))
+    for j in range(N):
+        cq[j] -= (w0 * (GA[j, 0] * uB[0] + GB[j, 0] * uA[0]) + w1 * (GA[j, 1] * uB[1]
+                  + GB[j, 1] * uA[1]) + w2 * (GA[j, 2] * uB[2] + GB[j, 2] * uA[2]))
+
+
 @compiled()
-def add_term(JA, dJA, a0, a1, JB, dJB, b0, b1, w, coef, qd, N, mode, M, Md, P, dM, work):
+def add_term(JA, dJA, a0, a1, JB, dJB, b0, b1, w, coef, qd, N, mode, M, Md, P, dM, cq, work):
     """
     Add the term ``coef uA^T diag(w) uB`` to ``M`` and, by `mode`, its derivatives.
 
-    mode 0: M only; 1: also ``Mdot`` (`Md`) and ``P``; 2: also ``dM[i, j, k] = dM_ij/dq_k``.
+    mode 0: M only; 1: also ``Mdot`` (`Md`) and ``P``; 2: also ``dM[i, j, k] = dM_ij/dq_k``;
+    3: also its share of ``C qd = (Md + P - P^T) qd / 2`` into `cq`, without Md and P.
     `work`: scratch of shape (6, >= N, 3).
     """
     for i in range(a0, a1):
@@ -149,13 +179,16 @@ def add_term(JA, dJA, a0, a1, JB, dJB, b0, b1, w, coef, qd, N, mode, M, Md, P, d
                     val *= coef
                     dM[i, j, k] += val
                     dM[j, i, k] += val
-    if mode != 1:
+    if mode != 1 and mode != 3:
         return
     uA = work[0, 0]
     uB = work[5, 0]
     JdA, GA, JdB, GB = work[1], work[2], work[3], work[4]
     _rates(JA, dJA, a0, a1, N, qd, uA, JdA, GA)
     _rates(JB, dJB, b0, b1, N, qd, uB, JdB, GB)
+    if mode == 3:
+        _term_cq(JA, JdA, GA, a0, a1, JB, JdB, GB, b0, b1, w, coef, qd, N, uA, uB, cq)
+        return
     for i in range(a0, a1):
         for j in range(b0, b1):
             val = 0.0
