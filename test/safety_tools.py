@@ -109,6 +109,21 @@ def state_publisher(rec):
     return rec.node.create_publisher(JointState, '/joint_states', qos_profile_sensor_data)
 
 
+def publish_until(rec, pub, msg, shown, processes, timeout=30.0):
+    """
+    Publish `msg` every 0.1 s until `shown()` holds; return whether it did within `timeout`.
+
+    Joint states are best effort: the first ones from a new publisher are lost while DDS
+    discovery between it and the controller is still under way.
+    """
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        pub.publish(msg)
+        if rec.wait(shown, 0.1, processes):
+            return True
+    return False
+
+
 class SentStates:
     """The joint states seen on `/joint_states`: feedback positions -> header stamp (s)."""
 

@@ -20,8 +20,8 @@ from trajectory_msgs.msg import JointTrajectory
 from continuum_ctrl.launch_description import config_path, CONTROLLER
 from continuum_ctrl.models import load_model
 from ros_nodes import params_file, running
-from safety_tools import (domain, joint_state, state_publisher, Timeline, trajectory,
-                          wait_diagnostics, wall, within)
+from safety_tools import (domain, joint_state, publish_until, state_publisher, Timeline,
+                          trajectory, wait_diagnostics, wall, within)
 
 #: bad messages of each kind
 COUNT = 1000
@@ -72,9 +72,9 @@ def test_joint_state_flood(controller):
     good = 0
     for _ in range(10):                                # active first: 5 valid in a row
         q = MID + 1e-6 * (good + 1)
-        pub.publish(joint_state(NAMES, q, [0.0] * 7))
         good += 1
-        assert rec.wait(lambda: timeline.shows(q), 30.0, procs)
+        assert publish_until(rec, pub, joint_state(NAMES, q, [0.0] * 7),
+                             lambda: timeline.shows(q), procs)
     assert timeline.rows[-1][1] == 'active'
     start = time.monotonic()
     batch = []
