@@ -30,8 +30,8 @@ from continuum_ctrl.models.continuum.kinematics import (chain, cx, rotate_matrix
                                                         section_rotation)
 from continuum_ctrl.models.continuum.model import ContinuumModel, finish, passive
 from continuum_ctrl.models.continuum.params import read_spec
-from continuum_ctrl.models.continuum.terms import (add_point_term, add_rigid_term, add_term,
-                                                   angular_jacobian, angular_rate,
+from continuum_ctrl.models.continuum.terms import (add_gravity, add_point_term, add_rigid_term,
+                                                   add_term, angular_jacobian, angular_rate,
                                                    coriolis_from_parts, cumulative_rates,
                                                    local_rate, point_jacobian, point_rate)
 
@@ -153,12 +153,10 @@ def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode
         for c in range(3):
             bbar[c] = B[c, 0] * pbar[0] + B[c, 1] * pbar[1] + B[c, 2] * pbar[2]
             x[c] = ob[i, c] + bbar[c]
-            U -= m * gravity[c] * x[c]
         rotate_matrix(B, dpbar, dpw)
         rotate_tensor(B, d2pbar, d2pw)
         point_jacobian(i, x, dpw, d2pw, om, v0, dom, dv0, mode == 2, J, dJ)
-        for L in range(Ni):
-            g[L] -= m * (J[L, 0] * gravity[0] + J[L, 1] * gravity[1] + J[L, 2] * gravity[2])
+        U += add_gravity(m, gravity, x, J, Ni, g)
         if rates:
             point_rate(i, x, J, om, dom, dv0, d2pw, qd, Wc, Jd)
             add_point_term(J, Jd, 0, Ni, m, qd, mode, M, Md, cq)

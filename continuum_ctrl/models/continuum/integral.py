@@ -18,7 +18,8 @@ from continuum_ctrl.models.continuum.kinematics import (chain, rotate_matrix, ro
                                                         section_rotation)
 from continuum_ctrl.models.continuum.model import ContinuumModel, finish, passive
 from continuum_ctrl.models.continuum.params import read_spec
-from continuum_ctrl.models.continuum.terms import add_term, angular_jacobian, point_jacobian
+from continuum_ctrl.models.continuum.terms import (add_gravity, add_term, angular_jacobian,
+                                                   point_jacobian)
 
 
 @compiled()
@@ -59,10 +60,7 @@ def integral_evaluate(length, radius, mass, offset, twist, nodes, weights, gravi
         _point_vector(B, ob[i], p, x)
         rotate_matrix(B, dp, dpw)
         point_jacobian(i, x, dpw, d2pw, om, v0, dom, dv0, False, J, dJ)
-        for L in range(Ni):
-            g[L] -= m * (J[L, 0] * gravity[0] + J[L, 1] * gravity[1] + J[L, 2] * gravity[2])
-        for c in range(3):
-            U -= m * gravity[c] * x[c]
+        U += add_gravity(m, gravity, x, J, Ni, g)
         r2 = radius[i] * radius[i]
         for k in range(nodes.shape[0]):
             mk = m * weights[k]

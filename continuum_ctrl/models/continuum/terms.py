@@ -316,6 +316,19 @@ def angular_rate(sec, Rw, Rloc, omt, kap, dkap, dom, qd, Jd):
 
 
 @compiled()
+def add_gravity(m, gravity, x, J, Ni, g):
+    """
+    Add the gravity force of a point mass `m` [kg] at `x` [m] to `g` [N]; return its ``U_g``.
+
+    `J[:Ni]`: the point's linear Jacobian rows; `gravity` [m/s^2] in the base frame; the
+    potential is ``-m gravity . x`` [J].
+    """
+    for L in range(Ni):
+        g[L] -= m * (J[L, 0] * gravity[0] + J[L, 1] * gravity[1] + J[L, 2] * gravity[2])
+    return -m * (gravity[0] * x[0] + gravity[1] * x[1] + gravity[2] * x[2])
+
+
+@compiled()
 def add_point_term(J, Jd, o, N, mass, qd, mode, M, Md, cq):
     """
     Add a point mass `mass` [kg] with velocity ``J qd`` over columns o..N-1.
