@@ -49,7 +49,9 @@ def relative_jacobian(sec, bbar, J, d2pw, om, dom, deriv, JY, dJY):
     b0, b1, b2 = bbar[0], bbar[1], bbar[2]
     for L in range(nu):
         JY[L, 0], JY[L, 1], JY[L, 2] = cx(om[L, 0], om[L, 1], om[L, 2], b0, b1, b2)
-    JY[nu:N] = J[nu:N]
+    for L in range(nu, N):
+        for c in range(3):
+            JY[L, c] = J[L, c]
     if not deriv:
         return
     for L in range(nu, N):

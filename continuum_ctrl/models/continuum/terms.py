@@ -74,7 +74,9 @@ def angular_jacobian(sec, Rb, Rloc, kap, dkap, om, dom, deriv, JO, dJO, sm, nv):
     for r in range(3):
         for c in range(3):
             Rw[r, c] = Rb[r, 0] * Rloc[0, c] + Rb[r, 1] * Rloc[1, c] + Rb[r, 2] * Rloc[2, c]
-    omt[:nu] = om[:nu]
+    for L in range(nu):
+        for c in range(3):
+            omt[L, c] = om[L, c]
     for a in range(3):
         for c in range(3):
             omt[nu + a, c] = Rb[c, 0] * kap[0, a] + Rb[c, 1] * kap[1, a] + Rb[c, 2] * kap[2, a]
