@@ -11,11 +11,17 @@ controller's /diagnostics and /proc:
 - latency joint_states -> command: transport (stamp to receipt) + wait for the tick
   (input age) + compute, medians; the p99 sum is printed too.
 ~/state is published every STATE_DECIMATION ticks. First it measures the cost of one tick
-in-process (no other node, no executor). Run: `./run bench bench/bench_node.py` (about
-80 s). Prints medians and the ratio EventsExecutor / SingleThreadedExecutor.
+in-process (no other node, no executor). Then, at 1 kHz with the EventsExecutor, the loop
+thread under SCHED_FIFO (`realtime_priority`), and the same-run baseline: `floor_node.py`, a
+node that only publishes at 1 kHz against the same simulator, with and without SCHED_FIFO
+(what rclpy and this machine allow any Python loop). Run: `./run bench bench/bench_node.py`
+(about 2 min). Prints medians, the ratio EventsExecutor / SingleThreadedExecutor and the ratio
+controller / floor.
 """
 
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +39,13 @@ SECONDS = 10.0
 WARMUP = 3.0
 RATES = (500.0, 1000.0)
 EXECUTORS = ('events', 'single')
+#: SCHED_FIFO priority of the loop thread in the real-time cases (ros2_control's default)
+PRIORITY = 50
+#: (node, rate, executor, priority): node 'controller' or 'floor' (floor_node.py)
+CASES = [('controller', r, e, 0) for r in RATES for e in EXECUTORS] + [
+    ('controller', 1000.0, 'events', PRIORITY), ('floor', 1000.0, 'events', 0),
+    ('floor', 1000.0, 'events', PRIORITY)]
+FLOOR = Path(__file__).resolve().parent / 'floor_node.py'
 #: ~/state is published every this many ticks (100 or 200 Hz), as a monitoring rate
 STATE_DECIMATION = 5
 
@@ -43,14 +56,15 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
-def params(directory, rate):
-    """Write the continuum parameters with the controller at `rate` Hz; return the path."""
+def params(directory, rate, priority=0):
+    """Write the continuum parameters, controller at `rate` Hz, `priority`; return the path."""
     data = read_yaml(config_path('continuum_3section.yaml'))
     section = data['continuum_controller']['ros__parameters']
     section['rate_hz'] = rate
     section['state_timeout'] = 1.0
     section['state_decimation'] = STATE_DECIMATION
-    path = Path(directory) / f'bench_{int(rate)}.yaml'
+    section['realtime_priority'] = priority
+    path = Path(directory) / f'bench_{int(rate)}_{priority}.yaml'
     path.write_text(yaml.safe_dump(data))
     return path
 
@@ -111,6 +125,20 @@ ROWS = [('achieved rate [Hz]', 'rate_hz', '{:.1f}'), ('ticks on time', 'on_time'
         ('latency p99 [us]', 'latency_p99_us', '{:.0f}')]
 
 
+def measure_floor(path, rate, executor, priority):
+    """Run `floor_node.py` in the controller's place against the simulator; return figures."""
+    with open(os.devnull, 'w') as sink:
+        processes = start(simulation(path)[1:], outputs=[sink])
+        try:
+            floor = subprocess.run([sys.executable, str(FLOOR), str(rate), str(SECONDS),
+                                    str(priority), executor], capture_output=True, text=True,
+                                   timeout=120)
+        finally:
+            stop(processes)
+    lines = floor.stdout.strip().splitlines()
+    return json.loads(lines[-1]) if floor.returncode == 0 and lines else None
+
+
 def tick_cost(path, ticks=5000):
     """
     Return p50, p99 (us) of one controller tick in this process, with a fixed fresh state.
@@ -120,10 +148,11 @@ def tick_cost(path, ticks=5000):
     """
     import rclpy
     from sensor_msgs.msg import JointState
-    from continuum_ctrl.ros.controller_node import ControllerNode
+    from continuum_ctrl.ros.controller_node import ControllerNode, settle_heap
     context = rclpy.Context()
     rclpy.init(args=['bench', '--ros-args', '--params-file', str(path)], context=context)
     node = ControllerNode(context=context)
+    settle_heap()
     try:
         n = node.model.n
         msg = JointState(name=list(node.model.joint_names), position=[0.012] * n,
@@ -150,25 +179,43 @@ def main():
           f'p99 {p99:.0f} us')
     results = {}
     with tempfile.TemporaryDirectory() as directory:
-        for rate in RATES:
-            path = params(directory, rate)
-            for executor in EXECUTORS:
-                results[rate, executor] = measure(path, executor)
-                print(f'measured {rate:.0f} Hz with {executor}', file=sys.stderr, flush=True)
-    keys = list(results)
-    print(f'{"":<20}' + ''.join(f'{f"{r:.0f} Hz {e}":>16}' for r, e in keys))
-    for label, key, form in ROWS:
-        cells = [form.format(results[k][key]) if results[k] else 'failed' for k in keys]
-        print(f'{label:<20}' + ''.join(f'{c:>16}' for c in cells))
+        for case in CASES:
+            node, rate, executor, priority = case
+            path = params(directory, rate, priority)
+            results[case] = (measure(path, executor) if node == 'controller'
+                             else measure_floor(path, rate, executor, priority))
+            print(f'measured {case}', file=sys.stderr, flush=True)
+    print_table(results)
     for rate in RATES:
-        a, b = results[rate, 'events'], results[rate, 'single']
+        a = results['controller', rate, 'events', 0]
+        b = results['controller', rate, 'single', 0]
         if a and b:
             print(f'{rate:.0f} Hz events/single: compute p99 '
                   f'{a["compute_p99_us"] / b["compute_p99_us"]:.2f}, period p99 '
                   f'{a["period_p99_us"] / b["period_p99_us"]:.2f}, CPU '
                   f'{a["cpu_controller"] / b["cpu_controller"]:.2f}, on time '
                   f'{a["on_time"]:.2%} vs {b["on_time"]:.2%}')
+    for priority in (0, PRIORITY):
+        a = results['controller', 1000.0, 'events', priority]
+        b = results['floor', 1000.0, 'events', priority]
+        if a and b:
+            print(f'1000 Hz events, priority {priority}, controller/floor: compute p99 '
+                  f'{a["compute_p99_us"] / b["compute_p99_us"]:.2f}, period p99 '
+                  f'{a["period_p99_us"] / b["period_p99_us"]:.2f}, on time '
+                  f'{a["on_time"]:.2%} vs {b["on_time"]:.2%}')
     print('target at 1 kHz: >= 99.5 % ticks on time, compute p99 < 300 us')
+
+
+def print_table(results):
+    """Print one column per case, one row per figure ('-': not measured for the floor)."""
+    keys = list(results)
+    heads = [(f'{"floor " if n == "floor" else ""}{r:.0f} {e}'
+              + (f' rt{p}' if p else '')) for n, r, e, p in keys]
+    print(f'{"":<20}' + ''.join(f'{h:>20}' for h in heads))
+    for label, key, form in ROWS:
+        cells = [('failed' if results[k] is None else
+                  form.format(results[k][key]) if key in results[k] else '-') for k in keys]
+        print(f'{label:<20}' + ''.join(f'{c:>20}' for c in cells))
 
 
 if __name__ == '__main__':

@@ -8,6 +8,7 @@ run at half its rate: we allow 50 ms), which acts as a lag of the reference,
 ``|e| <~ |qd_des| delta``.
 """
 
+import os
 import signal
 import time
 
@@ -21,7 +22,9 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from continuum_ctrl.control.settings import file_parameters
 from continuum_ctrl.launch_description import config_path, CONTROLLER
 from continuum_ctrl.models import load_model
+from continuum_ctrl.ros.scheduling import set_thread_priority
 from ros_nodes import params_file, running, use_domain
+from test_scheduling import in_thread
 
 use_domain(31)
 
@@ -187,6 +190,26 @@ def test_runtime_gain_change_and_refusals(reordered):
     assert not set_params(rec, model__type='urdf')[0].successful        # read-only
     assert list(get_param(rec, 'gains.kp').double_array_value) == [300.0, 10.0]
     assert np.allclose(latest_command(rec), after, rtol=1e-12)
+
+
+def test_realtime_priority_of_the_loop_thread_at_start_and_at_run_time(tmp_path):
+    """The loop runs on the process's main thread: SCHED_FIFO from the file, then normal."""
+    path = params_file(tmp_path, 'planar_2r.yaml', continuum_controller={
+        'realtime_priority': 30})
+    privileged = in_thread(lambda: set_thread_priority(30)) is None
+    with running(tmp_path, path, with_simulator=False) as (rec, processes):
+        pid = processes[0].pid
+        log = (tmp_path / f'{CONTROLLER}.log')
+        if privileged:
+            assert os.sched_getscheduler(pid) == os.SCHED_FIFO
+            assert os.sched_getparam(pid).sched_priority == 30
+        else:
+            assert rec.wait(lambda: 'cannot use SCHED_FIFO' in log.read_text(), 10.0)
+        result = set_params(rec, realtime_priority=100)[0]
+        assert not result.successful and 'realtime_priority' in result.reason
+        assert set_params(rec, realtime_priority=0)[0].successful
+        assert rec.wait(lambda: os.sched_getscheduler(pid) == os.SCHED_OTHER, 10.0)
+        assert rec.status is not None and processes[0].poll() is None
 
 
 def trajectory(names, times, positions):

@@ -46,6 +46,9 @@ FIELDS = {
                              'further than this from the receive time (s) are rejected; 0: '
                              'stamps not checked', 0.0, 3600.0),
     'state_decimation': Field('integer', 1, 'publish ~/state every N control ticks', 1, 1000),
+    'realtime_priority': Field('integer', 0, 'SCHED_FIFO priority of the control-loop thread, '
+                               "as ros2_control's thread_priority; 0: normal scheduling", 0,
+                               99),
     'resume_count': Field('integer', 5, 'consecutive valid joint_states needed to resume '
                           'after a timeout', 1, 1000),
     'gains.kp': Field('numbers', ..., 'proportional gain, 1/s^2: n per-joint values or an '
@@ -114,6 +117,7 @@ class ControllerSettings:
     safe_mode: str
     resume_count: int
     state_decimation: int
+    realtime_priority: int
     stamp_tolerance: float
     velocity_filter: float
     kp: np.ndarray
@@ -160,6 +164,7 @@ class ControllerSettings:
             safe_mode=safe_mode,
             resume_count=_integer(top, 'resume_count'),
             state_decimation=_integer(top, 'state_decimation'),
+            realtime_priority=_integer(top, 'realtime_priority'),
             stamp_tolerance=_number(top, 'stamp_tolerance'),
             velocity_filter=_number(top, 'velocity_filter'),
             kp=kp, kd=kd,

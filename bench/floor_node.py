@@ -1,0 +1,72 @@
+"""
+The floor under any rclpy controller here: a node that only publishes at the control rate.
+
+    python bench/floor_node.py RATE_HZ SECONDS PRIORITY EXECUTOR
+
+Named like the controller and with its topics (it subscribes to `joint_states` and publishes a
+nine-element `~/commands` at RATE_HZ from one timer), it does no control work. Run against the
+simulator, it measures what rclpy, DDS and this machine's scheduling alone cost the loop: ticks
+on time, period and tick-duration percentiles, printed as one JSON line after SECONDS. It is
+the same-run baseline of bench_node.py.
+"""
+
+import json
+import sys
+import time
+
+import numpy as np
+import rclpy
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from continuum_ctrl.ros.controller_node import LATE_FACTOR, make_executor, NODE_NAME, settle_heap
+from continuum_ctrl.ros.scheduling import set_thread_priority
+
+WARMUP = 3.0
+
+
+def main():
+    """Run the floor node; print its figures as JSON."""
+    rate, seconds, priority, executor = (float(sys.argv[1]), float(sys.argv[2]),
+                                         int(sys.argv[3]), sys.argv[4])
+    rclpy.init()
+    node = rclpy.create_node(NODE_NAME)
+    pub = node.create_publisher(Float64MultiArray, '~/commands', 10)
+    msg = Float64MultiArray(data=[0.0] * 9)
+    node.create_subscription(JointState, 'joint_states', lambda _: None,
+                             qos_profile_sensor_data)
+    starts, durations = [], []
+
+    def tick():
+        start = time.perf_counter()
+        pub.publish(msg)
+        starts.append(start)
+        durations.append(time.perf_counter() - start)
+
+    node.create_timer(1.0 / rate, tick)
+    settle_heap()
+    problem = set_thread_priority(priority) if priority else None
+    spinner = make_executor(executor)
+    spinner.add_node(node)
+    end = time.monotonic() + WARMUP + seconds
+    while time.monotonic() < end:
+        spinner.spin_once(timeout_sec=0.1)
+    first = int(WARMUP * rate)
+    period = np.diff(starts)[first:] * 1e6
+    duration = np.array(durations[first + 1:]) * 1e6
+    print(json.dumps({
+        'rate_hz': len(period) / (np.sum(period) * 1e-6),
+        'on_time': float(np.mean(period < LATE_FACTOR * 1e6 / rate)),
+        'period_p50_us': float(np.median(period)),
+        'period_p99_us': float(np.percentile(period, 99)),
+        'period_max_us': float(np.max(period)),
+        'compute_p50_us': float(np.median(duration)),
+        'compute_p99_us': float(np.percentile(duration, 99)),
+        'priority_problem': problem}))
+    node.destroy_node()
+    rclpy.shutdown()
+
+
+if __name__ == '__main__':
+    main()
