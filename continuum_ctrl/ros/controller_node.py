@@ -319,9 +319,9 @@ def settle_heap():
     """
     Collect, then freeze every object made so far out of the garbage collector's scans.
 
-    A node process holds about 140k objects after start-up (rclpy, NumPy, SciPy, Numba).
-    Scanned by the collector, they made a full collection take about 30 ms and a middle one
-    about 0.7 ms, inside control ticks; frozen, the collector only scans what the loop makes.
+    A node process holds about 140k objects after start-up (rclpy, NumPy, SciPy, Numba); a
+    full collection of them takes 30 to 45 ms here. The loop allocates little, so one is rare,
+    but it would stall a tick; frozen, the collector only scans what was made since.
     """
     gc.collect()
     gc.freeze()
