@@ -62,10 +62,9 @@ class Anchored:
         """Return ``(q_d, qd_d, qdd_d)`` at time `t` (s, same clock as `t0`)."""
         elapsed = max(t - self.t0, 0.0)
         q, qd, qdd = self.reference.sample(elapsed)
-        q_out, qd_out, qdd_out = self.out
         if elapsed >= self.blend_time:
-            q_out[:], qd_out[:], qdd_out[:] = q, qd, qdd
-            return self.out
+            return q, qd, qdd
+        q_out, qd_out, qdd_out = self.out
         x, T = elapsed / self.blend_time, self.blend_time
         fade = 1.0 - x ** 3 * (10.0 + x * (-15.0 + 6.0 * x))
         dfade = -x ** 2 * (30.0 + x * (-60.0 + 30.0 * x)) / T
@@ -104,7 +103,7 @@ class ControlLoop:
         self.q_des, self.qd_des, self.qdd_des = np.zeros(n), np.zeros(n), np.zeros(n)
         self.effort = np.zeros(n)
         self.command = np.zeros(n)
-        self._clipped = np.zeros(n, dtype=bool)
+        self._inside = np.zeros(n, dtype=bool)
         self._nan = np.full(n, np.nan)
         self._tau = np.zeros(n)
         self._failing = False
@@ -126,7 +125,8 @@ class ControlLoop:
             self._effort_range = (np.maximum(-limit, pushes[0]), np.minimum(limit, pushes[1]))
         else:
             self._effort_range = (-limit, limit)
-        self._step = settings.effort_rate * settings.period
+        step = settings.effort_rate * settings.period
+        self._step = step if np.isfinite(step).any() else None     # None: no rate limit
 
     def anchor(self, t):
         """Restart the configured reference at time `t` from the last measured pose."""
@@ -204,11 +204,9 @@ class ControlLoop:
             return self._safe_command()
         q_des, qd_des, qdd_des = self.reference.sample(t)
         np.clip(q_des, self.low, self.high, out=self.q_des)
-        np.not_equal(self.q_des, q_des, out=self._clipped)
-        np.copyto(self.qd_des, qd_des)
-        np.copyto(self.qdd_des, qdd_des)
-        self.qd_des[self._clipped] = 0.0
-        self.qdd_des[self._clipped] = 0.0
+        inside = np.equal(self.q_des, q_des, out=self._inside)
+        np.multiply(qd_des, inside, out=self.qd_des)        # at rest where clipped
+        np.multiply(qdd_des, inside, out=self.qdd_des)
         problem = 'a non-finite effort'
         try:
             tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
@@ -223,8 +221,12 @@ class ControlLoop:
             return self._safe_command()
         self._failing = False
         low, high = self._effort_range
-        np.clip(tau, low, high, out=self._tau)
-        np.clip(self._tau, self.effort - self._step, self.effort + self._step, out=self.effort)
+        if self._step is None:
+            np.clip(tau, low, high, out=self.effort)
+        else:
+            np.clip(tau, low, high, out=self._tau)
+            np.clip(self._tau, self.effort - self._step, self.effort + self._step,
+                    out=self.effort)
         return self._output()
 
     def _safe_command(self):
@@ -245,8 +247,7 @@ class ControlLoop:
 
     def _output(self):
         settings = self.settings
+        output = self.effort
         if settings.actuation is not None:
-            self.command[:] = settings.actuation.pressure(self.effort)[settings.order]
-        else:
-            self.command[:] = self.effort[settings.order]
-        return self.command
+            output = settings.actuation.pressure(self.effort)
+        return np.take(output, settings.order, out=self.command)

@@ -88,13 +88,15 @@ class Sinusoid(Reference):
         if np.any(frequency < 0.0):
             raise ConfigError(keys[2], f'must be >= 0, got {frequency.tolist()}')
         self.omega = 2.0 * np.pi * frequency
+        self._rate = self.amplitude * self.omega            # velocity amplitude
+        self._curvature = -self.omega ** 2                   # qdd = curvature (q - center)
 
     def sample(self, t):
         """Return position, velocity and acceleration of the sinusoid at `t`."""
-        angle = self.omega * t + self.phase
+        angle = self.omega * t
+        angle += self.phase
         s = self.amplitude * np.sin(angle)
-        c = self.amplitude * np.cos(angle)
-        return _frozen(self.center + s, self.omega * c, -self.omega ** 2 * s)
+        return _frozen(self.center + s, self._rate * np.cos(angle), self._curvature * s)
 
 
 def minimum_jerk_ramp(elapsed, duration):

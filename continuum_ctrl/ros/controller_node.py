@@ -215,6 +215,11 @@ class ControllerNode(Node):
         if self._ticks >= self.loop.settings.state_decimation:
             self._ticks = 0
             self._publish_state(t)
+        if self.loop.events:
+            self._log_events()
+        self.compute.add((time.perf_counter() - start) * 1e6)
+
+    def _log_events(self):
         logger = self.get_logger()
         for level, text in self.loop.events:
             # one call site per severity: rclpy raises ValueError when a call site's changes
@@ -225,7 +230,6 @@ class ControllerNode(Node):
             else:
                 logger.info(text)
         self.loop.events.clear()
-        self.compute.add((time.perf_counter() - start) * 1e6)
 
     def _publish_state(self, t):
         loop, order = self.loop, self.loop.settings.order
