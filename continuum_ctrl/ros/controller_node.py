@@ -66,7 +66,7 @@ class ControllerNode(Node):
         low, high = self.loop.low, self.loop.high
         self.reader = JointStateReader(self.model.joint_names, low, high,
                                        settings.stamp_tolerance)
-        self.rejected = dict.fromkeys(REJECT_KINDS + ('trajectory', 'late_trajectory'), 0)
+        self.rejected = dict.fromkeys(REJECT_KINDS + ('trajectory',), 0)
         self._last_log = -np.inf
         self._estimate_logged = False
 
