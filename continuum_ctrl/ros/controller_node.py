@@ -97,6 +97,8 @@ class ControllerNode(Node):
         self.age = Durations(capacity)
         self.transport = Durations(capacity)
         self._last_tick = None
+        self._late_us = LATE_FACTOR * settings.period * 1e6
+        self.late_ticks = 0
         self._ticks = 0
         self._window_start = time.perf_counter()
         self._receive_wall = -np.inf
@@ -131,6 +133,7 @@ class ControllerNode(Node):
             self.timer.cancel()
             self.destroy_timer(self.timer)
             self.timer = self.create_timer(settings.period, self._tick)
+            self._late_us = LATE_FACTOR * settings.period * 1e6
         if list(settings.joints) != list(self.state_msg.joint_names):
             self.state_msg.joint_names = list(settings.joints)
         self.reader.stamp_tolerance = settings.stamp_tolerance
@@ -204,7 +207,10 @@ class ControllerNode(Node):
     def _tick(self):
         start = time.perf_counter()
         if self._last_tick is not None:
-            self.period.add((start - self._last_tick) * 1e6)
+            period = (start - self._last_tick) * 1e6
+            self.period.add(period)
+            if period > self._late_us:
+                self.late_ticks += 1
         self._last_tick = start
         t = self._now()
         command = self.loop.tick(t)
@@ -267,7 +273,7 @@ class ControllerNode(Node):
             ('input_age_p50_us', a50), ('input_age_p99_us', a99),
             ('state_latency_p50_us', s50), ('state_latency_p99_us', s99),
             ('run_ticks', self.compute.total),
-            ('run_late_ticks', self.period.count_above(LATE_FACTOR * nominal)),
+            ('run_late_ticks', self.late_ticks),
             ('run_period_p50_us', self.period.run_percentile(0.5)),
             ('run_period_p99_us', self.period.run_percentile(0.99)),
             ('run_period_max_us', self.period.largest),
