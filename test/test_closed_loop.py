@@ -132,6 +132,18 @@ def test_demo_prints_errors_and_writes_a_plot(tmp_path, capsys):
     assert image.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and image.stat().st_size > 10_000
 
 
+def test_demo_on_the_continuum_arm_is_stable_by_default(tmp_path, capsys):
+    """RK4 at 1 ms diverges on the stiffly damped PMA arm; the default step must not."""
+    assert demo_main(['--arm', str(CONFIG / 'continuum_3section.yaml'), '--duration', '1',
+                      '--out', str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert 'implicit_damping_euler' in out
+    rows = [line.split() for line in out.splitlines() if line.startswith('section')]
+    initial, rms, worst, final = np.array([row[1:] for row in rows], dtype=float).T
+    assert len(rows) == 9 and np.all(np.abs(initial) == 0.005)
+    assert np.all(worst < 0.02) and np.all(np.abs(final) < 0.01)   # of a 40 mm stroke
+
+
 @pytest.mark.parametrize('kwargs, key', [
     (dict(integrator='euler'), 'sim.integrator'),
     (dict(dt=0.0), 'sim.dt'),

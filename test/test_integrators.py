@@ -8,7 +8,8 @@ from scipy.integrate import solve_ivp
 
 from continuum_ctrl.simulate import motion_range
 from continuum_ctrl.models import load_model
-from continuum_ctrl.sim.integrators import INTEGRATORS, rk4_step, semi_implicit_euler_step
+from continuum_ctrl.sim.integrators import (implicit_damping_euler_step, INTEGRATORS, rk4_step,
+                                            semi_implicit_euler_step)
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 HORIZON = 0.3  # s
@@ -107,4 +108,5 @@ def test_semi_implicit_euler_keeps_energy_bounded():
 
 
 def test_integrator_names():
-    assert INTEGRATORS == {'rk4': rk4_step, 'semi_implicit_euler': semi_implicit_euler_step}
+    assert INTEGRATORS == {'rk4': rk4_step, 'semi_implicit_euler': semi_implicit_euler_step,
+                           'implicit_damping_euler': implicit_damping_euler_step}

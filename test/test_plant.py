@@ -7,7 +7,8 @@ from continuum_ctrl.config import ConfigError
 from continuum_ctrl.control.settings import file_parameters
 from continuum_ctrl.launch_description import config_path
 from continuum_ctrl.sim.integrators import rk4_step
-from continuum_ctrl.sim.plant import implicit_damping_euler_step, Plant, PlantSettings
+from continuum_ctrl.sim.integrators import implicit_damping_euler_step
+from continuum_ctrl.sim.plant import Plant, PlantSettings
 
 
 @pytest.fixture(scope='module')

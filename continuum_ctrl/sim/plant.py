@@ -23,30 +23,10 @@ from continuum_ctrl.control.settings import Field, JointVectors, read_output
 from continuum_ctrl.models import load_model
 from continuum_ctrl.sim.integrators import INTEGRATORS
 
-
-def implicit_damping_euler_step(model, q, qd, tau, dt, t=0.0):
-    """
-    Advance ``(q, qd)`` by `dt` with the damping taken implicitly, the rest explicitly.
-
-    ``(M + dt D)(qd' - qd) = dt (tau - C qd - passive - g)``, then ``q' = q + dt qd'``
-    (linearly implicit Euler on ``D qd``; first order). PMA arms are stiff through their
-    damping: with 30 N s/m on a few grams of generalized inertia, ``M^-1 D`` reaches ~9e3 1/s,
-    so RK4 would need steps below 0.3 ms; this step is stable for any damping. One model
-    evaluation (``model.dynamics``) per step.
-    """
-    M, _, bias = model.dynamics(q, qd)
-    M += dt * model.damping_matrix(q)
-    qd_next = qd + np.linalg.solve(M, dt * (np.asarray(tau, dtype=float) - bias))
-    return q + dt * qd_next, qd_next
-
-
-#: integrator name -> step function: the package's integrators and the one above
-PLANT_INTEGRATORS = {**INTEGRATORS, 'implicit_damping_euler': implicit_damping_euler_step}
-
 #: the simulator's parameters besides `model.*` and the shared `joints` and `output.*`
 FIELDS = {
     'step': Field('number', 0.001, 'fixed integration step, s', 1e-5, 0.05),
-    'integrator': Field('string', 'rk4', 'integrator: ' + ' | '.join(PLANT_INTEGRATORS)),
+    'integrator': Field('string', 'rk4', 'integrator: ' + ' | '.join(INTEGRATORS)),
     'publish_rate_hz': Field('number', 500.0, 'joint_states publication rate, Hz', 1.0,
                              10000.0),
     'command_timeout': Field('number', 0.1, 'a command older than this (s) means zero input',
@@ -110,8 +90,7 @@ class PlantSettings:
         settings = cls(
             model=model, vectors=vec, mode=mode, actuation=actuation,
             step=_number(top, 'step'),
-            integrator=PLANT_INTEGRATORS[top.string('integrator', 'rk4',
-                                                    tuple(PLANT_INTEGRATORS))],
+            integrator=INTEGRATORS[top.string('integrator', 'rk4', tuple(INTEGRATORS))],
             publish_rate_hz=_number(top, 'publish_rate_hz'),
             command_timeout=_number(top, 'command_timeout'),
             max_catch_up=_number(top, 'max_catch_up'),
