@@ -11,8 +11,8 @@ controller's /diagnostics and /proc:
 - latency joint_states -> command: transport (stamp to receipt) + wait for the tick
   (input age) + compute, medians; the p99 sum is printed too.
 ~/state is published every STATE_DECIMATION ticks. First it measures the cost of one tick
-in-process (no other node, no executor). Then, at 1 kHz with the EventsExecutor, the loop
-thread under SCHED_FIFO (`realtime_priority`), and the same-run baseline: `floor_node.py`, a
+in-process (no other node, no executor). Then, at 1 kHz with the EventsExecutor, both loop
+threads under SCHED_FIFO (`realtime_priority`), and the same-run baseline: `floor_node.py`, a
 node that only publishes at 1 kHz against the same simulator, with and without SCHED_FIFO
 (what rclpy and this machine allow any Python loop). Run: `./run bench bench/bench_node.py`
 (about 2 min). Prints medians, the ratio EventsExecutor / SingleThreadedExecutor and the ratio
@@ -57,13 +57,17 @@ def cpu_seconds(pid):
 
 
 def params(directory, rate, priority=0):
-    """Write the continuum parameters, controller at `rate` Hz, `priority`; return the path."""
+    """
+    Write the continuum parameters, controller at `rate` Hz; return the path.
+
+    `priority`: the `realtime_priority` of both nodes' loop threads (0: normal scheduling).
+    """
     data = read_yaml(config_path('continuum_3section.yaml'))
+    data['/**']['ros__parameters']['realtime_priority'] = priority
     section = data['continuum_controller']['ros__parameters']
     section['rate_hz'] = rate
     section['state_timeout'] = 1.0
     section['state_decimation'] = STATE_DECIMATION
-    section['realtime_priority'] = priority
     path = Path(directory) / f'bench_{int(rate)}_{priority}.yaml'
     path.write_text(yaml.safe_dump(data))
     return path

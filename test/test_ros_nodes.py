@@ -112,9 +112,13 @@ def test_continuum_arm_tracks_its_reference(tmp_path):
     """
     path = params_file(tmp_path, 'continuum_3section.yaml',
                        continuum_controller={'state_timeout': 0.5, 'state_decimation': 5})
-    with running(tmp_path, path) as (rec, _):
+    privileged = in_thread(lambda: set_thread_priority(50)) is None
+    with running(tmp_path, path) as (rec, processes):
         t, q_des, q, effort = settle(rec, 6.0)
         commands = np.array([c[1] for c in rec.commands])
+        policies = [os.sched_getscheduler(p.pid) for p in processes]
+    # the config's realtime_priority (/**: both nodes) puts both loop threads under SCHED_FIFO
+    assert policies == [os.SCHED_FIFO if privileged else os.SCHED_OTHER] * 2
     keep = t > t[0] + 1.5
     error = (q - q_des)[keep]
     rms = np.sqrt(np.mean(error.reshape(len(error), 3, 3) ** 2, axis=(0, 2)))

@@ -164,7 +164,7 @@ class ControllerSettings:
             safe_mode=safe_mode,
             resume_count=_integer(top, 'resume_count'),
             state_decimation=_integer(top, 'state_decimation'),
-            realtime_priority=_integer(top, 'realtime_priority'),
+            realtime_priority=read_realtime_priority(top),
             stamp_tolerance=_number(top, 'stamp_tolerance'),
             velocity_filter=_number(top, 'velocity_filter'),
             kp=kp, kd=kd,
@@ -183,6 +183,11 @@ class ControllerSettings:
 def _number(reader, name):
     field = FIELDS[reader.key(name)]
     return reader.number(name, field.default, field.low, field.high)
+
+
+def read_realtime_priority(reader):
+    """Return the validated `realtime_priority` (0-99) of a node's top-level reader."""
+    return _integer(reader, 'realtime_priority')
 
 
 def _integer(reader, name):

@@ -41,7 +41,7 @@ from continuum_ctrl.models import load_model
 from continuum_ctrl.ros.conversion import (JointStateReader, REJECT_KINDS, Rejected, set_doubles,
                                            stamp_seconds, trajectory_arrays)
 from continuum_ctrl.ros.parameters import NodeParameters
-from continuum_ctrl.ros.scheduling import set_thread_priority
+from continuum_ctrl.ros.scheduling import apply_thread_priority
 from continuum_ctrl.ros.timing import Durations
 
 NODE_NAME = 'continuum_controller'
@@ -143,21 +143,8 @@ class ControllerNode(Node):
         self.get_logger().info(f'parameters changed: {sorted(names)}')
 
     def apply_realtime_priority(self, previous=0):
-        """
-        Give the calling thread, the one that spins the loop, `realtime_priority`.
-
-        Nothing is done while the priority equals `previous` (at start-up: 0, so a thread
-        started under ``chrt`` keeps its scheduling).
-        """
-        priority = self.loop.settings.realtime_priority
-        if priority == previous:
-            return
-        problem = set_thread_priority(priority)
-        if problem is None and priority > 0:
-            self.get_logger().info(f'control loop thread: SCHED_FIFO priority {priority}')
-        elif problem is not None:
-            self.get_logger().warning(f'control loop thread: cannot use SCHED_FIFO priority '
-                                      f'{priority}: {problem}; normal scheduling')
+        """Give the calling thread, the one that spins the loop, `realtime_priority`."""
+        apply_thread_priority(self.get_logger(), self.loop.settings.realtime_priority, previous)
 
     def _now(self):
         return self.get_clock().now().nanoseconds * 1e-9
@@ -341,7 +328,9 @@ def spin(node_class, argv=None, executor=None):
     """
     Run one node until SIGINT/SIGTERM; a ConfigError exits with status 2 naming the key.
 
-    On the way out, `node.publish_safe()` (when defined) is the last thing published.
+    Before spinning, the start-up heap is frozen (`settle_heap`) and this thread, which runs
+    the node's loop, gets the node's `realtime_priority`. On the way out,
+    `node.publish_safe()` (when defined) is the last thing published.
     """
     args = sys.argv if argv is None else argv
     rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
@@ -352,8 +341,7 @@ def spin(node_class, argv=None, executor=None):
     try:
         node = node_class()
         settle_heap()
-        if hasattr(node, 'apply_realtime_priority'):
-            node.apply_realtime_priority()
+        node.apply_realtime_priority()
         exec_ = make_executor(executor)
         exec_.add_node(node)
         while not stop and rclpy.ok():

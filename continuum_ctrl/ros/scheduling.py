@@ -25,3 +25,20 @@ def set_thread_priority(priority):
     except OSError as exc:
         return f'{exc.strerror} (needs CAP_SYS_NICE or an rtprio limit of at least {priority})'
     return None
+
+
+def apply_thread_priority(logger, priority, previous=0):
+    """
+    Give the calling thread `priority` unless it equals `previous`; log the outcome.
+
+    At start-up `previous` is 0, so a thread started under ``chrt`` keeps its scheduling when
+    the parameter is 0.
+    """
+    if priority == previous:
+        return
+    problem = set_thread_priority(priority)
+    if problem is not None:
+        logger.warning(f'loop thread: cannot use SCHED_FIFO priority {priority}: {problem}; '
+                       'normal scheduling')
+    elif priority > 0:
+        logger.info(f'loop thread: SCHED_FIFO priority {priority}')

@@ -24,6 +24,7 @@ from continuum_ctrl.control.settings import FIELDS as CONTROLLER_FIELDS
 from continuum_ctrl.ros.controller_node import LOG_THROTTLE, spin
 from continuum_ctrl.ros.conversion import set_doubles
 from continuum_ctrl.ros.parameters import NodeParameters
+from continuum_ctrl.ros.scheduling import apply_thread_priority
 from continuum_ctrl.sim.plant import FIELDS, Plant, PlantSettings, SHARED
 
 NODE_NAME = 'continuum_simulator'
@@ -66,9 +67,16 @@ class SimulatorNode(Node):
             f'{settings.publish_rate_hz:g} Hz, input {settings.mode}')
 
     def _on_change(self, settings, names):
+        previous = self.plant.settings.realtime_priority
         self.plant.settings = settings
         self.plant.model = settings.model
+        self.apply_realtime_priority(previous)  # callbacks run on the loop thread
         self.get_logger().info(f'parameters changed: {sorted(names)}')
+
+    def apply_realtime_priority(self, previous=0):
+        """Give the calling thread, the one that spins the plant, `realtime_priority`."""
+        apply_thread_priority(self.get_logger(), self.plant.settings.realtime_priority,
+                              previous)
 
     def _now(self):
         return self.get_clock().now().nanoseconds * 1e-9

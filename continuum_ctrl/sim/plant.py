@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from continuum_ctrl.config import ConfigError, Reader
-from continuum_ctrl.control.settings import Field, JointVectors, read_output
+from continuum_ctrl.control.settings import (Field, JointVectors, read_output,
+                                             read_realtime_priority)
 from continuum_ctrl.models import load_model
 from continuum_ctrl.sim.integrators import INTEGRATORS
 
@@ -46,7 +47,7 @@ FIELDS = {
 }
 #: the keys the simulator shares with the controller (same meaning)
 SHARED = ('joints', 'output.mode', 'output.area', 'output.deadzone', 'output.p_min',
-          'output.p_max')
+          'output.p_max', 'realtime_priority')
 #: model keys scaled by the mismatch options
 MISMATCH_KEYS = {'mass_scale': 'mass', 'stiffness_scale': 'stiffness'}
 
@@ -69,6 +70,7 @@ class PlantSettings:
     noise_position: float
     noise_velocity: float
     noise_seed: int
+    realtime_priority: int
 
     @classmethod
     def parse(cls, tree, model_namespace):
@@ -98,7 +100,8 @@ class PlantSettings:
             initial=position,
             noise_position=_number(noise, 'position'),
             noise_velocity=_number(noise, 'velocity'),
-            noise_seed=seed)
+            noise_seed=seed,
+            realtime_priority=read_realtime_priority(top))
         noise.finish()
         top.finish()
         return settings
