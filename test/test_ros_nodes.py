@@ -204,9 +204,12 @@ def test_realtime_priority_of_the_loop_thread_at_start_and_at_run_time(tmp_path)
     with running(tmp_path, path, with_simulator=False) as (rec, processes):
         pid = processes[0].pid
         log = (tmp_path / f'{CONTROLLER}.log')
-        if privileged:
+        if privileged:                  # the loop (main) thread at 30, DDS threads at 29
             assert os.sched_getscheduler(pid) == os.SCHED_FIFO
             assert os.sched_getparam(pid).sched_priority == 30
+            others = {os.sched_getparam(int(tid)).sched_priority
+                      for tid in os.listdir(f'/proc/{pid}/task') if int(tid) != pid}
+            assert 29 in others and others <= {29, 30}   # later threads inherit their maker's
         else:
             assert rec.wait(lambda: 'cannot use SCHED_FIFO' in log.read_text(), 10.0)
         result = set_params(rec, realtime_priority=100)[0]

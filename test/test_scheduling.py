@@ -1,11 +1,11 @@
-"""Real-time scheduling of the loop thread: the thread asked for it gets it, and only it."""
+"""Real-time scheduling of a node's threads: the loop thread first, the others one below."""
 
 import os
 import threading
 
 import pytest
 
-from continuum_ctrl.ros.scheduling import set_thread_priority
+from continuum_ctrl.ros.scheduling import set_node_priority, set_thread_priority
 
 pytestmark = pytest.mark.skipif(not hasattr(os, 'sched_getscheduler'), reason='Linux only')
 
@@ -19,25 +19,53 @@ def in_thread(function):
     return result[0]
 
 
+def policy(thread=0):
+    """Return (policy, priority) of a thread (native id; 0: the caller)."""
+    return os.sched_getscheduler(thread), os.sched_getparam(thread).sched_priority
+
+
 def test_fifo_then_normal_for_the_calling_thread_only():
     def switch():
         problem = set_thread_priority(20)
-        during = os.sched_getscheduler(0), os.sched_getparam(0).sched_priority
-        main = os.sched_getscheduler(os.getpid())
+        during, main = policy(), policy(os.getpid())
         back = set_thread_priority(0)
-        return problem, during, main, back, os.sched_getscheduler(0)
+        return problem, during, main, back, policy()
 
-    before = os.sched_getscheduler(0)
+    before = policy()
     problem, during, main, back, after = in_thread(switch)
     assert main == before                               # the main thread is untouched
-    assert back is None and after == os.SCHED_OTHER
+    assert back is None and after == (os.SCHED_OTHER, 0)
     if problem is None:
         assert during == (os.SCHED_FIFO, 20)
     else:                                               # no privilege here: unchanged
         assert 'CAP_SYS_NICE' in problem and during[0] == os.SCHED_OTHER
 
 
+def test_node_priority_puts_the_other_threads_one_below_then_all_back():
+    ready, done = threading.Event(), threading.Event()
+    helper = threading.Thread(target=lambda: (ready.set(), done.wait()))
+    helper.start()
+    ready.wait()
+    try:
+        def switch():
+            problem = set_node_priority(30)
+            during = policy(), policy(helper.native_id), policy(os.getpid())
+            back = set_node_priority(0)
+            return problem, during, back, (policy(), policy(helper.native_id))
+
+        problem, during, back, after = in_thread(switch)
+    finally:
+        done.set()
+        helper.join()
+    assert back is None and after == ((os.SCHED_OTHER, 0),) * 2
+    assert policy() == (os.SCHED_OTHER, 0)              # this thread is back to normal too
+    if problem is None:
+        assert during == ((os.SCHED_FIFO, 30), (os.SCHED_FIFO, 29), (os.SCHED_FIFO, 29))
+    else:
+        assert all(p == os.SCHED_OTHER for p, _ in during)
+
+
 def test_a_refusal_names_the_reason_and_changes_nothing():
     problem = in_thread(lambda: set_thread_priority(1000))   # outside 1-99 on Linux
     assert problem is not None and 'rtprio' in problem
-    assert in_thread(lambda: os.sched_getscheduler(0)) == os.SCHED_OTHER
+    assert in_thread(policy) == (os.SCHED_OTHER, 0)

@@ -341,9 +341,9 @@ def spin(node_class, argv=None, executor=None):
     try:
         node = node_class()
         settle_heap()
-        node.apply_realtime_priority()
         exec_ = make_executor(executor)
         exec_.add_node(node)
+        node.apply_realtime_priority()      # after the executor made its threads
         while not stop and rclpy.ok():
             exec_.spin_once(timeout_sec=0.1)
     except ConfigError as exc:
