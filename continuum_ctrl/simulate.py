@@ -3,7 +3,8 @@
 
     continuum-ctrl simulate [--arm planar_2r|panda|PARAMS.yaml] [--duration 5] [--out out/]
 
-The plant is the model itself, the law runs at `--rate` Hz with its torque held in between,
+The gains are the controller's from the parameter file, unless --kp/--kd say otherwise. The
+plant is the model itself, the law runs at `--rate` Hz with its torque held in between,
 and the arm starts off its reference. Prints the RMS and largest tracking error per joint and
 writes ``<out>/<arm>_tracking.png`` (desired against actual positions, and the error).
 """
@@ -17,10 +18,14 @@ import numpy as np
 from continuum_ctrl.config import ConfigError
 from continuum_ctrl.control import ComputedTorqueLaw
 from continuum_ctrl.control.references import MinimumJerk, Sinusoid
+from continuum_ctrl.control.settings import ControllerSettings, file_parameters
+from continuum_ctrl.launch_description import CONTROLLER
 from continuum_ctrl.models import load_model
 from continuum_ctrl.sim.closed_loop import SimulationDiverged, simulate
 from continuum_ctrl.sim.integrators import INTEGRATORS
 
+#: gains (1/s^2, 1/s, every joint) when neither the flags nor the file give any
+DEFAULT_KP, DEFAULT_KD = 50.0, 10.0
 #: a joint without position limits moves this far (rad) around this position (rad)
 UNBOUNDED_AMPLITUDE = 0.4
 UNBOUNDED_CENTER = 0.3
@@ -88,15 +93,30 @@ def run(model, kind='sinusoid', duration=5.0, kp=50.0, kd=10.0, rate=1000.0,
     """
     Simulate `model` tracking a demo reference from an initial error of half its amplitude.
 
-    Gains are per-joint scalars (1/s^2, 1/s); the law runs at `rate` Hz and the plant is
-    integrated with the same step. Returns the ClosedLoopLog.
+    Gains: one number for every joint, or validated per-joint gains (1/s^2, 1/s); the law runs
+    at `rate` Hz and the plant is integrated with the same step. Returns the ClosedLoopLog.
     """
     reference, amplitude = demo_reference(model, kind, duration)
-    law = ComputedTorqueLaw(model, np.full(model.n, kp), np.full(model.n, kd))
+    law = ComputedTorqueLaw(model, *(np.full(model.n, g) if np.ndim(g) == 0 else g
+                                     for g in (kp, kd)))
     q_des, qd_des, _ = reference.sample(0.0)
     dt = 1.0 / rate
     return simulate(model, law, reference, q_des - 0.5 * amplitude, qd_des,
                     round(duration / dt) * dt, dt, control_period=dt, integrator=integrator)
+
+
+def file_gains(path, model):
+    """
+    Return the controller's ``(kp, kd)`` from a parameter file (model order), or None.
+
+    None when the file gives the controller no `gains`; a bad controller section raises the
+    ConfigError the node would raise.
+    """
+    tree, _ = file_parameters(path, CONTROLLER)
+    if 'gains' not in tree:
+        return None
+    settings = ControllerSettings.parse(tree, model)
+    return settings.kp, settings.kd
 
 
 def default_integrator(model):
@@ -151,6 +171,11 @@ def plot_tracking(log, joint_names, path, title=''):
     return path
 
 
+def _gain_text(gain):
+    gain = np.asarray(gain)
+    return f'{gain.flat[0]:g}' if np.all(gain == gain.flat[0]) else np.array2string(gain)
+
+
 def main(argv=None):
     """Run the demo; return the exit status (1 if the closed loop diverged)."""
     parser = argparse.ArgumentParser(prog='continuum-ctrl simulate', description=__doc__.split(
@@ -163,8 +188,10 @@ def main(argv=None):
                         default='sinusoid', help='reference trajectory (default sinusoid)')
     parser.add_argument('--rate', type=float, default=1000.0,
                         help='control and integration rate in Hz (default 1000)')
-    parser.add_argument('--kp', type=float, default=50.0, help='1/s^2, every joint')
-    parser.add_argument('--kd', type=float, default=10.0, help='1/s, every joint')
+    parser.add_argument('--kp', type=float, default=None,
+                        help="1/s^2, every joint (default: the file's gains.kp, else 50)")
+    parser.add_argument('--kd', type=float, default=None,
+                        help="1/s, every joint (default: the file's gains.kd, else 10)")
     parser.add_argument('--integrator', choices=sorted(INTEGRATORS), default=None,
                         help='default: implicit_damping_euler for damped (PMA) arms, else rk4')
     args = parser.parse_args(argv)
@@ -174,10 +201,13 @@ def main(argv=None):
     model = load_model(path)
     integrator = args.integrator or default_integrator(model)
     name = path.stem
-    print(f'{name}: {model.n} joints, computed torque Kp={args.kp:g} Kd={args.kd:g} at '
-          f'{args.rate:g} Hz, {args.reference} reference, {args.duration:g} s, {integrator}')
+    kp, kd = file_gains(path, model) or (DEFAULT_KP, DEFAULT_KD)
+    kp, kd = (g if flag is None else flag for g, flag in ((kp, args.kp), (kd, args.kd)))
+    print(f'{name}: {model.n} joints, computed torque Kp={_gain_text(kp)} Kd={_gain_text(kd)} '
+          f'at {args.rate:g} Hz, {args.reference} reference, {args.duration:g} s, '
+          f'{integrator}')
     try:
-        log, status = run(model, args.reference, args.duration, args.kp, args.kd, args.rate,
+        log, status = run(model, args.reference, args.duration, kp, kd, args.rate,
                           integrator), 0
     except SimulationDiverged as exc:
         print(f'continuum-ctrl simulate: {exc}', file=sys.stderr)
