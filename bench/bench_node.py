@@ -215,11 +215,11 @@ def print_table(results):
     keys = list(results)
     heads = [(f'{"floor " if n == "floor" else ""}{r:.0f} {e}'
               + (f' rt{p}' if p else '')) for n, r, e, p in keys]
-    print(f'{"":<20}' + ''.join(f'{h:>20}' for h in heads))
+    print(f'{"":<20}' + ''.join(f'{h:>24}' for h in heads))
     for label, key, form in ROWS:
         cells = [('failed' if results[k] is None else
                   form.format(results[k][key]) if key in results[k] else '-') for k in keys]
-        print(f'{label:<20}' + ''.join(f'{c:>20}' for c in cells))
+        print(f'{label:<20}' + ''.join(f'{c:>24}' for c in cells))
 
 
 if __name__ == '__main__':
