@@ -83,13 +83,20 @@ class ActuationMap:
         """Return the smallest and largest force (N) each PMA makes within ``[p_min, p_max]``."""
         return self._low.copy(), self._high.copy()
 
+    def effort_range(self, limits=np.inf):
+        """
+        Return the bounds (N) of `clamp_effort`: ``[-limits, limits]`` within the force range.
+
+        PMAs only push, so the range lies in ``force_range()``, whose lower end, the force at
+        ``p_min``, wins over `limits` (limits >= 0).
+        """
+        return self._low, np.maximum(self._low, np.minimum(limits, self._high))
+
     def clamp_effort(self, tau, limits=np.inf):
         """
         Return `tau` clamped to ``[-limits, limits]`` (limits >= 0) and to the force range.
 
-        PMAs only push, so the result lies in ``force_range()`` (whose lower end, the force at
-        ``p_min``, wins over `limits`).
-
-        After this clamp ``force(pressure(tau)) == tau`` whenever ``p_min <= deadzone``.
+        The bounds are `effort_range`. After this clamp ``force(pressure(tau)) == tau``
+        whenever ``p_min <= deadzone``.
         """
-        return np.minimum(np.maximum(np.minimum(tau, limits), self._low), self._high)
+        return np.clip(tau, *self.effort_range(limits))

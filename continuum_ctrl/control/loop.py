@@ -120,11 +120,8 @@ class ControlLoop:
         """Take `settings`; precompute the effort range and the largest change per tick."""
         self.settings = settings
         limit = settings.effort_limit
-        if settings.actuation is not None:
-            pushes = settings.actuation.force_range()
-            self._effort_range = (np.maximum(-limit, pushes[0]), np.minimum(limit, pushes[1]))
-        else:
-            self._effort_range = (-limit, limit)
+        self._effort_range = (settings.actuation.effort_range(limit)
+                              if settings.actuation is not None else (-limit, limit))
         step = settings.effort_rate * settings.period
         self._step = step if np.isfinite(step).any() else None     # None: no rate limit
 
