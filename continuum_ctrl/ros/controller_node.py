@@ -97,13 +97,12 @@ class ControllerNode(Node):
         self.age = Durations(capacity)
         self.transport = Durations(capacity)
         self._last_tick = None
-        self._late_us = LATE_FACTOR * settings.period * 1e6
         self.late_ticks = 0
         self._ticks = 0
         self._window_start = time.perf_counter()
         self._receive_wall = -np.inf
         self._warm_up()
-        self.timer = self.create_timer(settings.period, self._tick)
+        self._start_loop_timer(settings)
         self.create_timer(1.0, self._diagnostics)
         self.get_logger().info(
             f'{n} joints {list(settings.joints)}, {settings.rate_hz:g} Hz, output '
@@ -132,8 +131,7 @@ class ControllerNode(Node):
         if settings.rate_hz != self.loop.settings.rate_hz:
             self.timer.cancel()
             self.destroy_timer(self.timer)
-            self.timer = self.create_timer(settings.period, self._tick)
-            self._late_us = LATE_FACTOR * settings.period * 1e6
+            self._start_loop_timer(settings)
         if list(settings.joints) != list(self.state_msg.joint_names):
             self.state_msg.joint_names = list(settings.joints)
         self.reader.stamp_tolerance = settings.stamp_tolerance
@@ -141,6 +139,11 @@ class ControllerNode(Node):
         self.loop.configure(settings, reanchor)
         self.apply_realtime_priority(old_priority)  # callbacks run on the loop thread
         self.get_logger().info(f'parameters changed: {sorted(names)}')
+
+    def _start_loop_timer(self, settings):
+        """Start the loop timer at `settings.rate_hz`; a period beyond LATE_FACTOR is late."""
+        self.timer = self.create_timer(settings.period, self._tick)
+        self._late_us = LATE_FACTOR * settings.period * 1e6
 
     def apply_realtime_priority(self, previous=0):
         """Give the calling thread, the one that spins the loop, `realtime_priority`."""
