@@ -32,8 +32,9 @@ from continuum_ctrl.models.continuum.model import ContinuumModel, finish, passiv
 from continuum_ctrl.models.continuum.params import read_spec
 from continuum_ctrl.models.continuum.terms import (add_gravity, add_point_term, add_rigid_term,
                                                    add_term, angular_jacobian, angular_rate,
-                                                   coriolis_from_parts, cumulative_rates,
-                                                   local_rate, point_jacobian, point_rate)
+                                                   column_sum, coriolis_from_parts,
+                                                   cumulative_rates, local_rate, point_jacobian,
+                                                   point_rate)
 
 
 @compiled()
@@ -87,11 +88,7 @@ def relative_rate(sec, bbar, JY, om, dom, d2pw, qd, Wc, Jd):
     """
     nu = 3 * sec
     N = nu + 3
-    y0, y1, y2 = 0.0, 0.0, 0.0
-    for k in range(N):
-        y0 += JY[k, 0] * qd[k]
-        y1 += JY[k, 1] * qd[k]
-        y2 += JY[k, 2] * qd[k]
+    y0, y1, y2 = column_sum(JY, qd, 0, N)
     for L in range(nu):
         s = L // 3
         d0, d1, d2 = cx(Wc[s, 0], Wc[s, 1], Wc[s, 2], om[L, 0], om[L, 1], om[L, 2])

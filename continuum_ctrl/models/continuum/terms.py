@@ -109,6 +109,17 @@ def angular_jacobian(sec, Rb, Rloc, kap, dkap, om, dom, deriv, JO, dJO, sm, nv):
 
 
 @compiled(inline='always')
+def column_sum(J, qd, k0, k1):
+    """Return ``sum_(k0 <= k < k1) J[k] qd_k`` as three floats: a velocity from columns of J."""
+    a0, a1, a2 = 0.0, 0.0, 0.0
+    for k in range(k0, k1):
+        a0 += J[k, 0] * qd[k]
+        a1 += J[k, 1] * qd[k]
+        a2 += J[k, 2] * qd[k]
+    return a0, a1, a2
+
+
+@compiled(inline='always')
 def _rates(J, dJ, a0, a1, N, qd, u, Jd, G):
     """``u = J qd``, ``Jd[i] = sum_k dJ[i, k] qd_k`` (i in A), ``G[j] = du/dq_j`` (j < N)."""
     u[:] = 0.0
@@ -135,15 +146,8 @@ def _term_cq(JA, JdA, GA, a0, a1, JB, JdB, GB, b0, b1, w, coef, qd, N, uA, uB, c
     ``(Md qd)_i = (P qd)_i = coef (Jd_i . W uB + J_i . W vB)`` on A (and A, B swapped on B),
     with ``vB = sum_(j in B) JdB[j] qd_j``; ``(P^T qd)_j = 2 coef (GA_j . W uB + GB_j . W uA)``.
     """
-    vA0, vA1, vA2, vB0, vB1, vB2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-    for i in range(a0, a1):
-        vA0 += JdA[i, 0] * qd[i]
-        vA1 += JdA[i, 1] * qd[i]
-        vA2 += JdA[i, 2] * qd[i]
-    for j in range(b0, b1):
-        vB0 += JdB[j, 0] * qd[j]
-        vB1 += JdB[j, 1] * qd[j]
-        vB2 += JdB[j, 2] * qd[j]
+    vA0, vA1, vA2 = column_sum(JdA, qd, a0, a1)
+    vB0, vB1, vB2 = column_sum(JdB, qd, b0, b1)
     w0, w1, w2 = coef * w[0], coef * w[1], coef * w[2]
     for i in range(a0, a1):
         cq[i] += (w0 * (JdA[i, 0] * uB[0] + JA[i, 0] * vB0) + w1 * (JdA[i, 1] * uB[1]
@@ -237,11 +241,8 @@ def point_rate(sec, x, J, om, dom, dv0, d2pw, qd, Wc, Jd):
     nu = 3 * sec
     v0_, v1_, v2_ = 0.0, 0.0, 0.0
     for s in range(sec, -1, -1):
-        for b in range(3):
-            k = 3 * s + b
-            v0_ += J[k, 0] * qd[k]
-            v1_ += J[k, 1] * qd[k]
-            v2_ += J[k, 2] * qd[k]
+        w0, w1, w2 = column_sum(J, qd, 3 * s, 3 * s + 3)
+        v0_, v1_, v2_ = v0_ + w0, v1_ + w1, v2_ + w2
         for a in range(3):
             L = 3 * s + a
             t = cx(Wc[s, 0], Wc[s, 1], Wc[s, 2], J[L, 0], J[L, 1], J[L, 2])
@@ -285,11 +286,8 @@ def angular_rate(sec, Rw, Rloc, omt, kap, dkap, dom, qd, Jd):
     nu = 3 * sec
     S0, S1, S2 = 0.0, 0.0, 0.0
     for s in range(sec, -1, -1):
-        for b in range(3):
-            k = 3 * s + b
-            S0 += omt[k, 0] * qd[k]
-            S1 += omt[k, 1] * qd[k]
-            S2 += omt[k, 2] * qd[k]
+        w0, w1, w2 = column_sum(omt, qd, 3 * s, 3 * s + 3)
+        S0, S1, S2 = S0 + w0, S1 + w1, S2 + w2
         if s == sec:
             k0, k1, k2 = 0.0, 0.0, 0.0
             for b in range(3):
@@ -348,11 +346,7 @@ def add_point_term(J, Jd, o, N, mass, qd, mode, M, Md, cq):
                 Md[i, j] += 2.0 * mass * (J[i, 0] * Jd[j, 0] + J[i, 1] * Jd[j, 1]
                                           + J[i, 2] * Jd[j, 2])
         return
-    a0, a1, a2 = 0.0, 0.0, 0.0
-    for j in range(o, N):
-        a0 += Jd[j, 0] * qd[j]
-        a1 += Jd[j, 1] * qd[j]
-        a2 += Jd[j, 2] * qd[j]
+    a0, a1, a2 = column_sum(Jd, qd, o, N)
     for i in range(o, N):
         cq[i] += mass * (J[i, 0] * a0 + J[i, 1] * a1 + J[i, 2] * a2)
 
@@ -368,11 +362,7 @@ def add_rigid_term(JO, Jd, N, inertia, qd, mode, M, Md, cq, work):
     mode 1: it goes into ``Md`` twice; mode 3: ``JO (b^T qd)`` goes into ``cq = C qd``.
     """
     b = work[2]
-    o0, o1, o2 = 0.0, 0.0, 0.0
-    for k in range(N):
-        o0 += JO[k, 0] * qd[k]
-        o1 += JO[k, 1] * qd[k]
-        o2 += JO[k, 2] * qd[k]
+    o0, o1, o2 = column_sum(JO, qd, 0, N)
     I0, I1, I2 = inertia[0], inertia[1], inertia[2]
     for j in range(N):
         w0, w1, w2 = JO[j, 0], JO[j, 1], JO[j, 2]
@@ -390,11 +380,7 @@ def add_rigid_term(JO, Jd, N, inertia, qd, mode, M, Md, cq, work):
             for j in range(N):
                 Md[i, j] += 2.0 * (JO[i, 0] * b[j, 0] + JO[i, 1] * b[j, 1] + JO[i, 2] * b[j, 2])
         return
-    s0, s1, s2 = 0.0, 0.0, 0.0
-    for j in range(N):
-        s0 += b[j, 0] * qd[j]
-        s1 += b[j, 1] * qd[j]
-        s2 += b[j, 2] * qd[j]
+    s0, s1, s2 = column_sum(b, qd, 0, N)
     for i in range(N):
         cq[i] += JO[i, 0] * s0 + JO[i, 1] * s1 + JO[i, 2] * s2
 
