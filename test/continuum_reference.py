@@ -51,14 +51,24 @@ def trans(x=0.0, z=0.0):
     return T
 
 
+def arc_parameters(L, r, q, sqrt=np.sqrt, atan2=np.arctan2):
+    """
+    Return ``(theta, lam, phi)`` of a section: bending plane [rad], radius [m], angle [rad].
+
+    `sqrt` and `atan2` come from the arithmetic wanted (NumPy, or mpmath for high precision);
+    undefined when straight.
+    """
+    l1, l2, l3 = q
+    s = L + (l1 + l2 + l3) / 3
+    g = l1 ** 2 + l2 ** 2 + l3 ** 2 - l1 * l2 - l1 * l3 - l2 * l3
+    phi = 2 * sqrt(g) / (3 * r)
+    theta = atan2(sqrt(3.0) * (l3 - l2), l2 + l3 - 2 * l1)
+    return theta, s / phi, phi
+
+
 def arc_transform(L, r, q, xi):
     """Section pose at `xi` by the arc-parameter form (undefined when straight)."""
-    l1, l2, l3 = q
-    s = L + (l1 + l2 + l3) / 3.0
-    g = l1 ** 2 + l2 ** 2 + l3 ** 2 - l1 * l2 - l1 * l3 - l2 * l3
-    phi = 2.0 * np.sqrt(g) / (3.0 * r)
-    theta = np.arctan2(np.sqrt(3.0) * (l3 - l2), l2 + l3 - 2.0 * l1)
-    lam = s / phi
+    theta, lam, phi = arc_parameters(L, r, q)
     return rot_z(theta) @ trans(lam) @ rot_y(xi * phi) @ trans(-lam) @ rot_z(-theta)
 
 

@@ -1,6 +1,6 @@
 """Continuum-section kinematics: arc form, smoothness through straight, exact derivatives."""
 
-from continuum_reference import arc_transform, local_cog, REFERENCE_ARM
+from continuum_reference import arc_parameters, arc_transform, local_cog, REFERENCE_ARM
 import mpmath as mp
 import numpy as np
 import pytest
@@ -84,12 +84,7 @@ def test_smooth_and_differentiable_through_the_straight_pose():
 
 def _mp_section(q, xi, length=L, radius=R):
     """Arc-form p (3) and R (3x3) at high precision."""
-    l1, l2, l3 = q
-    s = length + (l1 + l2 + l3) / 3
-    g = l1 ** 2 + l2 ** 2 + l3 ** 2 - l1 * l2 - l1 * l3 - l2 * l3
-    phi = 2 * mp.sqrt(g) / (3 * radius)
-    th = mp.atan2(mp.sqrt(3) * (l3 - l2), l2 + l3 - 2 * l1)
-    lam = s / phi
+    th, lam, phi = arc_parameters(length, radius, q, mp.sqrt, mp.atan2)
 
     def rz(a):
         return mp.matrix([[mp.cos(a), -mp.sin(a), 0, 0], [mp.sin(a), mp.cos(a), 0, 0],
