@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from continuum_ctrl.config import read_yaml
+from continuum_ctrl.params import read_yaml
 from continuum_ctrl.launch_description import config_path, simulation
 from continuum_ctrl.launch_runner import start, stop
 from continuum_ctrl.ros.recorder import Recorder
@@ -152,10 +152,12 @@ def tick_cost(path, ticks=5000):
     """
     import rclpy
     from sensor_msgs.msg import JointState
-    from continuum_ctrl.ros.controller_node import ControllerNode, settle_heap
+    from continuum_ctrl.ros.controller_node import ControllerNode
+    from continuum_ctrl.ros.plumbing import settle_heap
     context = rclpy.Context()
     rclpy.init(args=['bench', '--ros-args', '--params-file', str(path)], context=context)
     node = ControllerNode(context=context)
+    node.start()                        # autostart: configured and active
     settle_heap()
     try:
         n = node.model.n

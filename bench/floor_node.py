@@ -20,7 +20,8 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from continuum_ctrl.ros.controller_node import LATE_FACTOR, make_executor, NODE_NAME, settle_heap
+from continuum_ctrl.ros.controller_node import LATE_FACTOR, NODE_NAME
+from continuum_ctrl.ros.plumbing import make_executor, settle_heap
 from continuum_ctrl.ros.scheduling import set_thread_priority
 
 WARMUP = 3.0

@@ -11,7 +11,7 @@
 import sys
 from importlib import import_module
 
-from continuum_ctrl.config import ConfigError
+from continuum_ctrl.params import ConfigError
 
 COMMANDS = {
     'demo': ('continuum_ctrl.ros.closed_loop_demo',

@@ -14,7 +14,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-PACKAGE = 'continuum_ctrl'
+from continuum_ctrl.params.files import config_path, PACKAGE
+
+#: the node names, defined here only (the nodes and the tests import them)
 CONTROLLER = 'continuum_controller'
 SIMULATOR = 'continuum_simulator'
 #: parameter file used when none is given: the reference three-section continuum arm
@@ -46,24 +48,6 @@ class NodeDescription:
             line += ['-r', f'{source}:={target}']
         line += ['-p', f'use_sim_time:={str(self.use_sim_time).lower()}']
         return line
-
-
-def config_dir():
-    """Return the package's config directory: installed share/ tree, else the source tree."""
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        installed = Path(get_package_share_directory(PACKAGE)) / 'config'
-        if installed.is_dir():
-            return installed
-    except (ImportError, LookupError, OSError):
-        pass
-    return Path(__file__).resolve().parent.parent / 'config'
-
-
-def config_path(name):
-    """Return the path of a parameter file: as given when it has a directory, else in config/."""
-    path = Path(name)
-    return path if path.parent != Path('.') or path.exists() else config_dir() / name
 
 
 def find_executable(name):

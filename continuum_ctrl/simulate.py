@@ -15,12 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from continuum_ctrl.config import ConfigError
 from continuum_ctrl.control import ComputedTorqueLaw
 from continuum_ctrl.control.references import MinimumJerk, Sinusoid
-from continuum_ctrl.control.settings import ControllerSettings, file_parameters
+from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.launch_description import CONTROLLER
 from continuum_ctrl.models import load_model
+from continuum_ctrl.params import config_dirs, ConfigError, file_parameters
+from continuum_ctrl.ros.node_settings import ControllerNodeSettings
 from continuum_ctrl.sim.closed_loop import SimulationDiverged, simulate
 from continuum_ctrl.sim.integrators import INTEGRATORS
 
@@ -29,17 +30,6 @@ DEFAULT_KP, DEFAULT_KD = 50.0, 10.0
 #: a joint without position limits moves this far (rad) around this position (rad)
 UNBOUNDED_AMPLITUDE = 0.4
 UNBOUNDED_CENTER = 0.3
-
-
-def config_roots():
-    """Yield the directories that may hold the package's config/*.yaml, most specific first."""
-    yield Path(__file__).resolve().parents[1] / 'config'
-    yield Path(sys.prefix) / 'share' / 'continuum_ctrl' / 'config'
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        yield Path(get_package_share_directory('continuum_ctrl')) / 'config'
-    except (ImportError, LookupError, OSError, ValueError):
-        pass
 
 
 def config_file(arm):
@@ -52,7 +42,7 @@ def config_file(arm):
     if Path(arm).is_file():
         return Path(arm)
     tried = []
-    for root in config_roots():
+    for root in config_dirs():
         if (root / f'{arm}.yaml').is_file():
             return root / f'{arm}.yaml'
         tried.append(str(root))
@@ -115,7 +105,8 @@ def file_gains(path, model):
     tree, _ = file_parameters(path, CONTROLLER)
     if 'gains' not in tree:
         return None
-    settings = ControllerSettings.parse(tree, model)
+    _, loop_tree = ControllerNodeSettings.split(tree)
+    settings = ControllerSettings.parse(loop_tree, model)
     return settings.kp, settings.kd
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from continuum_ctrl.config import read_yaml
+from continuum_ctrl.params import read_yaml
 from continuum_ctrl.launch_description import config_path, controller, simulation
 from continuum_ctrl.launch_runner import start, stop
 from continuum_ctrl.ros.recorder import Recorder

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from continuum_ctrl.config import ConfigError
+from continuum_ctrl.params import ConfigError
 from continuum_ctrl.control.actuation import (ActuationMap, clamp_effort, force_from_pressure,
                                               pressure_from_force)
 

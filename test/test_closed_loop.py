@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
-from continuum_ctrl.config import ConfigError, model_spec
+from continuum_ctrl.params import ConfigError, model_spec
 from continuum_ctrl.control import ComputedTorqueLaw
 from continuum_ctrl.control.references import MinimumJerk, Sinusoid
 from continuum_ctrl.simulate import main as demo_main, motion_range

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from continuum_ctrl.config import ConfigError
+from continuum_ctrl.params import ConfigError
 from continuum_ctrl.control import ComputedTorqueLaw, computed_torque, validate_gain
 from continuum_ctrl.models import load_model
 

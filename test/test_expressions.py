@@ -5,7 +5,7 @@ import math
 import pytest
 import sympy as sp
 
-from continuum_ctrl.config import ConfigError
+from continuum_ctrl.params import ConfigError
 from continuum_ctrl.models.expressions import check_name, FUNCTIONS, parse_expression
 
 x, y, m = sp.symbols('x y m', real=True)

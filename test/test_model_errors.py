@@ -6,7 +6,7 @@ import os
 import pytest
 
 from continuum_ctrl import load_model
-from continuum_ctrl.config import ConfigError
+from continuum_ctrl.params import ConfigError
 
 PANDA = 'package://example-robot-data/robots/panda_description/urdf/panda.urdf'
 URDF = {'type': 'urdf', 'urdf': PANDA,

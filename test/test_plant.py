@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from continuum_ctrl.config import ConfigError
-from continuum_ctrl.control.settings import file_parameters
+from continuum_ctrl.params import ConfigError, file_parameters
+from continuum_ctrl.ros.node_settings import SimulatorNodeSettings
 from continuum_ctrl.launch_description import config_path
 from continuum_ctrl.sim.integrators import rk4_step
 from continuum_ctrl.sim.integrators import implicit_damping_euler_step
@@ -15,6 +15,7 @@ from continuum_ctrl.sim.plant import Plant, PlantSettings
 def arm():
     """Return the reference continuum plant settings (CoG model, for speed)."""
     tree, model = file_parameters(config_path('continuum_3section.yaml'), 'continuum_simulator')
+    _, tree = SimulatorNodeSettings.split(tree)
     model = dict(model, type='continuum_cog')
     return PlantSettings.parse(tree, model)
 
@@ -66,6 +67,7 @@ def test_commands_checked_and_stale_ones_mean_zero_input(arm):
 def test_mismatch_scales_the_model(arm):
     tree, model = file_parameters(config_path('continuum_3section.yaml'),
                                   'continuum_simulator')
+    _, tree = SimulatorNodeSettings.split(tree)
     model = dict(model, type='continuum_cog')
     heavy = PlantSettings.parse(dict(tree, mismatch={'mass_scale': 2.0}), model).model
     q = np.full(9, 0.01)
@@ -79,6 +81,7 @@ def test_mismatch_scales_the_model(arm):
 def test_plant_rests_until_the_first_command_when_asked(arm, wait):
     tree, model = file_parameters(config_path('continuum_3section.yaml'),
                                   'continuum_simulator')
+    _, tree = SimulatorNodeSettings.split(tree)
     settings = PlantSettings.parse(dict(tree, wait_for_command=wait),
                                    dict(model, type='continuum_cog'))
     plant = Plant(settings)
@@ -93,5 +96,6 @@ def test_plant_rests_until_the_first_command_when_asked(arm, wait):
 def test_wait_for_command_must_be_a_boolean(arm):
     tree, model = file_parameters(config_path('continuum_3section.yaml'),
                                   'continuum_simulator')
+    _, tree = SimulatorNodeSettings.split(tree)
     with pytest.raises(ConfigError, match="'wait_for_command'"):
         PlantSettings.parse(dict(tree, wait_for_command='yes'), dict(model, type='continuum_cog'))

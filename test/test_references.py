@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from continuum_ctrl.config import ConfigError
+from continuum_ctrl.params import ConfigError
 from continuum_ctrl.control.references import (Hold, minimum_jerk_ramp, MinimumJerk, Sinusoid,
                                                Waypoints)
 

@@ -76,9 +76,11 @@ def test_launch_files_build_nodes_from_the_description(launch):
 
 def test_gazebo_example_feeds_a_forward_effort_controller():
     """The ros2_control side takes efforts for the joints the controller commands, in order."""
-    from continuum_ctrl.config import read_yaml
-    from continuum_ctrl.control.settings import ControllerSettings, file_parameters
+    from continuum_ctrl.params import read_yaml
+    from continuum_ctrl.control.settings import ControllerSettings
     from continuum_ctrl.models import load_model
+    from continuum_ctrl.params import file_parameters
+    from continuum_ctrl.ros.node_settings import ControllerNodeSettings
     path = ROOT / 'config' / 'gazebo_arm.yaml'
     data = read_yaml(path)
     forward = data['effort_controller']['ros__parameters']
@@ -88,6 +90,7 @@ def test_gazebo_example_feeds_a_forward_effort_controller():
     assert forward['interface_name'] == 'effort'
     assert data['continuum_controller']['ros__parameters']['use_sim_time'] is True
     tree, model = file_parameters(path, 'continuum_controller')
+    _, tree = ControllerNodeSettings.split(tree)
     settings = ControllerSettings.parse(tree, load_model(model))
     assert settings.mode == 'effort' and list(settings.joints) == forward['joints']
     line = controller(path, True, [('~/commands', '/effort_controller/commands')])[0]

@@ -19,7 +19,7 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from continuum_ctrl.control.settings import file_parameters
+from continuum_ctrl.params import file_parameters
 from continuum_ctrl.launch_description import config_path, CONTROLLER
 from continuum_ctrl.models import load_model
 from continuum_ctrl.ros.scheduling import set_thread_priority

@@ -5,11 +5,12 @@ import subprocess
 import numpy as np
 import pytest
 
-from continuum_ctrl.config import ConfigError
 from continuum_ctrl.control.loop import ControlLoop
-from continuum_ctrl.control.settings import ControllerSettings, file_parameters
+from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.launch_description import config_path, controller
 from continuum_ctrl.models import load_model
+from continuum_ctrl.params import ConfigError, file_parameters
+from continuum_ctrl.ros.node_settings import ControllerNodeSettings, SimulatorNodeSettings
 from continuum_ctrl.sim.plant import PlantSettings
 
 CONFIGS = ('planar_2r.yaml', 'panda.yaml', 'continuum_3section.yaml')
@@ -18,6 +19,7 @@ CONFIGS = ('planar_2r.yaml', 'panda.yaml', 'continuum_3section.yaml')
 def two_link(**changes):
     """Return the 2R controller tree with `changes` (dotted keys) applied, and the model."""
     tree, model = file_parameters(config_path('planar_2r.yaml'), 'continuum_controller')
+    _, tree = ControllerNodeSettings.split(tree)
     for key, value in changes.items():
         *parents, leaf = key.split('.')
         node = tree
@@ -30,8 +32,12 @@ def two_link(**changes):
 @pytest.mark.parametrize('name', CONFIGS)
 def test_shipped_files_parse_for_both_nodes(name):
     tree, model = file_parameters(config_path(name), 'continuum_controller')
+    node, tree = ControllerNodeSettings.split(tree)
     settings = ControllerSettings.parse(tree, load_model(model))
-    plant = PlantSettings.parse(*file_parameters(config_path(name), 'continuum_simulator'))
+    sim_tree, sim_model = file_parameters(config_path(name), 'continuum_simulator')
+    sim_node, sim_tree = SimulatorNodeSettings.split(sim_tree)
+    plant = PlantSettings.parse(sim_tree, sim_model)
+    assert node.autostart and node.realtime_priority == sim_node.realtime_priority
     assert settings.joints == tuple(plant.model.joint_names)
     assert (settings.mode == 'pressure') == name.startswith('continuum')
     if name.startswith('continuum'):
@@ -45,7 +51,7 @@ def test_shipped_files_parse_for_both_nodes(name):
     ('gains.kp', [1.0, 2.0, 3.0], 'gains.kp'),
     ('gains.kd', [1.0, 2.0, 2.0, -3.0], 'gains.kd'),
     ('gains.kq', [1.0, 1.0], 'gains.kq'),
-    ('rate_hz', 0.0, 'rate_hz'),
+    ('rate_hz', 0.0, 'rate_hz'),                    # the node's key: unknown to the loop
     ('state_timeout', -1.0, 'state_timeout'),
     ('safe_mode', 'brake', 'safe_mode'),
     ('joints', ['joint1', 'joint3'], 'joints'),
@@ -75,7 +81,7 @@ def test_pressure_output_needs_its_map_and_vents_when_safe():
     with pytest.raises(ConfigError, match='safe_mode'):
         ControllerSettings.parse(tree, model)
     del tree['safe_mode']
-    loop = ControlLoop(model, ControllerSettings.parse(tree, model))
+    loop = ControlLoop(model, ControllerSettings.parse(tree, model), 0.002)
     assert np.array_equal(loop.tick(0.0), [1e4, 1e4])
 
 
@@ -94,7 +100,7 @@ def test_loop_tracks_in_joint_order_and_respects_limits():
         'reference.type': 'hold', 'reference.position': [0.3, 0.5],
         'reference.blend_time': 0.0, 'limits.effort': [100.0, 20.0], 'resume_count': 1})
     settings = ControllerSettings.parse(tree, model)
-    loop = ControlLoop(model, settings)
+    loop = ControlLoop(model, settings, 0.002)
     q = np.array([0.6, 0.25])
     loop.set_state(q, np.zeros(2), 1.0)
     command = loop.tick(1.0)
@@ -106,6 +112,22 @@ def test_loop_tracks_in_joint_order_and_respects_limits():
     assert np.array_equal(loop.command, [0.0, 0.0])            # stale: zero effort
 
 
+@pytest.mark.parametrize('key, value', [('rate_hz', 0.0), ('state_decimation', 0),
+                                        ('realtime_priority', 100), ('autostart', 'yes'),
+                                        ('stamp_tolerance', -1.0)])
+def test_a_bad_node_setting_is_an_error_naming_its_key(key, value):
+    with pytest.raises(ConfigError) as err:
+        ControllerNodeSettings.split({key: value})
+    assert err.value.key == key
+
+
+def test_node_settings_leave_the_loop_its_keys():
+    node, rest = ControllerNodeSettings.split({'rate_hz': 250, 'gains': {'kp': [1.0]}})
+    assert node.period == 1.0 / 250.0 and node.autostart
+    assert rest == {'gains': {'kp': [1.0]}}
+
+
+@pytest.mark.ros
 def test_bad_parameter_file_exits_with_the_key(tmp_path):
     path = tmp_path / 'bad.yaml'
     text = config_path('planar_2r.yaml').read_text().replace('kp: [100.0, 100.0]',

@@ -41,6 +41,7 @@ def _make_node(tmp_path_factory, base, **controller):
     rclpy.init(context=context, domain_id=DOMAINS['fuzz'])
     node = ControllerNode(context=context, cli_args=[
         '--ros-args', '--params-file', str(path)])
+    node.start()                    # autostart: configured and active
     return node, context
 
 
@@ -76,13 +77,13 @@ def _valid(node, names, position, velocity, stamp_offset):
     span = np.where(np.isfinite(high - low), high - low, np.inf)
     if np.any(q < low - span) or np.any(q > high + span) or np.any(np.abs(qd) > MAX_SPEED):
         return False
-    tolerance = node.loop.settings.stamp_tolerance
+    tolerance = node.node_settings.stamp_tolerance
     return stamp_offset is None or abs(stamp_offset) <= 0.9 * tolerance
 
 
 def _ambiguous_stamp(node, stamp_offset):
     """Return whether a stamp offset is too close to the tolerance to predict (clock moves)."""
-    tolerance = node.loop.settings.stamp_tolerance
+    tolerance = node.node_settings.stamp_tolerance
     return stamp_offset is not None and 0.9 * tolerance < abs(stamp_offset) <= 1.1 * tolerance
 
 
@@ -94,6 +95,7 @@ def _check_command(node, previous, failures):
     changed, i.e. a non-finite law result) is exempt: it applies at once.
     """
     settings = node.loop.settings
+    cycle = node.loop.cycle
     command = np.array(node.command_msg.data)
     order = settings.order
     assert command.shape == (node.model.n,)
@@ -103,11 +105,11 @@ def _check_command(node, previous, failures):
     else:
         limit = settings.effort_limit[order]
         assert within(command, -limit, limit)
-        step = (settings.effort_rate * settings.period)[order]
-        if node.loop.nonfinite == failures and node.loop.status == 'active':
+        step = (settings.effort_rate * node.loop.period)[order]
+        if cycle.nonfinite == failures and cycle.status == 'active':
             assert np.all(np.abs(command - previous) <= step * (1 + 1e-9) + 1e-9)
-    if node.loop.status == 'active':
-        assert within(node.loop.q_des, node.loop.low, node.loop.high)
+    if cycle.status == 'active':
+        assert within(cycle.q_des, node.loop.low, node.loop.high)
     assert np.all(np.isfinite(node.loop.qd_des)) and np.all(np.isfinite(node.loop.qdd_des))
     return command
 

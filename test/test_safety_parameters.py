@@ -15,7 +15,7 @@ from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.srv import GetParameters, SetParameters, SetParametersAtomically
 from rclpy.parameter import Parameter
 
-from continuum_ctrl.config import read_yaml
+from continuum_ctrl.params import read_yaml
 from continuum_ctrl.launch_description import config_path, CONTROLLER, controller, simulation
 from ros_nodes import merge, params_file, running
 from safety_tools import domain, joint_state, state_publisher, Timeline, wall

@@ -9,7 +9,7 @@ per-PMA arrays and broadcast against the force or pressure vector.
 
 import numpy as np
 
-from continuum_ctrl.config import ConfigError
+from continuum_ctrl.params import ConfigError
 
 
 def pressure_from_force(tau, area, deadzone, p_min, p_max):

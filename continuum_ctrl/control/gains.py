@@ -8,7 +8,7 @@ flat arrays). Units: ``kp`` in 1/s^2, ``kd`` in 1/s (they act on the error befor
 
 import numpy as np
 
-from continuum_ctrl.config import ConfigError
+from continuum_ctrl.params import ConfigError
 
 #: relative tolerance on ``|K - K^T|`` before a matrix gain counts as non-symmetric
 SYMMETRY_RTOL = 1e-9

@@ -1,9 +1,11 @@
 """
 The controller's cycle without ROS: watchdog, reference, computed torque, limits, command.
 
-    loop = ControlLoop(model, settings)
+    loop = ControlLoop(model, settings, period)    # period: the tick period, s
     loop.set_state(q, qd, t)     # a validated measurement (model order), t: receive time, s
     command = loop.tick(t)       # in `settings.joints` order: N, N m or Pa
+    loop.cycle                   # what the tick produced (CycleView), for publishing
+    loop.stop(t)                 # the safe command, once; ticks stay safe until `start`
 
 Until `resume_count` consecutive valid states have arrived, and whenever the last one is older
 than `state_timeout`, `tick` returns the safe command: zero effort or `p_min` (vent), or for
@@ -17,15 +19,27 @@ on a few grams of generalized inertia, so cancelling ``D qd`` with a velocity me
 ms ago closes a loop of gain about one at high frequency, which chatters at 500 Hz.
 """
 
+from typing import Any, Optional, Sequence, Tuple
+
 import numpy as np
 
-from continuum_ctrl.config import ConfigError
 from continuum_ctrl.control.actuation import clamp_effort
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
 from continuum_ctrl.control.references import Hold, MinimumJerk, Sinusoid, Waypoints
+from continuum_ctrl.control.settings import ControllerSettings
+from continuum_ctrl.params import ConfigError
 
-#: loop status: no valid state yet, controlling, or safe command after a state timeout
-WAITING, ACTIVE, STALE = 'waiting', 'active', 'stale'
+#: loop status: no valid state yet, controlling, safe command after a state timeout, or
+#: stopped (safe command until `start`)
+WAITING, ACTIVE, STALE, STOPPED = 'waiting', 'active', 'stale', 'stopped'
+
+
+#: what `take_events` returns when nothing happened (no allocation per tick)
+NO_EVENTS: Sequence[Tuple[str, str]] = ()
+
+
+class TrajectoryRejected(ValueError):
+    """A run-time trajectory the loop refuses (the reference is kept); says why."""
 
 
 def build_reference(spec, q_start):
@@ -84,11 +98,14 @@ class ControlLoop:
 
     After each `tick`: `q`, `qd` (last valid state), `q_des`, `qd_des` (reference, clamped to
     the joint limits), `effort` (generalized force sent, or implied by the safe command) and
-    `command` (joints order) describe the cycle; `events` collects transitions to log once.
+    `command` (joints order) describe the cycle, read through `cycle`; `events` collects
+    transitions to log once (`take_events`). `period` is the tick period, s (the rate limit
+    per tick).
     """
 
-    def __init__(self, model, settings):
+    def __init__(self, model: Any, settings: ControllerSettings, period: float) -> None:
         self.model = model
+        self.period = period
         n = model.n
         self.law = ComputedTorqueLaw(model, settings.kp, settings.kd)
         self.low, self.high = (np.asarray(b, dtype=float) for b in model.joint_limits())
@@ -108,9 +125,12 @@ class ControlLoop:
         self._tau = np.zeros(n)
         self._failing = False
         self._safe_command()
+        self.cycle = CycleView(self)
 
-    def configure(self, settings, reanchor=False):
+    def configure(self, settings: ControllerSettings, reanchor: bool = False,
+                  period: Optional[float] = None) -> None:
         """Take new validated settings (gains, limits, reference, ...) from the next tick on."""
+        self.period = self.period if period is None else period
         self.law.set_gains(settings.kp, settings.kd)
         self._limits(settings)
         if reanchor and self.status == ACTIVE:
@@ -122,7 +142,7 @@ class ControlLoop:
         limit = settings.effort_limit
         self._effort_range = (settings.actuation.effort_range(limit)
                               if settings.actuation is not None else (-limit, limit))
-        step = settings.effort_rate * settings.period
+        step = settings.effort_rate * self.period
         self._step = step if np.isfinite(step).any() else None     # None: no rate limit
 
     def anchor(self, t):
@@ -130,18 +150,20 @@ class ControlLoop:
         spec = self.settings.reference
         self.reference = Anchored(build_reference(spec, self.q), t, self.q, spec.blend_time)
 
-    def follow(self, times, positions, velocities=None, accelerations=None, t=0.0):
+    def follow(self, times: np.ndarray, positions: np.ndarray,
+               velocities: Optional[np.ndarray] = None,
+               accelerations: Optional[np.ndarray] = None, t: float = 0.0) -> None:
         """
         Replace the reference by waypoints (model order; times in s after `t`, all > 0).
 
-        The measured state is prepended at `t`. Raises ConfigError (reference kept) for bad
-        waypoints; a waypoint outside the joint limits is refused too, and so are waypoints
+        The measured state is prepended at `t`. Raises TrajectoryRejected (reference kept) for
+        bad waypoints; a waypoint outside the joint limits is refused too, and so are waypoints
         whose interpolation overflows (huge values a few ns apart on unbounded joints).
         """
         positions = np.asarray(positions, dtype=float)
         outside = (positions < self.low) | (positions > self.high)
         if np.any(outside):
-            raise ConfigError('trajectory.positions', 'lie outside the joint limits')
+            raise TrajectoryRejected('its positions lie outside the joint limits')
         with_start = [np.vstack((self.q, positions))]
         if velocities is not None:
             with_start.append(np.vstack((self.qd, velocities)))
@@ -153,12 +175,12 @@ class ControlLoop:
             reference = Waypoints(knots, *with_start)
             finite = all(np.all(np.isfinite(part)) for s in checked
                          for part in reference.sample(s))
-        except ConfigError:
-            raise
+        except ConfigError as exc:
+            raise TrajectoryRejected(str(exc)) from None
         except (ArithmeticError, ValueError) as exc:
-            raise ConfigError('trajectory', f'cannot be interpolated: {exc}') from None
+            raise TrajectoryRejected(f'it cannot be interpolated: {exc}') from None
         if not finite:
-            raise ConfigError('trajectory', 'its interpolation is not finite')
+            raise TrajectoryRejected('its interpolation is not finite')
         self.reference = Anchored(reference, t, self.q, 0.0)
 
     def set_state(self, q, qd, t):
@@ -179,7 +201,7 @@ class ControlLoop:
             self.qd[:] = qd
         self.last_state_time = t
         self.valid_streak += 1
-        if self.status != ACTIVE and self.valid_streak >= self.settings.resume_count:
+        if self.status in (WAITING, STALE) and self.valid_streak >= self.settings.resume_count:
             self.events.append(('info', 'valid joint states: control active, reference '
                                         'anchored at the measured pose'))
             self.status = ACTIVE
@@ -189,7 +211,37 @@ class ControlLoop:
         """Count a rejected measurement against the streak needed to resume."""
         self.valid_streak = 0
 
-    def tick(self, t):
+    def start(self) -> None:
+        """(Re)start after `stop`: wait for `resume_count` valid states, then control."""
+        self.status = WAITING
+        self.valid_streak = 0
+        self.last_state_time = -np.inf
+
+    def stop(self, t: float) -> np.ndarray:
+        """Stop: return the safe command (joints order); `tick` gives it until `start`."""
+        self.status = STOPPED
+        return self.tick(t)
+
+    def take_events(self) -> Sequence[Tuple[str, str]]:
+        """Return the ``(level, text)`` transitions since the last call, and forget them."""
+        if not self.events:
+            return NO_EVENTS
+        events, self.events = self.events, []
+        return events
+
+    def warm_up(self) -> None:
+        """
+        Evaluate the control law once, at rest inside the joint limits.
+
+        The first model evaluation in a process loads the compiled kernels (~0.4 s for the
+        continuum models); paid in the first active tick, it would stall control while the
+        reference blends in.
+        """
+        q = np.clip(np.zeros(self.model.n), self.low, self.high)
+        rest = np.zeros(self.model.n)
+        self.law(q, rest, q, rest, rest)
+
+    def tick(self, t: float) -> np.ndarray:
         """Return the command for time `t` (s) in joints order (an internal buffer)."""
         if self.status == ACTIVE and t - self.last_state_time > self.settings.state_timeout:
             self.status = STALE
@@ -248,3 +300,31 @@ class ControlLoop:
         if settings.actuation is not None:
             output = settings.actuation.pressure(self.effort)
         return np.take(output, settings.order, out=self.command)
+
+
+class CycleView:
+    """
+    What the last tick produced, for the node to publish: read-only, no copies.
+
+    `status` (WAITING, ACTIVE, STALE, STOPPED); `q`, `qd` (last valid state), `q_des`,
+    `qd_des`, `qdd_des` (reference, clamped to the joint limits) and `effort` (generalized
+    force sent or implied by the safe command), all in model order; `command` in joints order
+    (N, N m or Pa); `order` (model index of each command entry); `nonfinite` (ticks whose law
+    gave a non-finite effort). The arrays are the loop's buffers, overwritten by each tick.
+    """
+
+    __slots__ = ('_loop',)
+
+    def __init__(self, loop: ControlLoop) -> None:
+        self._loop = loop
+
+    status = property(lambda self: self._loop.status)
+    q = property(lambda self: self._loop.q)
+    qd = property(lambda self: self._loop.qd)
+    q_des = property(lambda self: self._loop.q_des)
+    qd_des = property(lambda self: self._loop.qd_des)
+    qdd_des = property(lambda self: self._loop.qdd_des)
+    effort = property(lambda self: self._loop.effort)
+    command = property(lambda self: self._loop.command)
+    order = property(lambda self: self._loop.settings.order)
+    nonfinite = property(lambda self: self._loop.nonfinite)

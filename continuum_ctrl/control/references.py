@@ -14,7 +14,7 @@ from bisect import bisect_right
 import numpy as np
 from scipy.interpolate import BPoly, CubicSpline, PPoly
 
-from continuum_ctrl.config import ConfigError
+from continuum_ctrl.params import ConfigError
 
 
 def _array(value, key, shape=(None,)):

@@ -1,54 +1,37 @@
 """
-The controller's own parameters (everything but `model.*`), parsed and validated without ROS.
+The control loop's parameters (everything but `model.*` and the node's own), without ROS.
 
 The controller node, its runtime parameter callback, the Python runner and the tests all go
 through `ControllerSettings.parse`, so a bad value is reported identically everywhere: a
 ConfigError naming the full dotted key. Per-joint vectors are given in `joints` order (the
 command order), as ``n`` numbers or one number for all joints; the parsed settings hold them in
-the model's coordinate order. Units: SI (m, rad, N, N m, Pa, s, Hz).
+the model's coordinate order. Units: SI (m, rad, N, N m, Pa, s). The node's own settings
+(rate, decimation, thread priority, stamp tolerance, autostart) live in
+`continuum_ctrl.ros.node_settings`; parameter files are read by `continuum_ctrl.params`.
 """
 
 from dataclasses import dataclass, replace
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from continuum_ctrl.config import ConfigError, flatten, nest, read_yaml, Reader
 from continuum_ctrl.control.actuation import ActuationMap
 from continuum_ctrl.control.gains import validate_gain
-
-
-@dataclass(frozen=True)
-class Field:
-    """One controller parameter: ROS type, default (``...``: none), bounds, description."""
-
-    kind: str
-    default: object
-    description: str
-    low: float = None
-    high: float = None
-
+from continuum_ctrl.params import ConfigError, Field, Reader
 
 #: reference.type values: hold a pose, per-joint sinusoid, minimum jerk to a goal, waypoints
 #: (an inline list and/or `~/joint_trajectory` messages)
 REFERENCE_TYPES = ('hold', 'sinusoid', 'min_jerk', 'trajectory')
 
-#: every controller parameter other than `model.*`; the ROS node declares exactly these
+#: every parameter of the loop; the ROS node declares these, `model.*` and its own
 FIELDS = {
     'joints': Field('strings', ..., 'command order of the joints; default: the model order'),
-    'rate_hz': Field('number', 500.0, 'control loop rate, Hz', 1.0, 10000.0),
     'state_timeout': Field('number', 0.1, 'joint_states older than this (s) trigger the '
                            'safe command', 1e-3, 10.0),
     'safe_mode': Field('string', 'zero', "safe command: 'zero' (zero effort, or p_min) or "
                        "'hold' (gravity + elastic compensation at the last state; effort only)"),
     'velocity_filter': Field('number', 0.0, 'time constant of a first-order low-pass on '
                              'measured velocities, s (0: none)', 0.0, 1.0),
-    'stamp_tolerance': Field('number', 0.25, 'joint_states whose non-zero header stamp is '
-                             'further than this from the receive time (s) are rejected; 0: '
-                             'stamps not checked', 0.0, 3600.0),
-    'state_decimation': Field('integer', 1, 'publish ~/state every N control ticks', 1, 1000),
-    'realtime_priority': Field('integer', 0, 'SCHED_FIFO priority of the control-loop thread, '
-                               "as ros2_control's thread_priority; 0: normal scheduling", 0,
-                               99),
     'resume_count': Field('integer', 5, 'consecutive valid joint_states needed to resume '
                           'after a timeout', 1, 1000),
     'gains.kp': Field('numbers', ..., 'proportional gain, 1/s^2: n per-joint values or an '
@@ -91,13 +74,13 @@ class ReferenceSpec:
     """A parsed reference; arrays in model order, None where taken from the first state."""
 
     kind: str
-    position: np.ndarray = None
-    amplitude: np.ndarray = None
-    frequency: np.ndarray = None
-    phase: np.ndarray = None
-    duration: float = None
-    times: np.ndarray = None
-    positions: np.ndarray = None
+    position: Optional[np.ndarray] = None
+    amplitude: Optional[np.ndarray] = None
+    frequency: Optional[np.ndarray] = None
+    phase: Optional[np.ndarray] = None
+    duration: Optional[float] = None
+    times: Optional[np.ndarray] = None
+    positions: Optional[np.ndarray] = None
     blend_time: float = 0.5
 
 
@@ -110,28 +93,24 @@ class ControllerSettings:
     ``tau[order]``.
     """
 
-    joints: tuple
+    joints: Tuple[str, ...]
     order: np.ndarray
-    rate_hz: float
     state_timeout: float
     safe_mode: str
     resume_count: int
-    state_decimation: int
-    realtime_priority: int
-    stamp_tolerance: float
     velocity_filter: float
     kp: np.ndarray
     kd: np.ndarray
     reference: ReferenceSpec
     mode: str
-    actuation: ActuationMap
+    actuation: Optional[ActuationMap]
     effort_limit: np.ndarray
     effort_rate: np.ndarray
 
     @classmethod
-    def parse(cls, tree, model):
+    def parse(cls, tree: Dict[str, Any], model: Any) -> 'ControllerSettings':
         """
-        Parse the nested controller parameters (without `model`, `use_sim_time`) for `model`.
+        Parse the nested loop parameters (without `model` and the node's own) for `model`.
 
         Raises ConfigError naming the full key for a missing, unknown or bad value.
         """
@@ -159,14 +138,10 @@ class ControllerSettings:
                                            "vented ('zero') instead")
         settings = cls(
             joints=joints, order=order,
-            rate_hz=_number(top, 'rate_hz'),
-            state_timeout=_number(top, 'state_timeout'),
+            state_timeout=_field(top, 'state_timeout'),
             safe_mode=safe_mode,
-            resume_count=_integer(top, 'resume_count'),
-            state_decimation=_integer(top, 'state_decimation'),
-            realtime_priority=read_realtime_priority(top),
-            stamp_tolerance=_number(top, 'stamp_tolerance'),
-            velocity_filter=_number(top, 'velocity_filter'),
+            resume_count=_field(top, 'resume_count'),
+            velocity_filter=_field(top, 'velocity_filter'),
             kp=kp, kd=kd,
             reference=_reference(top.namespace('reference'), vec, model),
             mode=mode, actuation=actuation,
@@ -174,50 +149,12 @@ class ControllerSettings:
         top.finish()
         return settings
 
-    @property
-    def period(self):
-        """Return the control period, s."""
-        return 1.0 / self.rate_hz
+
+def _field(reader: Reader, name: str) -> Any:
+    return reader.field(name, FIELDS[reader.key(name)])
 
 
-def _number(reader, name):
-    field = FIELDS[reader.key(name)]
-    return reader.number(name, field.default, field.low, field.high)
-
-
-def read_realtime_priority(reader):
-    """Return the validated `realtime_priority` (0-99) of a node's top-level reader."""
-    return _integer(reader, 'realtime_priority')
-
-
-def _integer(reader, name):
-    field = FIELDS[reader.key(name)]
-    value = reader.raw(name, field.default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(reader.key(name), f'must be an integer, got {value!r}')
-    if not field.low <= value <= field.high:
-        raise ConfigError(reader.key(name), f'must be in [{field.low}, {field.high}], '
-                                            f'got {value}')
-    return value
-
-
-def file_parameters(path, node_name):
-    """
-    Return ``(parameters, model)`` that node `node_name` gets from a ROS 2 parameter file.
-
-    Sections merge as rcl merges them: ``/**``, ``name`` and ``/name`` in file order, later
-    keys winning. `parameters` is the nested tree without `model` and `use_sim_time`; `model`
-    the nested `model` namespace.
-    """
-    flat = {}
-    for key, section in read_yaml(path).items():
-        if key in ('/**', node_name, '/' + node_name) and isinstance(section, dict):
-            flat.update(flatten(section.get('ros__parameters') or {}))
-    tree = nest({k: v for k, v in flat.items() if k != 'use_sim_time'})
-    return tree, tree.pop('model', {})
-
-
-def read_output(top, vec):
+def read_output(top: Reader, vec: 'JointVectors') -> Tuple[str, Optional[ActuationMap]]:
     """
     Read the `output` namespace: ``(mode, ActuationMap or None)``.
 
@@ -269,16 +206,11 @@ class JointVectors:
         out[np.ix_(self.order, self.order)] = gain
         return out
 
-    def per_joint(self, reader, name, default=None, strict_low=False):
-        field = FIELDS[reader.key(name)]
-        given = default if default is not None else field.default
-        values = reader.numbers(name, given, low=field.low, strict_low=strict_low)
-        if len(values) == 1:
-            values = values * self.n
-        if len(values) != self.n:
-            raise ConfigError(reader.key(name), f'must have 1 or {self.n} entries (one per '
-                                                f'joint), got {len(values)}')
-        return self.to_model(values)
+    def per_joint(self, reader, name, field=None, strict_low=False):
+        """Read a per-joint vector (`field`, default: this module's) into model order."""
+        field = field or FIELDS[reader.key(name)]
+        return self.to_model(reader.per_joint(name, self.n, field.default, field.low,
+                                              strict_low))
 
     def optional(self, reader, name):
         return self.per_joint(reader, name) if reader.has(name) else None
@@ -308,7 +240,7 @@ def _reference(ref, vec, model):
         positions = np.array([vec.to_model(row) for row in
                               np.reshape(flat, (len(times), vec.n))]).reshape(-1, vec.n)
         spec = ReferenceSpec(kind, times=times, positions=positions)
-    spec = replace(spec, blend_time=_number(ref, 'blend_time'))
+    spec = replace(spec, blend_time=_field(ref, 'blend_time'))
     _finish_namespace(ref)
     _check_inside(spec, ref, low, high)
     return spec

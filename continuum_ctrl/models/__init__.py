@@ -6,7 +6,7 @@ Dynamics models behind one interface, chosen by ``model.type``.
 
 from importlib import import_module
 
-from continuum_ctrl.config import ConfigError, model_spec
+from continuum_ctrl.params import ConfigError, model_spec
 from continuum_ctrl.models.base import DynamicsModel
 
 #: model.type -> (module, factory taking the nested `model` namespace)

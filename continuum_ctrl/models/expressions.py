@@ -13,7 +13,7 @@ import math
 
 import sympy as sp
 
-from continuum_ctrl.config import ConfigError
+from continuum_ctrl.params import ConfigError
 
 #: allowed function name -> (SymPy function, number of arguments)
 FUNCTIONS = {

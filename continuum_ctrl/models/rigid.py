@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-from continuum_ctrl.config import ConfigError, Reader
+from continuum_ctrl.params import ConfigError, Reader
 from continuum_ctrl.models.base import DynamicsModel
 
 

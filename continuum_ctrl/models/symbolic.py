@@ -22,7 +22,7 @@ import numpy as np
 import sympy as sp
 from sympy.printing.pycode import PythonCodePrinter
 
-from continuum_ctrl.config import ConfigError, Reader
+from continuum_ctrl.params import ConfigError, Reader
 from continuum_ctrl.models.base import DynamicsModel
 from continuum_ctrl.models.expressions import check_name, parse_expression
 

@@ -13,7 +13,7 @@ import sys
 
 import sympy as sp
 
-from continuum_ctrl.config import ConfigError, model_spec
+from continuum_ctrl.params import ConfigError, model_spec
 from continuum_ctrl.models.symbolic import (common_subexpressions, derive, python_source,
                                             quantities, state_symbols)
 

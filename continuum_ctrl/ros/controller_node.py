@@ -1,6 +1,15 @@
 """
 `controller_node`: computed-torque control of any model over ROS 2 (node `continuum_controller`).
 
+A managed (lifecycle) node, with the standard `~/change_state`, `~/get_state`, ... services:
+- configure: read and validate the parameters, load and warm the model, make the topics; a
+  bad parameter fails the transition with one `parameter 'KEY': ...` line in the log, and the
+  node stays unconfigured;
+- activate: start the loop (the safe command until valid joint states arrive);
+- deactivate: publish the safe command once, then no more commands;
+- cleanup, shutdown: the same, and release the model, topics and timers.
+With `autostart` (default true) the node configures and activates itself at start.
+
 Topics (relative names, remap as needed):
 - sub `joint_states` (sensor_msgs/JointState): measured state, mapped by joint name;
 - sub `~/joint_trajectory` (trajectory_msgs/JointTrajectory): replaces the reference;
@@ -10,68 +19,154 @@ Topics (relative names, remap as needed):
   control_msgs/JointTrajectoryControllerState, [reference (positions, velocities,
   accelerations), feedback (positions, velocities), error (positions, velocities), output
   (effort: the generalized force sent)]; header stamp: the tick time; header frame_id: the
-  loop status (waiting, active, stale); every `state_decimation`-th tick;
+  loop status (waiting, active, stale, stopped); every `state_decimation`-th tick;
 - pub `/diagnostics` (diagnostic_msgs/DiagnosticArray, ~1 Hz): loop rate, period and compute
   time percentiles (window and whole run), input age at the tick, joint_states latency (header
   stamp to receipt, wall clock), rejected-input counts, status.
-One timer at `rate_hz` on a single-threaded executor runs the loop (see `spin`).
+One timer at `rate_hz`, while active, on a single-threaded executor runs the loop (see
+`ros.plumbing.spin`).
 """
 
 import array
-import gc
-import os
-import signal
-import sys
 import time
+from typing import Any, Dict, Tuple
 
 import numpy as np
-import rclpy
-import rclpy.executors
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rclpy.node import Node
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from continuum_ctrl.config import ConfigError
-from continuum_ctrl.control.loop import ACTIVE, ControlLoop
+from continuum_ctrl.control.loop import ACTIVE, ControlLoop, TrajectoryRejected
 from continuum_ctrl.control.settings import ControllerSettings, FIELDS
+from continuum_ctrl.launch_description import CONTROLLER as NODE_NAME
 from continuum_ctrl.models import load_model
+from continuum_ctrl.params import ConfigError
 from continuum_ctrl.ros.conversion import (JointStateReader, REJECT_KINDS, Rejected, set_doubles,
                                            stamp_seconds, trajectory_arrays)
+from continuum_ctrl.ros.node_settings import CONTROLLER_NODE_FIELDS, ControllerNodeSettings
 from continuum_ctrl.ros.parameters import NodeParameters
+from continuum_ctrl.ros.plumbing import spin, Throttle
 from continuum_ctrl.ros.scheduling import apply_thread_priority
 from continuum_ctrl.ros.timing import Durations
 
-NODE_NAME = 'continuum_controller'
+__all__ = ['ControllerNode', 'main', 'NODE_NAME']
+
 #: a tick is late when its period exceeds the nominal one by this factor
 LATE_FACTOR = 1.5
-#: default executor kind, see `make_executor`
-EXECUTOR = 'events'
-#: shortest interval between two log lines about rejected input, s
-LOG_THROTTLE = 2.0
+#: every parameter the node declares besides `model.*`
+NODE_FIELDS = {**CONTROLLER_NODE_FIELDS, **FIELDS}
+SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
 
 
-class ControllerNode(Node):
+class ControllerNode(LifecycleNode):
     """The controller node; see the module documentation for its interface."""
 
-    def __init__(self, **kwargs):
-        super().__init__(NODE_NAME, **kwargs)
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(NODE_NAME, automatically_declare_parameters_from_overrides=True,
+                         **kwargs)
+        self.params = NodeParameters(self, NODE_FIELDS, self._on_change)
+        self.autostart = self.params.values.get('autostart', True)
+        self.error: ConfigError = None
         self.model = None
-        self.params = NodeParameters(self, FIELDS, self._parse, self._on_change)
-        self.loop = ControlLoop(self.model, self.params.settings)
-        settings = self.params.settings
+        self.loop: ControlLoop = None
+        self.timer = None
+        self._throttle = Throttle()
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Autostart: configure and activate; a bad parameter raises its ConfigError."""
+        if not self.autostart:
+            self.get_logger().info('unconfigured: waiting for lifecycle transitions '
+                                   '(autostart false)')
+            return
+        if self.trigger_configure() != SUCCESS:
+            raise self.error or ConfigError('', 'configuration failed; see the log')
+        self.trigger_activate()
+
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Read and validate the parameters, load and warm the model, make the topics."""
+        try:
+            self._configure()
+        except ConfigError as exc:
+            self.error = exc
+            self.get_logger().error(f'configure failed: {exc}')
+            self._release()
+            return FAILURE
+        self.error = None
+        return SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Start the loop: the safe command until valid joint states arrive."""
+        self.loop.start()
+        self._start_loop_timer()
+        if self.executor is not None:       # a transition at run time: on the loop thread
+            self.apply_realtime_priority()
+        self.get_logger().info('active: control loop started')
+        return SUCCESS
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Publish the safe command once, then stop publishing commands."""
+        self.stop()
+        self.get_logger().info('inactive: safe command sent, loop stopped')
+        return SUCCESS
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Release the model, the topics and the timers."""
+        self._release()
+        return SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Stop (the safe command if active) and release everything."""
+        self.stop()
+        self._release()
+        return SUCCESS
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Stop and release after an unexpected error; back to unconfigured."""
+        self.stop()
+        self._release()
+        return SUCCESS
+
+    def stop(self) -> None:
+        """When the loop runs: stop its timer and publish the safe command, the last command."""
+        if self.timer is None:
+            return
+        self.destroy_timer(self.timer)
+        self.timer = None
+        if self.context.ok():
+            set_doubles(self.command_msg.data, self.loop.stop(self._now()))
+            self.command_pub.publish(self.command_msg)
+        self._log_events()
+
+    def destroy_node(self) -> None:
+        """Publish the safe command (when the loop runs), then destroy the node."""
+        self.stop()
+        super().destroy_node()
+
+    # -- configuration --------------------------------------------------------------------
+
+    def _parse(self, tree: Dict[str, Any]) -> Tuple[ControllerNodeSettings, ControllerSettings]:
+        node, rest = ControllerNodeSettings.split(tree)
+        return node, ControllerSettings.parse(rest, self.model)
+
+    def _configure(self) -> None:
+        self.model = load_model(self.params.model)
+        self.node_settings, settings = self.params.bind(self._parse)
+        node = self.node_settings
         n = self.model.n
-        low, high = self.loop.low, self.loop.high
-        self.reader = JointStateReader(self.model.joint_names, low, high,
-                                       settings.stamp_tolerance)
+        self.loop = ControlLoop(self.model, settings, node.period)
+        self.loop.stop(0.0)                 # no control before activation
+        low, high = (np.asarray(b, dtype=float) for b in self.model.joint_limits())
+        self.reader = JointStateReader(self.model.joint_names, low, high, node.stamp_tolerance)
         self.rejected = dict.fromkeys(REJECT_KINDS + ('trajectory',), 0)
-        self._last_log = -np.inf
         self._estimate_logged = False
 
         self.command_msg = Float64MultiArray()
-        set_doubles(self.command_msg.data, self.loop.command)
+        set_doubles(self.command_msg.data, self.loop.cycle.command)
         self.state_msg = JointTrajectory()
         self.state_msg.joint_names = list(settings.joints)
         self.state_msg.points = [JointTrajectoryPoint() for _ in range(4)]
@@ -86,12 +181,13 @@ class ControllerNode(Node):
         self.command_pub = self.create_publisher(Float64MultiArray, '~/commands', 10)
         self.state_pub = self.create_publisher(JointTrajectory, '~/state', 10)
         self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self.create_subscription(JointState, 'joint_states', self._on_state,
-                                 qos_profile_sensor_data)
-        self.create_subscription(JointTrajectory, '~/joint_trajectory', self._on_trajectory,
-                                 QoSProfile(depth=10))
+        self.subscriptions_made = [
+            self.create_subscription(JointState, 'joint_states', self._on_state,
+                                     qos_profile_sensor_data),
+            self.create_subscription(JointTrajectory, '~/joint_trajectory',
+                                     self._on_trajectory, QoSProfile(depth=10))]
 
-        capacity = int(4 * settings.rate_hz) + 16
+        capacity = int(4 * node.rate_hz) + 16
         self.period = Durations(capacity)
         self.compute = Durations(capacity)
         self.age = Durations(capacity)
@@ -101,65 +197,68 @@ class ControllerNode(Node):
         self._ticks = 0
         self._window_start = time.perf_counter()
         self._receive_wall = -np.inf
-        self._warm_up()
-        self._start_loop_timer(settings)
-        self.create_timer(1.0, self._diagnostics)
+        self.loop.warm_up()
+        self.diag_timer = self.create_timer(1.0, self._diagnostics)
         self.get_logger().info(
-            f'{n} joints {list(settings.joints)}, {settings.rate_hz:g} Hz, output '
+            f'configured: {n} joints {list(settings.joints)}, {node.rate_hz:g} Hz, output '
             f'{settings.mode}, model {type(self.model).__name__}')
 
-    def _warm_up(self):
-        """
-        Evaluate the control law once, at rest inside the joint limits, before the loop starts.
+    def _release(self) -> None:
+        """Destroy what `_configure` made; the node is unconfigured again."""
+        self.params.unbind()
+        for name in ('command_pub', 'state_pub', 'diag_pub'):
+            if getattr(self, name, None) is not None:
+                self.destroy_publisher(getattr(self, name))
+                setattr(self, name, None)
+        for sub in getattr(self, 'subscriptions_made', ()):
+            self.destroy_subscription(sub)
+        self.subscriptions_made = []
+        if getattr(self, 'diag_timer', None) is not None:
+            self.destroy_timer(self.diag_timer)
+            self.diag_timer = None
+        self.model, self.loop = None, None
 
-        The first model evaluation in a process loads the compiled kernels (~0.4 s for the
-        continuum models). Paid in the first active tick, it stalled control while the
-        reference, anchored at activation, blended on: control then began far behind it and
-        saturated. The node now starts with its hot path loaded.
-        """
-        q = np.clip(np.zeros(self.model.n), self.loop.low, self.loop.high)
-        rest = np.zeros(self.model.n)
-        self.loop.law(q, rest, q, rest, rest)
-
-    def _parse(self, tree, model):
-        if self.model is None:
-            self.model = load_model(model)
-        return ControllerSettings.parse(tree, self.model)
-
-    def _on_change(self, settings, names):
+    def _on_change(self, settings: Tuple[ControllerNodeSettings, ControllerSettings],
+                   names: list) -> None:
+        node, loop_settings = settings
+        old = self.node_settings
+        self.node_settings = node
         reanchor = any(name.startswith('reference.') for name in names)
-        if settings.rate_hz != self.loop.settings.rate_hz:
-            self.timer.cancel()
+        self.loop.configure(loop_settings, reanchor, node.period)
+        if node.rate_hz != old.rate_hz and self.timer is not None:
             self.destroy_timer(self.timer)
-            self._start_loop_timer(settings)
-        if list(settings.joints) != list(self.state_msg.joint_names):
-            self.state_msg.joint_names = list(settings.joints)
-        self.reader.stamp_tolerance = settings.stamp_tolerance
-        old_priority = self.loop.settings.realtime_priority
-        self.loop.configure(settings, reanchor)
-        self.apply_realtime_priority(old_priority)  # callbacks run on the loop thread
+            self._start_loop_timer()
+        if list(loop_settings.joints) != list(self.state_msg.joint_names):
+            self.state_msg.joint_names = list(loop_settings.joints)
+        self.reader.stamp_tolerance = node.stamp_tolerance
+        self.apply_realtime_priority(old.realtime_priority)  # callbacks run on the loop thread
         self.get_logger().info(f'parameters changed: {sorted(names)}')
 
-    def _start_loop_timer(self, settings):
-        """Start the loop timer at `settings.rate_hz`; a period beyond LATE_FACTOR is late."""
-        self.timer = self.create_timer(settings.period, self._tick)
-        self._late_us = LATE_FACTOR * settings.period * 1e6
+    def _start_loop_timer(self) -> None:
+        """Start the loop timer at `rate_hz`; a period beyond LATE_FACTOR is late."""
+        period = self.node_settings.period
+        self._last_tick = None
+        self.timer = self.create_timer(period, self._tick)
+        self._late_us = LATE_FACTOR * period * 1e6
 
-    def apply_realtime_priority(self, previous=0):
+    def apply_realtime_priority(self, previous: int = 0) -> None:
         """Give the calling thread, the one that spins the loop, `realtime_priority`."""
-        apply_thread_priority(self.get_logger(), self.loop.settings.realtime_priority, previous)
+        if self.loop is not None:
+            apply_thread_priority(self.get_logger(), self.node_settings.realtime_priority,
+                                  previous)
 
-    def _now(self):
+    # -- the loop -------------------------------------------------------------------------
+
+    def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _reject(self, kind, reason, what='joint_states'):
         self.rejected[kind] += 1
         if kind in REJECT_KINDS:
             self.loop.reject_state()
-        wall = time.monotonic()
-        if wall - self._last_log > LOG_THROTTLE:
-            self._last_log = wall
-            self.get_logger().warn(f'rejected {what} ({kind}): {reason}; totals {self.rejected}')
+        if self._throttle.ready():
+            self.get_logger().warning(f'rejected {what} ({kind}): {reason}; totals '
+                                      f'{self.rejected}')
 
     def _on_state(self, msg):
         t = self._now()
@@ -184,11 +283,11 @@ class ControllerNode(Node):
         offset = start - now if start > 0.0 else 0.0
         try:
             arrays = trajectory_arrays(msg, self.model.joint_names, offset)
-            if self.loop.status != ACTIVE:
-                raise Rejected('trajectory', f'controller is {self.loop.status}')
+            if self.loop.cycle.status != ACTIVE:
+                raise Rejected('trajectory', f'controller is {self.loop.cycle.status}')
             times, positions, velocities, accelerations = arrays
             self.loop.follow(times, positions, velocities, accelerations, t=now)
-        except (Rejected, ConfigError) as exc:
+        except (Rejected, TrajectoryRejected) as exc:
             self._reject('trajectory', str(exc), 'joint_trajectory')
             return
         self.get_logger().info(f'following a trajectory of {len(times)} points over '
@@ -203,21 +302,20 @@ class ControllerNode(Node):
                 self.late_ticks += 1
         self._last_tick = start
         t = self._now()
-        command = self.loop.tick(t)
-        set_doubles(self.command_msg.data, command)
+        cycle = self.loop.cycle
+        set_doubles(self.command_msg.data, self.loop.tick(t))
         self.command_pub.publish(self.command_msg)
-        self.age.add((start - self._receive_wall) * 1e6 if self.loop.status == ACTIVE else 0.0)
+        self.age.add((start - self._receive_wall) * 1e6 if cycle.status == ACTIVE else 0.0)
         self._ticks += 1
-        if self._ticks >= self.loop.settings.state_decimation:
+        if self._ticks >= self.node_settings.state_decimation:
             self._ticks = 0
             self._publish_state(t)
-        if self.loop.events:
-            self._log_events()
+        self._log_events()
         self.compute.add((time.perf_counter() - start) * 1e6)
 
     def _log_events(self):
         logger = self.get_logger()
-        for level, text in self.loop.events:
+        for level, text in self.loop.take_events():
             # one call site per severity: rclpy raises ValueError when a call site's changes
             if level == 'error':
                 logger.error(text)
@@ -225,23 +323,23 @@ class ControllerNode(Node):
                 logger.warning(text)
             else:
                 logger.info(text)
-        self.loop.events.clear()
 
     def _publish_state(self, t):
-        loop, order = self.loop, self.loop.settings.order
+        cycle = self.loop.cycle
+        order = cycle.order
         msg = self.state_msg
         msg.header.stamp.sec = int(t)
         msg.header.stamp.nanosec = int((t - int(t)) * 1e9)
-        msg.header.frame_id = loop.status
+        msg.header.frame_id = cycle.status
         reference, feedback, error, output = msg.points
-        set_doubles(reference.positions, loop.q_des[order])
-        set_doubles(reference.velocities, loop.qd_des[order])
-        set_doubles(reference.accelerations, loop.qdd_des[order])
-        set_doubles(feedback.positions, loop.q[order])
-        set_doubles(feedback.velocities, loop.qd[order])
-        set_doubles(error.positions, (loop.q_des - loop.q)[order])
-        set_doubles(error.velocities, (loop.qd_des - loop.qd)[order])
-        set_doubles(output.effort, loop.effort[order])
+        set_doubles(reference.positions, cycle.q_des[order])
+        set_doubles(reference.velocities, cycle.qd_des[order])
+        set_doubles(reference.accelerations, cycle.qdd_des[order])
+        set_doubles(feedback.positions, cycle.q[order])
+        set_doubles(feedback.velocities, cycle.qd[order])
+        set_doubles(error.positions, (cycle.q_des - cycle.q)[order])
+        set_doubles(error.velocities, (cycle.qd_des - cycle.qd)[order])
+        set_doubles(output.effort, cycle.effort[order])
         self.state_pub.publish(msg)
 
     def diagnostics(self):
@@ -249,13 +347,13 @@ class ControllerNode(Node):
         now = time.perf_counter()
         window, self._window_start = now - self._window_start, now
         ticks = self.period.count
-        nominal = self.loop.settings.period * 1e6
+        nominal = self.node_settings.period * 1e6
         p50, p99, pmax = self.period.window_stats()
         c50, c99, cmax = self.compute.window_stats()
         a50, a99, _ = self.age.window_stats()
         s50, s99, _ = self.transport.window_stats()
         values = [
-            ('status', self.loop.status),
+            ('status', self.loop.cycle.status),
             ('rate_hz', ticks / window if window > 0 else 0.0),
             ('period_p50_us', p50), ('period_p99_us', p99), ('period_max_us', pmax),
             ('jitter_p99_us', p99 - nominal),
@@ -270,7 +368,7 @@ class ControllerNode(Node):
             ('run_compute_p50_us', self.compute.run_percentile(0.5)),
             ('run_compute_p99_us', self.compute.run_percentile(0.99)),
             ('run_compute_max_us', self.compute.largest),
-            ('nonfinite_efforts', self.loop.nonfinite),
+            ('nonfinite_efforts', self.loop.cycle.nonfinite),
         ]
         values += [(f'rejected_{kind}', count) for kind, count in self.rejected.items()]
         return values
@@ -287,79 +385,6 @@ class ControllerNode(Node):
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self.get_clock().now().to_msg()
         self.diag_pub.publish(msg)
-
-    def publish_safe(self):
-        """Publish the safe command once (shutdown)."""
-        self.loop.status = 'stopped'
-        set_doubles(self.command_msg.data, self.loop.tick(self._now()))
-        self.command_pub.publish(self.command_msg)
-
-    def destroy_node(self):
-        """Publish the safe command (unless done already), then destroy the node."""
-        if self.loop.status != 'stopped' and self.context.ok():
-            self.publish_safe()
-        super().destroy_node()
-
-
-def make_executor(kind=None):
-    """
-    Return a single-threaded executor: 'events' (EventsExecutor) or 'single'.
-
-    Default: the environment variable CONTINUUM_CTRL_EXECUTOR, else `EXECUTOR` (chosen by
-    bench/bench_node.py measurements; see README).
-    """
-    kind = kind or os.environ.get('CONTINUUM_CTRL_EXECUTOR', EXECUTOR)
-    if kind == 'events':
-        from rclpy.experimental import EventsExecutor
-        return EventsExecutor()
-    return rclpy.executors.SingleThreadedExecutor()
-
-
-def settle_heap():
-    """
-    Collect, then freeze every object made so far out of the garbage collector's scans.
-
-    A node process holds about 140k objects after start-up (rclpy, NumPy, SciPy, Numba); a
-    full collection of them takes 30 to 45 ms here. The loop allocates little, so one is rare,
-    but it would stall a tick; frozen, the collector only scans what was made since.
-    """
-    gc.collect()
-    gc.freeze()
-
-
-def spin(node_class, argv=None, executor=None):
-    """
-    Run one node until SIGINT/SIGTERM; a ConfigError exits with status 2 naming the key.
-
-    Before spinning, the start-up heap is frozen (`settle_heap`) and this thread, which runs
-    the node's loop, gets the node's `realtime_priority`. On the way out,
-    `node.publish_safe()` (when defined) is the last thing published.
-    """
-    args = sys.argv if argv is None else argv
-    rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
-    stop = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda number, frame: stop.append(number))
-    node = None
-    try:
-        node = node_class()
-        settle_heap()
-        exec_ = make_executor(executor)
-        exec_.add_node(node)
-        node.apply_realtime_priority()      # after the executor made its threads
-        while not stop and rclpy.ok():
-            exec_.spin_once(timeout_sec=0.1)
-    except ConfigError as exc:
-        print(f'{node_class.__name__}: error: {exc}', file=sys.stderr)
-        return 2
-    finally:
-        if node is not None:
-            if hasattr(node, 'publish_safe'):
-                node.publish_safe()
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return 0
 
 
 def main(argv=None):

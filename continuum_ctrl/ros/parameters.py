@@ -1,23 +1,27 @@
 """
 ROS parameters of a node from a table of Fields: declaration, collection, all-or-nothing updates.
 
-Every field is declared with a ParameterDescriptor (description, range, type), showing its
+The node is made with ``automatically_declare_parameters_from_overrides=True``, so what the
+parameter files and ``-p`` give is declared when the node starts; `NodeParameters` then
+re-declares every field with a ParameterDescriptor (description, range, type), showing its
 default when not given; fields with no default and no value stay declared but unset (a static
 type), so they can be set later. Only values actually given reach the parser, which applies the
-defaults itself.
-`model.*` parameters are declared read-only from whatever the parameter file gives. Integers
-given for float parameters are widened, a single number for an array parameter becomes a
-one-element array, as YAML authors expect, and array values reach the parser as lists.
+defaults itself. `model.*` parameters are re-declared read-only. Integers given for float
+parameters are widened, a single number for an array parameter becomes a one-element array,
+as YAML authors expect, and array values reach the parser as lists.
 """
 
 import array
+from typing import Any, Callable, Dict, Optional
 
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 SetParametersResult)
-from rclpy.exceptions import InvalidParameterValueException, ParameterUninitializedException
+from rclpy.exceptions import (InvalidParameterTypeException, InvalidParameterValueException,
+                              ParameterUninitializedException)
 from rclpy.parameter import Parameter
 
-from continuum_ctrl.config import ConfigError, nest
+from continuum_ctrl.params import ConfigError, nest
+from continuum_ctrl.params.files import ROS_KEYS
 
 #: Field.kind -> ROS parameter type
 TYPES = {
@@ -56,51 +60,75 @@ def _descriptor(name, field):
     return descriptor
 
 
+#: parameters rclpy declares on every node by itself
+RCLPY_KEYS = ROS_KEYS + ('start_type_description_service',)
+
+
 class NodeParameters:
     """
-    The parameters of one node: declared from `fields`, parsed by `parse(tree)`.
+    The parameters of one node: declared from `fields`, parsed by the parser given to `bind`.
 
-    ``parse(tree, model)`` takes the nested tree of set values (without `model` and
-    `use_sim_time`) and the nested `model` namespace, and returns validated settings or raises
-    ConfigError. `on_change(settings, names)` is called
-    after an accepted runtime update.
+    `values` holds the values given (dotted names, without `model.*`), `model` the nested
+    `model` namespace, `problem` a ConfigError found while declaring (an unknown key), raised
+    by `bind`; a value of the wrong type or out of range stays in `values` for the parser.
+    Before `bind` (an unconfigured lifecycle node) a set value is only checked against its
+    descriptor; after it, ``parse(tree)`` validates every update all-or-nothing and `on_change(settings, names)` runs after an accepted one.
     """
 
-    def __init__(self, node, fields, parse, on_change=None):
+    def __init__(self, node: Any, fields: Dict[str, Any],
+                 on_change: Optional[Callable[[Any, list], None]] = None) -> None:
         self.node = node
         self.fields = fields
-        self.parse = parse
         self.on_change = on_change
-        overrides = {name: p.value for name, p in node._parameter_overrides.items()}
-        self.values = {}
+        self.parse: Optional[Callable[[Dict[str, Any]], Any]] = None
+        self.settings: Any = None
+        self.problem: Optional[ConfigError] = None
+        names = node.list_parameters([], 0).names
+        given = {name: node.get_parameter(name).value for name in names
+                 if name not in RCLPY_KEYS}
+        self.values: Dict[str, Any] = {}
         for name, field in fields.items():
-            descriptor = _descriptor(name, field)
-            if name in overrides:
-                self.values[name] = _coerce(field.kind, overrides[name])
+            if name in given:
+                node.undeclare_parameter(name)
+                self.values[name] = _coerce(field.kind, given[name])
             value = self.values.get(name, field.default)
             try:
                 node.declare_parameter(name, TYPES[field.kind] if value is ... else value,
-                                       descriptor, ignore_override=True)
-            except InvalidParameterValueException:     # outside the descriptor's range
-                raise ConfigError(name, f'must be in [{field.low:g}, {field.high:g}], got '
-                                        f'{value!r}') from None
+                                       _descriptor(name, field), ignore_override=True)
+            except (InvalidParameterTypeException, InvalidParameterValueException):
+                # declared unset; the parser names the key and the problem at `bind`
+                node.declare_parameter(name, TYPES[field.kind], _descriptor(name, field),
+                                       ignore_override=True)
         model = {}
-        for name in sorted(n for n in overrides if n.startswith('model.')):
-            model[name] = overrides[name]
-            node.declare_parameter(name, overrides[name], ParameterDescriptor(
-                name=name, read_only=True, description='dynamics model (read-only)'))
-        unknown = sorted(set(overrides) - set(fields) - set(model) - {'use_sim_time'})
+        for name in sorted(n for n in given if n.startswith('model.')):
+            model[name] = given[name]
+            node.undeclare_parameter(name)
+            node.declare_parameter(name, given[name], ParameterDescriptor(
+                name=name, read_only=True, description='dynamics model (read-only)'),
+                ignore_override=True)
+        unknown = sorted(set(given) - set(fields) - set(model))
         if unknown:
-            raise ConfigError(unknown[0], 'is not a known parameter')
+            self.problem = self.problem or ConfigError(unknown[0], 'is not a known parameter')
         self.model = nest(model).get('model', {})
-        self.settings = parse(nest(self.values), self.model)
         node.add_on_set_parameters_callback(self._on_set)
 
-    def _on_set(self, params):
+    def bind(self, parse: Callable[[Dict[str, Any]], Any]) -> Any:
+        """Parse the current values with `parse` and keep it for updates; return the settings."""
+        if self.problem is not None:
+            raise self.problem
+        self.settings = parse(nest(self.values))
+        self.parse = parse
+        return self.settings
+
+    def unbind(self) -> None:
+        """Forget the parser and settings (cleanup): updates are only checked, not parsed."""
+        self.parse, self.settings = None, None
+
+    def _on_set(self, params: list) -> SetParametersResult:
         values = dict(self.values)
         changed = []
         for param in params:
-            if param.name == 'use_sim_time' or param.name.startswith('model.'):
+            if param.name in RCLPY_KEYS or param.name.startswith('model.'):
                 continue
             if param.name not in self.fields:
                 return SetParametersResult(successful=False,
@@ -112,16 +140,20 @@ class NodeParameters:
                 values[param.name] = _coerce(self.fields[param.name].kind, param.value)
         if not changed:
             return SetParametersResult(successful=True)
-        try:
-            settings = self.parse(nest(values), self.model)
-        except ConfigError as exc:
-            return SetParametersResult(successful=False, reason=str(exc))
-        self.values, self.settings = values, settings
-        if self.on_change is not None:
-            self.on_change(settings, changed)
+        settings = None
+        if self.parse is not None:
+            try:
+                settings = self.parse(nest(values))
+            except ConfigError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+        self.values = values
+        if self.parse is not None:
+            self.settings = settings
+            if self.on_change is not None:
+                self.on_change(settings, changed)
         return SetParametersResult(successful=True)
 
-    def get(self, name):
+    def get(self, name: str) -> Any:
         """Return the value of a declared parameter, or None when unset."""
         try:
             return self.node.get_parameter(name).value

@@ -20,26 +20,28 @@ from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from continuum_ctrl.control.settings import FIELDS as CONTROLLER_FIELDS
-from continuum_ctrl.ros.controller_node import LOG_THROTTLE, spin
+from continuum_ctrl.launch_description import SIMULATOR as NODE_NAME
 from continuum_ctrl.ros.conversion import set_doubles
+from continuum_ctrl.ros.node_settings import SIMULATOR_NODE_FIELDS, SimulatorNodeSettings
 from continuum_ctrl.ros.parameters import NodeParameters
+from continuum_ctrl.ros.plumbing import spin, Throttle
 from continuum_ctrl.ros.scheduling import apply_thread_priority
-from continuum_ctrl.sim.plant import FIELDS, Plant, PlantSettings, SHARED
+from continuum_ctrl.sim.plant import Plant, PlantSettings, PLANT_FIELDS
 
-NODE_NAME = 'continuum_simulator'
-#: every simulator parameter: its own and those shared with the controller
-SIMULATOR_FIELDS = {**{k: CONTROLLER_FIELDS[k] for k in SHARED}, **FIELDS}
+__all__ = ['main', 'NODE_NAME', 'SimulatorNode']
+
+#: every simulator parameter besides `model.*`: the plant's and the node's own
+SIMULATOR_FIELDS = {**PLANT_FIELDS, **SIMULATOR_NODE_FIELDS}
 
 
 class SimulatorNode(Node):
     """The simulator node; see the module documentation for its interface."""
 
     def __init__(self, **kwargs):
-        super().__init__(NODE_NAME, **kwargs)
-        self.params = NodeParameters(self, SIMULATOR_FIELDS, PlantSettings.parse,
-                                     self._on_change)
-        settings = self.params.settings
+        super().__init__(NODE_NAME, automatically_declare_parameters_from_overrides=True,
+                         **kwargs)
+        self.params = NodeParameters(self, SIMULATOR_FIELDS, self._on_change)
+        self.node_settings, settings = self.params.bind(self._parse)
         self.plant = Plant(settings)
         # one step, discarded: the first model evaluation in a process loads the compiled
         # kernels (~0.4 s), which must not stall the first real-time step
@@ -48,7 +50,7 @@ class SimulatorNode(Node):
         n = self.plant.model.n
         self.rejected = 0
         self.resets = 0
-        self._last_log = -np.inf
+        self._throttle = Throttle()
         self.msg = JointState()
         self.msg.name = list(self.plant.model.joint_names)
         self.msg.position = self.plant.q.tolist()
@@ -66,17 +68,20 @@ class SimulatorNode(Node):
             f'plant {type(self.plant.model).__name__} ({n} joints), step {settings.step} s, '
             f'{settings.publish_rate_hz:g} Hz, input {settings.mode}')
 
+    def _parse(self, tree):
+        node, rest = SimulatorNodeSettings.split(tree)
+        return node, PlantSettings.parse(rest, self.params.model)
+
     def _on_change(self, settings, names):
-        previous = self.plant.settings.realtime_priority
-        self.plant.settings = settings
-        self.plant.model = settings.model
+        previous = self.node_settings.realtime_priority
+        self.node_settings, self.plant.settings = settings
+        self.plant.model = self.plant.settings.model
         self.apply_realtime_priority(previous)  # callbacks run on the loop thread
         self.get_logger().info(f'parameters changed: {sorted(names)}')
 
     def apply_realtime_priority(self, previous=0):
         """Give the calling thread, the one that spins the plant, `realtime_priority`."""
-        apply_thread_priority(self.get_logger(), self.plant.settings.realtime_priority,
-                              previous)
+        apply_thread_priority(self.get_logger(), self.node_settings.realtime_priority, previous)
 
     def _now(self):
         return self.get_clock().now().nanoseconds * 1e-9
@@ -86,10 +91,8 @@ class SimulatorNode(Node):
             self.plant.command(msg.data, self._now())
         except ValueError as exc:
             self.rejected += 1
-            wall = time.monotonic()
-            if wall - self._last_log > LOG_THROTTLE:
-                self._last_log = wall
-                self.get_logger().warn(f'rejected command: {exc}; {self.rejected} so far')
+            if self._throttle.ready():
+                self.get_logger().warning(f'rejected command: {exc}; {self.rejected} so far')
 
     def _tick(self):
         t = self._now()

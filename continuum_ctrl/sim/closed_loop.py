@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from continuum_ctrl.config import ConfigError
+from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.integrators import INTEGRATORS
 
 

@@ -15,13 +15,14 @@ commands turn into generalized forces (the same ActuationMap).
 """
 
 from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
-from continuum_ctrl.config import ConfigError, Reader
-from continuum_ctrl.control.settings import (Field, JointVectors, read_output,
-                                             read_realtime_priority)
+from continuum_ctrl.control.actuation import ActuationMap
+from continuum_ctrl.control.settings import FIELDS as CONTROLLER_FIELDS, JointVectors, read_output
 from continuum_ctrl.models import load_model
+from continuum_ctrl.params import ConfigError, Field, Reader
 from continuum_ctrl.sim.integrators import INTEGRATORS
 
 #: the simulator's parameters besides `model.*` and the shared `joints` and `output.*`
@@ -47,7 +48,9 @@ FIELDS = {
 }
 #: the keys the simulator shares with the controller (same meaning)
 SHARED = ('joints', 'output.mode', 'output.area', 'output.deadzone', 'output.p_min',
-          'output.p_max', 'realtime_priority')
+          'output.p_max')
+#: every parameter `PlantSettings.parse` reads besides `model.*`
+PLANT_FIELDS = {**{k: CONTROLLER_FIELDS[k] for k in SHARED}, **FIELDS}
 #: model keys scaled by the mismatch options
 MISMATCH_KEYS = {'mass_scale': 'mass', 'stiffness_scale': 'stiffness'}
 
@@ -56,12 +59,12 @@ MISMATCH_KEYS = {'mass_scale': 'mass', 'stiffness_scale': 'stiffness'}
 class PlantSettings:
     """Validated simulator settings; `model` is the plant (mismatch applied)."""
 
-    model: object
+    model: Any
     vectors: JointVectors
     mode: str
-    actuation: object
+    actuation: Optional[ActuationMap]
     step: float
-    integrator: object
+    integrator: Callable[..., Any]
     publish_rate_hz: float
     command_timeout: float
     max_catch_up: float
@@ -70,10 +73,9 @@ class PlantSettings:
     noise_position: float
     noise_velocity: float
     noise_seed: int
-    realtime_priority: int
 
     @classmethod
-    def parse(cls, tree, model_namespace):
+    def parse(cls, tree: Dict[str, Any], model_namespace: Dict[str, Any]) -> 'PlantSettings':
         """Parse the simulator's parameters; ConfigError names the key."""
         top = Reader(tree, '')
         mismatch = top.namespace('mismatch')
@@ -83,49 +85,36 @@ class PlantSettings:
         vec = JointVectors.read(top, model.joint_names)
         mode, actuation = read_output(top, vec)
         initial = top.namespace('initial')
-        position = vec.to_model(_per_joint(initial, 'position', vec.n))
+        position = vec.per_joint(initial, 'position', FIELDS['initial.position'])
         initial.finish()
         noise = top.namespace('noise')
-        seed = noise.raw('seed', FIELDS['noise.seed'].default)
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ConfigError('noise.seed', f'must be an integer >= 0, got {seed!r}')
         settings = cls(
             model=model, vectors=vec, mode=mode, actuation=actuation,
-            step=_number(top, 'step'),
+            step=_field(top, 'step'),
             integrator=INTEGRATORS[top.string('integrator', 'rk4', tuple(INTEGRATORS))],
-            publish_rate_hz=_number(top, 'publish_rate_hz'),
-            command_timeout=_number(top, 'command_timeout'),
-            max_catch_up=_number(top, 'max_catch_up'),
-            wait_for_command=top.boolean('wait_for_command', True),
+            publish_rate_hz=_field(top, 'publish_rate_hz'),
+            command_timeout=_field(top, 'command_timeout'),
+            max_catch_up=_field(top, 'max_catch_up'),
+            wait_for_command=_field(top, 'wait_for_command'),
             initial=position,
-            noise_position=_number(noise, 'position'),
-            noise_velocity=_number(noise, 'velocity'),
-            noise_seed=seed,
-            realtime_priority=read_realtime_priority(top))
+            noise_position=_field(noise, 'position'),
+            noise_velocity=_field(noise, 'velocity'),
+            noise_seed=_field(noise, 'seed'))
         noise.finish()
         top.finish()
         return settings
 
 
-def _number(reader, name):
-    field = FIELDS[reader.key(name)]
-    return reader.number(name, field.default, field.low, field.high)
-
-
-def _per_joint(reader, name, n):
-    values = reader.numbers(name, FIELDS[reader.key(name)].default)
-    if len(values) == 1:
-        values = values * n
-    if len(values) != n:
-        raise ConfigError(reader.key(name), f'must have 1 or {n} entries, got {len(values)}')
-    return values
+def _field(reader: Reader, name: str) -> Any:
+    """Read `name` as its Field in `FIELDS` says (number, integer or bool)."""
+    return reader.field(name, FIELDS[reader.key(name)])
 
 
 def _scaled(spec, mismatch):
     """Return the model namespace with the mismatch scales applied to `sections.*`."""
     spec = {k: (dict(v) if isinstance(v, dict) else v) for k, v in spec.items()}
     for option, key in MISMATCH_KEYS.items():
-        scale = _number(mismatch, option)
+        scale = _field(mismatch, option)
         if scale == 1.0:
             continue
         sections = spec.get('sections', {})

@@ -22,7 +22,7 @@ import dataclasses
 
 import numpy as np
 
-from continuum_ctrl.config import model_spec
+from continuum_ctrl.params import model_spec
 from continuum_ctrl.models.continuum.cog import CogModel
 from continuum_ctrl.models.continuum.integral import IntegralModel
 from continuum_ctrl.models.continuum.params import read_spec

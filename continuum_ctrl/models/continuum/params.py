@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from continuum_ctrl.config import ConfigError, Reader
+from continuum_ctrl.params import ConfigError, Reader
 
 #: default energy-shaping coefficients [bv1, bv2, bv3, bw1, bw2, bw3] of the CoG model, from
 #: `continuum-ctrl fit-betas config/continuum_3section.yaml` (defaults: seed 0, 4000 training

@@ -1,0 +1,20 @@
+"""
+The parameter home (no ROS): errors, parameter files, trees and typed field reads.
+
+    from continuum_ctrl.params import ConfigError, Reader, file_parameters, model_spec
+    tree, model = file_parameters('config/planar_2r.yaml', 'continuum_controller')
+
+`files` reads ROS 2 parameter files with rcl's merge rules for the nodes, `load_model` and
+every CLI command, and finds the package's config directory; `fields` holds `nest`/`flatten`,
+the `Field` of a schema and the `Reader` whose errors name the full dotted key. The schemas
+themselves live beside what they configure: the loop's in `control.settings`, the plant's in
+`sim.plant`, the nodes' own in `ros.node_settings`.
+"""
+
+from continuum_ctrl.params.errors import ConfigError
+from continuum_ctrl.params.fields import Field, flatten, nest, Reader, REQUIRED
+from continuum_ctrl.params.files import (config_dirs, config_path, file_parameters, model_spec,
+                                         node_parameters, read_yaml)
+
+__all__ = ['ConfigError', 'Field', 'flatten', 'nest', 'Reader', 'REQUIRED', 'config_dirs',
+           'config_path', 'file_parameters', 'model_spec', 'node_parameters', 'read_yaml']

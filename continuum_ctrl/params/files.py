@@ -1,0 +1,152 @@
+"""
+ROS 2 parameter files, read the way rcl reads them, and the package's config directory.
+
+A parameter file is standard ROS 2 YAML, ``NODE: {ros__parameters: {...}}``, or a bare
+mapping. A node gets the sections whose name matches it (``/**``, ``/*``, ``name``,
+``/name``, ``/ns/name``, with rcl's ``*`` and ``**`` wildcards) merged in file order, later
+keys winning, as rcl merges them; `file_parameters` returns that merged tree. Every reader of
+parameter files in the package (nodes, `load_model`, CLI commands) goes through this module.
+"""
+
+import re
+import sys
+from pathlib import Path
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
+
+import yaml
+
+from continuum_ctrl.params.errors import ConfigError
+from continuum_ctrl.params.fields import flatten, nest
+
+PathLike = Union[str, Path]
+#: the ROS package name: its share/ directory holds the installed config/
+PACKAGE = 'continuum_ctrl'
+#: keys every node has, which no schema of this package lists
+ROS_KEYS = ('use_sim_time',)
+
+
+def read_yaml(path: PathLike) -> Dict[str, Any]:
+    """Read a YAML file into a mapping; a missing or malformed file is a ConfigError."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError('', f"cannot read parameter file '{path}': {exc.strerror}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, 'problem_mark', None)
+        line = f' (line {where.line + 1})' if where is not None else ''
+        problem = getattr(exc, 'problem', None) or type(exc).__name__
+        raise ConfigError('', f"parameter file '{path}' is not valid YAML{line}: "
+                              f'{problem}') from None
+    if not isinstance(data, dict):
+        raise ConfigError('', f"parameter file '{path}' must hold a mapping at the top level")
+    return data
+
+
+def _sections(data: Dict[str, Any], path: Any) -> Dict[str, Dict[str, Any]]:
+    """Return the ``ros__parameters`` of each node section; a malformed one is an error."""
+    sections = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and 'ros__parameters' in value:
+            params = value['ros__parameters']
+            if params is None:
+                params = {}
+            if not isinstance(params, dict):
+                raise ConfigError(f'{key}.ros__parameters', f"in '{path}' must be a mapping")
+            sections[str(key)] = params
+    return sections
+
+
+def _matches(pattern: str, node: str) -> bool:
+    """Whether a section name matches node `node` (fully qualified), rcl's wildcard rules."""
+    pattern = pattern if pattern.startswith('/') else '/' + pattern
+    regex = ''.join('.*' if part == '**' else '[^/]*' if part == '*' else re.escape(part)
+                    for part in re.split(r'(\*\*|\*)', pattern))
+    return re.fullmatch(regex, node) is not None
+
+
+def node_parameters(data: Dict[str, Any], node_name: Optional[str] = None,
+                    path: Any = '') -> Dict[str, Any]:
+    """
+    Return the flat (dotted) parameters node `node_name` gets from a parameter file's data.
+
+    Matching sections merge in file order, later keys winning (rcl's rules). Without a node
+    name: the wildcard sections, then the only named one if there is exactly one. A bare
+    mapping (no ``ros__parameters``) is taken as the parameters themselves.
+    """
+    sections = _sections(data, path)
+    if not sections:
+        return flatten(data)
+    if node_name is None:
+        named = [k for k in sections if '*' not in k]
+        chosen = [k for k in sections if '*' in k or (len(named) == 1 and k == named[0])]
+    else:
+        fqn = node_name if node_name.startswith('/') else '/' + node_name
+        chosen = [k for k in sections if _matches(k, fqn)]
+    flat: Dict[str, Any] = {}
+    for key in chosen:
+        flat.update(flatten(sections[key]))
+    return flat
+
+
+def file_parameters(paths: Union[PathLike, Sequence[PathLike]], node_name: Optional[str]
+                    ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """
+    Return ``(parameters, model)`` that node `node_name` gets from parameter file(s).
+
+    Files merge in order, as several ``--params-file`` arguments do. `parameters` is the
+    nested tree without `model` and `use_sim_time`; `model` the nested `model` namespace.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    flat: Dict[str, Any] = {}
+    for path in paths:
+        flat.update(node_parameters(read_yaml(path), node_name, path))
+    tree = nest({k: v for k, v in flat.items() if k not in ROS_KEYS})
+    model = tree.pop('model', {})
+    if not isinstance(model, dict):
+        raise ConfigError('model', 'must be a namespace of parameters')
+    return tree, model
+
+
+def model_spec(spec: Union[PathLike, Dict[str, Any]], node_name: Optional[str] = None
+               ) -> Dict[str, Any]:
+    """Return the `model` namespace as a nested dict, from a dict or a parameter-file path."""
+    if isinstance(spec, (str, Path)):
+        _, model = file_parameters(spec, node_name)
+        if not model:
+            who = f" for node '{node_name}'" if node_name else ''
+            raise ConfigError('model', f"missing from parameter file '{spec}'{who}")
+        spec = model
+    if not isinstance(spec, dict):
+        raise ConfigError('model', 'must be a mapping of model parameters')
+    spec = nest(flatten(spec))
+    if 'model' in spec and 'type' not in spec:
+        spec = spec['model']
+    return spec
+
+
+def config_dirs() -> Iterator[Path]:
+    """Yield the directories that may hold the package's config/*.yaml, most specific first."""
+    yield Path(__file__).resolve().parents[2] / 'config'
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        yield Path(get_package_share_directory(PACKAGE)) / 'config'
+    except (ImportError, LookupError, OSError, ValueError):
+        pass
+    yield Path(sys.prefix) / 'share' / PACKAGE / 'config'
+
+
+def config_path(name: PathLike) -> Path:
+    """
+    Return the path of a parameter file: as given when it exists or has a directory.
+
+    Otherwise the first config directory holding it (the source tree's when none does).
+    """
+    path = Path(name)
+    if path.exists() or path.parent != Path('.'):
+        return path
+    dirs = list(config_dirs())
+    return next((d / path for d in dirs if (d / path).is_file()), dirs[0] / path)

@@ -1,0 +1,76 @@
+"""
+The nodes' own settings: timing, threads and start-up, which the ROS-free loop and plant never see.
+
+Pure Python (no rclpy), so ROS-free tools can split a controller's parameter tree too:
+
+    node, loop_tree = ControllerNodeSettings.split(tree)   # tree: nested, without `model`
+
+The keys are top-level parameters of the node; `split` takes them out of the tree and leaves
+the rest for `ControllerSettings.parse` (or `PlantSettings.parse`). Units: Hz, s.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Dict, Tuple, Type, TypeVar
+
+from continuum_ctrl.params import Field, Reader
+
+REALTIME_PRIORITY = Field('integer', 0, 'SCHED_FIFO priority of the loop thread, as '
+                          "ros2_control's thread_priority; 0: normal scheduling", 0, 99)
+
+#: the controller node's own parameters (besides `model.*` and the loop's)
+CONTROLLER_NODE_FIELDS = {
+    'autostart': Field('bool', True, 'configure and activate at start; false: wait '
+                       'unconfigured for lifecycle transitions'),
+    'rate_hz': Field('number', 500.0, 'control loop rate, Hz', 1.0, 10000.0),
+    'state_decimation': Field('integer', 1, 'publish ~/state every N control ticks', 1, 1000),
+    'realtime_priority': REALTIME_PRIORITY,
+    'stamp_tolerance': Field('number', 0.25, 'joint_states whose non-zero header stamp is '
+                             'further than this from the receive time (s) are rejected; 0: '
+                             'stamps not checked', 0.0, 3600.0),
+}
+#: the simulator node's own parameters (besides `model.*` and the plant's)
+SIMULATOR_NODE_FIELDS = {'realtime_priority': REALTIME_PRIORITY}
+
+S = TypeVar('S', bound='NodeSettings')
+
+
+class NodeSettings:
+    """Base of the node settings: parse the top-level keys of `FIELDS` out of a tree."""
+
+    FIELDS: Dict[str, Field] = {}
+
+    @classmethod
+    def split(cls: Type[S], tree: Dict[str, Any]) -> Tuple[S, Dict[str, Any]]:
+        """Return ``(settings, rest)``: the node's keys of `tree` parsed, and the others."""
+        own = {k: v for k, v in tree.items() if k in cls.FIELDS}
+        rest = {k: v for k, v in tree.items() if k not in cls.FIELDS}
+        reader = Reader(own, '')
+        return cls(**{name: reader.field(name, field)      # type: ignore[call-arg]
+                      for name, field in cls.FIELDS.items()}), rest
+
+
+@dataclass(frozen=True)
+class ControllerNodeSettings(NodeSettings):
+    """The controller node's settings; `period` is the loop period, s."""
+
+    FIELDS = CONTROLLER_NODE_FIELDS
+
+    autostart: bool
+    rate_hz: float
+    state_decimation: int
+    realtime_priority: int
+    stamp_tolerance: float
+
+    @property
+    def period(self) -> float:
+        """Return the control period, s."""
+        return 1.0 / self.rate_hz
+
+
+@dataclass(frozen=True)
+class SimulatorNodeSettings(NodeSettings):
+    """The simulator node's settings."""
+
+    FIELDS = SIMULATOR_NODE_FIELDS
+
+    realtime_priority: int
