@@ -157,7 +157,6 @@ def tick_cost(path, ticks=5000):
     context = rclpy.Context()
     rclpy.init(args=['bench', '--ros-args', '--params-file', str(path)], context=context)
     node = ControllerNode(context=context)
-    node.start()                        # autostart: configured and active
     settle_heap()
     try:
         n = node.model.n

@@ -2,7 +2,9 @@
 `continuum-ctrl launch {controller|simulation} [--params-file F] [--use-sim-time] [...]`.
 
 Runs the node list of continuum_ctrl.launch_description as child processes, with the same
-command lines `ros2 launch` would run, for machines without `ros2 launch`. SIGINT and SIGTERM
+command lines `ros2 launch` would run, for machines without `ros2 launch`. The parameter file
+is checked first, as the nodes would read it: a bad one is one error line (exit status 2) and
+no node starts. SIGINT and SIGTERM
 are forwarded to the nodes (each then publishes its safe command and exits); a node that does
 not stop within `STOP_TIMEOUT` is killed. Exits with 0, or the status of the first node that
 failed.
@@ -16,6 +18,7 @@ import sys
 import time
 
 from continuum_ctrl.launch_description import DEFAULT_PARAMS, DESCRIPTIONS
+from continuum_ctrl.ros.node_settings import check_parameter_file
 
 #: seconds a node gets to exit after SIGINT before it is killed
 STOP_TIMEOUT = 5.0
@@ -62,6 +65,8 @@ def main(argv=None):
     options = {'remappings': [('~/commands', args.commands_topic)]} if args.commands_topic \
         else {}
     nodes = DESCRIPTIONS[args.launch](args.params_file, args.use_sim_time, **options)
+    for path in sorted({path for node in nodes for path in node.parameters}):
+        check_parameter_file(path, [node.name for node in nodes])
     for node in nodes:
         print(' '.join(node.command()), flush=True)
     received = []

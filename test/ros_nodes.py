@@ -1,17 +1,17 @@
 """
-Helpers for the node tests: own DDS domain, parameter files, node processes, a recorder.
+Helpers for the node tests: parameter files, node processes, a recorder.
 
 Nodes are started with the exact command lines of continuum_ctrl.launch_description.
 """
 
 import contextlib
-import os
+import threading
 from pathlib import Path
 
 import yaml
 
 from continuum_ctrl.params import read_yaml
-from continuum_ctrl.launch_description import config_path, controller, simulation
+from continuum_ctrl.launch_description import config_path, CONTROLLER, controller, simulation
 from continuum_ctrl.launch_runner import start, stop
 from continuum_ctrl.ros.recorder import Recorder
 
@@ -19,11 +19,22 @@ from continuum_ctrl.ros.recorder import Recorder
 START_TIMEOUT = 90.0
 
 
-def use_domain(offset):
-    """Give this test module a DDS domain of its own: the run's domain plus `offset`."""
-    base = int(os.environ.get('ROS_DOMAIN_ID', '0'))
-    os.environ['ROS_DOMAIN_ID'] = str((base + offset) % 100 + 1)
-    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+def call_service(rec, service_type, name, request, node=CONTROLLER, timeout=30.0):
+    """Call service `name` of `node` from the recorder's node; return the response."""
+    client = rec.node.create_client(service_type, f'/{node}/{name}')
+    assert client.wait_for_service(timeout_sec=timeout), f'no service /{node}/{name}'
+    future = client.call_async(request)
+    assert rec.wait(future.done, timeout)
+    return future.result()
+
+
+def in_thread(function):
+    """Run `function` in a new thread; return its result."""
+    result = []
+    thread = threading.Thread(target=lambda: result.append(function()))
+    thread.start()
+    thread.join()
+    return result[0]
 
 
 def merge(tree, update):

@@ -1,13 +1,11 @@
 """
-Helpers for the safety tests: a DDS domain per module, fault-injecting messages, diagnostics.
+Helpers for the safety tests: fault-injecting messages, diagnostics.
 
 The node processes themselves are started by test/ros_nodes.py (launch description command
 lines); this module only adds what the fault injection needs.
 """
 
-import contextlib
 import math
-import os
 import time
 
 import numpy as np
@@ -16,25 +14,6 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from continuum_ctrl.ros.conversion import stamp_seconds
-
-#: the safety test modules' DDS domains: one per module (30-39)
-DOMAINS = {'fuzz': 30, 'watchdog': 31, 'flood': 32, 'limits': 33, 'shutdown': 34,
-           'parameters': 35, 'simulator': 36}
-
-
-@contextlib.contextmanager
-def domain(name):
-    """Set ROS_DOMAIN_ID (and LOCALHOST discovery) for this process and its children."""
-    old = os.environ.get('ROS_DOMAIN_ID')
-    os.environ['ROS_DOMAIN_ID'] = str(DOMAINS[name])
-    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-    try:
-        yield DOMAINS[name]
-    finally:
-        if old is None:
-            os.environ.pop('ROS_DOMAIN_ID', None)
-        else:
-            os.environ['ROS_DOMAIN_ID'] = old
 
 
 def joint_state(names, position, velocity=(), stamp=None):

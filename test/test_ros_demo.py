@@ -6,6 +6,10 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
+
+#: starts node processes or DDS participants, for more than a few seconds
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 #: reference amplitude of config/continuum_3section.yaml, m: holding still would err by this
 AMPLITUDE = 0.007
@@ -13,7 +17,7 @@ P_MAX = 5e5
 
 
 def test_demo_runs_the_continuum_arm_and_writes_its_outputs(tmp_path):
-    env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST', ROS_DOMAIN_ID='47')
+    env = dict(os.environ)               # the domain of the ros_domain fixture
     done = subprocess.run([sys.executable, '-m', 'continuum_ctrl.cli', 'demo', '--duration',
                            '3', '--out', str(tmp_path)], env=env, capture_output=True,
                           text=True, timeout=180)

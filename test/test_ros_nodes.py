@@ -23,10 +23,11 @@ from continuum_ctrl.params import file_parameters
 from continuum_ctrl.launch_description import config_path, CONTROLLER
 from continuum_ctrl.models import load_model
 from continuum_ctrl.ros.scheduling import set_thread_priority
-from ros_nodes import params_file, running, use_domain
-from test_scheduling import in_thread
+from ros_nodes import in_thread, params_file, running
 
-use_domain(31)
+#: starts node processes or DDS participants, for more than a few seconds
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
 
 #: measurement delay allowed for on a loaded 2-core machine, s
 DELAY = 0.05

@@ -20,8 +20,11 @@ from trajectory_msgs.msg import JointTrajectory
 from continuum_ctrl.launch_description import config_path, CONTROLLER
 from continuum_ctrl.models import load_model
 from ros_nodes import params_file, running
-from safety_tools import (domain, joint_state, publish_until, state_publisher, Timeline,
+from safety_tools import (joint_state, publish_until, state_publisher, Timeline,
                           trajectory, wait_diagnostics, wall, within)
+
+#: starts node processes or DDS participants, for more than a few seconds
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 #: bad messages of each kind
 COUNT = 1000
@@ -56,7 +59,7 @@ def controller(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp('flood')
     path = params_file(tmp_path, 'panda.yaml', continuum_controller={
         'state_timeout': 0.5, 'reference': {'type': 'hold', 'blend_time': 0.0}})
-    with domain('flood'), running(tmp_path, path, with_simulator=False) as (rec, procs):
+    with running(tmp_path, path, with_simulator=False) as (rec, procs):
         yield rec, procs, Timeline(rec), state_publisher(rec)
 
 

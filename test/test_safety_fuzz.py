@@ -24,7 +24,10 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from continuum_ctrl.ros.controller_node import ControllerNode
 from continuum_ctrl.ros.conversion import MAX_SPEED
 from ros_nodes import params_file
-from safety_tools import DOMAINS, joint_state, within
+from safety_tools import joint_state, within
+
+#: starts node processes or DDS participants, for more than a few seconds
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 FUZZ = settings(max_examples=150, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -38,10 +41,9 @@ def _make_node(tmp_path_factory, base, **controller):
     path = params_file(tmp_path_factory.mktemp('fuzz'), base, continuum_controller={
         'state_timeout': 10.0, 'resume_count': 1, **controller})
     context = rclpy.Context()
-    rclpy.init(context=context, domain_id=DOMAINS['fuzz'])
+    rclpy.init(context=context)
     node = ControllerNode(context=context, cli_args=[
         '--ros-args', '--params-file', str(path)])
-    node.start()                    # autostart: configured and active
     return node, context
 
 

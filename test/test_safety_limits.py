@@ -21,11 +21,15 @@ step per period elapsed, plus one.
 import math
 
 import numpy as np
+import pytest
 
 from continuum_ctrl.launch_description import config_path
 from continuum_ctrl.models import load_model
 from ros_nodes import params_file, running
-from safety_tools import domain, Timeline, within
+from safety_tools import Timeline, within
+
+#: starts node processes or DDS participants, for more than a few seconds
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 RATE = 2000.0                        # limits.effort_rate, N m/s
 PERIOD = 1.0 / 500.0
@@ -39,7 +43,7 @@ def test_limits_rate_limit_and_joint_limits_on_every_command(tmp_path):
                       'blend_time': 0.0},
         'limits': {'effort_rate': [RATE]}}, continuum_simulator={
         'model': {'gravity': [0.0, 0.0, 0.0]}})
-    with domain('limits'), running(tmp_path, path) as (rec, processes):
+    with running(tmp_path, path) as (rec, processes):
         timeline = Timeline(rec)
         rec.run(4.0)
         assert all(p.poll() is None for p in processes)

@@ -18,7 +18,10 @@ from rclpy.parameter import Parameter
 from continuum_ctrl.params import read_yaml
 from continuum_ctrl.launch_description import config_path, CONTROLLER, controller, simulation
 from ros_nodes import merge, params_file, running
-from safety_tools import domain, joint_state, state_publisher, Timeline, wall
+from safety_tools import joint_state, state_publisher, Timeline, wall
+
+#: starts node processes or DDS participants, for more than a few seconds
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 STATE = [0.2, -0.1]
 
@@ -51,7 +54,7 @@ def node(tmp_path_factory):
     path = params_file(tmp_path, 'planar_2r.yaml', continuum_controller={
         'state_timeout': 1.0, 'reference': {'type': 'hold', 'position': [0.3, 0.5],
                                             'blend_time': 0.0}})
-    with domain('parameters'), running(tmp_path, path, with_simulator=False) as (rec, procs):
+    with running(tmp_path, path, with_simulator=False) as (rec, procs):
         timeline, pub = Timeline(rec), state_publisher(rec)
         msg = joint_state(['joint1', 'joint2'], STATE, [0.0, 0.0])
         rec.node.create_timer(0.005, lambda: pub.publish(msg))
@@ -182,7 +185,7 @@ def test_each_startup_error_is_one_line_naming_the_key_and_exit_2(tmp_path):
         except subprocess.TimeoutExpired as exc:             # it started: no error found
             return subprocess.CompletedProcess(exc.cmd, None, '', str(exc))
 
-    with domain('parameters'), concurrent.futures.ThreadPoolExecutor(3) as pool:
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
         done = list(pool.map(run, jobs))
     failures = []
     for (key, _), result in zip(jobs, done):

@@ -17,7 +17,10 @@ from std_msgs.msg import Float64MultiArray
 from continuum_ctrl.launch_description import CONTROLLER
 from continuum_ctrl.ros.controller_node import ControllerNode
 from ros_nodes import params_file, running
-from safety_tools import domain, DOMAINS, joint_state
+from safety_tools import joint_state
+
+#: starts node processes or DDS participants, for more than a few seconds
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 #: the 2R in pressure mode: PMA-like pushers, p_min above zero so that venting is visible
 PRESSURE = {'output': {'mode': 'pressure', 'area': [1e-4], 'p_min': 1e4, 'p_max': 3e5}}
@@ -30,7 +33,7 @@ def test_last_command_after_a_signal_is_the_safe_command(tmp_path, sig, mode):
     nodes = {'all': PRESSURE} if mode == 'pressure' else {}
     path = params_file(tmp_path, 'planar_2r.yaml', **nodes)
     safe = [1e4, 1e4] if mode == 'pressure' else [0.0, 0.0]
-    with domain('shutdown'), running(tmp_path, path) as (rec, processes):
+    with running(tmp_path, path) as (rec, processes):
         rec.run(1.0)
         sent = np.array([c for _, c in rec.commands])
         assert len(sent) > 100 and not np.all(sent == safe)          # controlling
@@ -44,7 +47,7 @@ def test_destroying_the_node_publishes_the_safe_command_last(tmp_path):
     """A controller node owned by other code (composition, tests): destroy_node vents too."""
     path = params_file(tmp_path, 'planar_2r.yaml')
     context = rclpy.Context()
-    rclpy.init(context=context, domain_id=DOMAINS['shutdown'])
+    rclpy.init(context=context)
     try:
         node = ControllerNode(context=context, cli_args=['--ros-args', '--params-file',
                                                          str(path)])

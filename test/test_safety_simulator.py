@@ -17,7 +17,9 @@ from continuum_ctrl.launch_description import CONTROLLER, simulation
 from continuum_ctrl.launch_runner import start, stop
 from continuum_ctrl.ros.conversion import stamp_seconds
 from ros_nodes import params_file, Recorder, START_TIMEOUT
-from safety_tools import domain
+
+#: starts node processes or DDS participants, for more than a few seconds
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 #: bad commands of each kind
 COUNT = 300
@@ -42,7 +44,7 @@ def test_bad_commands_rejected_and_stale_command_is_zero_input(tmp_path, mode):
     nodes['continuum_simulator'] = {'command_timeout': TIMEOUT}
     path = params_file(tmp_path, 'planar_2r.yaml', **nodes)
     rows = []
-    with domain('simulator'), Recorder() as rec:
+    with Recorder() as rec:
         log = open(tmp_path / 'simulator.log', 'w')
         processes = start([simulation(path)[1]], outputs=[log])
         try:

@@ -16,13 +16,17 @@ import math
 import time
 
 import numpy as np
+import pytest
 
 from continuum_ctrl.launch_description import config_path, simulation
 from continuum_ctrl.launch_runner import start
 from continuum_ctrl.models import load_model
 from ros_nodes import params_file, running, START_TIMEOUT
-from safety_tools import (domain, joint_state, SentStates, state_publisher, Timeline,
+from safety_tools import (joint_state, SentStates, state_publisher, Timeline,
                           wait_diagnostics, wall)
+
+#: starts node processes or DDS participants, for more than a few seconds
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 NAMES = ['joint1', 'joint2']
 PERIOD = 1.0 / 500.0                 # rate_hz of config/planar_2r.yaml
@@ -75,7 +79,7 @@ def check_resumed(timeline, since):
 def test_stopped_states_give_the_safe_command_then_resume_after_valid_ones(tmp_path):
     """A fault-injecting node feeds states, stops, then feeds a broken run and a good one."""
     path = params_file(tmp_path, 'planar_2r.yaml')
-    with domain('watchdog'), running(tmp_path, path, with_simulator=False) as (rec, procs):
+    with running(tmp_path, path, with_simulator=False) as (rec, procs):
         timeline, pub = Timeline(rec), state_publisher(rec)
         counter, sent = itertools.count(), {}
 
@@ -131,7 +135,7 @@ def test_killed_simulator_gives_hold_command_and_restart_resumes(tmp_path):
     """
     path = params_file(tmp_path, 'planar_2r.yaml', continuum_controller={'safe_mode': 'hold'})
     model = load_model(config_path('planar_2r.yaml'))
-    with domain('watchdog'), running(tmp_path, path) as (rec, processes):
+    with running(tmp_path, path) as (rec, processes):
         timeline, states = Timeline(rec), SentStates(rec)
         rec.run(1.5)
         assert timeline.rows[-1][1] == 'active'

@@ -6,17 +6,9 @@ import threading
 import pytest
 
 from continuum_ctrl.ros.scheduling import set_node_priority, set_thread_priority
+from ros_nodes import in_thread
 
 pytestmark = pytest.mark.skipif(not hasattr(os, 'sched_getscheduler'), reason='Linux only')
-
-
-def in_thread(function):
-    """Run `function` in a new thread; return its result."""
-    result = []
-    thread = threading.Thread(target=lambda: result.append(function()))
-    thread.start()
-    thread.join()
-    return result[0]
 
 
 def policy(thread=0):

@@ -5,6 +5,8 @@ Dynamics models behind one interface, chosen by ``model.type``.
 """
 
 from importlib import import_module
+from pathlib import Path
+from typing import Any, Dict, Optional, Union
 
 from continuum_ctrl.params import ConfigError, model_spec
 from continuum_ctrl.models.base import DynamicsModel
@@ -18,7 +20,8 @@ MODEL_TYPES = {
 }
 
 
-def load_model(spec, node_name=None):
+def load_model(spec: Union[str, Path, Dict[str, Any]],
+               node_name: Optional[str] = None) -> DynamicsModel:
     """
     Build the model described by `spec` (dict, or path to a ROS 2 parameter YAML file).
 
@@ -26,6 +29,9 @@ def load_model(spec, node_name=None):
     malformed value.
     """
     spec = model_spec(spec, node_name)
+    if 'area' in (spec.get('sections') or {}):
+        raise ConfigError('model.sections.area', 'is not a model parameter: the PMA area '
+                                                 'is output.area (controller and simulator)')
     kind = spec.get('type')
     if kind not in MODEL_TYPES:
         raise ConfigError('model.type', f'must be one of {sorted(MODEL_TYPES)}, got {kind!r}')

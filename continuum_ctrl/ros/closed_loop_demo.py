@@ -21,6 +21,7 @@ import numpy as np
 
 from continuum_ctrl.launch_description import simulation
 from continuum_ctrl.launch_runner import start, stop
+from continuum_ctrl.ros.node_settings import check_parameter_file
 from continuum_ctrl.ros.conversion import REJECT_KINDS
 from continuum_ctrl.ros.recorder import Recorder
 
@@ -101,8 +102,16 @@ def stale_episodes(log_path):
     return sum('no valid joint states' in line for line in log_path.read_text().splitlines())
 
 
+def last_error(log_paths):
+    """Return the last ``error:`` line of the nodes' logs (None if none says so)."""
+    lines = [line for path in log_paths if Path(path).is_file()
+             for line in Path(path).read_text(errors='replace').splitlines()
+             if 'error:' in line]
+    return lines[-1].strip() if lines else None
+
+
 def main(argv=None):
-    """Run the demo; return 0 on success, 1 when the nodes fail."""
+    """Run the demo; return 0 on success, 2 for a bad parameter file, 1 when the nodes fail."""
     parser = argparse.ArgumentParser(prog='continuum-ctrl demo', description=__doc__.split(
         '\n\n')[0].strip())
     parser.add_argument('--arm', default='continuum',
@@ -113,6 +122,7 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     nodes = simulation(ARMS.get(args.arm, args.arm))
+    check_parameter_file(nodes[0].parameters[0], [node.name for node in nodes])
     logs = [open(out / f'{node.name}.log', 'w') for node in nodes]
     processes = []
     try:
@@ -127,6 +137,13 @@ def main(argv=None):
                 started = rec.wait(lambda: rec.active_since is not None, START_TIMEOUT,
                                    processes)
             if not started:
+                for log in logs:
+                    log.flush()
+                reason = last_error(log.name for log in logs)
+                if reason:
+                    print(f'continuum-ctrl demo: error: a node failed: {reason} (logs in '
+                          f'{out})', file=sys.stderr)
+                    return 2
                 print('demo: the nodes did not start; see the logs in', out, file=sys.stderr)
                 return 1
             rec.run(args.duration)

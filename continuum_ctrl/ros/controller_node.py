@@ -8,7 +8,8 @@ A managed (lifecycle) node, with the standard `~/change_state`, `~/get_state`, .
 - activate: start the loop (the safe command until valid joint states arrive);
 - deactivate: publish the safe command once, then no more commands;
 - cleanup, shutdown: the same, and release the model, topics and timers.
-With `autostart` (default true) the node configures and activates itself at start.
+With `autostart` (default true) the node configures and activates itself when made (a bad
+parameter then raises its ConfigError from the constructor, as a plain node would).
 
 Topics (relative names, remap as needed):
 - sub `joint_states` (sensor_msgs/JointState): measured state, mapped by joint name;
@@ -74,18 +75,17 @@ class ControllerNode(LifecycleNode):
         self.loop: ControlLoop = None
         self.timer = None
         self._throttle = Throttle()
-
-    # -- lifecycle ------------------------------------------------------------------------
-
-    def start(self) -> None:
-        """Autostart: configure and activate; a bad parameter raises its ConfigError."""
         if not self.autostart:
             self.get_logger().info('unconfigured: waiting for lifecycle transitions '
                                    '(autostart false)')
-            return
-        if self.trigger_configure() != SUCCESS:
-            raise self.error or ConfigError('', 'configuration failed; see the log')
-        self.trigger_activate()
+        elif self.trigger_configure() != SUCCESS:
+            error = self.error or ConfigError('', 'configuration failed; see the log')
+            self.destroy_node()
+            raise error
+        else:
+            self.trigger_activate()
+
+    # -- lifecycle ------------------------------------------------------------------------
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Read and validate the parameters, load and warm the model, make the topics."""

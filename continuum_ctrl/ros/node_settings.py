@@ -6,13 +6,15 @@ Pure Python (no rclpy), so ROS-free tools can split a controller's parameter tre
     node, loop_tree = ControllerNodeSettings.split(tree)   # tree: nested, without `model`
 
 The keys are top-level parameters of the node; `split` takes them out of the tree and leaves
-the rest for `ControllerSettings.parse` (or `PlantSettings.parse`). Units: Hz, s.
+the rest for `ControllerSettings.parse` (or `PlantSettings.parse`); `check_parameter_file`
+parses a file as the nodes would. Units: Hz, s.
 """
 
 from dataclasses import dataclass
-from typing import Any, Dict, Tuple, Type, TypeVar
+from typing import Any, Dict, Sequence, Tuple, Type, TypeVar
 
-from continuum_ctrl.params import Field, Reader
+from continuum_ctrl.launch_description import CONTROLLER, SIMULATOR
+from continuum_ctrl.params import Field, file_parameters, Reader
 
 REALTIME_PRIORITY = Field('integer', 0, 'SCHED_FIFO priority of the loop thread, as '
                           "ros2_control's thread_priority; 0: normal scheduling", 0, 99)
@@ -74,3 +76,21 @@ class SimulatorNodeSettings(NodeSettings):
     FIELDS = SIMULATOR_NODE_FIELDS
 
     realtime_priority: int
+
+
+def check_parameter_file(path: Any, nodes: Sequence[str] = (CONTROLLER, SIMULATOR)) -> None:
+    """
+    Parse a parameter file as each node in `nodes` would, without ROS; raise its ConfigError.
+
+    The launcher and the demo call this before starting node processes, so a bad file gives
+    one error line at once rather than one per node after their start-up.
+    """
+    from continuum_ctrl.control.settings import ControllerSettings
+    from continuum_ctrl.models import load_model
+    from continuum_ctrl.sim.plant import PlantSettings
+    for node in nodes:
+        tree, model = file_parameters(path, node)
+        if node == SIMULATOR:
+            PlantSettings.parse(SimulatorNodeSettings.split(tree)[1], model)
+        else:
+            ControllerSettings.parse(ControllerNodeSettings.split(tree)[1], load_model(model))

@@ -72,7 +72,8 @@ class NodeParameters:
     `model` namespace, `problem` a ConfigError found while declaring (an unknown key), raised
     by `bind`; a value of the wrong type or out of range stays in `values` for the parser.
     Before `bind` (an unconfigured lifecycle node) a set value is only checked against its
-    descriptor; after it, ``parse(tree)`` validates every update all-or-nothing and `on_change(settings, names)` runs after an accepted one.
+    descriptor; after it, ``parse(tree)`` validates every update all-or-nothing, and
+    `on_change(settings, names)` runs after an accepted one.
     """
 
     def __init__(self, node: Any, fields: Dict[str, Any],

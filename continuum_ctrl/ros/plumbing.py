@@ -93,8 +93,7 @@ def spin(node_class: Callable[[], Any], argv: Optional[Sequence[str]] = None,
     """
     Run one node until SIGINT/SIGTERM; bad parameters exit with status 2 and one error line.
 
-    The node's `start()` (when defined) runs after construction: for the controller, its
-    autostart transitions. Before spinning, the start-up heap is frozen (`settle_heap`) and
+    Before spinning, the start-up heap is frozen (`settle_heap`) and
     this thread, which runs the node's loop, gets the node's `realtime_priority`. On the way
     out, `node.stop()` runs before the node is destroyed: the controller publishes its safe
     command there, the last thing it publishes.
@@ -109,8 +108,6 @@ def spin(node_class: Callable[[], Any], argv: Optional[Sequence[str]] = None,
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda number, frame: stop.append(number))
         node = node_class()
-        if hasattr(node, 'start'):
-            node.start()
         settle_heap()
         exec_ = make_executor(executor)
         exec_.add_node(node)

@@ -1,0 +1,66 @@
+"""
+Every entry point over the bad-input corpus (test/bad_inputs/): one error line, exit status 2.
+
+Each entry of `CORPUS` is an input and the name its error line must give (the file or the
+key); each entry of `ENTRY_POINTS` a command line and the kinds of input it reads. A new
+command joins by adding a row to `ENTRY_POINTS`.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from continuum_ctrl.launch_description import find_executable
+
+#: exercises whole commands (model loading, node start-up) over many inputs
+pytestmark = pytest.mark.slow
+
+HERE = Path(__file__).resolve().parent / 'bad_inputs'
+#: input -> (argument, what the error line must name, kind: any | symbolic | continuum)
+CORPUS = {
+    'syntax_error': (HERE / 'syntax_error.yaml', 'syntax_error.yaml', 'any'),
+    'missing_file': (HERE / 'no_such_file.yaml', 'no_such_file.yaml', 'any'),
+    'bad_arm_name': ('no_such_arm', 'no_such_arm', 'any'),
+    'misspelt_required_key': (HERE / 'misspelt_required_key.yaml', "'model.mass_matrx'",
+                              'symbolic'),
+    'unknown_key': (HERE / 'unknown_key.yaml', "'model.sections.colour'", 'continuum'),
+    'wrong_type': (HERE / 'wrong_type.yaml', "'model.sections.mass'", 'continuum'),
+    'wrong_count': (HERE / 'wrong_count.yaml', "'model.sections.radius'", 'continuum'),
+}
+ALL = ('any', 'symbolic', 'continuum')
+#: entry point -> (command line for an input and an output directory, kinds it reads, marks)
+ENTRY_POINTS = {
+    'controller_node': (lambda arg, out: [find_executable('controller_node'), '--ros-args',
+                                          '--params-file', str(arg)], ALL, [pytest.mark.ros]),
+    'simulator_node': (lambda arg, out: [find_executable('simulator_node'), '--ros-args',
+                                         '--params-file', str(arg)], ALL, [pytest.mark.ros]),
+    'demo': (lambda arg, out: ['demo', '--arm', str(arg), '--out', str(out)], ALL,
+             [pytest.mark.ros]),
+    'launch': (lambda arg, out: ['launch', 'simulation', '--params-file', str(arg)], ALL,
+               [pytest.mark.ros]),
+    'simulate': (lambda arg, out: ['simulate', '--arm', str(arg), '--duration', '0.1',
+                                   '--out', str(out)], ALL, []),
+    'derive': (lambda arg, out: ['derive', str(arg)], ('any', 'symbolic'), []),
+    'fit-betas': (lambda arg, out: ['fit-betas', str(arg), '--samples', '50', '--held-out',
+                                    '20'], ('any', 'continuum'), []),
+}
+CASES = [pytest.param(entry, name, id=f'{entry}-{name}', marks=marks)
+         for entry, (_, kinds, marks) in ENTRY_POINTS.items()
+         for name, (_, _, kind) in CORPUS.items() if kind in kinds]
+
+
+@pytest.mark.parametrize('entry, name', CASES)
+def test_a_bad_input_gives_one_error_line_naming_it_and_status_2(entry, name, tmp_path):
+    arg, named, _ = CORPUS[name]
+    line = ENTRY_POINTS[entry][0](arg, tmp_path)
+    if not Path(line[0]).is_absolute():           # a continuum-ctrl command
+        line = [sys.executable, '-m', 'continuum_ctrl.cli'] + line
+    done = subprocess.run(line, capture_output=True, text=True, timeout=180)
+    output = done.stdout + done.stderr
+    errors = [text for text in done.stderr.splitlines() if 'error:' in text]
+    assert done.returncode == 2, output
+    assert 'Traceback' not in output, output
+    assert len(errors) == 1, output
+    assert named in errors[0], output
