@@ -110,3 +110,24 @@ def test_semi_implicit_euler_keeps_energy_bounded():
 def test_integrator_names():
     assert INTEGRATORS == {'rk4': rk4_step, 'semi_implicit_euler': semi_implicit_euler_step,
                            'implicit_damping_euler': implicit_damping_euler_step}
+
+
+@pytest.mark.parametrize('name', sorted(INTEGRATORS))
+def test_every_integrator_takes_a_force_callable_of_time_and_state(name):
+    """The contract: `tau` is an array held over the step or a callable ``tau(t, q, qd)``."""
+    step = INTEGRATORS[name]
+    model = load_model(CONFIG / 'planar_2r.yaml')
+    q, qd, held = np.array([0.3, -0.2]), np.array([0.1, 0.4]), np.array([1.5, -0.7])
+    calls = []
+
+    def force(t, q_now, qd_now):
+        calls.append(t)
+        return held - 2.0 * q_now - 0.5 * qd_now
+
+    as_array = step(model, q, qd, held - 2.0 * q - 0.5 * qd, 1e-3, t=2.0)
+    as_callable = step(model, q, qd, force, 1e-3, t=2.0)
+    assert calls and calls[0] == 2.0 and all(2.0 <= t <= 2.0 + 1e-3 for t in calls)
+    if len(calls) == 1:                 # one evaluation, at the start: the same step exactly
+        assert all(np.array_equal(a, b) for a, b in zip(as_array, as_callable))
+    else:                               # RK4 samples the force at its four stages
+        assert np.allclose(calls, [2.0, 2.0005, 2.0005, 2.001], rtol=0.0, atol=1e-12)

@@ -55,9 +55,12 @@ def implicit_damping_euler_step(model, q, qd, tau, dt, t=0.0):
     so RK4 would need steps below 0.3 ms; this step is stable for any damping. One model
     evaluation (``model.dynamics``) per step.
     """
+    q = np.asarray(q, dtype=float)
+    qd = np.asarray(qd, dtype=float)
     M, _, bias = model.dynamics(q, qd)
     M += dt * model.damping_matrix(q)
-    qd_next = qd + np.linalg.solve(M, dt * (np.asarray(tau, dtype=float) - bias))
+    force = np.asarray(_force(tau, t, q, qd), dtype=float)     # held over the step
+    qd_next = qd + np.linalg.solve(M, dt * (force - bias))
     return q + dt * qd_next, qd_next
 
 
