@@ -11,9 +11,11 @@ Generalized forces are in the model's units (N m for revolute joints, N for PMA 
 import numpy as np
 
 from continuum_ctrl.control.gains import apply_gain, validate_gain
+from continuum_ctrl.models.base import Array, ArrayLike, DynamicsModel
 
 
-def computed_torque(model, q, qd, q_des, qd_des, qdd_des, kp, kd):
+def computed_torque(model: DynamicsModel, q: Array, qd: Array, q_des: Array, qd_des: Array,
+                    qdd_des: Array, kp: ArrayLike, kd: ArrayLike) -> Array:
     """
     Return the computed-torque generalized force, (n,), validating the gains on every call.
 
@@ -35,34 +37,35 @@ class ComputedTorqueLaw:
     `set_gains` swaps the gains in one assignment, so a parameter callback may call it.
     """
 
-    def __init__(self, model, kp, kd):
+    def __init__(self, model: DynamicsModel, kp: ArrayLike, kd: ArrayLike) -> None:
         self.model = model
         self.n = model.n
         self._inverse_dynamics = model.inverse_dynamics
         self.set_gains(kp, kd)
 
     @property
-    def kp(self):
+    def kp(self) -> Array:
         """Return the proportional gain: (n,) when diagonal, else (n, n); 1/s^2."""
         return self._kp
 
     @property
-    def kd(self):
+    def kd(self) -> Array:
         """Return the derivative gain: (n,) when diagonal, else (n, n); 1/s."""
         return self._kd
 
-    def set_gains(self, kp, kd):
+    def set_gains(self, kp: ArrayLike, kd: ArrayLike) -> None:
         """
         Replace both gains, all or nothing.
 
         Raises ConfigError naming ``gains.kp`` or ``gains.kd``; the old gains are then kept.
         """
-        kp = validate_gain(kp, self.n, 'gains.kp')
-        kd = validate_gain(kd, self.n, 'gains.kd')
-        self._kp, self._kd = kp, kd
-        self.acceleration = _acceleration(kp, kd, self.n)
+        kp_valid: Array = validate_gain(kp, self.n, 'gains.kp')
+        kd_valid: Array = validate_gain(kd, self.n, 'gains.kd')
+        self._kp, self._kd = kp_valid, kd_valid
+        self.acceleration = _acceleration(kp_valid, kd_valid, self.n)
 
-    def __call__(self, q, qd, q_des, qd_des, qdd_des):
+    def __call__(self, q: Array, qd: Array, q_des: Array, qd_des: Array,
+                 qdd_des: Array) -> Array:
         """Return ``tau = model.inverse_dynamics(q, qd, v)``, (n,)."""
         return self._inverse_dynamics(q, qd, self.acceleration(q, qd, q_des, qd_des, qdd_des))
 

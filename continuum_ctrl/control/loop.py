@@ -19,7 +19,7 @@ on a few grams of generalized inertia, so cancelling ``D qd`` with a velocity me
 ms ago closes a loop of gain about one at high frequency, which chatters at 500 Hz.
 """
 
-from typing import Any, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from continuum_ctrl.control.actuation import clamp_effort
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
 from continuum_ctrl.control.references import Hold, MinimumJerk, Sinusoid, Waypoints
 from continuum_ctrl.control.settings import ControllerSettings
+from continuum_ctrl.models.base import DynamicsModel
 from continuum_ctrl.params import ConfigError
 
 #: loop status: no valid state yet, controlling, safe command after a state timeout, or
@@ -103,7 +104,8 @@ class ControlLoop:
     per tick).
     """
 
-    def __init__(self, model: Any, settings: ControllerSettings, period: float) -> None:
+    def __init__(self, model: DynamicsModel, settings: ControllerSettings,
+                 period: float) -> None:
         self.model = model
         self.period = period
         n = model.n
@@ -111,11 +113,11 @@ class ControlLoop:
         self.low, self.high = (np.asarray(b, dtype=float) for b in model.joint_limits())
         self._limits(settings)
         self.status = WAITING
-        self.reference = None
+        self.reference: Optional[Anchored] = None
         self.last_state_time = -np.inf
         self.valid_streak = 0
         self.nonfinite = 0
-        self.events = []
+        self.events: List[Tuple[str, str]] = []
         self.q, self.qd = np.zeros(n), np.zeros(n)
         self.q_des, self.qd_des, self.qdd_des = np.zeros(n), np.zeros(n), np.zeros(n)
         self.effort = np.zeros(n)
@@ -145,7 +147,7 @@ class ControlLoop:
         step = settings.effort_rate * self.period
         self._step = step if np.isfinite(step).any() else None     # None: no rate limit
 
-    def anchor(self, t):
+    def anchor(self, t: float) -> None:
         """Restart the configured reference at time `t` from the last measured pose."""
         spec = self.settings.reference
         self.reference = Anchored(build_reference(spec, self.q), t, self.q, spec.blend_time)
@@ -183,7 +185,7 @@ class ControlLoop:
             raise TrajectoryRejected('its interpolation is not finite')
         self.reference = Anchored(reference, t, self.q, 0.0)
 
-    def set_state(self, q, qd, t):
+    def set_state(self, q: np.ndarray, qd: np.ndarray, t: float) -> None:
         """
         Take a validated measurement at receive time `t` (s); may (re)start control.
 
@@ -207,7 +209,7 @@ class ControlLoop:
             self.status = ACTIVE
             self.anchor(t)
 
-    def reject_state(self):
+    def reject_state(self) -> None:
         """Count a rejected measurement against the streak needed to resume."""
         self.valid_streak = 0
 
@@ -251,7 +253,7 @@ class ControlLoop:
                                         f"('{self.settings.safe_mode}')"))
         if self.status != ACTIVE:
             return self._safe_command()
-        q_des, qd_des, qdd_des = self.reference.sample(t)
+        q_des, qd_des, qdd_des = self.reference.sample(t)   # type: ignore[union-attr]
         np.clip(q_des, self.low, self.high, out=self.q_des)
         inside = np.equal(self.q_des, q_des, out=self._inside)
         np.multiply(qd_des, inside, out=self.qd_des)        # at rest where clipped

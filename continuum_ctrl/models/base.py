@@ -7,83 +7,90 @@ units throughout. Arrays are float64 NumPy vectors of length ``n``.
 """
 
 from abc import ABC, abstractmethod
+from typing import List, Tuple
 
 import numpy as np
+import numpy.typing as npt
 from scipy.linalg import cho_factor, cho_solve
+
+#: a float64 vector or matrix: q, qd, qdd, tau (n,), M, C, D (n, n)
+Array = np.ndarray
+#: what NumPy turns into one (gains, limits given as lists)
+ArrayLike = npt.ArrayLike
 
 
 class DynamicsModel(ABC):
     """Base class: subclasses give M, C, g, U and may override the composite calls for speed."""
 
     #: joint names in coordinate order
-    joint_names: list
+    joint_names: List[str]
 
     @property
-    def n(self):
+    def n(self) -> int:
         """Return the number of generalized coordinates."""
         return len(self.joint_names)
 
     @abstractmethod
-    def mass_matrix(self, q):
+    def mass_matrix(self, q: Array) -> Array:
         """Generalized inertia ``M(q)``, (n, n), symmetric positive definite."""
 
     @abstractmethod
-    def coriolis_matrix(self, q, qd):
+    def coriolis_matrix(self, q: Array, qd: Array) -> Array:
         """Coriolis matrix ``C(q, qd)``, (n, n), Christoffel-consistent (``Mdot - 2C`` skew)."""
 
     @abstractmethod
-    def gravity_vector(self, q):
+    def gravity_vector(self, q: Array) -> Array:
         """Gravity generalized force ``g(q) = dU_gravity/dq``, (n,)."""
 
     @abstractmethod
-    def gravity_potential(self, q):
+    def gravity_potential(self, q: Array) -> float:
         """Gravitational potential energy ``U_g(q)`` in joules."""
 
-    def passive_forces(self, q, qd):
+    def passive_forces(self, q: Array, qd: Array) -> Array:
         """Elastic plus damping generalized force ``K_e q + D qd``, (n,); zero for rigid arms."""
         return np.zeros(self.n)
 
-    def elastic_potential(self, q):
+    def elastic_potential(self, q: Array) -> float:
         """Elastic potential energy ``U_e(q)`` in joules; zero for rigid arms."""
         return 0.0
 
-    def damping_matrix(self, q):
+    def damping_matrix(self, q: Array) -> Array:
         """Damping ``D`` such that the dissipated power is ``qd^T D qd``, (n, n)."""
         return np.zeros((self.n, self.n))
 
-    def joint_limits(self):
+    def joint_limits(self) -> Tuple[Array, Array]:
         """Lower and upper position limits, (n,) each; +-inf where unbounded."""
         return np.full(self.n, -np.inf), np.full(self.n, np.inf)
 
-    def effort_limits(self):
+    def effort_limits(self) -> Array:
         """Largest magnitude of generalized force per joint, (n,); inf where not given."""
         return np.full(self.n, np.inf)
 
-    def bias_forces(self, q, qd):
+    def bias_forces(self, q: Array, qd: Array) -> Array:
         """Everything but inertia: ``C qd + passive + g``, (n,)."""
         return (self.coriolis_matrix(q, qd) @ qd + self.passive_forces(q, qd)
                 + self.gravity_vector(q))
 
-    def dynamics(self, q, qd):
+    def dynamics(self, q: Array, qd: Array) -> Tuple[Array, Array, Array]:
         """Return ``(M, C, bias)`` at (q, qd), ``bias = C qd + passive + g``; may share work."""
         M = self.mass_matrix(q)
         C = self.coriolis_matrix(q, qd)
         return M, C, C @ qd + self.passive_forces(q, qd) + self.gravity_vector(q)
 
-    def inverse_dynamics(self, q, qd, qdd):
+    def inverse_dynamics(self, q: Array, qd: Array, qdd: Array) -> Array:
         """Generalized force for an acceleration: ``M qdd + C qd + passive + g``, (n,)."""
         return self.mass_matrix(q) @ qdd + self.bias_forces(q, qd)
 
-    def forward_dynamics(self, q, qd, tau):
+    def forward_dynamics(self, q: Array, qd: Array, tau: Array) -> Array:
         """Acceleration under a generalized force: ``M^-1 (tau - C qd - passive - g)``, (n,)."""
         rhs = np.asarray(tau, dtype=float) - self.bias_forces(q, qd)
         return cho_solve(cho_factor(self.mass_matrix(q)), rhs)
 
-    def kinetic_energy(self, q, qd):
+    def kinetic_energy(self, q: Array, qd: Array) -> float:
         """Kinetic energy ``1/2 qd^T M qd`` in joules."""
         qd = np.asarray(qd, dtype=float)
         return 0.5 * qd @ self.mass_matrix(q) @ qd
 
-    def potential_energy(self, q):
+    def potential_energy(self, q: Array) -> float:
         """Total potential energy ``U_g + U_e`` in joules."""
         return self.gravity_potential(q) + self.elastic_potential(q)

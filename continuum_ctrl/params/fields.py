@@ -165,7 +165,8 @@ class Reader:
         if field.kind == 'number':
             return self.number(name, field.default, field.low, field.high)
         if field.kind == 'integer':
-            return self.integer(name, field.default, field.low, field.high)
+            low, high = (None if b is None else int(b) for b in (field.low, field.high))
+            return self.integer(name, field.default, low, high)
         if field.kind == 'bool':
             return self.boolean(name, field.default)
         if field.kind == 'string':

@@ -122,10 +122,10 @@ def model_spec(spec: Union[PathLike, Dict[str, Any]], node_name: Optional[str] =
         spec = model
     if not isinstance(spec, dict):
         raise ConfigError('model', 'must be a mapping of model parameters')
-    spec = nest(flatten(spec))
-    if 'model' in spec and 'type' not in spec:
-        spec = spec['model']
-    return spec
+    tree = nest(flatten(spec))
+    if 'model' in tree and 'type' not in tree:
+        tree = tree['model']
+    return tree
 
 
 def config_dirs() -> Iterator[Path]:

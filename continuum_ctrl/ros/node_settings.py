@@ -47,7 +47,7 @@ class NodeSettings:
         own = {k: v for k, v in tree.items() if k in cls.FIELDS}
         rest = {k: v for k, v in tree.items() if k not in cls.FIELDS}
         reader = Reader(own, '')
-        return cls(**{name: reader.field(name, field)      # type: ignore[call-arg]
+        return cls(**{name: reader.field(name, field)
                       for name, field in cls.FIELDS.items()}), rest
 
 
