@@ -2,12 +2,13 @@
 `controller_node`: computed-torque control of any model over ROS 2 (node `continuum_controller`).
 
 A managed (lifecycle) node, with the standard `~/change_state`, `~/get_state`, ... services:
-- configure: read and validate the parameters, load and warm the model, make the topics; a
-  bad parameter fails the transition with one `parameter 'KEY': ...` line in the log, and the
-  node stays unconfigured;
+- configure: read and validate the parameters, load and warm the model (and, the first time,
+  make the topics); a bad parameter fails the transition with one `parameter 'KEY': ...` line
+  in the log, and the node stays unconfigured;
 - activate: start the loop (the safe command until valid joint states arrive);
 - deactivate: publish the safe command once, then no more commands;
-- cleanup, shutdown: the same, and release the model, topics and timers.
+- cleanup, shutdown: the same, and release the model, loop and timers (the topics stay,
+  silent).
 With `autostart` (default true) the node configures and activates itself when made (a bad
 parameter then raises its ConfigError from the constructor, as a plain node would).
 
@@ -30,7 +31,7 @@ One timer at `rate_hz`, while active, on a single-threaded executor runs the loo
 
 import array
 import time
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -70,10 +71,12 @@ class ControllerNode(LifecycleNode):
                          **kwargs)
         self.params = NodeParameters(self, NODE_FIELDS, self._on_change)
         self.autostart = self.params.values.get('autostart', True)
-        self.error: ConfigError = None
+        self.error: Optional[ConfigError] = None
         self.model = None
         self.loop: ControlLoop = None
         self.timer = None
+        self.diag_timer = None
+        self.command_pub = self.state_pub = self.diag_pub = None
         self._throttle = Throttle()
         if not self.autostart:
             self.get_logger().info('unconfigured: waiting for lifecycle transitions '
@@ -91,9 +94,10 @@ class ControllerNode(LifecycleNode):
         """Read and validate the parameters, load and warm the model, make the topics."""
         try:
             self._configure()
-        except ConfigError as exc:
-            self.error = exc
-            self.get_logger().error(f'configure failed: {exc}')
+        except Exception as exc:  # noqa: B902 - any failure: one line, the node unconfigured
+            self.error = exc if isinstance(exc, ConfigError) else ConfigError(
+                '', f'{type(exc).__name__}: {exc}')
+            self.get_logger().error(f'configure failed: {self.error}')
             self._release()
             return FAILURE
         self.error = None
@@ -178,14 +182,14 @@ class ControllerNode(LifecycleNode):
         self.state_msg.points[3].positions = array.array('d')
         self.state_msg.points[3].velocities = array.array('d')
 
-        self.command_pub = self.create_publisher(Float64MultiArray, '~/commands', 10)
-        self.state_pub = self.create_publisher(JointTrajectory, '~/state', 10)
-        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self.subscriptions_made = [
+        if self.command_pub is None:        # made once, kept over cleanup (see `_release`)
+            self.command_pub = self.create_publisher(Float64MultiArray, '~/commands', 10)
+            self.state_pub = self.create_publisher(JointTrajectory, '~/state', 10)
+            self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
             self.create_subscription(JointState, 'joint_states', self._on_state,
-                                     qos_profile_sensor_data),
+                                     qos_profile_sensor_data)
             self.create_subscription(JointTrajectory, '~/joint_trajectory',
-                                     self._on_trajectory, QoSProfile(depth=10))]
+                                     self._on_trajectory, QoSProfile(depth=10))
 
         capacity = int(4 * node.rate_hz) + 16
         self.period = Durations(capacity)
@@ -204,16 +208,15 @@ class ControllerNode(LifecycleNode):
             f'{settings.mode}, model {type(self.model).__name__}')
 
     def _release(self) -> None:
-        """Destroy what `_configure` made; the node is unconfigured again."""
+        """
+        Release the model, the loop and the diagnostics timer; the node is unconfigured again.
+
+        The topics stay, silent: their callbacks ignore input without a loop. Destroying
+        subscriptions from within a transition (a service callback) stalled the
+        EventsExecutor, after which the node answered no service.
+        """
         self.params.unbind()
-        for name in ('command_pub', 'state_pub', 'diag_pub'):
-            if getattr(self, name, None) is not None:
-                self.destroy_publisher(getattr(self, name))
-                setattr(self, name, None)
-        for sub in getattr(self, 'subscriptions_made', ()):
-            self.destroy_subscription(sub)
-        self.subscriptions_made = []
-        if getattr(self, 'diag_timer', None) is not None:
+        if self.diag_timer is not None:
             self.destroy_timer(self.diag_timer)
             self.diag_timer = None
         self.model, self.loop = None, None
@@ -261,6 +264,8 @@ class ControllerNode(LifecycleNode):
                                       f'{self.rejected}')
 
     def _on_state(self, msg):
+        if self.loop is None:
+            return
         t = self._now()
         try:
             q, qd = self.reader.read(msg, t)
@@ -278,6 +283,8 @@ class ControllerNode(LifecycleNode):
         self.loop.set_state(q, qd, t)
 
     def _on_trajectory(self, msg):
+        if self.loop is None:
+            return
         now = self._now()
         start = stamp_seconds(msg.header.stamp)
         offset = start - now if start > 0.0 else 0.0
