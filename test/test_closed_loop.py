@@ -66,7 +66,7 @@ def setup(model, seed, matrix_gains=False):
 
 
 @pytest.mark.parametrize('arm, duration, matrix_gains', [
-    ('planar_2r', 3.0, False),
+    pytest.param('planar_2r', 3.0, False, marks=pytest.mark.slow),
     ('planar_2r', 3.0, True),
     ('panda', 0.5, False),
 ])
@@ -119,6 +119,7 @@ def test_minimum_jerk_tracking_converges_and_logs_are_consistent():
     assert np.all(log.max_error() >= np.abs(log.error[0]))
 
 
+@pytest.mark.slow
 def test_demo_prints_errors_and_writes_a_plot(tmp_path, capsys):
     assert demo_main(['--arm', 'planar_2r', '--duration', '2', '--out', str(tmp_path),
                       '--reference', 'minimum_jerk']) == 0
@@ -132,6 +133,7 @@ def test_demo_prints_errors_and_writes_a_plot(tmp_path, capsys):
     assert image.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and image.stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_demo_on_the_continuum_arm_is_stable_and_uses_the_file_gains(tmp_path, capsys):
     """
     RK4 at 1 ms diverges on the stiffly damped PMA arm; the default step must not.

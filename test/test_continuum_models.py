@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from continuum_ctrl import ConfigError, load_model
+from continuum_ctrl.params import file_parameters
 from continuum_ctrl.models.christoffel import coriolis_from_dM, skew_residual
 from continuum_ctrl.models.continuum.jit import compiled
 from continuum_ctrl.models.continuum.params import DEFAULT_BETA
@@ -174,6 +175,7 @@ def rk4_energy_drift(model, q, qd, dt, steps):
     return worst / abs(E0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('kind,duration', [('continuum_cog', 2.0),
                                            ('continuum_integral', 0.1)])
 def test_free_undamped_motion_conserves_energy(kind, duration):
@@ -213,12 +215,21 @@ def test_other_section_counts():
             assert np.abs(model.coriolis_matrix(q, qd) - ref).max() <= 1e-7 * np.abs(ref).max()
 
 
+def test_the_pma_area_lives_in_output_area_only():
+    """`model.sections.area` is refused by name; the reference arm's area is `output.area`."""
+    tree, model = file_parameters(CONFIG, 'continuum_controller')
+    assert tree['output']['area'] == [1.33e-4]
+    assert 'area' not in model['sections']
+    with pytest.raises(ConfigError, match='output.area') as err:
+        load_model(dict(model, sections=dict(model['sections'], area=[1.33e-4] * 3)))
+    assert err.value.key == 'model.sections.area'
+
+
 def test_reference_parameter_file():
     model = load_model(CONFIG)
     assert type(model).__name__ == 'CogModel'
     assert model.joint_names == [f'section{i}_pma{j}' for i in (1, 2, 3) for j in (1, 2, 3)]
     assert np.array_equal(model.beta, DEFAULT_BETA)
-    assert np.array_equal(model.spec.area, np.full(9, 1.33e-4))
     reference = load_model(arm(REFERENCE_ARM, 'continuum_cog'))
     q = np.full(9, 0.02)
     assert np.array_equal(model.mass_matrix(q), reference.mass_matrix(q))

@@ -97,6 +97,7 @@ def energy_error_per_quarter(step):
     return np.array(worst), energy0 - model.potential_energy([-np.pi / 2, 0.0])
 
 
+@pytest.mark.slow
 def test_semi_implicit_euler_keeps_energy_bounded():
     # symplectic Euler's energy error oscillates at O(dt) without drift; explicit Euler, with
     # the same step and cost, gains energy steadily
