@@ -77,11 +77,12 @@ class ControllerNode(LifecycleNode):
         self.timer = None
         self.diag_timer = None
         self.command_pub = self.state_pub = self.diag_pub = None
+        self._quiet_failure = False
         self._throttle = Throttle()
         if not self.autostart:
             self.get_logger().info('unconfigured: waiting for lifecycle transitions '
                                    '(autostart false)')
-        elif self.trigger_configure() != SUCCESS:
+        elif self._autostart_configure() != SUCCESS:
             error = self.error or ConfigError('', 'configuration failed; see the log')
             self.destroy_node()
             raise error
@@ -90,6 +91,14 @@ class ControllerNode(LifecycleNode):
 
     # -- lifecycle ------------------------------------------------------------------------
 
+    def _autostart_configure(self) -> TransitionCallbackReturn:
+        """Configure at start; a failure is raised (one line from `spin`), not logged too."""
+        self._quiet_failure = True
+        try:
+            return self.trigger_configure()
+        finally:
+            self._quiet_failure = False
+
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Read and validate the parameters, load and warm the model, make the topics."""
         try:
@@ -97,7 +106,8 @@ class ControllerNode(LifecycleNode):
         except Exception as exc:  # noqa: B902 - any failure: one line, the node unconfigured
             self.error = exc if isinstance(exc, ConfigError) else ConfigError(
                 '', f'{type(exc).__name__}: {exc}')
-            self.get_logger().error(f'configure failed: {self.error}')
+            if not self._quiet_failure:
+                self.get_logger().error(f'configure failed: {self.error}')
             self._release()
             return FAILURE
         self.error = None
