@@ -312,6 +312,56 @@ def chain(arm, q, ch, work, deriv):
                     ch.dv0[L, b, c] = d2pw[c, a, b] - t[c] - t2[c]
 
 
+@compiled()
+def tip_frame(arm, q, ch, work, sec, T, J):
+    """
+    Fill section `sec`'s tip frame: pose ``T`` (4, 4) and Jacobian ``J`` (6, 3n) [m, rad/m].
+
+    ``J``: linear rows then angular rows, base-frame axes at the tip's origin (Pinocchio's
+    ``LOCAL_WORLD_ALIGNED``); the columns of later sections are zero. Exact and smooth
+    through the straight pose, from the motion columns of `chain` (without q-derivatives).
+    """
+    chain(arm, q, ch, work, False)
+    R, o = ch.tip_R[sec], ch.tip_o[sec]
+    for r in range(3):
+        for c in range(3):
+            T[r, c] = R[r, c]
+        T[r, 3] = o[r]
+        T[3, r] = 0.0
+    T[3, 3] = 1.0
+    for L in range(J.shape[1]):
+        if L < 3 * sec + 3:
+            w0, w1, w2 = ch.om[L, 0], ch.om[L, 1], ch.om[L, 2]
+            t = cx(w0, w1, w2, o[0], o[1], o[2])
+            for c in range(3):
+                J[c, L] = ch.v0[L, c] + t[c]
+            J[3, L], J[4, L], J[5, L] = w0, w1, w2
+        else:
+            for c in range(6):
+                J[c, L] = 0.0
+
+
+@compiled()
+def backbone_points(arm, q, ch, work, body, xi, out):
+    """
+    Fill ``out`` (1 + n len(xi), 3) [m]: the base origin, then each section's backbone at `xi`.
+
+    Uses ``body.p``, ``body.dp``, ``body.d2p`` of a `Body` as scratch.
+    """
+    chain(arm, q, ch, work, False)
+    for c in range(3):
+        out[0, c] = 0.0
+    P = xi.shape[0]
+    for i in range(arm.length.shape[0]):
+        B, ob = ch.Rb[i], ch.ob[i]
+        for k in range(P):
+            section_point(arm.length[i], arm.radius[i], q[3 * i:3 * i + 3], xi[k], body.p,
+                          body.dp, body.d2p, work)
+            p = body.p
+            for c in range(3):
+                out[1 + i * P + k, c] = ob[c] + B[c, 0] * p[0] + B[c, 1] * p[1] + B[c, 2] * p[2]
+
+
 def section_pose(length, radius, q, xi):
     """Return ``(p, R)``: the disc at `xi` of one section, relative to its base frame [m]."""
     q = np.ascontiguousarray(q, dtype=float)

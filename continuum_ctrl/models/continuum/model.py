@@ -20,6 +20,7 @@ import numpy as np
 from continuum_ctrl.models.base import DynamicsModel
 from continuum_ctrl.models.continuum.data import new_arm, new_data
 from continuum_ctrl.models.continuum.jit import compiled, entry_point
+from continuum_ctrl.models.continuum.kinematics import backbone_points, tip_frame
 from continuum_ctrl.models.continuum.params import LIMIT_ONSET
 
 
@@ -159,6 +160,10 @@ class ContinuumModel(DynamicsModel):
         self._zero = np.zeros(self.n)
         self._kernel = entry_point(self.kernel, self.arm, self.data, self._zero, self._zero, 0,
                                    TASK_NONE, self._zero)
+        self._frames = {f'section{i}_tip': i - 1 for i in range(1, spec.sections + 1)}
+        self._pose, self._jacobian = np.eye(4), np.zeros((6, self.n))
+        self._tip_frame = entry_point(tip_frame, self.arm, self._zero, self.data.chain,
+                                      self.data.section, 0, self._pose, self._jacobian)
 
     def _vector(self, x):
         if x is None:
@@ -214,6 +219,42 @@ class ContinuumModel(DynamicsModel):
     def joint_limits(self):
         """PMA strokes: ``[0, l_max]`` per joint [m]."""
         return np.zeros(self.n), self.arm.pma[:, 2].copy()
+
+    def frame_names(self):
+        """``section{i}_tip``, i = 1..n: the tip frame of each section (contract section 3)."""
+        return list(self._frames)
+
+    def frame_kinematics(self, q, frame):
+        """Return the pose (4, 4) and Jacobian (6, 3n) of a tip frame from one evaluation."""
+        sec = self._frames.get(frame) if isinstance(frame, str) else None
+        if sec is None:
+            raise self.frame_error(frame)
+        self._tip_frame(self.arm, self._vector(q), self.data.chain, self.data.section, sec,
+                        self._pose, self._jacobian)
+        return self._pose.copy(), self._jacobian.copy()
+
+    def frame_pose(self, q, frame):
+        """Pose of a ``section{i}_tip`` frame in the arm's base frame, (4, 4) [m]."""
+        return self.frame_kinematics(q, frame)[0]
+
+    def frame_jacobian(self, q, frame):
+        """Exact ``LOCAL_WORLD_ALIGNED`` Jacobian of a tip frame, (6, 3n) [1, rad/m]."""
+        return self.frame_kinematics(q, frame)[1]
+
+    def backbone(self, q, points_per_section=10):
+        """
+        Backbone points for drawing, (1 + n points_per_section, 3) [m], base frame.
+
+        The base origin, then along each section ``xi = 1/P, 2/P, ..., 1`` (P points).
+        """
+        points = int(points_per_section)
+        if points < 1:
+            raise ValueError(f'points_per_section must be >= 1, got {points_per_section}')
+        out = np.empty((1 + self.spec.sections * points, 3))
+        xi = np.arange(1, points + 1) / points
+        backbone_points(self.arm, self._vector(q), self.data.chain, self.data.section,
+                        self.data.body, xi, out)
+        return out
 
     def dynamics(self, q, qd):
         """Return ``(M, C, bias)`` from one evaluation; ``bias = C qd + passive + g``."""
