@@ -146,8 +146,7 @@ class InverseKinematics:
         e, A, pos_err, rot_err = self._errors(q, position, rotation)
         cost, mu, pull = float(e @ e), 1.0, 1.0
         for iteration in range(self.max_iterations):
-            if pos_err <= self.tolerance and (not use_rotation
-                                             or rot_err <= self.rotation_tolerance):
+            if self._reached(pos_err, rot_err, use_rotation):
                 return IKResult(q, pos_err, rot_err, True, iteration)
             q_next = self._step(q, e, A, mu, pull)
             if np.max(np.abs(q_next - q)) < 1e-15:
@@ -163,6 +162,9 @@ class InverseKinematics:
                 pull *= 0.1
                 if mu > 1e12:
                     break
-        converged = pos_err <= self.tolerance and (not use_rotation
-                                                   or rot_err <= self.rotation_tolerance)
-        return IKResult(q, pos_err, rot_err, converged, iteration)
+        return IKResult(q, pos_err, rot_err, self._reached(pos_err, rot_err, use_rotation),
+                        iteration)
+
+    def _reached(self, pos_err, rot_err, use_rotation):
+        return pos_err <= self.tolerance and (not use_rotation
+                                              or rot_err <= self.rotation_tolerance)
