@@ -5,9 +5,9 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from continuum_ctrl.models.continuum.kinematics import (entire, new_scratch, section_cog,
-                                                        section_point, section_pose,
-                                                        section_rotation)
+from continuum_ctrl.models.continuum.data import section_work
+from continuum_ctrl.models.continuum.kinematics import (entire, section_cog, section_point,
+                                                        section_pose, section_rotation)
 
 L, R = 0.2, 0.013
 
@@ -15,21 +15,21 @@ L, R = 0.2, 0.013
 def point(q, xi, length=L, radius=R):
     """Return p, dp, d2p of one section."""
     out = np.empty(3), np.empty((3, 3)), np.empty((3, 3, 3))
-    section_point(length, radius, np.asarray(q, dtype=float), xi, *out, *new_scratch())
+    section_point(length, radius, np.asarray(q, dtype=float), xi, *out, section_work())
     return out
 
 
 def rotation(q, xi, radius=R):
     """Return R, kap, dkap of one section."""
     out = np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3, 3))
-    section_rotation(radius, np.asarray(q, dtype=float), xi, *out, *new_scratch())
+    section_rotation(radius, np.asarray(q, dtype=float), xi, *out, section_work())
     return out
 
 
 def cog(q, length=L, radius=R):
     """Return pbar, dpbar, d2pbar of one section."""
     out = np.empty(3), np.empty((3, 3)), np.empty((3, 3, 3))
-    section_cog(length, radius, np.asarray(q, dtype=float), *out, *new_scratch())
+    section_cog(length, radius, np.asarray(q, dtype=float), *out, section_work())
     return out
 
 

@@ -4,6 +4,10 @@ The one dynamics-model interface used by the controller, the simulator and the b
 Every model describes ``M(q) qdd + C(q, qd) qd + passive(q, qd) + g(q) = tau`` in its own
 generalized coordinates (radians for revolute joints, metres for PMA length changes), with SI
 units throughout. Arrays are float64 NumPy vectors of length ``n``.
+
+Models with kinematics also name frames: `frame_pose` is a 4x4 homogeneous transform in the
+arm's base frame, `frame_jacobian` the 6 x n Jacobian, linear rows then angular rows, both in
+base-frame axes at the frame's origin (Pinocchio's ``LOCAL_WORLD_ALIGNED``).
 """
 
 from abc import ABC, abstractmethod
@@ -17,6 +21,10 @@ from scipy.linalg import cho_factor, cho_solve
 Array = np.ndarray
 #: what NumPy turns into one (gains, limits given as lists)
 ArrayLike = npt.ArrayLike
+
+
+class FrameError(ValueError):
+    """An unknown frame, or a model without frames; the message names the frame and choices."""
 
 
 class DynamicsModel(ABC):
@@ -65,6 +73,30 @@ class DynamicsModel(ABC):
     def effort_limits(self) -> Array:
         """Largest magnitude of generalized force per joint, (n,); inf where not given."""
         return np.full(self.n, np.inf)
+
+    def frame_names(self) -> List[str]:
+        """Names of the frames `frame_pose` knows; none for a model without kinematics."""
+        return []
+
+    def frame_pose(self, q: Array, frame: str) -> Array:
+        """Pose of `frame` in the arm's base frame, (4, 4) homogeneous [m]."""
+        raise self.frame_error(frame)
+
+    def frame_jacobian(self, q: Array, frame: str) -> Array:
+        """Jacobian of `frame`, (6, n): linear rows then angular, base axes at its origin."""
+        raise self.frame_error(frame)
+
+    def frame_kinematics(self, q: Array, frame: str) -> Tuple[Array, Array]:
+        """Return ``(frame_pose, frame_jacobian)`` of `frame` at q; may share work."""
+        return self.frame_pose(q, frame), self.frame_jacobian(q, frame)
+
+    def frame_error(self, frame: str) -> 'FrameError':
+        """Return the `FrameError` for a frame this model does not have."""
+        names = self.frame_names()
+        if not names:
+            return FrameError(f"frame '{frame}': a {type(self).__name__} has no frames "
+                              '(kinematics come with urdf and continuum models)')
+        return FrameError(f"unknown frame '{frame}'; frames: {', '.join(names)}")
 
     def bias_forces(self, q: Array, qd: Array) -> Array:
         """Everything but inertia: ``C qd + passive + g``, (n,)."""

@@ -180,6 +180,37 @@ class RigidModel(DynamicsModel):
         effort[effort <= 0.0] = np.inf
         return effort
 
+    def frame_names(self):
+        """The URDF's frames (links, joints, fixed frames), in Pinocchio's order."""
+        return [frame.name for frame in self.model.frames]
+
+    def _frame_id(self, frame):
+        if not isinstance(frame, str) or not self.model.existFrame(frame):
+            raise self.frame_error(frame)
+        return self.model.getFrameId(frame)
+
+    def frame_pose(self, q, frame):
+        """Pose of a URDF frame in the base frame by ``framesForwardKinematics``, (4, 4)."""
+        fid = self._frame_id(frame)
+        pin.framesForwardKinematics(self.model, self.data, self._in(q))
+        return self.data.oMf[fid].homogeneous.copy()
+
+    def frame_jacobian(self, q, frame):
+        """Pinocchio's ``LOCAL_WORLD_ALIGNED`` frame Jacobian, (6, n), in our joint order."""
+        fid = self._frame_id(frame)
+        J = pin.computeFrameJacobian(self.model, self.data, self._in(q), fid,
+                                     pin.LOCAL_WORLD_ALIGNED)
+        return J if self._order is None else J[:, self._order]
+
+    def frame_kinematics(self, q, frame):
+        """Return ``(frame_pose, frame_jacobian)`` from one Pinocchio pass."""
+        fid = self._frame_id(frame)
+        J = pin.computeFrameJacobian(self.model, self.data, self._in(q), fid,
+                                     pin.LOCAL_WORLD_ALIGNED)
+        pin.updateFramePlacement(self.model, self.data, fid)
+        T = self.data.oMf[fid].homogeneous.copy()
+        return T, (J if self._order is None else J[:, self._order])
+
 
 def _locked_configuration(full, reader, selected):
     """Return the full configuration for the locked joints from ``model.locked_positions``."""

@@ -19,16 +19,15 @@ expression rearranged so that all betas = 1 leaves the plain disc-at-CoG terms o
 that the largest terms are energies of positions (``x``, ``bbar``) or of a rigid body,
 whose Christoffel matrices have cheap closed forms (`terms.add_point_term`,
 `terms.add_rigid_term`); the rest go through the general `terms.add_term`. ``M`` follows from
-K, ``C`` from M's Christoffel symbols, gravity is exact. One compiled call fills everything.
+K, ``C`` from M's Christoffel symbols, gravity is exact. One compiled call, ``cog_run(arm, data,
+...)`` with the model's `data.Arm` and `data.ContinuumData`, fills everything.
 """
-
-import numpy as np
 
 from continuum_ctrl.models.continuum.jit import compiled
 from continuum_ctrl.models.continuum.kinematics import (chain, cx, rotate_matrix,
                                                         rotate_tensor, section_cog,
                                                         section_rotation)
-from continuum_ctrl.models.continuum.model import ContinuumModel, finish, passive
+from continuum_ctrl.models.continuum.model import ContinuumModel, finish
 from continuum_ctrl.models.continuum.params import read_spec
 from continuum_ctrl.models.continuum.terms import (add_gravity, add_point_term, add_rigid_term,
                                                    add_term, angular_jacobian, angular_rate,
@@ -109,27 +108,23 @@ def relative_rate(sec, bbar, JY, om, dom, d2pw, qd, Wc, Jd):
 
 
 @compiled()
-def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode, M, C, cq, dM, g,
-                 sv, sm, st, nv, nt, nnv, nn):
+def cog_evaluate(arm, data, q, qd, mode):
     """
-    Fill M, g and by mode C and ``cq = C qd`` (1), dM (2) or cq alone (3); return ``U_g`` [J].
+    Fill ``data.sums``: M, g and by mode C and ``cq = C qd`` (1), dM (2) or cq alone (3).
 
-    The arguments after `g` are the workspace from `terms.new_workspace` and `nn`, two (N, N)
-    work matrices.
+    Returns ``U_g`` [J]. `arm`: the `data.Arm`; `data`: the model's `data.ContinuumData`.
     """
-    n = length.shape[0]
+    n = arm.length.shape[0]
     N = 3 * n
-    Rb, ob, om, v0, dom, dv0 = nt[0, :n], nv[0, :n], nv[1], nv[2], nt[1], nt[2]
-    J, JW, JO, work = nv[3], nv[4], nv[5], nv[6:12]
-    dJ, dJW, dJO, Md, P = nnv[0], nnv[1], nnv[2], nn[0], nn[1]
-    x, bbar, wI, ones, pbar = sv[20, :3], sv[21, :3], sv[22, :3], sv[23, :3], sv[24, :3]
-    dpbar, dpw, Rl, kap = sm[12], sm[13], sm[14], sm[15]
-    d2pbar, d2pw, dkap = st[10], st[11], st[12]
-    ones[:] = 1.0
-    Wc, Jd = nv[13], nv[14]
-    chain(length, radius, offset, twist, q, Rb, ob, om, v0, dom, dv0, sv, sm, st)
+    beta, ch, body, sums, tw = arm.beta, data.chain, data.body, data.sums, data.terms
+    J, JW, JO, dJ, dJW, dJO = body.J, body.JW, body.JO, body.dJ, body.dJW, body.dJO
+    x, bbar, wI, ones, pbar, dpw, d2pw = (body.x, body.bbar, body.wI, body.ones, body.p,
+                                          body.dpw, body.d2pw)
+    om, v0, dom, dv0, Wc, Jd = ch.om, ch.v0, ch.dom, ch.dv0, body.Wc, body.Jd
+    M, Md, C, cq, g = sums.M, sums.Md, sums.C, sums.cq, sums.g
     deriv = mode != 0
     rates = mode == 1 or mode == 3     # C or C qd from O(N) Jacobian rates
+    chain(arm, q, ch, data.section, deriv)
     shaped_w = beta[3] != 1.0 or beta[4] != 1.0 or beta[5] != 1.0
     cq[:] = 0.0
     if rates:
@@ -137,31 +132,31 @@ def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode
     M[:] = 0.0
     g[:] = 0.0
     if mode == 1:                       # general terms: C through Md and P
-        Md[:] = 0.0
-        P[:] = 0.0
+        sums.Md[:] = 0.0
+        sums.P[:] = 0.0
     if mode == 2:
-        dM[:] = 0.0
+        sums.dM[:] = 0.0
     U = 0.0
     for i in range(n):
         nu = 3 * i
         Ni = nu + 3
-        m = mass[i]
+        m = arm.mass[i]
         qi = q[nu:Ni]
-        B = Rb[i]
-        section_cog(length[i], radius[i], qi, pbar, dpbar, d2pbar, sv, sm, st)
+        B = ch.Rb[i]
+        section_cog(arm.length[i], arm.radius[i], qi, pbar, body.dp, body.d2p, data.section)
         for c in range(3):
             bbar[c] = B[c, 0] * pbar[0] + B[c, 1] * pbar[1] + B[c, 2] * pbar[2]
-            x[c] = ob[i, c] + bbar[c]
-        rotate_matrix(B, dpbar, dpw)
-        rotate_tensor(B, d2pbar, d2pw)
+            x[c] = ch.ob[i, c] + bbar[c]
+        rotate_matrix(B, body.dp, dpw)
+        if deriv:
+            rotate_tensor(B, body.d2p, d2pw)
         point_jacobian(i, x, dpw, d2pw, om, v0, dom, dv0, mode == 2, J, dJ)
-        U += add_gravity(m, gravity, x, J, Ni, g)
+        U += add_gravity(m, arm.gravity, x, J, Ni, g)
         if rates:
             point_rate(i, x, J, om, dom, dv0, d2pw, qd, Wc, Jd)
             add_point_term(J, Jd, 0, Ni, m, qd, mode, M, Md, cq)
         else:
-            add_term(J, dJ, 0, Ni, J, dJ, 0, Ni, ones, 0.5 * m, qd, Ni, mode, M, Md, P, dM, cq,
-                     work)
+            add_term((J, dJ, 0, Ni), (J, dJ, 0, Ni), ones, 0.5 * m, qd, Ni, mode, sums, tw)
         if beta[0] != 1.0 or beta[1] != 1.0 or beta[2] != 1.0:
             cross_term = nu > 0 and beta[1] != beta[0]
             relative_jacobian(i, bbar, J, d2pw, om, dom, mode == 2 or (deriv and cross_term),
@@ -171,40 +166,40 @@ def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode
                     relative_rate(i, bbar, JW, om, dom, d2pw, qd, Wc, Jd)
                     add_point_term(JW, Jd, 0, Ni, m * (beta[0] - 1.0), qd, mode, M, Md, cq)
                 else:
-                    add_term(JW, dJW, 0, Ni, JW, dJW, 0, Ni, ones, 0.5 * m * (beta[0] - 1.0),
-                             qd, Ni, mode, M, Md, P, dM, cq, work)
+                    add_term((JW, dJW, 0, Ni), (JW, dJW, 0, Ni), ones, 0.5 * m * (beta[0] - 1.0),
+                             qd, Ni, mode, sums, tw)
             if cross_term:              # m (bv2 - bv1) (W x bbar).cbar
-                add_term(JW, dJW, 0, nu, JW, dJW, nu, Ni, ones, m * (beta[1] - beta[0]),
-                         qd, Ni, mode, M, Md, P, dM, cq, work)
+                add_term((JW, dJW, 0, nu), (JW, dJW, nu, Ni), ones, m * (beta[1] - beta[0]),
+                         qd, Ni, mode, sums, tw)
             if beta[2] != beta[0]:      # m/2 (bv3 - bv1) |cbar|^2: a local point energy
                 if rates:
                     local_rate(i, d2pw, qd, Jd)
                     add_point_term(JW, Jd, nu, Ni, m * (beta[2] - beta[0]), qd, mode, M, Md, cq)
                 else:
-                    add_term(JW, dJW, nu, Ni, JW, dJW, nu, Ni, ones,
-                             0.5 * m * (beta[2] - beta[0]), qd, Ni, mode, M, Md, P, dM, cq, work)
-        section_rotation(radius[i], qi, 0.5, Rl, kap, dkap, sv, sm, st)
-        angular_jacobian(i, B, Rl, kap, dkap, om, dom, mode == 2 or (deriv and shaped_w),
-                         JO, dJO, sm, nv)
-        r2 = radius[i] * radius[i]
+                    add_term((JW, dJW, nu, Ni), (JW, dJW, nu, Ni), ones,
+                             0.5 * m * (beta[2] - beta[0]), qd, Ni, mode, sums, tw)
+        section_rotation(arm.radius[i], qi, 0.5, body.R, body.kap, body.dkap, data.section)
+        angular_jacobian(i, B, body.R, body.kap, body.dkap, om, dom,
+                         mode == 2 or (deriv and shaped_w), JO, dJO, body.Rw, body.omt)
+        r2 = arm.radius[i] * arm.radius[i]
         wI[0] = wI[1] = 0.25 * m * r2
         wI[2] = 0.5 * m * r2
         if rates:
-            angular_rate(i, sm[11], Rl, nv[12], kap, dkap, dom, qd, Jd)
-            add_rigid_term(JO, Jd, Ni, wI, qd, mode, M, Md, cq, work)
+            angular_rate(i, body.Rw, body.R, body.omt, body.kap, body.dkap, dom, qd, Jd)
+            add_rigid_term(JO, Jd, Ni, wI, qd, mode, M, Md, cq, tw.b)
         else:
-            add_term(JO, dJO, 0, Ni, JO, dJO, 0, Ni, wI, 0.5, qd, Ni, mode, M, Md, P, dM, cq, work)
+            add_term((JO, dJO, 0, Ni), (JO, dJO, 0, Ni), wI, 0.5, qd, Ni, mode, sums, tw)
         if beta[5] != 1.0:
-            add_term(JO, dJO, nu, Ni, JO, dJO, nu, Ni, wI, 0.5 * (beta[5] - 1.0),
-                     qd, Ni, mode, M, Md, P, dM, cq, work)
+            add_term((JO, dJO, nu, Ni), (JO, dJO, nu, Ni), wI, 0.5 * (beta[5] - 1.0),
+                     qd, Ni, mode, sums, tw)
         if nu > 0 and beta[3] != 1.0:
-            add_term(JO, dJO, 0, nu, JO, dJO, 0, nu, wI, 0.5 * (beta[3] - 1.0),
-                     qd, Ni, mode, M, Md, P, dM, cq, work)
+            add_term((JO, dJO, 0, nu), (JO, dJO, 0, nu), wI, 0.5 * (beta[3] - 1.0),
+                     qd, Ni, mode, sums, tw)
         if nu > 0 and beta[4] != 1.0:
-            add_term(JO, dJO, 0, nu, JO, dJO, nu, Ni, wI, beta[4] - 1.0,
-                     qd, Ni, mode, M, Md, P, dM, cq, work)
+            add_term((JO, dJO, 0, nu), (JO, dJO, nu, Ni), wI, beta[4] - 1.0,
+                     qd, Ni, mode, sums, tw)
     if mode == 1:
-        coriolis_from_parts(Md, P, C)
+        coriolis_from_parts(sums.Md, sums.P, C)
         for i in range(N):
             acc = 0.0
             for j in range(N):
@@ -214,32 +209,22 @@ def cog_evaluate(length, radius, mass, offset, twist, beta, gravity, q, qd, mode
 
 
 @compiled()
-def cog_run(geom, glob, pma, q, qd, mode, task, v, mc, dM, vecs, sv, sm, st, nv, nt, nnv):
-    """
-    Evaluate the CoG model, the passive forces and a `finish` task in one call.
-
-    `geom` rows: length, radius, mass, offset, twist; `glob`: beta (6), gravity (3); `mc`:
-    M, C and two work matrices; `vecs`: g, passive, out, C qd. Returns ``U_g`` [J].
-    """
-    U = cog_evaluate(geom[0], geom[1], geom[2], geom[3], geom[4], glob[:6], glob[6:], q, qd,
-                     mode, mc[0], mc[1], vecs[3], dM, vecs[0], sv, sm, st, nv, nt, nnv, mc[2:])
-    passive(q, qd, pma, vecs[1])
-    finish(task, mc[0], vecs[0], vecs[1], vecs[3], v, vecs[2])
+def cog_run(arm, data, q, qd, mode, task, v):
+    """Evaluate the CoG model, the passive forces and a `finish` task in one call; ``U_g``."""
+    U = cog_evaluate(arm, data, q, qd, mode)
+    finish(arm, data.sums, q, qd, task, v)
     return U
 
 
 class CogModel(ContinuumModel):
     """The CoG continuum model with energy-shaping coefficients ``spec.beta``."""
 
-    def __init__(self, spec):
-        super().__init__(spec)
-        self.beta = np.ascontiguousarray(spec.beta, dtype=float)
-        self._glob = np.concatenate([self.beta, spec.gravity]).astype(float)
-        self._head = (self._geom, self._glob, self._pma)
-        self._tail = (self._mc, self._dM, self._vecs) + tuple(self._ws)
+    kernel = staticmethod(cog_run)
 
-    def _kernel(self, q, qd, mode, task, v):
-        return cog_run(*self._head, q, qd, mode, task, v, *self._tail)
+    @property
+    def beta(self):
+        """Energy-shaping coefficients ``(bv1, bv2, bv3, bw1, bw2, bw3)``, read-only (6,)."""
+        return self.arm.beta
 
 
 def from_spec(spec):

@@ -9,14 +9,12 @@ derivatives at each node) and ``C`` comes from the shared Christoffel routine
 is exact.
 """
 
-import numpy as np
-
 from continuum_ctrl.models.christoffel import coriolis_from_dM
 from continuum_ctrl.models.continuum.jit import compiled
 from continuum_ctrl.models.continuum.kinematics import (chain, rotate_matrix, rotate_tensor,
                                                         section_cog, section_point,
                                                         section_rotation)
-from continuum_ctrl.models.continuum.model import ContinuumModel, finish, passive
+from continuum_ctrl.models.continuum.model import ContinuumModel, finish, TASK_NONE
 from continuum_ctrl.models.continuum.params import read_spec
 from continuum_ctrl.models.continuum.terms import (add_gravity, add_term, angular_jacobian,
                                                    point_jacobian)
@@ -29,80 +27,74 @@ def _point_vector(B, ob, p, x):
 
 
 @compiled()
-def integral_evaluate(length, radius, mass, offset, twist, nodes, weights, gravity, q, qd,
-                      mode, M, dM, g, sv, sm, st, nv, nt, nnv):
+def integral_evaluate(arm, data, q, qd, mode, task, v):
     """
-    Fill M, g and (mode 0 or 2) dM of the disc-stack model; return ``U_g`` [J].
+    Fill ``data.sums``: M, g and (mode 2) dM of the disc-stack model; return ``U_g`` [J].
 
-    The last six arguments are the workspace from `terms.new_workspace`.
+    `arm`: the `data.Arm` (quadrature ``arm.nodes``, ``arm.weights``); then the `finish` task.
     """
-    n = length.shape[0]
-    Rb, ob, om, v0, dom, dv0 = nt[0, :n], nv[0, :n], nv[1], nv[2], nt[1], nt[2]
-    J, JO, work, dJ, dJO = nv[3], nv[5], nv[6:12], nnv[0], nnv[2]
-    x, wI, ones, p = sv[20, :3], sv[22, :3], sv[23, :3], sv[24, :3]
-    dp, dpw, Rl, kap = sm[12], sm[13], sm[14], sm[15]
-    d2p, d2pw, dkap = st[10], st[11], st[12]
-    ones[:] = 1.0
-    chain(length, radius, offset, twist, q, Rb, ob, om, v0, dom, dv0, sv, sm, st)
+    n = arm.length.shape[0]
+    ch, body, sums, tw, work = data.chain, data.body, data.sums, data.terms, data.section
+    J, JO, dJ, dJO = body.J, body.JO, body.dJ, body.dJO
+    x, wI, ones, p, dp, d2p, dpw, d2pw = (body.x, body.wI, body.ones, body.p, body.dp,
+                                          body.d2p, body.dpw, body.d2pw)
     deriv = mode == 2
-    M[:] = 0.0
-    g[:] = 0.0
+    chain(arm, q, ch, work, deriv)
+    sums.M[:] = 0.0
+    sums.g[:] = 0.0
     if deriv:
-        dM[:] = 0.0
+        sums.dM[:] = 0.0
     U = 0.0
     for i in range(n):
         nu = 3 * i
         Ni = nu + 3
-        m = mass[i]
+        m = arm.mass[i]
         qi = q[nu:Ni]
-        B = Rb[i]
-        section_cog(length[i], radius[i], qi, p, dp, d2p, sv, sm, st)
-        _point_vector(B, ob[i], p, x)
+        B = ch.Rb[i]
+        section_cog(arm.length[i], arm.radius[i], qi, p, dp, d2p, work)
+        _point_vector(B, ch.ob[i], p, x)
         rotate_matrix(B, dp, dpw)
-        point_jacobian(i, x, dpw, d2pw, om, v0, dom, dv0, False, J, dJ)
-        U += add_gravity(m, gravity, x, J, Ni, g)
-        r2 = radius[i] * radius[i]
-        for k in range(nodes.shape[0]):
-            mk = m * weights[k]
-            section_point(length[i], radius[i], qi, nodes[k], p, dp, d2p, sv, sm, st)
-            _point_vector(B, ob[i], p, x)
+        point_jacobian(i, x, dpw, d2pw, ch.om, ch.v0, ch.dom, ch.dv0, False, J, dJ)
+        U += add_gravity(m, arm.gravity, x, J, Ni, sums.g)
+        r2 = arm.radius[i] * arm.radius[i]
+        for k in range(arm.nodes.shape[0]):
+            mk = m * arm.weights[k]
+            section_point(arm.length[i], arm.radius[i], qi, arm.nodes[k], p, dp, d2p, work)
+            _point_vector(B, ch.ob[i], p, x)
             rotate_matrix(B, dp, dpw)
             rotate_tensor(B, d2p, d2pw)
-            point_jacobian(i, x, dpw, d2pw, om, v0, dom, dv0, deriv, J, dJ)
-            add_term(J, dJ, 0, Ni, J, dJ, 0, Ni, ones, 0.5 * mk, qd, Ni, mode, M, M, M, dM, g,
-                     work)
-            section_rotation(radius[i], qi, nodes[k], Rl, kap, dkap, sv, sm, st)
-            angular_jacobian(i, B, Rl, kap, dkap, om, dom, deriv, JO, dJO, sm, nv)
+            point_jacobian(i, x, dpw, d2pw, ch.om, ch.v0, ch.dom, ch.dv0, deriv, J, dJ)
+            add_term((J, dJ, 0, Ni), (J, dJ, 0, Ni), ones, 0.5 * mk, qd, Ni, mode, sums, tw)
+            section_rotation(arm.radius[i], qi, arm.nodes[k], body.R, body.kap, body.dkap,
+                             work)
+            angular_jacobian(i, B, body.R, body.kap, body.dkap, ch.om, ch.dom, deriv, JO, dJO,
+                             body.Rw, body.omt)
             wI[0] = wI[1] = 0.25 * mk * r2
             wI[2] = 0.5 * mk * r2
-            add_term(JO, dJO, 0, Ni, JO, dJO, 0, Ni, wI, 0.5, qd, Ni, mode, M, M, M, dM, g,
-                     work)
+            add_term((JO, dJO, 0, Ni), (JO, dJO, 0, Ni), wI, 0.5, qd, Ni, mode, sums, tw)
+    finish(arm, sums, q, qd, task, v)
     return U
 
 
-def gauss_legendre(points):
-    """Return Gauss-Legendre nodes and weights on [0, 1], (points,) each."""
-    x, w = np.polynomial.legendre.leggauss(points)
-    return np.ascontiguousarray(0.5 * (x + 1.0)), np.ascontiguousarray(0.5 * w)
-
-
 class IntegralModel(ContinuumModel):
-    """The disc-stack continuum model, by quadrature of the exact integrand."""
+    """
+    The disc-stack continuum model, by quadrature of the exact integrand.
 
-    def __init__(self, spec):
-        super().__init__(spec)
-        self.nodes, self.weights = gauss_legendre(spec.quadrature)
+    Its kernel fills ``M`` and ``dM``; ``C`` comes from ``dM`` here, before the task.
+    """
 
-    def _kernel(self, q, qd, mode, task, v):
-        M, C = self._mc[0], self._mc[1]
-        g, pas, out, cq = self._vecs
-        U = integral_evaluate(*self._geom, self.nodes, self.weights, self.spec.gravity, q, qd,
-                              2 if mode else 0, M, self._dM, g, *self._ws)
+    kernel = staticmethod(integral_evaluate)
+
+    def _run(self, q, qd=None, mode=0, task=TASK_NONE, v=None):
+        if mode == 0:
+            return super()._run(q, qd, 0, task, v)
+        q, qd, v = self._vector(q), self._vector(qd), self._vector(v)
+        U = self._kernel(self.arm, self.data, q, qd, 2, TASK_NONE, v)
+        sums = self.data.sums
         if mode in (1, 3):
-            C[:] = coriolis_from_dM(self._dM, qd)
-            cq[:] = C @ qd
-        passive(q, qd, self._pma, pas)
-        finish(task, M, g, pas, cq, v, out)
+            sums.C[:] = coriolis_from_dM(sums.dM, qd)
+            sums.cq[:] = sums.C @ qd
+        finish(self.arm, sums, q, qd, task, v)
         return U
 
 

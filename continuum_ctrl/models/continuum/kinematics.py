@@ -17,13 +17,15 @@ from ``cos`` and ``sin``: no ``1/phi`` anywhere.
 
 Angular Jacobians are in space form: ``dR/dq_a = [kap_a]x R`` (``kap`` in the section base
 frame); ``dkap[:, a, b] = d kap_a / d q_b``. All functions are Numba-compiled and also callable
-from Python with float64 NumPy arrays.
+from Python with float64 NumPy arrays; their work arrays are named buffers (`SectionWork`,
+`Chain`, see `data.py`) created once.
 """
 
 import math
 
 import numpy as np
 
+from continuum_ctrl.models.continuum.data import section_work
 from continuum_ctrl.models.continuum.jit import compiled
 
 SQRT3 = math.sqrt(3.0)
@@ -122,11 +124,11 @@ def _fill_row(c, h, s, v, vy, hy):
 
 
 @compiled(inline='always')
-def _section_vector(length, radius, q, c1, c2, tscale, i1, i2, v, dv, d2v, sv, sm, st):
+def _section_vector(length, radius, q, c1, c2, tscale, i1, i2, v, dv, d2v, work):
     """``v = s [c1 u F, c1 w F, c2 G]``, ``F = f_i1(t)``, ``G = f_i2(t)``, ``t = tscale phi^2``."""
     s, u, w = arc_variables(length, radius, q)
     t = tscale * (u * u + w * w)
-    f, d1, d2, vy, E, hy, T = sv[0], sv[1], sv[2], sm[0], sm[1], st[0], st[1]
+    f, d1, d2, vy, E, hy, T = work.f, work.d1, work.d2, work.vy, work.E, work.hy, work.T
     entire_derivatives(t, f, d1, d2)
     tu = 2.0 * tscale * u
     tw = 2.0 * tscale * w
@@ -142,19 +144,19 @@ def _section_vector(length, radius, q, c1, c2, tscale, i1, i2, v, dv, d2v, sv, s
 
 
 @compiled()
-def section_point(length, radius, q, xi, p, dp, d2p, sv, sm, st):
+def section_point(length, radius, q, xi, p, dp, d2p, work):
     """
     Fill the backbone point ``p(xi)`` (3,) [m], ``dp/dq`` (3, 3), ``d2p/dq2`` (3, 3, 3).
 
-    `sv`, `sm`, `st`: scratch rows, see `new_scratch`.
+    `work`: a `SectionWork`.
     """
-    _section_vector(length, radius, q, xi * xi, xi, xi * xi, 2, 1, p, dp, d2p, sv, sm, st)
+    _section_vector(length, radius, q, xi * xi, xi, xi * xi, 2, 1, p, dp, d2p, work)
 
 
 @compiled()
-def section_cog(length, radius, q, pbar, dpbar, d2pbar, sv, sm, st):
+def section_cog(length, radius, q, pbar, dpbar, d2pbar, work):
     """Fill the section CoG ``pbar`` (3,) [m] and its first and second q-derivatives."""
-    _section_vector(length, radius, q, 1.0, 1.0, 1.0, 3, 2, pbar, dpbar, d2pbar, sv, sm, st)
+    _section_vector(length, radius, q, 1.0, 1.0, 1.0, 3, 2, pbar, dpbar, d2pbar, work)
 
 
 @compiled(inline='always')
@@ -175,15 +177,16 @@ def cross(a, b, out):
 
 
 @compiled()
-def section_rotation(radius, q, xi, R, kap, dkap, sv, sm, st):
-    """Fill ``R(xi)`` (3, 3), space angular Jacobian ``kap`` (3, 3) and ``dkap`` (3, 3, 3)."""
+def section_rotation(radius, q, xi, R, kap, dkap, work):
+    """
+    Fill ``R(xi)`` (3, 3), space angular Jacobian ``kap`` (3, 3) and ``dkap`` (3, 3, 3).
+
+    `work`: a `SectionWork`.
+    """
     _, u, w = arc_variables(1.0, radius, q)
-    f, d1, d2 = sv[0], sv[1], sv[2]
-    th, x1, x2, y1, y2, y3 = sv[3, :3], sv[4, :3], sv[5, :3], sv[6, :3], sv[7, :3], sv[8, :3]
-    thc = sm[0, :2]                     # d theta / d(u, w)
-    kc = sm[1, :2]
-    E = sm[2]
-    dkc = st[0, :2, :2]
+    f, d1, d2, E = work.f, work.d1, work.d2, work.E
+    th, x1, x2, y1, y2, y3 = work.th, work.x1, work.x2, work.y1, work.y2, work.y3
+    thc, kc, dkc = work.thc, work.kc, work.dkc     # d theta/d(u, w), d kap/d(u, w), its derivative
     th[0] = -xi * w
     th[1] = xi * u
     th[2] = 0.0
@@ -219,7 +222,7 @@ def section_rotation(radius, q, xi, R, kap, dkap, sv, sm, st):
                 dkc[c, d, k] = (d1[2] * td * x1[k] + A * y1[k] + d1[3] * td * x2[k]
                                 + B * (y2[k] + y3[k]))
     jacobian_map(radius, E)
-    T = st[1, :2]                       # T[c, k, b] = sum_d dkc[c, d, k] E[1 + d, b]
+    T = work.dkq                        # T[c, k, b] = sum_d dkc[c, d, k] E[1 + d, b]
     for c in range(2):
         for k in range(3):
             for b in range(3):
@@ -249,70 +252,114 @@ def rotate_tensor(Rb, local, out):
                                 + Rb[i, 2] * local[2, j, k])
 
 
-def new_scratch():
-    """
-    Return ``(sv, sm, st)``: scratch rows (8,), (3, 3), (3, 3, 3) for the kinematics.
-
-    Section functions use rows 0-9 of `sv`, 0-4 of `sm` and `st`; `chain` rows 10-14 and 5-9;
-    the model kernels the rows above.
-    """
-    return np.zeros((32, 8)), np.zeros((20, 3, 3)), np.zeros((16, 3, 3, 3))
-
-
 @compiled()
-def chain(length, radius, offset, twist, q, Rb, ob, om, v0, dom, dv0, sv, sm, st):
+def chain(arm, q, ch, work, deriv):
     """
-    Fill the section base frames and the tip-frame motion columns of every joint.
+    Fill the section frames of `Chain` `ch` and the tip-frame motion columns of every joint.
 
-    ``Rb[i]``, ``ob[i]``: orientation and origin of section i's base frame (after its fixed
-    joint) in the arm base frame. For joint ``l`` of section ``i``: ``(om[l], v0[l])`` is the
-    spatial velocity (angular [rad/m], linear at the world origin [m/m]) of section i's tip
-    frame per unit ``qd_l``, so a point x attached downstream moves by ``v0[l] + om[l] x x``.
-    ``dom[l, b]``, ``dv0[l, b]``: their derivatives in q_(3i+b), the same section's joints.
-    `sv`, `sm`, `st`: scratch from `new_scratch`.
+    ``ch.Rb[i]``, ``ch.ob[i]``: orientation and origin of section i's base frame (after its
+    fixed joint) in the arm base frame; ``ch.tip_R[i]``, ``ch.tip_o[i]``: its tip frame. For
+    joint ``l`` of section ``i``: ``(ch.om[l], ch.v0[l])`` is the spatial velocity (angular
+    [rad/m], linear at the world origin [m/m]) of section i's tip frame per unit ``qd_l``, so a
+    point x attached downstream moves by ``v0[l] + om[l] x x``. If `deriv`, ``ch.dom[l, b]``,
+    ``ch.dv0[l, b]``: their derivatives in q_(3i+b), the same section's joints. `arm`: the
+    model (`data.Arm`); `work`: a `SectionWork`.
     """
-    n = length.shape[0]
-    p, ot = sv[10, :3], sv[13, :3]
-    dp, R1, kap, dpw, kw, Rt = sm[5], sm[6], sm[7], sm[8], sm[9], sm[10]
-    d2p, dkap, d2pw, dkw = st[5], st[6], st[7], st[8]
-    Rt[:] = 0.0
-    ot[:] = 0.0
-    for r in range(3):
-        Rt[r, r] = 1.0
+    n = arm.length.shape[0]
+    p, dp, d2p, R1, kap, dkap = ch.p, ch.dp, ch.d2p, ch.R, ch.kap, ch.dkap
+    dpw, d2pw, kw, dkw = ch.dpw, ch.d2pw, ch.kw, ch.dkw
     for i in range(n):
-        cg, sg = math.cos(twist[i]), math.sin(twist[i])
-        B = Rb[i]
+        cg, sg = math.cos(arm.twist[i]), math.sin(arm.twist[i])
+        B = ch.Rb[i]
         for r in range(3):
-            B[r, 0] = cg * Rt[r, 0] + sg * Rt[r, 1]
-            B[r, 1] = -sg * Rt[r, 0] + cg * Rt[r, 1]
-            B[r, 2] = Rt[r, 2]
-            ob[i, r] = ot[r] + Rt[r, 2] * offset[i]
+            up0 = 1.0 * (r == 0) if i == 0 else ch.tip_R[i - 1, r, 0]
+            up1 = 1.0 * (r == 1) if i == 0 else ch.tip_R[i - 1, r, 1]
+            up2 = 1.0 * (r == 2) if i == 0 else ch.tip_R[i - 1, r, 2]
+            upo = 0.0 if i == 0 else ch.tip_o[i - 1, r]
+            B[r, 0] = cg * up0 + sg * up1
+            B[r, 1] = -sg * up0 + cg * up1
+            B[r, 2] = up2
+            ch.ob[i, r] = upo + up2 * arm.offset[i]
         qi = q[3 * i:3 * i + 3]
-        section_point(length[i], radius[i], qi, 1.0, p, dp, d2p, sv, sm, st)
-        section_rotation(radius[i], qi, 1.0, R1, kap, dkap, sv, sm, st)
+        section_point(arm.length[i], arm.radius[i], qi, 1.0, p, dp, d2p, work)
+        section_rotation(arm.radius[i], qi, 1.0, R1, kap, dkap, work)
+        Rt, ot = ch.tip_R[i], ch.tip_o[i]
         for r in range(3):
-            ot[r] = ob[i, r] + B[r, 0] * p[0] + B[r, 1] * p[1] + B[r, 2] * p[2]
+            ot[r] = ch.ob[i, r] + B[r, 0] * p[0] + B[r, 1] * p[1] + B[r, 2] * p[2]
             for c in range(3):
                 Rt[r, c] = B[r, 0] * R1[0, c] + B[r, 1] * R1[1, c] + B[r, 2] * R1[2, c]
         rotate_matrix(B, dp, dpw)
-        rotate_tensor(B, d2p, d2pw)
         rotate_matrix(B, kap, kw)
-        rotate_tensor(B, dkap, dkw)
+        if deriv:
+            rotate_tensor(B, d2p, d2pw)
+            rotate_tensor(B, dkap, dkw)
         o0, o1, o2 = ot[0], ot[1], ot[2]
         for a in range(3):
             L = 3 * i + a
             w0, w1, w2 = kw[0, a], kw[1, a], kw[2, a]
-            om[L, 0], om[L, 1], om[L, 2] = w0, w1, w2
+            ch.om[L, 0], ch.om[L, 1], ch.om[L, 2] = w0, w1, w2
             t = cx(w0, w1, w2, o0, o1, o2)
             for c in range(3):
-                v0[L, c] = dpw[c, a] - t[c]
+                ch.v0[L, c] = dpw[c, a] - t[c]
+            if not deriv:
+                continue
             for b in range(3):
                 d0, d1, d2 = dkw[0, a, b], dkw[1, a, b], dkw[2, a, b]
-                dom[L, b, 0], dom[L, b, 1], dom[L, b, 2] = d0, d1, d2
+                ch.dom[L, b, 0], ch.dom[L, b, 1], ch.dom[L, b, 2] = d0, d1, d2
                 t = cx(d0, d1, d2, o0, o1, o2)
                 t2 = cx(w0, w1, w2, dpw[0, b], dpw[1, b], dpw[2, b])
                 for c in range(3):
-                    dv0[L, b, c] = d2pw[c, a, b] - t[c] - t2[c]
+                    ch.dv0[L, b, c] = d2pw[c, a, b] - t[c] - t2[c]
+
+
+@compiled()
+def tip_frame(arm, q, ch, work, sec, T, J):
+    """
+    Fill section `sec`'s tip frame: pose ``T`` (4, 4) and Jacobian ``J`` (6, 3n) [m, rad/m].
+
+    ``J``: linear rows then angular rows, base-frame axes at the tip's origin (Pinocchio's
+    ``LOCAL_WORLD_ALIGNED``); the columns of later sections are zero. Exact and smooth
+    through the straight pose, from the motion columns of `chain` (without q-derivatives).
+    """
+    chain(arm, q, ch, work, False)
+    R, o = ch.tip_R[sec], ch.tip_o[sec]
+    for r in range(3):
+        for c in range(3):
+            T[r, c] = R[r, c]
+        T[r, 3] = o[r]
+        T[3, r] = 0.0
+    T[3, 3] = 1.0
+    for L in range(J.shape[1]):
+        if L < 3 * sec + 3:
+            w0, w1, w2 = ch.om[L, 0], ch.om[L, 1], ch.om[L, 2]
+            t = cx(w0, w1, w2, o[0], o[1], o[2])
+            for c in range(3):
+                J[c, L] = ch.v0[L, c] + t[c]
+            J[3, L], J[4, L], J[5, L] = w0, w1, w2
+        else:
+            for c in range(6):
+                J[c, L] = 0.0
+
+
+@compiled()
+def backbone_points(arm, q, ch, work, body, xi, out):
+    """
+    Fill ``out`` (1 + n len(xi), 3) [m]: the base origin, then each section's backbone at `xi`.
+
+    Uses ``body.p``, ``body.dp``, ``body.d2p`` of a `Body` as scratch.
+    """
+    chain(arm, q, ch, work, False)
+    for c in range(3):
+        out[0, c] = 0.0
+    P = xi.shape[0]
+    for i in range(arm.length.shape[0]):
+        B, ob = ch.Rb[i], ch.ob[i]
+        for k in range(P):
+            section_point(arm.length[i], arm.radius[i], q[3 * i:3 * i + 3], xi[k], body.p,
+                          body.dp, body.d2p, work)
+            p = body.p
+            for c in range(3):
+                out[1 + i * P + k, c] = ob[c] + B[c, 0] * p[0] + B[c, 1] * p[1] + B[c, 2] * p[2]
 
 
 def section_pose(length, radius, q, xi):
@@ -320,7 +367,7 @@ def section_pose(length, radius, q, xi):
     q = np.ascontiguousarray(q, dtype=float)
     p, dp, d2p = np.empty(3), np.empty((3, 3)), np.empty((3, 3, 3))
     R, kap, dkap = np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3, 3))
-    sv, sm, st = new_scratch()
-    section_point(float(length), float(radius), q, float(xi), p, dp, d2p, sv, sm, st)
-    section_rotation(float(radius), q, float(xi), R, kap, dkap, sv, sm, st)
+    work = section_work()
+    section_point(float(length), float(radius), q, float(xi), p, dp, d2p, work)
+    section_rotation(float(radius), q, float(xi), R, kap, dkap, work)
     return p, R

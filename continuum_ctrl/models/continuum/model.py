@@ -1,9 +1,10 @@
 """
 What the two continuum models share: passive forces, limits, and the DynamicsModel calls.
 
-Each model supplies one evaluation (`_kernel`) that fills ``M``, and by mode ``C`` or
-``dM/dq``, the gravity force ``g``, the passive forces and, by task, the bias, inverse or
-forward dynamics, and returns ``U_g``. Everything else is here.
+Each model supplies one compiled evaluation (`ContinuumModel.kernel`) that fills the named
+buffers ``data.sums`` of its `data.ContinuumData`: ``M``, by mode ``C`` or ``dM/dq``, the
+gravity force ``g``, the passive forces and, by task, the bias, inverse or forward dynamics,
+and returns ``U_g``. Everything else is here.
 
 Passive forces per PMA: ``K_e q + D qd`` plus, when ``model.limit_stiffness`` k > 0, a smooth
 stiffening outside ``[0, l_max]``. With ``d`` the depth beyond the violated limit and
@@ -13,14 +14,14 @@ continuously from 0 to k. It keeps a simulated plant physical; it is part of bot
 force and the elastic potential, so energy balances still hold.
 """
 
-from abc import abstractmethod
 
 import numpy as np
 
 from continuum_ctrl.models.base import DynamicsModel
-from continuum_ctrl.models.continuum.jit import compiled
+from continuum_ctrl.models.continuum.data import new_arm, new_data
+from continuum_ctrl.models.continuum.jit import compiled, entry_point
+from continuum_ctrl.models.continuum.kinematics import backbone_points, tip_frame
 from continuum_ctrl.models.continuum.params import LIMIT_ONSET
-from continuum_ctrl.models.continuum.terms import new_workspace
 
 
 @compiled()
@@ -121,8 +122,15 @@ TASK_NONE, TASK_BIAS, TASK_INVERSE, TASK_FORWARD = 0, 1, 2, 3
 
 
 @compiled()
-def finish(task, M, g, pas, cq, v, out):
-    """Fill `out`: bias ``C qd + passive + g``, inverse (``M v + bias``) or forward dynamics."""
+def finish(arm, sums, q, qd, task, v):
+    """
+    Fill ``sums.passive`` and ``sums.out`` after an evaluation.
+
+    ``out``: by `task`, the bias ``C qd + passive + g``, inverse (``M v + bias``) or forward
+    dynamics (``M`` is then overwritten by its Cholesky factor).
+    """
+    M, g, pas, cq, out = sums.M, sums.g, sums.passive, sums.cq, sums.out
+    passive(q, qd, arm.pma, pas)
     if task == TASK_BIAS:
         _bias(g, pas, cq, out)
     elif task == TASK_INVERSE:
@@ -135,31 +143,27 @@ class ContinuumModel(DynamicsModel):
     """
     A continuum arm (contract sections 1 to 4): coordinates are PMA length changes [m].
 
-    Subclasses implement `_kernel`: one evaluation at (q, qd) that fills ``M`` (``_mc[0]``),
-    by mode ``C`` (``_mc[1]``) and ``C qd`` (mode 1), ``C qd`` alone (mode 3) or ``dM``
-    (mode 2), ``g``, the passive forces and the `finish` task into ``_vecs`` (g, passive,
-    out, C qd), and returns ``U_g``.
+    ``arm`` is the immutable `data.Arm`, ``data`` the `data.ContinuumData` every evaluation
+    writes. Subclasses give `kernel`, compiled ``kernel(arm, data, q, qd, mode, task, v)``:
+    one evaluation that fills ``data.sums``: ``M``, by mode ``C`` and ``C qd`` (1), ``dM``
+    (2) or ``C qd`` alone (3), ``g``, the passive forces and the `finish` task into ``out``,
+    and returns ``U_g``.
     """
+
+    kernel = None
 
     def __init__(self, spec):
         self.spec = spec
         self.joint_names = list(spec.joint_names)
-        n = spec.sections
-        N = 3 * n
-        self._geom = np.ascontiguousarray(np.vstack([spec.length, spec.radius, spec.mass,
-                                                     spec.offset, spec.twist]), dtype=float)
-        self._pma = np.ascontiguousarray(np.column_stack([
-            spec.stiffness, spec.damping, np.repeat(spec.max_extension, 3),
-            np.full(N, spec.limit_stiffness)]), dtype=float)
-        self._mc = np.zeros((4, N, N))          # M, C and two work matrices
-        self._vecs = np.zeros((4, N))           # g, passive, out, C qd
-        self._dM = np.zeros((N, N, N))
-        self._zero = np.zeros(N)
-        self._ws = new_workspace(n)
-
-    @abstractmethod
-    def _kernel(self, q, qd, mode, task, v):
-        """Evaluate by mode (0: M; 1: M, C; 2: M, dM; 3: M, C qd) and task; return ``U_g``."""
+        self.arm = new_arm(spec)
+        self.data = new_data(spec.sections)
+        self._zero = np.zeros(self.n)
+        self._kernel = entry_point(self.kernel, self.arm, self.data, self._zero, self._zero, 0,
+                                   TASK_NONE, self._zero)
+        self._frames = {f'section{i}_tip': i - 1 for i in range(1, spec.sections + 1)}
+        self._pose, self._jacobian = np.eye(4), np.zeros((6, self.n))
+        self._tip_frame = entry_point(tip_frame, self.arm, self._zero, self.data.chain,
+                                      self.data.section, 0, self._pose, self._jacobian)
 
     def _vector(self, x):
         if x is None:
@@ -171,27 +175,28 @@ class ContinuumModel(DynamicsModel):
         return x
 
     def _run(self, q, qd=None, mode=0, task=TASK_NONE, v=None):
-        return self._kernel(self._vector(q), self._vector(qd), mode, task, self._vector(v))
+        return self._kernel(self.arm, self.data, self._vector(q), self._vector(qd), mode, task,
+                            self._vector(v))
 
     def mass_matrix(self, q):
         """Generalized inertia ``M(q)`` [kg], (3n, 3n)."""
         self._run(q)
-        return self._mc[0].copy()
+        return self.data.sums.M.copy()
 
     def mass_matrix_derivative(self, q):
         """Exact ``dM[i, j, k] = dM_ij/dq_k`` [kg/m], (3n, 3n, 3n)."""
         self._run(q, None, 2)
-        return self._dM.copy()
+        return self.data.sums.dM.copy()
 
     def coriolis_matrix(self, q, qd):
         """Christoffel Coriolis matrix ``C(q, qd)`` [kg/s], (3n, 3n)."""
         self._run(q, qd, 1)
-        return self._mc[1].copy()
+        return self.data.sums.C.copy()
 
     def gravity_vector(self, q):
         """Gravity force ``dU_g/dq`` [N], (3n,)."""
         self._run(q)
-        return self._vecs[0].copy()
+        return self.data.sums.g.copy()
 
     def gravity_potential(self, q):
         """Gravitational potential ``U_g = -sum_i m_i gravity . pbar_i`` [J]."""
@@ -200,37 +205,74 @@ class ContinuumModel(DynamicsModel):
     def passive_forces(self, q, qd):
         """Elastic, limit and damping force ``K_e q + D qd (+ limit)`` [N], (3n,)."""
         out = np.empty(self.n)
-        passive(self._vector(q), self._vector(qd), self._pma, out)
+        passive(self._vector(q), self._vector(qd), self.arm.pma, out)
         return out
 
     def elastic_potential(self, q):
         """Elastic potential ``q^T K_e q / 2`` plus the limit stiffening [J]."""
-        return elastic(self._vector(q), self._pma)
+        return elastic(self._vector(q), self.arm.pma)
 
     def damping_matrix(self, q):
         """Damping ``D = diag(damping per PMA)`` [N s/m], (3n, 3n)."""
-        return np.diag(self._pma[:, 1])
+        return np.diag(self.arm.pma[:, 1])
 
     def joint_limits(self):
         """PMA strokes: ``[0, l_max]`` per joint [m]."""
-        return np.zeros(self.n), self._pma[:, 2].copy()
+        return np.zeros(self.n), self.arm.pma[:, 2].copy()
+
+    def frame_names(self):
+        """``section{i}_tip``, i = 1..n: the tip frame of each section (contract section 3)."""
+        return list(self._frames)
+
+    def frame_kinematics(self, q, frame):
+        """Return the pose (4, 4) and Jacobian (6, 3n) of a tip frame from one evaluation."""
+        sec = self._frames.get(frame) if isinstance(frame, str) else None
+        if sec is None:
+            raise self.frame_error(frame)
+        self._tip_frame(self.arm, self._vector(q), self.data.chain, self.data.section, sec,
+                        self._pose, self._jacobian)
+        return self._pose.copy(), self._jacobian.copy()
+
+    def frame_pose(self, q, frame):
+        """Pose of a ``section{i}_tip`` frame in the arm's base frame, (4, 4) [m]."""
+        return self.frame_kinematics(q, frame)[0]
+
+    def frame_jacobian(self, q, frame):
+        """Exact ``LOCAL_WORLD_ALIGNED`` Jacobian of a tip frame, (6, 3n) [1, rad/m]."""
+        return self.frame_kinematics(q, frame)[1]
+
+    def backbone(self, q, points_per_section=10):
+        """
+        Backbone points for drawing, (1 + n points_per_section, 3) [m], base frame.
+
+        The base origin, then along each section ``xi = 1/P, 2/P, ..., 1`` (P points).
+        """
+        points = int(points_per_section)
+        if points < 1:
+            raise ValueError(f'points_per_section must be >= 1, got {points_per_section}')
+        out = np.empty((1 + self.spec.sections * points, 3))
+        xi = np.arange(1, points + 1) / points
+        backbone_points(self.arm, self._vector(q), self.data.chain, self.data.section,
+                        self.data.body, xi, out)
+        return out
 
     def dynamics(self, q, qd):
         """Return ``(M, C, bias)`` from one evaluation; ``bias = C qd + passive + g``."""
         self._run(q, qd, 1, TASK_BIAS)
-        return self._mc[0].copy(), self._mc[1].copy(), self._vecs[2].copy()
+        sums = self.data.sums
+        return sums.M.copy(), sums.C.copy(), sums.out.copy()
 
     def bias_forces(self, q, qd):
         """Everything but inertia: ``C qd + passive + g`` [N], (3n,), from one evaluation."""
         self._run(q, qd, 3, TASK_BIAS)
-        return self._vecs[2].copy()
+        return self.data.sums.out.copy()
 
     def inverse_dynamics(self, q, qd, qdd):
         """Generalized force ``M qdd + C qd + passive + g`` [N] from one evaluation."""
         self._run(q, qd, 3, TASK_INVERSE, qdd)
-        return self._vecs[2].copy()
+        return self.data.sums.out.copy()
 
     def forward_dynamics(self, q, qd, tau):
         """Acceleration ``M^-1 (tau - C qd - passive - g)`` [m/s^2] from one evaluation."""
         self._run(q, qd, 3, TASK_FORWARD, tau)
-        return self._vecs[2].copy()
+        return self.data.sums.out.copy()

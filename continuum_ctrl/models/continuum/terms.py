@@ -7,16 +7,16 @@ up to and including its own section. Layouts: ``J[l]`` (3,) is column l; ``dJ[l,
 ``dJ[l]/dq_k``.
 
 A term is ``coef * uA^T diag(w) uB`` with ``uA = sum_(i in A) JA[i] qd_i`` over a column range
-A (and likewise B). `add_term` adds its contribution to ``M``, and either to ``dM`` or to the
-two pieces of the Christoffel matrix: ``Mdot`` and ``P[i, j] = d(M qd)_i / dq_j``, from which
-``C = (Mdot + P - P^T)/2`` (`coriolis_from_parts`), the same as ``c_ijk qd_k`` of contract
-section 4 without forming ``dM``.
+A (and likewise B); an operand is ``(J, dJ, first, stop)``, columns first..stop-1. The
+functions write named buffers of `data.py`: the `Body` arrays they are given, the `TermWork`
+``tw`` and the `Sums` ``sums`` they add to. `add_term` adds its contribution to ``M``, and
+either to ``dM`` or to the two pieces of the Christoffel matrix: ``Mdot`` and
+``P[i, j] = d(M qd)_i / dq_j``, from which ``C = (Mdot + P - P^T)/2`` (`coriolis_from_parts`),
+the same as ``c_ijk qd_k`` of contract section 4 without forming ``dM``.
 """
 
-import numpy as np
-
 from continuum_ctrl.models.continuum.jit import compiled
-from continuum_ctrl.models.continuum.kinematics import cx, new_scratch
+from continuum_ctrl.models.continuum.kinematics import cx
 
 
 @compiled()
@@ -25,7 +25,7 @@ def point_jacobian(sec, x, dpw, d2pw, om, v0, dom, dv0, deriv, J, dJ):
     Fill ``J`` (N, 3) and, if `deriv`, ``dJ`` (N, N, 3) of the world point `x` [m].
 
     `dpw`, `d2pw`: first and second q-derivatives of x in the own section's joints, (3, 3) and
-    (3, 3, 3), world frame. `om`, `v0`, `dom`, `dv0`: joint motion columns from `chain`.
+    (3, 3, 3), world frame. `om`, `v0`, `dom`, `dv0`: joint motion columns of the `Chain`.
     """
     nu = 3 * sec
     N = nu + 3
@@ -59,18 +59,17 @@ def point_jacobian(sec, x, dpw, d2pw, om, v0, dom, dv0, deriv, J, dJ):
 
 
 @compiled()
-def angular_jacobian(sec, Rb, Rloc, kap, dkap, om, dom, deriv, JO, dJO, sm, nv):
+def angular_jacobian(sec, Rb, Rloc, kap, dkap, om, dom, deriv, JO, dJO, Rw, omt):
     """
     Fill ``JO`` (N, 3) and, if `deriv`, ``dJO`` (N, N, 3): body angular velocity of a frame.
 
     The frame is ``Rb @ Rloc`` on section `sec`; `kap`, `dkap` are the space angular Jacobian
-    of `Rloc` in the section base frame and its derivative (from `section_rotation`).
-    Scratch: row 11 of `sm`, row 12 of `nv`.
+    of `Rloc` in the section base frame and its derivative (from `section_rotation`). Also
+    fills the frame's world orientation `Rw` (3, 3) and world angular columns `omt` (N, 3),
+    which `angular_rate` reads.
     """
     nu = 3 * sec
     N = nu + 3
-    Rw = sm[11]
-    omt = nv[12]
     for r in range(3):
         for c in range(3):
             Rw[r, c] = Rb[r, 0] * Rloc[0, c] + Rb[r, 1] * Rloc[1, c] + Rb[r, 2] * Rloc[2, c]
@@ -139,13 +138,14 @@ def _rates(J, dJ, a0, a1, N, qd, u, Jd, G):
 
 
 @compiled(inline='always')
-def _term_cq(JA, JdA, GA, a0, a1, JB, JdB, GB, b0, b1, w, coef, qd, N, uA, uB, cq):
+def _term_cq(JA, a0, a1, JB, b0, b1, w, coef, qd, N, tw, cq):
     """
-    Add a term's ``C qd`` to `cq` from the `_rates` of A and B.
+    Add a term's ``C qd`` to `cq` from the `_rates` of A and B in `tw`.
 
     ``(Md qd)_i = (P qd)_i = coef (Jd_i . W uB + J_i . W vB)`` on A (and A, B swapped on B),
     with ``vB = sum_(j in B) JdB[j] qd_j``; ``(P^T qd)_j = 2 coef (GA_j . W uB + GB_j . W uA)``.
     """
+    JdA, GA, JdB, GB, uA, uB = tw.JdA, tw.GA, tw.JdB, tw.GB, tw.uA, tw.uB
     vA0, vA1, vA2 = column_sum(JdA, qd, a0, a1)
     vB0, vB1, vB2 = column_sum(JdB, qd, b0, b1)
     w0, w1, w2 = coef * w[0], coef * w[1], coef * w[2]
@@ -161,14 +161,17 @@ def _term_cq(JA, JdA, GA, a0, a1, JB, JdB, GB, b0, b1, w, coef, qd, N, uA, uB, c
 
 
 @compiled()
-def add_term(JA, dJA, a0, a1, JB, dJB, b0, b1, w, coef, qd, N, mode, M, Md, P, dM, cq, work):
+def add_term(A, B, w, coef, qd, N, mode, sums, tw):
     """
-    Add the term ``coef uA^T diag(w) uB`` to ``M`` and, by `mode`, its derivatives.
+    Add the term ``coef uA^T diag(w) uB`` to ``sums.M`` and, by `mode`, its derivatives.
 
-    mode 0: M only; 1: also ``Mdot`` (`Md`) and ``P``; 2: also ``dM[i, j, k] = dM_ij/dq_k``;
-    3: also its share of ``C qd = (Md + P - P^T) qd / 2`` into `cq`, without Md and P.
-    `work`: scratch of shape (6, >= N, 3).
+    `A`, `B`: operands ``(J, dJ, first, stop)``. mode 0: M only; 1: also ``Mdot`` (``sums.Md``)
+    and ``sums.P``; 2: also ``sums.dM[i, j, k] = dM_ij/dq_k``; 3: also its share of
+    ``C qd = (Md + P - P^T) qd / 2`` into ``sums.cq``, without Md and P.
     """
+    JA, dJA, a0, a1 = A
+    JB, dJB, b0, b1 = B
+    M, Md, P, dM, cq = sums.M, sums.Md, sums.P, sums.dM, sums.cq
     for i in range(a0, a1):
         for j in range(b0, b1):
             val = coef * (JA[i, 0] * w[0] * JB[j, 0] + JA[i, 1] * w[1] * JB[j, 1]
@@ -187,13 +190,11 @@ def add_term(JA, dJA, a0, a1, JB, dJB, b0, b1, w, coef, qd, N, mode, M, Md, P, d
                     dM[j, i, k] += val
     if mode != 1 and mode != 3:
         return
-    uA = work[0, 0]
-    uB = work[5, 0]
-    JdA, GA, JdB, GB = work[1], work[2], work[3], work[4]
+    uA, uB, JdA, GA, JdB, GB = tw.uA, tw.uB, tw.JdA, tw.GA, tw.JdB, tw.GB
     _rates(JA, dJA, a0, a1, N, qd, uA, JdA, GA)
     _rates(JB, dJB, b0, b1, N, qd, uB, JdB, GB)
     if mode == 3:
-        _term_cq(JA, JdA, GA, a0, a1, JB, JdB, GB, b0, b1, w, coef, qd, N, uA, uB, cq)
+        _term_cq(JA, a0, a1, JB, b0, b1, w, coef, qd, N, tw, cq)
         return
     for i in range(a0, a1):
         for j in range(b0, b1):
@@ -203,8 +204,7 @@ def add_term(JA, dJA, a0, a1, JB, dJB, b0, b1, w, coef, qd, N, mode, M, Md, P, d
             val *= coef
             Md[i, j] += val
             Md[j, i] += val
-    wuA = work[0, 1]
-    wuB = work[5, 1]
+    wuA, wuB = tw.wuA, tw.wuB
     for c in range(3):
         wuA[c] = coef * w[c] * uA[c]
         wuB[c] = coef * w[c] * uB[c]
@@ -236,7 +236,8 @@ def point_rate(sec, x, J, om, dom, dv0, d2pw, qd, Wc, Jd):
     Fill ``Jd[l] = sum_k dJ[l, k] qd_k`` of the point `x` in O(N), without forming ``dJ``.
 
     From the structure of `point_jacobian`: ``Jd_l = Wc[s_l] x J_l + om_l x V_l`` plus the
-    same-section terms, with ``V_l`` the velocity from the joints of sections >= s_l.
+    same-section terms, with ``V_l`` the velocity from the joints of sections >= s_l and `Wc`
+    from `cumulative_rates`.
     """
     nu = 3 * sec
     v0_, v1_, v2_ = 0.0, 0.0, 0.0
@@ -280,7 +281,7 @@ def angular_rate(sec, Rw, Rloc, omt, kap, dkap, dom, qd, Jd):
     """
     Fill ``Jd[l] = sum_k dJO[l, k] qd_k`` of `angular_jacobian` in O(N), without ``dJO``.
 
-    `Rw`, `omt`: the frame's world orientation and world angular columns, as left by
+    `Rw`, `omt`: the frame's world orientation and world angular columns from
     `angular_jacobian`.
     """
     nu = 3 * sec
@@ -352,7 +353,7 @@ def add_point_term(J, Jd, o, N, mass, qd, mode, M, Md, cq):
 
 
 @compiled()
-def add_rigid_term(JO, Jd, N, inertia, qd, mode, M, Md, cq, work):
+def add_rigid_term(JO, Jd, N, inertia, qd, mode, M, Md, cq, b):
     """
     Add a body of principal inertia `inertia` (3,) [kg m^2], body angular velocity ``JO qd``.
 
@@ -361,7 +362,6 @@ def add_rigid_term(JO, Jd, N, inertia, qd, mode, M, Md, cq, work):
     ``C_ij = w_i . b_j``, ``b_j = I Omd_j + (w_j x I Om + Om x I w_j - I (w_j x Om))/2``;
     mode 1: it goes into ``Md`` twice; mode 3: ``JO (b^T qd)`` goes into ``cq = C qd``.
     """
-    b = work[2]
     o0, o1, o2 = column_sum(JO, qd, 0, N)
     I0, I1, I2 = inertia[0], inertia[1], inertia[2]
     for j in range(N):
@@ -392,15 +392,3 @@ def coriolis_from_parts(Md, P, C):
     for i in range(n):
         for j in range(n):
             C[i, j] = 0.5 * (Md[i, j] + P[i, j] - P[j, i])
-
-
-def new_workspace(n):
-    """
-    Return the arrays one model evaluation works in, for n sections (N = 3n joints).
-
-    ``(sv, sm, st)`` from `new_scratch`; ``nv`` (16, N, 3); ``nt`` (3, N, 3, 3);
-    ``nnv`` (3, N, N, 3). Rows are views taken without allocating.
-    """
-    N = 3 * n
-    sv, sm, st = new_scratch()
-    return sv, sm, st, np.zeros((16, N, 3)), np.zeros((3, N, 3, 3)), np.zeros((3, N, N, 3))

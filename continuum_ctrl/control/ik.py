@@ -1,0 +1,170 @@
+"""
+Inverse kinematics of one frame: damped least squares on `DynamicsModel.frame_jacobian`.
+
+A step solves ``min |A dq - e|^2 + lam^2 |dq|^2`` for the task error ``e`` (the position error
+[m], and with ``orientation_weight`` w > 0 also ``w log(R_target R^T)`` [rad], base-frame axes)
+and task Jacobian ``A`` (the linear rows of the frame Jacobian, then w times the angular rows),
+so ``dq = A^T (A A^T + lam^2 I)^-1 e``, with ``lam^2 = mu (damping^2 + |e|^2)``, and no
+joint moving more than a quarter of its stroke (0.5 rad or m if unbounded) per step.
+`solve` adapts ``mu`` as Levenberg-Marquardt does: a step that lowers the error is taken
+and ``mu`` shrinks, one that does not is retried with ``mu`` grown and the null-space pull
+(whose second-order effect on the task then dominates) weakened. Redundant arms add the
+null-space projection of a pull towards mid-stroke, ``nullspace_gain (q_mid - q)``. Joint
+limits (``[0, l_max]`` for PMAs, the URDF's for rigid arms) are kept by an active set: a
+joint at a limit that the step would push beyond leaves the task, and every step ends
+clipped to the limits, so no iterate ever leaves them.
+
+`InverseKinematics.step` is one such step from the previous solution, the per-tick update of
+a controller; `solve` iterates to ``tolerance`` or, for an unreachable target, to the closest
+reachable pose it can find, and says how far off that is. A descent can end in a local
+minimum of the error within the limits, so `solve` restarts from ``restarts`` fixed
+pseudo-random poses before it gives up, and keeps the best.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+
+@dataclass(frozen=True)
+class IKResult:
+    """An IK solution: joints within limits, remaining errors [m, rad], convergence."""
+
+    q: np.ndarray
+    position_error: float
+    rotation_error: float
+    converged: bool
+    iterations: int
+
+
+class InverseKinematics:
+    """Damped least-squares IK of `frame` of `model`, within the model's joint limits."""
+
+    def __init__(self, model, frame, orientation_weight=0.0, damping=1e-5,
+                 nullspace_gain=0.1, tolerance=1e-6, rotation_tolerance=1e-6,
+                 max_iterations=200, restarts=8):
+        if frame not in model.frame_names():
+            raise model.frame_error(frame)
+        if not orientation_weight >= 0.0 or not np.isfinite(orientation_weight):
+            raise ValueError(f'orientation_weight must be finite and >= 0, got '
+                             f'{orientation_weight}')
+        self.model = model
+        self.frame = frame
+        self.orientation_weight = float(orientation_weight)
+        self.damping = float(damping)
+        self.nullspace_gain = float(nullspace_gain)
+        self.tolerance = float(tolerance)
+        self.rotation_tolerance = float(rotation_tolerance)
+        self.max_iterations = int(max_iterations)
+        self.restarts = int(restarts)
+        self.lower, self.upper = (np.asarray(x, dtype=float) for x in model.joint_limits())
+        bounded = np.isfinite(self.lower) & np.isfinite(self.upper)
+        self._mid = np.where(bounded, 0.5 * (self.lower + self.upper), 0.0)
+        self._pull = np.where(bounded, self.nullspace_gain, 0.0)
+        self._max_step = np.where(bounded, 0.25 * (self.upper - self.lower), 0.5)
+
+    def _check(self, position, rotation):
+        position = np.asarray(position, dtype=float)
+        if position.shape != (3,) or not np.isfinite(position).all():
+            raise ValueError(f'target position must be 3 finite numbers, got {position!r}')
+        if rotation is not None:
+            rotation = np.asarray(rotation, dtype=float)
+            if rotation.shape != (3, 3) or not np.isfinite(rotation).all():
+                raise ValueError('target rotation must be a finite 3x3 matrix')
+        return position, rotation
+
+    def _errors(self, q, position, rotation):
+        """Return the task error, task Jacobian, position and rotation error norms at q."""
+        T, J = self.model.frame_kinematics(q, self.frame)
+        e = position - T[:3, 3]
+        if self.orientation_weight > 0.0 and rotation is not None:
+            w = pin.log3(rotation @ T[:3, :3].T)
+            r = float(np.linalg.norm(w))
+            return (np.concatenate([e, self.orientation_weight * w]),
+                    np.vstack([J[:3], self.orientation_weight * J[3:]]),
+                    float(np.linalg.norm(e)), r)
+        return e, J[:3], float(np.linalg.norm(e)), 0.0
+
+    def _step(self, q, e, A, mu=1.0, pull=1.0):
+        """One damped least-squares step from q on task (e, A), kept within the limits."""
+        n = q.shape[0]
+        g = A.T @ e
+        free = ~(((q <= self.lower) & (g < 0.0)) | ((q >= self.upper) & (g > 0.0)))
+        lam2 = mu * (self.damping ** 2 + float(e @ e))
+        z = pull * self._pull * (self._mid - q)
+        dq = np.zeros(n)
+        for _ in range(n):
+            Af = A[:, free]
+            H = Af @ Af.T
+            H[np.diag_indices_from(H)] += lam2
+            y = np.linalg.solve(H, e - Af @ z[free])
+            dq[:] = 0.0
+            dq[free] = z[free] + Af.T @ y
+            dq *= min(1.0, float(np.min(self._max_step / np.maximum(np.abs(dq), 1e-300))))
+            beyond = free & (((q + dq) < self.lower) | ((q + dq) > self.upper))
+            if not beyond.any():
+                break
+            free &= ~beyond
+            if not free.any():
+                break
+        return np.clip(q + dq, self.lower, self.upper)
+
+    def step(self, q, position, rotation=None):
+        """One IK step from `q` towards the target: the next joint vector, within limits."""
+        position, rotation = self._check(position, rotation)
+        q = np.clip(np.asarray(q, dtype=float), self.lower, self.upper)
+        e, A, _, _ = self._errors(q, position, rotation)
+        return self._step(q, e, A)
+
+    def solve(self, position, rotation=None, q0=None):
+        """
+        Iterate from `q0` (default mid-stroke) to the target; return an `IKResult`.
+
+        Converged: position error <= `tolerance` [m] (and rotation error <=
+        `rotation_tolerance` [rad] when orientation counts). Otherwise ``q`` is the best pose
+        found over the restarts, the closest reachable one, with its errors.
+        """
+        position, rotation = self._check(position, rotation)
+        q = self._mid.copy() if q0 is None else np.asarray(q0, dtype=float)
+        best = self._descend(np.clip(q, self.lower, self.upper), position, rotation)
+        starts = np.random.default_rng(0)
+        low = np.where(np.isfinite(self.lower), self.lower, -np.pi)
+        high = np.where(np.isfinite(self.upper), self.upper, np.pi)
+        for _ in range(self.restarts):
+            if best.converged:
+                break
+            result = self._descend(starts.uniform(low, high), position, rotation)
+            if (result.converged or result.position_error + result.rotation_error
+                    < best.position_error + best.rotation_error):
+                best = result
+        return best
+
+    def _descend(self, q, position, rotation):
+        """Levenberg-Marquardt descent from q; return an `IKResult`."""
+        use_rotation = self.orientation_weight > 0.0 and rotation is not None
+        e, A, pos_err, rot_err = self._errors(q, position, rotation)
+        cost, mu, pull = float(e @ e), 1.0, 1.0
+        for iteration in range(self.max_iterations):
+            if self._reached(pos_err, rot_err, use_rotation):
+                return IKResult(q, pos_err, rot_err, True, iteration)
+            q_next = self._step(q, e, A, mu, pull)
+            if np.max(np.abs(q_next - q)) < 1e-15:
+                break                               # stalled: a minimum within the limits
+            trial = self._errors(q_next, position, rotation)
+            trial_cost = float(trial[0] @ trial[0])
+            if trial_cost < cost:
+                q, (e, A, pos_err, rot_err), cost = q_next, trial, trial_cost
+                mu = max(mu / 3.0, 1e-3)
+                pull = min(1.0, 2.0 * pull)
+            else:
+                mu *= 4.0
+                pull *= 0.1
+                if mu > 1e12:
+                    break
+        return IKResult(q, pos_err, rot_err, self._reached(pos_err, rot_err, use_rotation),
+                        iteration)
+
+    def _reached(self, pos_err, rot_err, use_rotation):
+        return pos_err <= self.tolerance and (not use_rotation
+                                              or rot_err <= self.rotation_tolerance)
