@@ -1,5 +1,6 @@
 """The dedicated loop thread (absolute deadlines, clean stop) and the lock-free state handoff."""
 
+import sys
 import threading
 import time
 
@@ -10,7 +11,8 @@ from continuum_ctrl.control.loop import ACTIVE, ControlLoop, WAITING
 from continuum_ctrl.control.settings import ControllerSettings, file_parameters
 from continuum_ctrl.launch_description import config_path
 from continuum_ctrl.models import load_model
-from continuum_ctrl.ros.loop_thread import LoopThread, MAX_SPIN_BEFORE, StateHandoff
+from continuum_ctrl.ros.loop_thread import (LoopThread, MAX_SPIN_BEFORE, StateHandoff,
+                                            SWITCH_INTERVAL)
 
 PERIOD = 0.002
 
@@ -34,10 +36,13 @@ class Recorder:
 def run_for(recorder, seconds, **options):
     thread = LoopThread(recorder, PERIOD, **options)
     recorder.thread = thread
+    before = sys.getswitchinterval()
     began = time.monotonic()
     thread.start()
+    assert sys.getswitchinterval() == min(before, SWITCH_INTERVAL)   # the GIL changes hands
     time.sleep(seconds)
     stopped = thread.stop()
+    assert sys.getswitchinterval() == before
     return thread, began, stopped
 
 
