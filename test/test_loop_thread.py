@@ -39,10 +39,12 @@ def run_for(recorder, seconds, **options):
     before = sys.getswitchinterval()
     began = time.monotonic()
     thread.start()
-    assert sys.getswitchinterval() == min(before, SWITCH_INTERVAL)   # the GIL changes hands
+    lowered = sys.getswitchinterval()
     time.sleep(seconds)
     stopped = thread.stop()
-    assert sys.getswitchinterval() == before
+    # the GIL changes hands more often while the loop runs (the interpreter keeps whole us)
+    assert lowered == pytest.approx(min(before, SWITCH_INTERVAL), rel=0.02)
+    assert sys.getswitchinterval() == pytest.approx(before, rel=0.02)
     return thread, began, stopped
 
 
