@@ -50,6 +50,13 @@ CASES = [('controller', r, e, 0) for r in RATES for e in EXECUTORS] + [
     ('floor', 1000.0, 'events', p, publish, loop) for p in (0, PRIORITY)
     for publish, loop in (('bytes', 'timer'), ('message', 'thread'), ('bytes', 'thread'))]
 FLOOR = Path(__file__).resolve().parent / 'floor_node.py'
+PROTOTYPE = Path(__file__).resolve().parent / 'prototype_node.py'
+#: ``--prototype``: the stock controller against prototype_node.py (the live-tick building
+#: blocks wired in; 'prototype-spin': spinning SPIN_BEFORE_US before each deadline) and the
+#: floor, at 1 kHz, SCHED_FIFO and normal
+PROTOTYPE_CASES = [(node, 1000.0, 'events', p) for p in (PRIORITY, 0)
+                   for node in ('controller', 'prototype', 'prototype-spin', 'floor')]
+SPIN_BEFORE_US = 200
 #: ~/state is published every this many ticks (100 or 200 Hz), as a monitoring rate
 STATE_DECIMATION = 5
 
@@ -82,10 +89,31 @@ def column(windows, key):
     return np.array([float(w[key]) for w in windows if key in w])
 
 
-def measure(path, executor):
-    """Run both nodes with `executor`; return a dict of figures."""
+class Prototype:
+    """The controller's node description, run as prototype_node.py (same arguments)."""
+
+    def __init__(self, node, spin_before_us=0):
+        self.node = node
+        self.name = node.name
+        self.spin_before_us = spin_before_us
+
+    def command(self):
+        """Return the controller's command line with prototype_node.py as the program."""
+        return [sys.executable, str(PROTOTYPE), '--spin-before-us',
+                str(self.spin_before_us)] + self.node.command()[1:]
+
+
+def measure(path, executor, prototype=None):
+    """
+    Run both nodes with `executor`; return a dict of figures.
+
+    `prototype`: None (the controller node), 'prototype' or 'prototype-spin' (run
+    prototype_node.py instead, the latter spinning SPIN_BEFORE_US before each deadline).
+    """
     os.environ['CONTINUUM_CTRL_EXECUTOR'] = executor
     nodes = simulation(path)
+    if prototype:
+        nodes[0] = Prototype(nodes[0], SPIN_BEFORE_US if prototype.endswith('spin') else 0)
     with open(os.devnull, 'w') as sink:
         processes = start(nodes, outputs=[sink, sink])
         try:
@@ -150,8 +178,10 @@ def measure_floor(path, rate, executor, priority, *variant):
 @contextlib.contextmanager
 def controller_in_process(path, *arguments):
     """
-    Yield ``(node, msg)``: a ControllerNode built here from `path` (plus ``--ros-args``
-    `arguments`) and a valid JointState of its joints (stamp it, then pass it to `_on_state`).
+    Yield a ControllerNode built in this process and a valid JointState of its joints.
+
+    The node reads `path` (plus the ``--ros-args`` `arguments`); stamp the message, then pass
+    it to `_on_state`.
     """
     import rclpy
     from sensor_msgs.msg import JointState
@@ -196,20 +226,23 @@ def main():
     """
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     floor_only = '--floor' in sys.argv[1:]
-    if not floor_only:
+    prototype = '--prototype' in sys.argv[1:]
+    if not floor_only and not prototype:
         with tempfile.TemporaryDirectory() as directory:
             p50, p99 = tick_cost(params(directory, 1000.0))
         print(f'one tick in-process (3-section CoG, pressure mode): p50 {p50:.0f} us, '
               f'p99 {p99:.0f} us')
     results = {}
     with tempfile.TemporaryDirectory() as directory:
-        for case in CASES:
+        for case in PROTOTYPE_CASES if prototype else CASES:
             node, rate, executor, priority, *variant = case
             if floor_only and node != 'floor':
                 continue
             path = params(directory, rate, priority)
-            results[case] = (measure(path, executor) if node == 'controller'
-                             else measure_floor(path, rate, executor, priority, *variant))
+            results[case] = (measure_floor(path, rate, executor, priority, *variant)
+                             if node == 'floor' else
+                             measure(path, executor,
+                                     prototype=node if node != 'controller' else None))
             print(f'measured {case}', file=sys.stderr, flush=True)
     print_table(results)
     for priority in (0, PRIORITY):
@@ -221,7 +254,18 @@ def main():
                       f'compute p50 {other["compute_p50_us"] / base["compute_p50_us"]:.2f}, '
                       f'period p99 {other["period_p99_us"] / base["period_p99_us"]:.2f}, on '
                       f'time {other["on_time"]:.2%} vs {base["on_time"]:.2%}')
-    if floor_only:
+    kinds = ('prototype', 'prototype-spin')
+    for priority, kind in ((p, k) for p in (0, PRIORITY) for k in kinds):
+        a = results.get((kind, 1000.0, 'events', priority))
+        b = results.get(('controller', 1000.0, 'events', priority))
+        if a and b:
+            print(f'1000 Hz, priority {priority}, {kind}/controller: compute p50 '
+                  f'{a["compute_p50_us"] / b["compute_p50_us"]:.2f}, p99 '
+                  f'{a["compute_p99_us"] / b["compute_p99_us"]:.2f}, CPU '
+                  f'{a["cpu_controller"] / b["cpu_controller"]:.2f}, latency p50 '
+                  f'{a["latency_p50_us"] / b["latency_p50_us"]:.2f}, on time '
+                  f'{a["on_time"]:.2%} vs {b["on_time"]:.2%}')
+    if floor_only or prototype:
         return
     for rate in RATES:
         a = results['controller', rate, 'events', 0]
@@ -246,7 +290,7 @@ def main():
 def print_table(results):
     """Print one column per case, one row per figure ('-': not measured for the floor)."""
     keys = list(results)
-    heads = [(f'{"floor " if n == "floor" else ""}{r:.0f} {e}' + (f' rt{p}' if p else '')
+    heads = [(f'{"" if n == "controller" else n + " "}{r:.0f} {e}' + (f' rt{p}' if p else '')
               + ''.join(f' {v[:3]}' for v in variant)) for n, r, e, p, *variant in keys]
     width = max(24, *(len(h) + 2 for h in heads))
     print(f'{"":<20}' + ''.join(f'{h:>{width}}' for h in heads))

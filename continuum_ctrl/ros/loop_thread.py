@@ -105,7 +105,7 @@ class LoopThread:
 
     @property
     def alive(self):
-        """True while the thread runs."""
+        """Tell whether the thread runs."""
         return self._thread.is_alive()
 
     def _run(self):
