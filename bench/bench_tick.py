@@ -8,7 +8,9 @@ the reference sample, the clamps of the reference, the law (one model call and t
 around it), the effort clamp and rate limit, the pressure map, the command publish (reused
 message against pre-serialized bytes), the timing statistics, and the whole `_tick`; then the
 `~/state` publish and the 1 Hz diagnostics, which share the loop thread today. The Python side
-of a tick is everything but the model call. Run: `./run bench bench/bench_tick.py` (~30 s).
+of a tick is everything but the model call. Some parts are timed woken from a 1 ms sleep too
+(`WOKEN`), as a live loop calls them, and woken from 0.8 ms of sleep followed by 0.2 ms of
+spinning (`spin_before`). Run: `./run bench bench/bench_tick.py` (~30 s).
 """
 
 import os
@@ -25,12 +27,24 @@ from continuum_ctrl.ros.fast_publish import CommandPublisher  # noqa: E402
 
 ROUNDS = 15
 CALLS = 300
+#: parts also timed woken from a 1 ms sleep before each call, as in a live loop
+WOKEN = ('model call alone', 'loop.tick alone', 'publish: message', 'publish: bytes',
+         'whole _tick (no state)')
 
 
-def median_us(function, calls=CALLS):
-    """Return the median duration (us) of `function()` over `calls` calls."""
+def median_us(function, calls=CALLS, pause=0.0, spin=0.0):
+    """
+    Return the median duration (us) of `function()` over `calls` calls.
+
+    Before each call: a sleep of `pause` s, then `spin` s of busy waiting.
+    """
     times = np.empty(calls)
     for k in range(calls):
+        if pause:
+            time.sleep(pause)
+        end = time.perf_counter() + spin
+        while time.perf_counter() < end:
+            pass
         start = time.perf_counter()
         function()
         times[k] = time.perf_counter() - start
@@ -91,7 +105,8 @@ def main():
     """Print the median of each part and its share of the whole tick."""
     with tempfile.TemporaryDirectory() as directory:
         path = params(directory, 1000.0)
-        with controller_in_process(path, '-p', 'state_decimation:=1000') as (node, msg):
+        with controller_in_process(path, '-p', 'state_decimation:=1000', '-p',
+                                   'state_timeout:=1000.0') as (node, msg):
             for _ in range(node.loop.settings.resume_count + 1):
                 msg.header.stamp = node.get_clock().now().to_msg()
                 node._on_state(msg)
@@ -106,10 +121,15 @@ def main():
                 for name, function in functions.items():
                     calls = 5 if name.startswith('diagnostics') else CALLS
                     rounds[name].append(median_us(function, calls))
+                    if name in WOKEN:
+                        rounds.setdefault(f'{name}, woken', []).append(
+                            median_us(function, CALLS // 10, pause=1e-3))
+                        rounds.setdefault(f'{name}, woken + spin', []).append(
+                            median_us(function, CALLS // 10, pause=0.8e-3, spin=0.2e-3))
     whole = np.median(rounds['whole _tick (no state)'])
     for name, values in rounds.items():
         value = np.median(values)
-        print(f'{name:<28} {value:8.1f} us  {value / whole:6.1%} of a tick')
+        print(f'{name:<38} {value:8.1f} us  {value / whole:6.1%} of a tick')
 
 
 if __name__ == '__main__':
