@@ -7,11 +7,13 @@ import rclpy
 from rclpy.qos import qos_profile_sensor_data
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from continuum_ctrl.ros.conversion import Rejected
-from continuum_ctrl.ros.raw_input import (BOUND_JOINTS, joint_states_bytes, joint_states_reader,
-                                          MAX_JOINT_STATES_BYTES, NAME_CHARS, trajectory_reader)
+from continuum_ctrl.ros.raw_input import (BOUND_JOINTS, commands_reader, joint_states_bytes,
+                                          joint_states_reader, MAX_JOINT_STATES_BYTES,
+                                          NAME_CHARS, trajectory_reader)
 from ros_nodes import use_domain
 
 use_domain(47)
@@ -87,6 +89,17 @@ def test_trajectories_are_bounded_by_their_number_of_points():
     assert len(reader.read(serialize_message(trajectory(JOINTS, 50))).points) == 50
     with pytest.raises(Rejected, match='above the bound'):
         reader.read(serialize_message(trajectory(JOINTS, 51)))
+
+
+def test_commands_of_n_doubles_pass_with_or_without_a_layout_and_longer_ones_do_not():
+    reader = commands_reader(9)
+    plain = Float64MultiArray(data=[float(k) for k in range(9)])
+    labelled = Float64MultiArray(data=plain.data)
+    labelled.layout.dim = [MultiArrayDimension(label='x' * NAME_CHARS, size=9, stride=9)]
+    for msg in (plain, labelled):
+        assert reader.read(serialize_message(msg)) == msg
+    with pytest.raises(Rejected, match='above the bound'):
+        reader.read(serialize_message(Float64MultiArray(data=[0.0] * 20)))
 
 
 def test_a_raw_subscription_delivers_bytes_that_the_reader_bounds():

@@ -13,11 +13,14 @@ Bounds, in bytes of the serialized (CDR) message:
   `MAX_JOINT_STATES_BYTES`, is that of a 200-joint robot, so a whole robot's `joint_states`
   with this arm in it passes; `joint_states_bound` raises it to what the configured joints need.
 - `trajectory_bytes(joint_names, points)`: a JointTrajectory of the configured joints (a valid
-  one names exactly those) with `points` points, every field filled.
+  one names exactly those) with `points` points, every field filled;
+- `commands_bytes(n)`: the simulator's `commands`, a Float64MultiArray of `n` doubles with a
+  layout of at most one dimension labelled with `NAME_CHARS` characters.
 """
 
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from continuum_ctrl.ros.conversion import Rejected
@@ -60,6 +63,14 @@ def trajectory_bytes(joint_names, points=MAX_TRAJECTORY_POINTS):
     return len(serialize_message(msg))
 
 
+def commands_bytes(n):
+    """Return the serialized size of a Float64MultiArray of `n` doubles (see the module doc)."""
+    dim = MultiArrayDimension(label='d' * NAME_CHARS, size=n, stride=n)
+    msg = Float64MultiArray(data=[0.0] * n)
+    msg.layout.dim = [dim]
+    return len(serialize_message(msg))
+
+
 class SizeBoundReader:
     """
     Deserialize `msg_type` messages of at most `max_bytes` serialized bytes.
@@ -92,3 +103,8 @@ def joint_states_reader(joint_names, max_bytes=MAX_JOINT_STATES_BYTES):
 def trajectory_reader(joint_names, max_points=MAX_TRAJECTORY_POINTS):
     """Return a SizeBoundReader of JointTrajectory admitting `max_points` full points."""
     return SizeBoundReader(JointTrajectory, trajectory_bytes(joint_names, max_points))
+
+
+def commands_reader(n):
+    """Return a SizeBoundReader of Float64MultiArray commands of `n` doubles."""
+    return SizeBoundReader(Float64MultiArray, commands_bytes(n))
