@@ -1,8 +1,7 @@
 """
-Command rate under a flood of oversized joint_states: the stock controller against the
-prototype with raw, size-bounded input (prototype_node.py), in the same run.
+Command rate under a flood of oversized joint_states, stock controller against prototype.
 
-Continuum arm at 500 Hz with the simulator, both under normal scheduling. For each node: the
+The prototype (prototype_node.py) takes joint_states raw and size-bounded. Continuum arm at 500 Hz with the simulator, both under normal scheduling. For each node: the
 command rate (median of 1 s /diagnostics windows) without a flood, then while another process
 floods `joint_states` with 100,000-name messages (3.2 MB, pre-serialized) at 10 per second,
 then as fast as it can publish them; and the node's resident memory growth. Run:
