@@ -1,10 +1,11 @@
 """
 Command rate under a flood of oversized joint_states, stock controller against prototype.
 
-The prototype (prototype_node.py) takes joint_states raw and size-bounded. Continuum arm at 500 Hz with the simulator, both under normal scheduling. For each node: the
-command rate (median of 1 s /diagnostics windows) without a flood, then while another process
-floods `joint_states` with 100,000-name messages (3.2 MB, pre-serialized) at 10 per second,
-then as fast as it can publish them; and the node's resident memory growth. Run:
+The prototype (prototype_node.py) takes joint_states raw and size-bounded. Continuum arm at
+500 Hz with the simulator, both under normal scheduling. For each node: the command rate
+(median of 1 s /diagnostics windows) without a flood, then while another process floods
+`joint_states` with 100,000-name messages (3.2 MB, pre-serialized) at 10 per second, then as
+fast as it can publish them; and the node's resident memory growth. Run:
 `./run bench bench/bench_flood.py` (about 2 min). Prints the rates and the ratio flood / none.
 """
 
