@@ -19,6 +19,7 @@ node that only publishes at 1 kHz against the same simulator, with and without S
 controller / floor.
 """
 
+import contextlib
 import json
 import os
 import subprocess
@@ -41,11 +42,21 @@ RATES = (500.0, 1000.0)
 EXECUTORS = ('events', 'single')
 #: SCHED_FIFO priority of the loop thread in the real-time cases (ros2_control's default)
 PRIORITY = 50
-#: (node, rate, executor, priority): node 'controller' or 'floor' (floor_node.py)
+#: (node, rate, executor, priority[, publish, loop]): node 'controller' or 'floor'
+#: (floor_node.py, whose publish is 'message' or 'bytes' and loop 'timer' or 'thread')
 CASES = [('controller', r, e, 0) for r in RATES for e in EXECUTORS] + [
     ('controller', 1000.0, 'events', PRIORITY), ('floor', 1000.0, 'events', 0),
-    ('floor', 1000.0, 'events', PRIORITY)]
+    ('floor', 1000.0, 'events', PRIORITY)] + [
+    ('floor', 1000.0, 'events', p, publish, loop) for p in (0, PRIORITY)
+    for publish, loop in (('bytes', 'timer'), ('message', 'thread'), ('bytes', 'thread'))]
 FLOOR = Path(__file__).resolve().parent / 'floor_node.py'
+PROTOTYPE = Path(__file__).resolve().parent / 'prototype_node.py'
+#: ``--prototype``: the stock controller against prototype_node.py (the live-tick building
+#: blocks wired in; 'prototype-spin': spinning SPIN_BEFORE_US before each deadline) and the
+#: floor, at 1 kHz, SCHED_FIFO and normal
+PROTOTYPE_CASES = [(node, 1000.0, 'events', p) for p in (PRIORITY, 0)
+                   for node in ('controller', 'prototype', 'prototype-spin', 'floor')]
+SPIN_BEFORE_US = 200
 #: ~/state is published every this many ticks (100 or 200 Hz), as a monitoring rate
 STATE_DECIMATION = 5
 
@@ -78,10 +89,31 @@ def column(windows, key):
     return np.array([float(w[key]) for w in windows if key in w])
 
 
-def measure(path, executor):
-    """Run both nodes with `executor`; return a dict of figures."""
+class Prototype:
+    """The controller's node description, run as prototype_node.py (same arguments)."""
+
+    def __init__(self, node, spin_before_us=0):
+        self.node = node
+        self.name = node.name
+        self.spin_before_us = spin_before_us
+
+    def command(self):
+        """Return the controller's command line with prototype_node.py as the program."""
+        return [sys.executable, str(PROTOTYPE), '--spin-before-us',
+                str(self.spin_before_us)] + self.node.command()[1:]
+
+
+def measure(path, executor, prototype=None):
+    """
+    Run both nodes with `executor`; return a dict of figures.
+
+    `prototype`: None (the controller node), 'prototype' or 'prototype-spin' (run
+    prototype_node.py instead, the latter spinning SPIN_BEFORE_US before each deadline).
+    """
     os.environ['CONTINUUM_CTRL_EXECUTOR'] = executor
     nodes = simulation(path)
+    if prototype:
+        nodes[0] = Prototype(nodes[0], SPIN_BEFORE_US if prototype.endswith('spin') else 0)
     with open(os.devnull, 'w') as sink:
         processes = start(nodes, outputs=[sink, sink])
         try:
@@ -129,18 +161,44 @@ ROWS = [('achieved rate [Hz]', 'rate_hz', '{:.1f}'), ('ticks on time', 'on_time'
         ('latency p99 [us]', 'latency_p99_us', '{:.0f}')]
 
 
-def measure_floor(path, rate, executor, priority):
+def measure_floor(path, rate, executor, priority, *variant):
     """Run `floor_node.py` in the controller's place against the simulator; return figures."""
     with open(os.devnull, 'w') as sink:
         processes = start(simulation(path)[1:], outputs=[sink])
         try:
             floor = subprocess.run([sys.executable, str(FLOOR), str(rate), str(SECONDS),
-                                    str(priority), executor], capture_output=True, text=True,
-                                   timeout=120)
+                                    str(priority), executor, *variant], capture_output=True,
+                                   text=True, timeout=120)
         finally:
             stop(processes)
     lines = floor.stdout.strip().splitlines()
     return json.loads(lines[-1]) if floor.returncode == 0 and lines else None
+
+
+@contextlib.contextmanager
+def controller_in_process(path, *arguments):
+    """
+    Yield a ControllerNode built in this process and a valid JointState of its joints.
+
+    The node reads `path` (plus the ``--ros-args`` `arguments`); stamp the message, then pass
+    it to `_on_state`.
+    """
+    import rclpy
+    from sensor_msgs.msg import JointState
+    from continuum_ctrl.ros.controller_node import ControllerNode
+    from continuum_ctrl.ros.plumbing import settle_heap
+    context = rclpy.Context()
+    rclpy.init(args=['bench', '--ros-args', '--params-file', str(path), *arguments],
+               context=context)
+    node = ControllerNode(context=context)
+    settle_heap()
+    try:
+        n = node.model.n
+        yield node, JointState(name=list(node.model.joint_names), position=[0.012] * n,
+                               velocity=[0.0] * n)
+    finally:
+        node.destroy_node()
+        rclpy.shutdown(context=context)
 
 
 def tick_cost(path, ticks=5000):
@@ -150,18 +208,7 @@ def tick_cost(path, ticks=5000):
     The node's own `_tick` (loop, both publications, statistics) without the executor, the
     simulator or DDS traffic in between: the compute time the loop needs when it has the CPU.
     """
-    import rclpy
-    from sensor_msgs.msg import JointState
-    from continuum_ctrl.ros.controller_node import ControllerNode
-    from continuum_ctrl.ros.plumbing import settle_heap
-    context = rclpy.Context()
-    rclpy.init(args=['bench', '--ros-args', '--params-file', str(path)], context=context)
-    node = ControllerNode(context=context)
-    settle_heap()
-    try:
-        n = node.model.n
-        msg = JointState(name=list(node.model.joint_names), position=[0.012] * n,
-                         velocity=[0.0] * n)
+    with controller_in_process(path) as (node, msg):
         times = np.zeros(ticks)
         for k in range(ticks):
             msg.header.stamp = node.get_clock().now().to_msg()
@@ -170,27 +217,57 @@ def tick_cost(path, ticks=5000):
             node._tick()
             times[k] = (time.perf_counter() - start) * 1e6
         return np.percentile(times[ticks // 10:], (50.0, 99.0))
-    finally:
-        node.destroy_node()
-        rclpy.shutdown(context=context)
 
 
 def main():
-    """Measure every rate and executor; print a table and the executor ratios."""
+    """
+    Measure every case; print a table and the ratios.
+
+    ``--floor``: only the floor cases (no controller), for comparing loop and publish kinds.
+    """
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    with tempfile.TemporaryDirectory() as directory:
-        p50, p99 = tick_cost(params(directory, 1000.0))
-    print(f'one tick in-process (3-section CoG, pressure mode): p50 {p50:.0f} us, '
-          f'p99 {p99:.0f} us')
+    floor_only = '--floor' in sys.argv[1:]
+    prototype = '--prototype' in sys.argv[1:]
+    if not floor_only and not prototype:
+        with tempfile.TemporaryDirectory() as directory:
+            p50, p99 = tick_cost(params(directory, 1000.0))
+        print(f'one tick in-process (3-section CoG, pressure mode): p50 {p50:.0f} us, '
+              f'p99 {p99:.0f} us')
     results = {}
     with tempfile.TemporaryDirectory() as directory:
-        for case in CASES:
-            node, rate, executor, priority = case
+        for case in PROTOTYPE_CASES if prototype else CASES:
+            node, rate, executor, priority, *variant = case
+            if floor_only and node != 'floor':
+                continue
             path = params(directory, rate, priority)
-            results[case] = (measure(path, executor) if node == 'controller'
-                             else measure_floor(path, rate, executor, priority))
+            results[case] = (measure_floor(path, rate, executor, priority, *variant)
+                             if node == 'floor' else
+                             measure(path, executor,
+                                     prototype=node if node != 'controller' else None))
             print(f'measured {case}', file=sys.stderr, flush=True)
     print_table(results)
+    for priority in (0, PRIORITY):
+        base = results.get(('floor', 1000.0, 'events', priority))
+        for publish, loop in (('bytes', 'timer'), ('message', 'thread'), ('bytes', 'thread')):
+            other = results.get(('floor', 1000.0, 'events', priority, publish, loop))
+            if base and other:
+                print(f'floor 1000 Hz, priority {priority}, {publish} {loop} / message timer: '
+                      f'compute p50 {other["compute_p50_us"] / base["compute_p50_us"]:.2f}, '
+                      f'period p99 {other["period_p99_us"] / base["period_p99_us"]:.2f}, on '
+                      f'time {other["on_time"]:.2%} vs {base["on_time"]:.2%}')
+    kinds = ('prototype', 'prototype-spin')
+    for priority, kind in ((p, k) for p in (0, PRIORITY) for k in kinds):
+        a = results.get((kind, 1000.0, 'events', priority))
+        b = results.get(('controller', 1000.0, 'events', priority))
+        if a and b:
+            print(f'1000 Hz, priority {priority}, {kind}/controller: compute p50 '
+                  f'{a["compute_p50_us"] / b["compute_p50_us"]:.2f}, p99 '
+                  f'{a["compute_p99_us"] / b["compute_p99_us"]:.2f}, CPU '
+                  f'{a["cpu_controller"] / b["cpu_controller"]:.2f}, latency p50 '
+                  f'{a["latency_p50_us"] / b["latency_p50_us"]:.2f}, on time '
+                  f'{a["on_time"]:.2%} vs {b["on_time"]:.2%}')
+    if floor_only or prototype:
+        return
     for rate in RATES:
         a = results['controller', rate, 'events', 0]
         b = results['controller', rate, 'single', 0]
@@ -214,13 +291,14 @@ def main():
 def print_table(results):
     """Print one column per case, one row per figure ('-': not measured for the floor)."""
     keys = list(results)
-    heads = [(f'{"floor " if n == "floor" else ""}{r:.0f} {e}'
-              + (f' rt{p}' if p else '')) for n, r, e, p in keys]
-    print(f'{"":<20}' + ''.join(f'{h:>24}' for h in heads))
+    heads = [(f'{"" if n == "controller" else n + " "}{r:.0f} {e}' + (f' rt{p}' if p else '')
+              + ''.join(f' {v[:3]}' for v in variant)) for n, r, e, p, *variant in keys]
+    width = max(24, *(len(h) + 2 for h in heads))
+    print(f'{"":<20}' + ''.join(f'{h:>{width}}' for h in heads))
     for label, key, form in ROWS:
         cells = [('failed' if results[k] is None else
                   form.format(results[k][key]) if key in results[k] else '-') for k in keys]
-        print(f'{label:<20}' + ''.join(f'{c:>24}' for c in cells))
+        print(f'{label:<20}' + ''.join(f'{c:>{width}}' for c in cells))
 
 
 if __name__ == '__main__':

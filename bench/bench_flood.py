@@ -1,0 +1,121 @@
+"""
+Command rate under a flood of oversized joint_states, stock controller against prototype.
+
+The prototype (prototype_node.py) takes joint_states raw and size-bounded. Continuum arm at
+500 Hz with the simulator, both under normal scheduling. For each node: the command rate
+(median of 1 s /diagnostics windows) without a flood, then while another process floods
+`joint_states` with 100,000-name messages (3.2 MB, pre-serialized) at 10 per second, then as
+fast as it can publish them; and the node's resident memory growth. Run:
+`./run bench bench/bench_flood.py` (about 2 min). Prints the rates and the ratio flood / none.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench_node import column, params, Prototype
+from continuum_ctrl.launch_description import simulation
+from continuum_ctrl.launch_runner import start, stop
+from continuum_ctrl.ros.recorder import Recorder
+
+PHASE = 6.0
+NAMES = 100000
+#: the flooding process: publishes pre-serialized 100k-name JointStates at RATE (0: at once)
+FLOODER = '''
+import sys, time
+import rclpy
+from rclpy.qos import qos_profile_sensor_data
+from rclpy.serialization import serialize_message
+from sensor_msgs.msg import JointState
+rate, seconds = float(sys.argv[1]), float(sys.argv[2])
+rclpy.init()
+node = rclpy.create_node('flooder')
+pub = node.create_publisher(JointState, 'joint_states', qos_profile_sensor_data)
+n = int(sys.argv[3])
+data = serialize_message(JointState(name=[f'joint_{k}' for k in range(n)],
+                                    position=[0.0] * n, velocity=[0.0] * n))
+time.sleep(1.0)
+end, sent = time.monotonic() + seconds, 0
+while time.monotonic() < end:
+    pub.publish(data)
+    sent += 1
+    if rate:
+        time.sleep(1.0 / rate)
+print(sent / seconds)
+'''
+
+
+def rss_mb(pid):
+    """Return the resident memory of a process, MB."""
+    for line in Path(f'/proc/{pid}/status').read_text().splitlines():
+        if line.startswith('VmRSS:'):
+            return int(line.split()[1]) / 1024.0
+    return float('nan')
+
+
+def phase(rec, seconds, flood_rate=None):
+    """Run `seconds` (flooding at `flood_rate`/s, 0: at once); return (rate Hz, floods/s)."""
+    count = len(rec.diagnostics)
+    flooder = None
+    if flood_rate is not None:
+        flooder = subprocess.Popen([sys.executable, '-c', FLOODER, str(flood_rate),
+                                    str(seconds), str(NAMES)], stdout=subprocess.PIPE,
+                                   text=True)
+    rec.run(seconds + (1.0 if flooder else 0.0))
+    sent = float(flooder.communicate(timeout=60)[0] or 'nan') if flooder else 0.0
+    windows = rec.diagnostics[count + 1:]
+    return float(np.median(column(windows, 'rate_hz'))), sent
+
+
+def measure(path, prototype):
+    """Return {phase: (command rate, floods/s)} and the memory growth of one node kind."""
+    nodes = simulation(path)
+    if prototype:
+        nodes[0] = Prototype(nodes[0])
+    with open(os.devnull, 'w') as sink:
+        processes = start(nodes, outputs=[sink, sink])
+        try:
+            with Recorder(record=False) as rec:
+                if not rec.wait(lambda: any(d.get('status') == 'active'
+                                            for d in rec.diagnostics), 90.0, processes):
+                    return None
+                rec.run(2.0)
+                memory = rss_mb(processes[0].pid)
+                out = {'none': phase(rec, PHASE)}
+                out['10/s'] = phase(rec, PHASE, 10.0)
+                out['at once'] = phase(rec, PHASE, 0.0)
+                out['memory MB'] = (rss_mb(processes[0].pid) - memory, 0.0)
+                rejected = rec.diagnostics[-1]
+                out['rejected'] = (sum(float(v) for k, v in rejected.items()
+                                       if k.startswith('rejected_')), 0.0)
+                return out
+        finally:
+            stop(processes)
+
+
+def main():
+    """Measure both node kinds; print rates and ratios."""
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    with tempfile.TemporaryDirectory() as directory:
+        path = params(directory, 500.0, 0)
+        results = {kind: measure(path, kind == 'prototype')
+                   for kind in ('controller', 'prototype')}
+    for kind, out in results.items():
+        if out is None:
+            print(f'{kind}: did not start')
+            continue
+        base = out['none'][0]
+        print(f'{kind}: command rate {base:.0f} Hz without a flood; '
+              + '; '.join(f'flood {name} ({out[name][1]:.0f} msgs/s): {out[name][0]:.0f} Hz '
+                          f'({out[name][0] / base:.0%})' for name in ('10/s', 'at once'))
+              + f'; memory {out["memory MB"][0]:+.1f} MB; rejected {out["rejected"][0]:.0f}')
+    time.sleep(0.1)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,195 @@
+"""
+A control loop on a thread of its own, woken at absolute deadlines (as ros2_control runs it).
+
+    thread = LoopThread(tick, period=0.002, priority=50)
+    thread.start()            # tick(lateness) runs every period, lateness in s (>= 0)
+    ...
+    thread.stop()             # True once the thread has ended (join with a timeout)
+
+The deadlines lie on a fixed grid on the monotonic clock, ``start + k * period``: a slow tick
+does not shift the ones after it. The thread sleeps with `time.sleep` to the deadline (on
+Linux a ``clock_nanosleep`` on ``CLOCK_MONOTONIC``); with `spin_before` > 0 it wakes that much
+earlier and spins to the deadline, against the slower first instructions of a thread woken
+from idle. The spin is capped at `MAX_SPIN_BEFORE`: under ``SCHED_FIFO`` a spinning thread
+holds its core against every normal thread. When a tick ends after the next deadline, the
+deadlines it overran are skipped (counted in `missed`) and the loop keeps its grid.
+
+The thread follows the wall (monotonic) clock only. Under simulated time (``use_sim_time``)
+the loop must follow ``/clock``, which only the executor sees: a node then keeps its executor
+timer (``create_timer`` runs on the ROS clock) and does not start a LoopThread. rclpy's
+``Clock.sleep_until`` (in Humble and Kilted) would follow ``/clock`` from this thread, but it
+registers a time-jump callback and makes an event on every call, and simulated time has no
+real-time deadline to keep.
+
+`StateHandoff` carries the latest validated state from the executor thread, where the
+subscriptions run, to the loop thread, without locks.
+
+The two threads share the GIL. A loop thread woken while the executor thread runs Python waits
+until that thread drops the GIL, at the latest after the interpreter's switch interval (5 ms
+by default), and a C call that holds the GIL (rclpy converting a 5 MB message) holds it for
+its whole length. `start` therefore lowers the switch interval to `SWITCH_INTERVAL` (process
+wide; `stop` restores it): with a Python thread working in 2 ms pieces beside a SCHED_FIFO
+loop at 1 kHz, 20 % of the ticks were late at 5 ms and 6 % at 0.1 ms (none without it). The
+executor's callbacks must stay short, and input is bounded before it is converted
+(ros/raw_input.py).
+"""
+
+import sys
+import threading
+import time
+
+from continuum_ctrl.control.starvation import LATE_SHARE
+from continuum_ctrl.ros.scheduling import set_thread_priority
+
+#: longest spin before a deadline, s: a FIFO thread must block, not spin, between ticks
+MAX_SPIN_BEFORE = 200e-6
+#: the interpreter's switch interval while a loop thread runs, s (see the module doc)
+SWITCH_INTERVAL = 1e-4
+
+
+class LoopThread:
+    """
+    Call `tick(lateness)` every `period` s on a new thread, at absolute deadlines.
+
+    `lateness`: how long after the first deadline not yet served this tick started, s.
+    `priority`: SCHED_FIFO priority of the thread (0: normal scheduling); `priority_problem`
+    says why it could not be applied (None: applied or not asked). `spin_before`: s of
+    spinning before each deadline, at most MAX_SPIN_BEFORE. Counters (read from any thread):
+    `ticks`, `late_ticks` (started LATE_SHARE periods or more after the deadline they serve),
+    `missed` (deadlines skipped); `deadline`: the one the current tick serves
+    (`time.monotonic` s). An exception raised by `tick` ends the loop and is kept in `error`.
+    """
+
+    def __init__(self, tick, period, priority=0, spin_before=0.0, name='control_loop'):
+        if not period > 0.0:
+            raise ValueError(f'period must be > 0, got {period}')
+        if not 0.0 <= spin_before <= MAX_SPIN_BEFORE:
+            raise ValueError(f'spin_before must lie in [0, {MAX_SPIN_BEFORE}] s, got '
+                             f'{spin_before}')
+        self.tick = tick
+        self.period = period
+        self.priority = priority
+        self.spin_before = spin_before
+        self.deadline = None
+        self.ticks = 0
+        self.late_ticks = 0
+        self.missed = 0
+        self.priority_problem = None
+        self.error = None
+        self._running = False
+        self._switch_interval = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self):
+        """Start the thread (first tick one period from now); lower the switch interval."""
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL))
+        self._running = True
+        self._thread.start()
+
+    def stop(self, timeout=None):
+        """
+        Ask the loop to end after its current tick; return True once the thread has ended.
+
+        `timeout` (s) bounds the wait; default: two periods plus 0.5 s. A tick in progress is
+        never interrupted, so the caller may publish a last (safe) command after this.
+        """
+        self._running = False
+        if self._thread.ident is None:
+            return True
+        self._thread.join(2.0 * self.period + 0.5 if timeout is None else timeout)
+        if self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)
+            self._switch_interval = None
+        return not self._thread.is_alive()
+
+    @property
+    def alive(self):
+        """Tell whether the thread runs."""
+        return self._thread.is_alive()
+
+    def _run(self):
+        if self.priority:
+            self.priority_problem = set_thread_priority(self.priority)
+        period, spin, clock, sleep = self.period, self.spin_before, time.monotonic, time.sleep
+        late_after = LATE_SHARE * period
+        deadline = clock() + period             # the first deadline no tick has served yet
+        try:
+            while self._running:
+                pause = deadline - clock() - spin
+                if pause > 0.0:
+                    sleep(pause)
+                while clock() < deadline:       # at most `spin` s (or a short sleep's slack)
+                    pass
+                if not self._running:
+                    break
+                lateness = clock() - deadline
+                skipped = int(lateness // period)   # deadlines passed with no tick
+                if skipped:
+                    self.missed += skipped
+                    deadline += skipped * period
+                if lateness - skipped * period >= late_after:
+                    self.late_ticks += 1
+                self.deadline = deadline
+                self.tick(lateness)
+                self.ticks += 1
+                deadline += period
+        except Exception as exc:  # noqa: B902 - kept for the owner, which decides what to do
+            self.error = exc
+        finally:
+            self._running = False
+
+
+class StateHandoff:
+    """
+    The latest validated state, from the executor thread (one writer) to the loop thread.
+
+    The writer publishes an immutable tuple ``(q, qd, t, rejections, rejected_last)`` by one
+    attribute assignment; the reader takes `latest` once per tick. This needs no lock: under
+    CPython's GIL (and with the per-object locks of free-threaded builds) storing and loading
+    one attribute is atomic, so the reader sees either the old tuple or the new one, never a
+    mix. The arrays in it are fresh copies that nobody writes after publication (`post` copies
+    them), so a reader holding an old tuple keeps consistent values. `rejections` counts the
+    rejected messages so far and `rejected_last` says whether the latest message was one: the
+    reader (`take`) replays both orders of at most one valid/rejected change between two ticks
+    exactly; only the newest valid state of a burst reaches the loop.
+    """
+
+    def __init__(self):
+        self.latest = None
+        self._rejections = 0
+        self._state = (None, None, None)
+        self._seen = None
+
+    def post(self, q, qd, t):
+        """Writer: publish a valid state (arrays copied), received at `t` (s)."""
+        self._state = (q.copy(), qd.copy(), t)
+        self.latest = self._state + (self._rejections, False)
+
+    def post_rejection(self):
+        """Writer: publish that a message was rejected (the last valid state is kept)."""
+        self._rejections += 1
+        self.latest = self._state + (self._rejections, True)
+
+    def take(self, loop):
+        """
+        Reader: apply what arrived since the last call to `loop` (a ControlLoop).
+
+        Calls ``loop.set_state(q, qd, t)`` for a new valid state and ``loop.reject_state()``
+        for rejections, in the order they arrived; return True when anything was new.
+        """
+        latest = self.latest
+        seen = self._seen
+        if latest is None or latest is seen:
+            return False
+        self._seen = latest
+        q, qd, t, rejections, rejected_last = latest
+        rejected = seen is None and rejections > 0 or seen is not None and rejections != seen[3]
+        new_state = q is not None and (seen is None or q is not seen[0])
+        if rejected and not rejected_last:
+            loop.reject_state()
+        if new_state:
+            loop.set_state(q, qd, t)
+        if rejected_last:
+            loop.reject_state()
+        return True
