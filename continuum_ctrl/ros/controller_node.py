@@ -40,6 +40,7 @@ from continuum_ctrl.control.settings import ControllerSettings, FIELDS
 from continuum_ctrl.models import load_model
 from continuum_ctrl.ros.conversion import (JointStateReader, REJECT_KINDS, Rejected, set_doubles,
                                            stamp_seconds, trajectory_arrays)
+from continuum_ctrl.ros.executors import single_threaded_executor
 from continuum_ctrl.ros.parameters import NodeParameters
 from continuum_ctrl.ros.scheduling import apply_thread_priority
 from continuum_ctrl.ros.timing import Durations
@@ -303,16 +304,13 @@ class ControllerNode(Node):
 
 def make_executor(kind=None):
     """
-    Return a single-threaded executor: 'events' (EventsExecutor) or 'single'.
+    Return a single-threaded executor: 'events' (EventsExecutor where rclpy has it) or 'single'.
 
     Default: the environment variable CONTINUUM_CTRL_EXECUTOR, else `EXECUTOR` (chosen by
     bench/bench_node.py measurements; see README).
     """
     kind = kind or os.environ.get('CONTINUUM_CTRL_EXECUTOR', EXECUTOR)
-    if kind == 'events':
-        from rclpy.experimental import EventsExecutor
-        return EventsExecutor()
-    return rclpy.executors.SingleThreadedExecutor()
+    return single_threaded_executor(events=(kind == 'events'))
 
 
 def settle_heap():
