@@ -7,6 +7,7 @@ import pytest
 
 from continuum_ctrl import load_model
 from continuum_ctrl.params import ConfigError
+from continuum_ctrl.models import rigid
 
 PANDA = 'package://example-robot-data/robots/panda_description/urdf/panda.urdf'
 URDF = {'type': 'urdf', 'urdf': PANDA,
@@ -130,3 +131,13 @@ def test_a_parameter_file_without_model_names_it(tmp_path):
     path = tmp_path / 'params.yaml'
     path.write_text('/**:\n  ros__parameters:\n    rate: 100.0\n')
     assert error(str(path)).key == 'model'
+
+
+def test_missing_example_robot_data_names_the_install_command(monkeypatch):
+    assert 'pip install' not in str(error(changed(URDF, urdf='package://no_such_pkg/a.urdf')))
+    # a ROS workspace without it: rosdep has no key for it, so `rosdep install` leaves it out
+    monkeypatch.setattr(rigid, 'example_robot_data_share', lambda: None)
+    problem = error(URDF)
+    assert problem.key == 'model.urdf' and '\n' not in str(problem)
+    assert 'example-robot-data is not installed' in str(problem)
+    assert 'pip install --no-deps example-robot-data' in str(problem)

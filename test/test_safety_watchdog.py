@@ -35,6 +35,33 @@ TIMEOUT = 0.1                        # its state_timeout
 REFERENCE_SPEED = np.array([0.4, 0.3]) * 2.0 * np.pi * 0.5
 
 
+def run_until(rec, timeline, stamp, processes):
+    """
+    Process messages until the timeline reaches `stamp` on the controller's clock.
+
+    On a loaded machine the recorder can fall behind the controller's 500 Hz `~/state` by
+    more than half a second: a fixed wall-clock wait may then end before the states it is
+    meant to cover have arrived.
+    """
+    assert rec.wait(lambda: timeline.rows and timeline.rows[-1][0] >= stamp, START_TIMEOUT,
+                    processes)
+
+
+def steadily_active(timeline, seconds, lag=0.05):
+    """
+    Return whether the ticks of the last `seconds` are all active and the latest is recent.
+
+    Recent: under `lag` s old, so the controller is known to be active now, not only as far
+    as a lagging recorder has heard.
+    """
+    rows = timeline.rows
+    if not rows or wall() - rows[-1][0] > lag or rows[-1][0] - rows[0][0] < seconds:
+        return False
+    since = rows[-1][0] - seconds
+    return all(row[1] == 'active' for row in
+               itertools.takewhile(lambda row: row[0] >= since, reversed(rows)))
+
+
 def check_watchdog(timeline, sent_at):
     """
     Check the stale transition after the last state; return (first stale stamp, receipt).
@@ -62,10 +89,13 @@ def check_watchdog(timeline, sent_at):
 
 
 def check_resumed(timeline, since):
-    """Check the first active ticks after `since`: anchored at the measured pose, no jump."""
+    """
+    Check the first resumption after `since`: anchored at the measured pose, then no jump for
+    as long as control stays active; return those active rows.
+    """
     rows = [row for row in timeline.rows if row[0] > since]
     start = next(i for i, row in enumerate(rows) if row[1] == 'active')
-    resumed = [row for row in rows[start:] if row[1] == 'active']
+    resumed = list(itertools.takewhile(lambda row: row[1] == 'active', rows[start:]))
     # the anchor was set between the last stale tick and the first active one, at a measured
     # pose between their feedbacks: the reference can only have moved at its own speed since
     (t0, _, _, q0, _), (t1, _, q_des, q1, _) = rows[max(start - 1, 0)], resumed[0]
@@ -101,7 +131,7 @@ def test_stopped_states_give_the_safe_command_then_resume_after_valid_ones(tmp_p
         stream_until(active)
         stream_until(lambda: timeline.rows[-1][0] - timeline.rows[0][0] > 1.0)
         send()
-        rec.run(0.6)                                      # states stopped
+        run_until(rec, timeline, wall() + 0.6, procs)     # states stopped
         first, _ = check_watchdog(timeline, lambda q: sent.get(q[0]))
         safe = [row for row in timeline.rows if row[0] >= first]
         assert len(safe) > 50 and all(np.array_equal(row[4], [0.0, 0.0]) for row in safe)
@@ -137,11 +167,12 @@ def test_killed_simulator_gives_hold_command_and_restart_resumes(tmp_path):
     model = load_model(config_path('planar_2r.yaml'))
     with running(tmp_path, path) as (rec, processes):
         timeline, states = Timeline(rec), SentStates(rec)
-        rec.run(1.5)
-        assert timeline.rows[-1][1] == 'active'
+        # kill while control runs undisturbed (a loaded machine can delay joint_states past
+        # state_timeout at any time, which would be a watchdog event of its own)
+        assert rec.wait(lambda: steadily_active(timeline, 1.5), START_TIMEOUT, processes)
         processes[1].kill()
         processes[1].wait()
-        rec.run(0.6)
+        run_until(rec, timeline, wall() + 0.6, processes[:1])
         first, _ = check_watchdog(timeline, states.sent_at)
         q_last = timeline.rows[-1][3]
         hold = np.clip(model.gravity_vector(q_last), -np.array([200.0, 100.0]),
@@ -156,9 +187,22 @@ def test_killed_simulator_gives_hold_command_and_restart_resumes(tmp_path):
         log = open(tmp_path / 'restarted_simulator.log', 'w')
         processes += start([simulation(path)[1]], outputs=[log])
         alive = [processes[0], processes[2]]
-        assert rec.wait(lambda: timeline.rows[-1][1] == 'active', START_TIMEOUT, alive)
-        rec.run(2.5)
-        resumed = check_resumed(timeline, restart)
+        # Every resumption is anchored at the measured pose and smooth while it lasts. On a
+        # loaded machine joint_states can again be late past state_timeout (a real watchdog
+        # event, logged): the test then follows the next resumption, until one has lasted
+        # 2.5 s, and checks the tracking over its last second.
+        since, interruptions = restart, 0
+        while True:
+            assert rec.wait(lambda: timeline.rows[-1][1] == 'active', START_TIMEOUT, alive)
+            resumed = check_resumed(timeline, since)
+            run_until(rec, timeline, resumed[0][0] + 2.5, alive)
+            resumed = check_resumed(timeline, since)
+            if resumed[-1][0] >= resumed[0][0] + 2.5:
+                break
+            interruptions += 1
+            assert interruptions < 10
+            since = resumed[-1][0]              # its last active row, then stale ones
+        print(f'restart: tracked after {interruptions} later watchdog events')
         late = [row for row in resumed if row[0] > resumed[-1][0] - 1.0]
         error = np.array([row[2] - row[3] for row in late])
         assert len(late) > 100 and np.sqrt(np.mean(error ** 2)) < 0.05

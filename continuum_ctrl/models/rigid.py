@@ -78,8 +78,11 @@ def resolve_urdf(uri, key='model.urdf'):
             if path.is_file():
                 return path
             tried.append(str(path))
+        hint = '' if example_robot_data_share() else (
+            '; example-robot-data is not installed (for its robots: '
+            'pip install --no-deps example-robot-data)')
         raise ConfigError(key, f"cannot resolve '{uri}': no such file in "
-                               f"{tried or 'any known package location'}")
+                               f"{tried or 'any known package location'}{hint}")
     path = Path(uri[len('file://'):] if uri.startswith('file://') else uri).expanduser()
     if not path.is_file():
         raise ConfigError(key, f"URDF file '{path}' does not exist")

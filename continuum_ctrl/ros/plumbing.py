@@ -17,6 +17,7 @@ from typing import Any, Callable, List, Optional, Sequence
 
 import rclpy
 import rclpy.executors
+import rclpy.logging
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
 from continuum_ctrl.params import ConfigError, read_yaml
@@ -43,18 +44,48 @@ class Throttle:
         return False
 
 
+def find_events_executor() -> Optional[Callable[..., rclpy.executors.Executor]]:
+    """
+    Return `rclpy.experimental.EventsExecutor`, or None where this rclpy lacks it (Humble).
+
+    A class in Kilted, a factory function in Jazzy: both take `context` and return an executor.
+    It is imported here, never at module level, so every module of the package imports on
+    Humble.
+    """
+    try:
+        from rclpy.experimental import EventsExecutor
+    except ImportError:
+        return None
+    return EventsExecutor
+
+
+def single_threaded_executor(events: bool = True, context: Any = None,
+                             logger: Any = None) -> rclpy.executors.Executor:
+    """
+    Return an EventsExecutor (`events`) or a SingleThreadedExecutor on `context`.
+
+    Where the events executor is asked for but missing, says so in one info line on `logger`
+    (default: the `continuum_ctrl` logger) and returns a SingleThreadedExecutor.
+    """
+    if events:
+        events_executor = find_events_executor()
+        if events_executor is not None:
+            return events_executor(context=context)
+        (logger or rclpy.logging.get_logger('continuum_ctrl')).info(
+            'rclpy.experimental.EventsExecutor is not available in this rclpy: '
+            'using SingleThreadedExecutor')
+    return rclpy.executors.SingleThreadedExecutor(context=context)
+
+
 def make_executor(kind: Optional[str] = None) -> rclpy.executors.Executor:
     """
-    Return a single-threaded executor: 'events' (EventsExecutor) or 'single'.
+    Return the node's single-threaded executor: 'events' (EventsExecutor) or 'single'.
 
     Default: the environment variable CONTINUUM_CTRL_EXECUTOR, else `EXECUTOR` (chosen by
     bench/bench_node.py measurements; see README).
     """
     kind = kind or os.environ.get('CONTINUUM_CTRL_EXECUTOR', EXECUTOR)
-    if kind == 'events':
-        from rclpy.experimental import EventsExecutor
-        return EventsExecutor()
-    return rclpy.executors.SingleThreadedExecutor()
+    return single_threaded_executor(events=(kind == 'events'))
 
 
 def settle_heap() -> None:

@@ -14,12 +14,12 @@ import time
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from continuum_ctrl.ros.conversion import stamp_seconds
+from continuum_ctrl.ros.plumbing import single_threaded_executor
 
 
 class Recorder:
@@ -41,7 +41,8 @@ class Recorder:
         self.node = Node('continuum_recorder', context=self.context)
         # the events executor takes about half the CPU per message: a 500 Hz recording
         # leaves more of a small machine to the nodes it records
-        self.executor = EventsExecutor(context=self.context)
+        self.executor = single_threaded_executor(context=self.context,
+                                                 logger=self.node.get_logger())
         self.executor.add_node(self.node)
         self.controller, self.simulator = controller, simulator
         self.states, self.commands, self.diagnostics, self.sim_diagnostics = [], [], [], []
