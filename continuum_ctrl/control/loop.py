@@ -6,6 +6,7 @@ The controller's cycle without ROS: watchdog, reference, computed torque, limits
     command = loop.tick(t)       # in `settings.joints` order: N, N m or Pa
     loop.cycle                   # what the tick produced (CycleView), for publishing
     loop.stop(t)                 # the safe command, once; ticks stay safe until `start`
+    loop.install(loop.plan(times, positions), t)   # a trajectory: checked, then followed
 
 Until `resume_count` consecutive valid states have arrived, and whenever the last one is older
 than `state_timeout`, `tick` returns the safe command: zero effort or `p_min` (vent), or for
@@ -126,7 +127,7 @@ class ControlLoop:
         self._nan = np.full(n, np.nan)
         self._tau = np.zeros(n)
         self._failing = False
-        self._safe_command()
+        self.safe_command()
         self.cycle = CycleView(self)
 
     def configure(self, settings: ControllerSettings, reanchor: bool = False,
@@ -158,17 +159,29 @@ class ControlLoop:
         """
         Replace the reference by waypoints (model order; times in s after `t`, all > 0).
 
-        The measured state is prepended at `t`. Raises TrajectoryRejected (reference kept) for
-        bad waypoints; a waypoint outside the joint limits is refused too, and so are waypoints
-        whose interpolation overflows (huge values a few ns apart on unbounded joints).
+        `plan` then `install`, for a caller that owns the loop's thread; raises
+        TrajectoryRejected (reference kept) as `plan` does.
+        """
+        self.install(self.plan(times, positions, velocities, accelerations), t)
+
+    def plan(self, times: np.ndarray, positions: np.ndarray,
+             velocities: Optional[np.ndarray] = None,
+             accelerations: Optional[np.ndarray] = None) -> Waypoints:
+        """
+        Return the checked waypoint reference that `install` starts (the loop is unchanged).
+
+        The last measured state is prepended at time 0 (a copy: another thread may plan while
+        the loop ticks). Raises TrajectoryRejected for bad waypoints; a waypoint outside the
+        joint limits is refused too, and so are waypoints whose interpolation overflows (huge
+        values a few ns apart on unbounded joints).
         """
         positions = np.asarray(positions, dtype=float)
         outside = (positions < self.low) | (positions > self.high)
         if np.any(outside):
             raise TrajectoryRejected('its positions lie outside the joint limits')
-        with_start = [np.vstack((self.q, positions))]
+        with_start = [np.vstack((self.q.copy(), positions))]
         if velocities is not None:
-            with_start.append(np.vstack((self.qd, velocities)))
+            with_start.append(np.vstack((self.qd.copy(), velocities)))
             if accelerations is not None:
                 with_start.append(np.vstack((np.zeros(self.model.n), accelerations)))
         knots = np.concatenate(([0.0], times))
@@ -183,6 +196,10 @@ class ControlLoop:
             raise TrajectoryRejected(f'it cannot be interpolated: {exc}') from None
         if not finite:
             raise TrajectoryRejected('its interpolation is not finite')
+        return reference
+
+    def install(self, reference: Waypoints, t: float) -> None:
+        """Follow `reference` (from `plan`) from time `t` (s), from the measured pose."""
         self.reference = Anchored(reference, t, self.q, 0.0)
 
     def set_state(self, q: np.ndarray, qd: np.ndarray, t: float) -> None:
@@ -252,7 +269,7 @@ class ControlLoop:
                                         f'{self.settings.state_timeout} s: safe command '
                                         f"('{self.settings.safe_mode}')"))
         if self.status != ACTIVE:
-            return self._safe_command()
+            return self.safe_command()
         q_des, qd_des, qdd_des = self.reference.sample(t)   # type: ignore[union-attr]
         np.clip(q_des, self.low, self.high, out=self.q_des)
         inside = np.equal(self.q_des, q_des, out=self._inside)
@@ -269,7 +286,7 @@ class ControlLoop:
                 self.events.append(('error', f'the control law gave {problem}: safe '
                                              'command'))
             self._failing = True
-            return self._safe_command()
+            return self.safe_command()
         self._failing = False
         low, high = self._effort_range
         if self._step is None:
@@ -280,7 +297,12 @@ class ControlLoop:
                     out=self.effort)
         return self._output()
 
-    def _safe_command(self):
+    def safe_command(self) -> np.ndarray:
+        """
+        Return the safe command (joints order, an internal buffer); the status is unchanged.
+
+        What `tick` sends while not active; a node also sends it while its loop is starved.
+        """
         settings = self.settings
         if settings.safe_mode == 'hold' and self.status != WAITING:
             hold = (self.model.gravity_vector(self.q)

@@ -14,22 +14,35 @@ parameter then raises its ConfigError from the constructor, as a plain node woul
 
 Topics (relative names, remap as needed):
 - sub `joint_states` (sensor_msgs/JointState): measured state, mapped by joint name;
+  taken serialized and rejected unread above `input.max_joint_states_bytes`;
 - sub `~/joint_trajectory` (trajectory_msgs/JointTrajectory): replaces the reference;
+  rejected unread above `input.max_trajectory_points` full points;
 - pub `~/commands` (std_msgs/Float64MultiArray): efforts (N, N m) or pressures (Pa), `joints`
   order, as ros2_control's ForwardCommandController takes them;
 - pub `~/state` (trajectory_msgs/JointTrajectory, `joints` order): points are, like
   control_msgs/JointTrajectoryControllerState, [reference (positions, velocities,
   accelerations), feedback (positions, velocities), error (positions, velocities), output
   (effort: the generalized force sent)]; header stamp: the tick time; header frame_id: the
-  loop status (waiting, active, stale, stopped); every `state_decimation`-th tick;
+  loop status (waiting, active, stale, stopped, or degraded while the loop is starved);
+  every `state_decimation`-th tick, sent from the executor thread in batches (every
+  `STATE_INTERVAL` s);
 - pub `/diagnostics` (diagnostic_msgs/DiagnosticArray, ~1 Hz): loop rate, period and compute
   time percentiles (window and whole run), input age at the tick, joint_states latency (header
-  stamp to receipt, wall clock), rejected-input counts, status.
-One timer at `rate_hz`, while active, on a single-threaded executor runs the loop (see
-`ros.plumbing.spin`).
+  stamp to receipt, wall clock), missed deadlines, rejected-input counts, status.
+
+Threads: while active, the loop runs on a thread of its own (`ros.loop_thread.LoopThread`,
+absolute deadlines at `rate_hz`, `realtime_priority`; the executor's and the middleware's
+threads one below). It takes the latest validated state (`StateHandoff`), runs one tick,
+publishes the command as pre-serialized bytes, and hands ``~/state`` rows and log lines to the
+executor thread, which does everything else: input, trajectories, parameters, ``~/state``,
+``/diagnostics``, logging, transitions. Input callbacks do work bounded by the size check. The
+loop misses a deadline when it starts half a period late or more; more than
+`loop.max_missed_share` of them over 0.5 s makes it `degraded` (with `loop.safe_on_overrun`,
+the safe command until it recovers). Under ``use_sim_time`` an executor timer runs the same
+tick on the ROS clock instead (a wall-clock thread cannot follow ``/clock``).
 """
 
-import array
+import collections
 import time
 from typing import Any, Dict, Optional, Tuple
 
@@ -38,20 +51,23 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from continuum_ctrl.control.loop import ACTIVE, ControlLoop, TrajectoryRejected
 from continuum_ctrl.control.settings import ControllerSettings, FIELDS
+from continuum_ctrl.control.starvation import StarvationDetector
 from continuum_ctrl.launch_description import CONTROLLER as NODE_NAME
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import ConfigError
-from continuum_ctrl.ros.conversion import (JointStateReader, REJECT_KINDS, Rejected, set_doubles,
+from continuum_ctrl.ros.conversion import (JointStateReader, REJECT_KINDS, Rejected,
                                            stamp_seconds, trajectory_arrays)
+from continuum_ctrl.ros.fast_publish import CommandPublisher
+from continuum_ctrl.ros.loop_thread import LoopThread, SnapshotRing, StateHandoff
 from continuum_ctrl.ros.node_settings import CONTROLLER_NODE_FIELDS, ControllerNodeSettings
 from continuum_ctrl.ros.parameters import NodeParameters
-from continuum_ctrl.ros.plumbing import spin, Throttle
-from continuum_ctrl.ros.scheduling import apply_thread_priority
+from continuum_ctrl.ros.plumbing import settle_heap, spin, Throttle
+from continuum_ctrl.ros.raw_input import joint_states_reader, trajectory_reader
+from continuum_ctrl.ros.scheduling import set_node_priority, set_thread_priority
 from continuum_ctrl.ros.timing import Durations
 
 __all__ = ['ControllerNode', 'main', 'NODE_NAME']
@@ -61,6 +77,16 @@ LATE_FACTOR = 1.5
 #: every parameter the node declares besides `model.*`
 NODE_FIELDS = {**CONTROLLER_NODE_FIELDS, **FIELDS}
 SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
+#: status reported while the loop misses too many deadlines
+DEGRADED = 'degraded'
+#: window of the starvation detector, s
+STARVATION_WINDOW = 0.5
+#: interval at which the executor sends the loop's ~/state rows and log lines, s
+STATE_INTERVAL = 0.01
+#: rejection kinds of joint_states (they count against the streak needed to resume)
+STATE_KINDS = REJECT_KINDS + ('size',)
+#: longest wait for the loop thread to end its tick before the safe command, s
+STOP_TIMEOUT = 5.0
 
 
 class ControllerNode(LifecycleNode):
@@ -74,9 +100,11 @@ class ControllerNode(LifecycleNode):
         self.error: Optional[ConfigError] = None
         self.model = None
         self.loop: ControlLoop = None
-        self.timer = None
-        self.diag_timer = None
-        self.command_pub = self.state_pub = self.diag_pub = None
+        self.thread: Optional[LoopThread] = None
+        self.timer = None                   # the loop's executor timer under use_sim_time
+        self.running = False                # active: the loop publishes commands
+        self.diag_timer = self.state_timer = None
+        self.command_out = self.state_pub = self.diag_pub = None
         self._quiet_failure = False
         self._throttle = Throttle()
         if not self.autostart:
@@ -116,9 +144,9 @@ class ControllerNode(LifecycleNode):
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start the loop: the safe command until valid joint states arrive."""
         self.loop.start()
-        self._start_loop_timer()
-        if self.executor is not None:       # a transition at run time: on the loop thread
-            self.apply_realtime_priority()
+        settle_heap()
+        self.running = True
+        self._start_loop()
         self.get_logger().info('active: control loop started')
         return SUCCESS
 
@@ -146,15 +174,19 @@ class ControllerNode(LifecycleNode):
         return SUCCESS
 
     def stop(self) -> None:
-        """When the loop runs: stop its timer and publish the safe command, the last command."""
-        if self.timer is None:
+        """
+        When the loop runs: end it, then publish the safe command, the last command.
+
+        The loop thread ends its tick in progress first (joined), so nothing it sends can
+        follow the safe command, which this (the calling) thread publishes.
+        """
+        if not self.running:
             return
-        self.destroy_timer(self.timer)
-        self.timer = None
+        self.running = False
+        self._stop_loop()
         if self.context.ok():
-            set_doubles(self.command_msg.data, self.loop.stop(self._now()))
-            self.command_pub.publish(self.command_msg)
-        self._log_events()
+            self.command_out.publish(self.loop.stop(self._now()))
+        self._send_loop_output()
 
     def destroy_node(self) -> None:
         """Publish the safe command (when the loop runs), then destroy the node."""
@@ -176,30 +208,30 @@ class ControllerNode(LifecycleNode):
         self.loop.stop(0.0)                 # no control before activation
         low, high = (np.asarray(b, dtype=float) for b in self.model.joint_limits())
         self.reader = JointStateReader(self.model.joint_names, low, high, node.stamp_tolerance)
-        self.rejected = dict.fromkeys(REJECT_KINDS + ('trajectory',), 0)
+        self._input_bounds(node)
+        self.handoff = StateHandoff()
+        self.rejected = dict.fromkeys(STATE_KINDS + ('trajectory', 'trajectory_size'), 0)
         self._estimate_logged = False
+        # what the executor hands to the loop: (settings, period, reanchors) and
+        # (reference, start time); the loop applies each new one once (see `_take_slots`)
+        self._settings_slot = self._settings_seen = None
+        self._reanchors = 0
+        self._reference_slot = self._reference_seen = None
 
-        self.command_msg = Float64MultiArray()
-        set_doubles(self.command_msg.data, self.loop.cycle.command)
         self.state_msg = JointTrajectory()
         self.state_msg.joint_names = list(settings.joints)
         self.state_msg.points = [JointTrajectoryPoint() for _ in range(4)]
-        for point in self.state_msg.points:
-            point.positions = array.array('d', bytes(8 * n))
-            point.velocities = array.array('d', bytes(8 * n))
-        self.state_msg.points[0].accelerations = array.array('d', bytes(8 * n))
-        self.state_msg.points[3].effort = array.array('d', bytes(8 * n))
-        self.state_msg.points[3].positions = array.array('d')
-        self.state_msg.points[3].velocities = array.array('d')
+        self.states = SnapshotRing(int(0.1 * node.rate_hz) + 16, 6 * n)
+        self.events: collections.deque = collections.deque()
 
-        if self.command_pub is None:        # made once, kept over cleanup (see `_release`)
-            self.command_pub = self.create_publisher(Float64MultiArray, '~/commands', 10)
+        if self.command_out is None:        # made once, kept over cleanup (see `_release`)
+            self.command_out = CommandPublisher(self, '~/commands', n)
             self.state_pub = self.create_publisher(JointTrajectory, '~/state', 10)
             self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-            self.create_subscription(JointState, 'joint_states', self._on_state,
-                                     qos_profile_sensor_data)
+            self.create_subscription(JointState, 'joint_states', self._on_joint_states,
+                                     qos_profile_sensor_data, raw=True)
             self.create_subscription(JointTrajectory, '~/joint_trajectory',
-                                     self._on_trajectory, QoSProfile(depth=10))
+                                     self._on_trajectory, QoSProfile(depth=10), raw=True)
 
         capacity = int(4 * node.rate_hz) + 16
         self.period = Durations(capacity)
@@ -211,73 +243,127 @@ class ControllerNode(LifecycleNode):
         self._ticks = 0
         self._window_start = time.perf_counter()
         self._receive_wall = -np.inf
+        self.detector = StarvationDetector(node.period, STARVATION_WINDOW, node.max_missed_share)
+        self.degraded = False
+        self.missed = 0                     # deadlines of stopped loop threads (run total)
         self.loop.warm_up()
         self.diag_timer = self.create_timer(1.0, self._diagnostics)
+        self.state_timer = self.create_timer(STATE_INTERVAL, self._send_loop_output)
         self.get_logger().info(
             f'configured: {n} joints {list(settings.joints)}, {node.rate_hz:g} Hz, output '
             f'{settings.mode}, model {type(self.model).__name__}')
 
+    def _input_bounds(self, node: ControllerNodeSettings) -> None:
+        """Make the size-bounded readers of joint_states and trajectories from `node`."""
+        names = self.model.joint_names
+        self.state_input = joint_states_reader(names, node.max_joint_states_bytes)
+        self.trajectory_input = trajectory_reader(names, node.max_trajectory_points)
+
     def _release(self) -> None:
         """
-        Release the model, the loop and the diagnostics timer; the node is unconfigured again.
+        Release the model, the loop and the executor timers; the node is unconfigured again.
 
         The topics stay, silent: their callbacks ignore input without a loop. Destroying
         subscriptions from within a transition (a service callback) stalled the
         EventsExecutor, after which the node answered no service.
         """
         self.params.unbind()
-        if self.diag_timer is not None:
-            self.destroy_timer(self.diag_timer)
-            self.diag_timer = None
+        for timer in (self.diag_timer, self.state_timer):
+            if timer is not None:
+                self.destroy_timer(timer)
+        self.diag_timer = self.state_timer = None
         self.model, self.loop = None, None
 
     def _on_change(self, settings: Tuple[ControllerNodeSettings, ControllerSettings],
                    names: list) -> None:
+        """Runs on the executor thread: the loop takes the new settings at its next tick."""
         node, loop_settings = settings
         old = self.node_settings
         self.node_settings = node
-        reanchor = any(name.startswith('reference.') for name in names)
-        self.loop.configure(loop_settings, reanchor, node.period)
-        if node.rate_hz != old.rate_hz and self.timer is not None:
-            self.destroy_timer(self.timer)
-            self._start_loop_timer()
+        if any(name.startswith('reference.') for name in names):
+            self._reanchors += 1
+        self._input_bounds(node)
+        self.reader.stamp_tolerance = node.stamp_tolerance
         if list(loop_settings.joints) != list(self.state_msg.joint_names):
             self.state_msg.joint_names = list(loop_settings.joints)
-        self.reader.stamp_tolerance = node.stamp_tolerance
-        self.apply_realtime_priority(old.realtime_priority)  # callbacks run on the loop thread
+        restart = self.running and (node.rate_hz, node.spin_before_us, node.max_missed_share) \
+            != (old.rate_hz, old.spin_before_us, old.max_missed_share)
+        if restart:
+            self._stop_loop()
+        self._settings_slot = (loop_settings, node.period, self._reanchors)
+        if restart:
+            self._start_loop()
+        else:
+            self.apply_realtime_priority(old.realtime_priority)
         self.get_logger().info(f'parameters changed: {sorted(names)}')
 
-    def _start_loop_timer(self) -> None:
-        """Start the loop timer at `rate_hz`; a period beyond LATE_FACTOR is late."""
-        period = self.node_settings.period
+    def _start_loop(self) -> None:
+        """Run the loop at `rate_hz`: on a LoopThread, or an executor timer on sim time."""
+        node = self.node_settings
         self._last_tick = None
-        self.timer = self.create_timer(period, self._tick)
-        self._late_us = LATE_FACTOR * period * 1e6
+        self._late_us = LATE_FACTOR * node.period * 1e6
+        self.detector = StarvationDetector(node.period, STARVATION_WINDOW, node.max_missed_share)
+        if self.get_parameter('use_sim_time').value:
+            self.timer = self.create_timer(node.period, self._timer_tick)
+            return
+        self.thread = LoopThread(self._loop_tick, node.period, node.realtime_priority,
+                                 node.spin_before_us * 1e-6)
+        if node.realtime_priority:          # the executor's and middleware's threads below
+            set_node_priority(max(node.realtime_priority - 1, 1))
+        self.thread.start()
+
+    def _stop_loop(self) -> None:
+        """End the loop thread (after its tick in progress) or the loop timer."""
+        if self.timer is not None:
+            self.destroy_timer(self.timer)
+            self.timer = None
+        if self.thread is not None:
+            if not self.thread.stop(STOP_TIMEOUT):
+                self.get_logger().error(f'the loop thread did not end within {STOP_TIMEOUT} s')
+            self.missed += self.thread.missed
+            self.thread = None
 
     def apply_realtime_priority(self, previous: int = 0) -> None:
-        """Give the calling thread, the one that spins the loop, `realtime_priority`."""
-        if self.loop is not None:
-            apply_thread_priority(self.get_logger(), self.node_settings.realtime_priority,
-                                  previous)
+        """
+        Give the loop thread `realtime_priority`, the node's other threads one less.
 
-    # -- the loop -------------------------------------------------------------------------
+        `spin` calls this once the executor has made its threads; 0 (when `previous` is 0
+        too) leaves every thread as started, so a node started under ``chrt`` keeps it.
+        """
+        priority = self.node_settings.realtime_priority if self.loop is not None else 0
+        if priority == previous:
+            return
+        problem = set_node_priority(max(priority - 1, 1) if priority else 0)
+        if problem is None and self.thread is not None and self.thread.native_id:
+            problem = set_thread_priority(priority, self.thread.native_id)
+        logger = self.get_logger()
+        if problem is not None:
+            logger.warning(f'loop thread: cannot use SCHED_FIFO priority {priority}: '
+                           f'{problem}; normal scheduling')
+        elif priority > 0:
+            logger.info(f'loop thread: SCHED_FIFO priority {priority}, other threads '
+                        f'{max(priority - 1, 1)}')
+
+    # -- input (executor thread) ----------------------------------------------------------
 
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _reject(self, kind, reason, what='joint_states'):
         self.rejected[kind] += 1
-        if kind in REJECT_KINDS:
-            self.loop.reject_state()
+        if kind in STATE_KINDS:
+            self.handoff.post_rejection()
         if self._throttle.ready():
             self.get_logger().warning(f'rejected {what} ({kind}): {reason}; totals '
                                       f'{self.rejected}')
 
-    def _on_state(self, msg):
+    def _on_joint_states(self, data):
+        """A serialized JointState: bounded, read, validated, handed to the loop."""
         if self.loop is None:
             return
-        t = self._now()
         try:
+            msg = self.state_input.read(data)
+            t = self._now()
             q, qd = self.reader.read(msg, t)
         except Rejected as exc:
             self._reject(exc.kind, str(exc))
@@ -290,10 +376,16 @@ class ControllerNode(LifecycleNode):
         sent = stamp_seconds(msg.header.stamp)
         if sent > 0.0:
             self.transport.add(max(time.time() - sent, 0.0) * 1e6)
-        self.loop.set_state(q, qd, t)
+        self.handoff.post(q, qd, t)
 
-    def _on_trajectory(self, msg):
+    def _on_trajectory(self, data):
+        """A serialized JointTrajectory: bounded, checked here, installed by the next tick."""
         if self.loop is None:
+            return
+        try:
+            msg = self.trajectory_input.read(data)
+        except Rejected as exc:
+            self._reject('trajectory_size', str(exc), 'joint_trajectory')
             return
         now = self._now()
         start = stamp_seconds(msg.header.stamp)
@@ -303,15 +395,38 @@ class ControllerNode(LifecycleNode):
             if self.loop.cycle.status != ACTIVE:
                 raise Rejected('trajectory', f'controller is {self.loop.cycle.status}')
             times, positions, velocities, accelerations = arrays
-            self.loop.follow(times, positions, velocities, accelerations, t=now)
+            reference = self.loop.plan(times, positions, velocities, accelerations)
         except (Rejected, TrajectoryRejected) as exc:
             self._reject('trajectory', str(exc), 'joint_trajectory')
             return
+        self._reference_slot = (reference, now)
         self.get_logger().info(f'following a trajectory of {len(times)} points over '
                                f'{times[-1]:.3f} s')
 
-    def _tick(self):
+    # -- the loop (loop thread) -----------------------------------------------------------
+
+    def _timer_tick(self):
+        """The loop on the executor timer (sim time): never late by the thread's measure."""
+        self._loop_tick(0.0)
+
+    def _take_slots(self, loop):
+        """Apply settings and a reference the executor posted since the last tick."""
+        posted = self._settings_slot
+        if posted is not self._settings_seen:
+            seen, self._settings_seen = self._settings_seen, posted
+            settings, period, reanchors = posted
+            loop.configure(settings, reanchors != (seen[2] if seen else 0), period)
+        posted = self._reference_slot
+        if posted is not self._reference_seen:
+            self._reference_seen = posted
+            loop.install(*posted)
+
+    def _loop_tick(self, lateness):
+        """One control cycle, `lateness` s after its deadline: state in, command out."""
         start = time.perf_counter()
+        loop = self.loop
+        self._take_slots(loop)
+        self.handoff.take(loop)
         if self._last_tick is not None:
             period = (start - self._last_tick) * 1e6
             self.period.add(period)
@@ -319,20 +434,53 @@ class ControllerNode(LifecycleNode):
                 self.late_ticks += 1
         self._last_tick = start
         t = self._now()
-        cycle = self.loop.cycle
-        set_doubles(self.command_msg.data, self.loop.tick(t))
-        self.command_pub.publish(self.command_msg)
-        self.age.add((start - self._receive_wall) * 1e6 if cycle.status == ACTIVE else 0.0)
+        degraded = self.detector.record(lateness)
+        if degraded != self.degraded:
+            self._starvation_event(degraded)
+        if degraded and self.node_settings.safe_on_overrun:
+            command = loop.safe_command()
+        else:
+            command = loop.tick(t)
+        self.command_out.publish(command)
+        self.age.add((start - self._receive_wall) * 1e6 if loop.status == ACTIVE else 0.0)
         self._ticks += 1
         if self._ticks >= self.node_settings.state_decimation:
             self._ticks = 0
-            self._publish_state(t)
-        self._log_events()
+            self._snapshot(t, DEGRADED if degraded else loop.status)
+        if loop.events:
+            self.events.extend(loop.take_events())
         self.compute.add((time.perf_counter() - start) * 1e6)
 
-    def _log_events(self):
+    def _starvation_event(self, degraded):
+        self.degraded = degraded
+        share = f'{self.detector.share:.0%} of the deadlines of the last {STARVATION_WINDOW} s'
+        if degraded:
+            action = 'safe command' if self.node_settings.safe_on_overrun else 'reporting only'
+            self.events.append(('warn', f'control loop starved: {share} missed ({action})'))
+        else:
+            self.events.append(('info', f'control loop recovered: {share} missed'))
+
+    def _snapshot(self, t, status):
+        row = self.states.slot()
+        if row is None:
+            return
+        loop, n = self.loop, self.model.n
+        for k, part in enumerate((loop.q_des, loop.qd_des, loop.qdd_des, loop.q, loop.qd,
+                                  loop.effort)):
+            row[k * n:(k + 1) * n] = part
+        self.states.commit(t, status)
+
+    # -- output (executor thread) ---------------------------------------------------------
+
+    def _send_loop_output(self):
+        """Publish the loop's ~/state rows and log its events (executor timer)."""
+        if self.loop is None:
+            return
+        for t, status, row in self.states.drain():
+            self._publish_state(t, status, row)
         logger = self.get_logger()
-        for level, text in self.loop.take_events():
+        while self.events:
+            level, text = self.events.popleft()
             # one call site per severity: rclpy raises ValueError when a call site's changes
             if level == 'error':
                 logger.error(text)
@@ -341,23 +489,25 @@ class ControllerNode(LifecycleNode):
             else:
                 logger.info(text)
 
-    def _publish_state(self, t):
-        cycle = self.loop.cycle
-        order = cycle.order
+    def _publish_state(self, t, status, row):
+        order = self.loop.settings.order
+        q_des, qd_des, qdd_des, q, qd, effort = (part[order] for part in
+                                                 row.reshape(6, self.model.n))
         msg = self.state_msg
         msg.header.stamp.sec = int(t)
         msg.header.stamp.nanosec = int((t - int(t)) * 1e9)
-        msg.header.frame_id = cycle.status
+        msg.header.frame_id = status
         reference, feedback, error, output = msg.points
-        set_doubles(reference.positions, cycle.q_des[order])
-        set_doubles(reference.velocities, cycle.qd_des[order])
-        set_doubles(reference.accelerations, cycle.qdd_des[order])
-        set_doubles(feedback.positions, cycle.q[order])
-        set_doubles(feedback.velocities, cycle.qd[order])
-        set_doubles(error.positions, (cycle.q_des - cycle.q)[order])
-        set_doubles(error.velocities, (cycle.qd_des - cycle.qd)[order])
-        set_doubles(output.effort, cycle.effort[order])
+        reference.positions, reference.velocities = q_des.tolist(), qd_des.tolist()
+        reference.accelerations = qdd_des.tolist()
+        feedback.positions, feedback.velocities = q.tolist(), qd.tolist()
+        error.positions, error.velocities = (q_des - q).tolist(), (qd_des - qd).tolist()
+        output.effort = effort.tolist()
         self.state_pub.publish(msg)
+
+    def status(self):
+        """Return the loop status as reported: `degraded` while starved, else the loop's."""
+        return DEGRADED if self.degraded else self.loop.cycle.status
 
     def diagnostics(self):
         """Return the loop's figures as (key, value) pairs; window figures reset each call."""
@@ -369,16 +519,19 @@ class ControllerNode(LifecycleNode):
         c50, c99, cmax = self.compute.window_stats()
         a50, a99, _ = self.age.window_stats()
         s50, s99, _ = self.transport.window_stats()
+        thread = self.thread
         values = [
-            ('status', self.loop.cycle.status),
+            ('status', self.status()),
             ('rate_hz', ticks / window if window > 0 else 0.0),
             ('period_p50_us', p50), ('period_p99_us', p99), ('period_max_us', pmax),
             ('jitter_p99_us', p99 - nominal),
             ('compute_p50_us', c50), ('compute_p99_us', c99), ('compute_max_us', cmax),
             ('input_age_p50_us', a50), ('input_age_p99_us', a99),
             ('state_latency_p50_us', s50), ('state_latency_p99_us', s99),
+            ('missed_share', self.detector.share),
             ('run_ticks', self.compute.total),
             ('run_late_ticks', self.late_ticks),
+            ('run_missed_deadlines', self.missed + (thread.missed if thread else 0)),
             ('run_period_p50_us', self.period.run_percentile(0.5)),
             ('run_period_p99_us', self.period.run_percentile(0.99)),
             ('run_period_max_us', self.period.largest),
@@ -391,6 +544,9 @@ class ControllerNode(LifecycleNode):
         return values
 
     def _diagnostics(self):
+        if self.thread is not None and self.thread.error is not None and self.running:
+            self.get_logger().error(f'the loop thread failed: {self.thread.error!r}')
+            self.stop()
         values = self.diagnostics()
         status = DiagnosticStatus(name=f'{self.get_name()}: control loop',
                                   hardware_id=self.get_fully_qualified_name())

@@ -22,7 +22,8 @@ registers a time-jump callback and makes an event on every call, and simulated t
 real-time deadline to keep.
 
 `StateHandoff` carries the latest validated state from the executor thread, where the
-subscriptions run, to the loop thread, without locks.
+subscriptions run, to the loop thread, without locks; `SnapshotRing` carries what the loop
+produced (for ``~/state``) the other way.
 
 The two threads share the GIL. A loop thread woken while the executor thread runs Python waits
 until that thread drops the GIL, at the latest after the interpreter's switch interval (5 ms
@@ -37,6 +38,8 @@ executor's callbacks must stay short, and input is bounded before it is converte
 import sys
 import threading
 import time
+
+import numpy as np
 
 from continuum_ctrl.control.starvation import LATE_SHARE
 from continuum_ctrl.ros.scheduling import set_thread_priority
@@ -107,6 +110,11 @@ class LoopThread:
     def alive(self):
         """Tell whether the thread runs."""
         return self._thread.is_alive()
+
+    @property
+    def native_id(self):
+        """The thread's native id (for its scheduling), None before `start`."""
+        return self._thread.native_id
 
     def _run(self):
         if self.priority:
@@ -193,3 +201,45 @@ class StateHandoff:
         if rejected_last:
             loop.reject_state()
         return True
+
+
+class SnapshotRing:
+    """
+    Rows of float64, each with a time and a label, from one writer thread to one reader.
+
+    The loop thread fills a row in place (``row = ring.slot()``, None when the ring is full:
+    that snapshot is dropped) and commits it with ``ring.commit(t, label)``; the executor
+    thread takes every committed row with `drain`. No locks: the writer only advances `head`,
+    the reader only `tail`, and a row is written only while the reader cannot see it.
+    """
+
+    def __init__(self, capacity, width):
+        self.rows = np.zeros((capacity, width))
+        self.times = [0.0] * capacity
+        self.labels = [''] * capacity
+        self.head = 0
+        self.tail = 0
+        self.dropped = 0
+
+    def slot(self):
+        """Writer: return the next row to fill, or None when the reader is a whole ring behind."""
+        capacity = len(self.times)
+        if self.head - self.tail >= capacity:
+            self.dropped += 1
+            return None
+        return self.rows[self.head % capacity]
+
+    def commit(self, t, label):
+        """Writer: publish the row from `slot` with its time `t` and `label`."""
+        k = self.head % len(self.times)
+        self.times[k] = t
+        self.labels[k] = label
+        self.head += 1
+
+    def drain(self):
+        """Reader: yield ``(t, label, row)`` for every committed row, oldest first."""
+        head, capacity = self.head, len(self.times)
+        for n in range(self.tail, head):
+            k = n % capacity
+            yield self.times[k], self.labels[k], self.rows[k]
+        self.tail = head

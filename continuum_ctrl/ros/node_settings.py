@@ -5,16 +5,17 @@ Pure Python (no rclpy), so ROS-free tools can split a controller's parameter tre
 
     node, loop_tree = ControllerNodeSettings.split(tree)   # tree: nested, without `model`
 
-The keys are top-level parameters of the node; `split` takes them out of the tree and leaves
-the rest for `ControllerSettings.parse` (or `PlantSettings.parse`); `check_parameter_file`
-parses a file as the nodes would. Units: Hz, s.
+The keys are parameters of the node, top-level or in its own namespaces (`input.*`,
+`loop.*`); `split` takes them out of the tree and leaves the rest for
+`ControllerSettings.parse` (or `PlantSettings.parse`); `check_parameter_file` parses a file
+as the nodes would. Units: Hz, s, us, bytes.
 """
 
 from dataclasses import dataclass
 from typing import Any, Dict, Sequence, Tuple, Type, TypeVar
 
 from continuum_ctrl.launch_description import CONTROLLER, SIMULATOR
-from continuum_ctrl.params import Field, file_parameters, Reader
+from continuum_ctrl.params import ConfigError, Field, file_parameters, flatten, Reader
 
 REALTIME_PRIORITY = Field('integer', 0, 'SCHED_FIFO priority of the loop thread, as '
                           "ros2_control's thread_priority; 0: normal scheduling", 0, 99)
@@ -29,6 +30,18 @@ CONTROLLER_NODE_FIELDS = {
     'stamp_tolerance': Field('number', 0.25, 'joint_states whose non-zero header stamp is '
                              'further than this from the receive time (s) are rejected; 0: '
                              'stamps not checked', 0.0, 3600.0),
+    'input.max_joint_states_bytes': Field(
+        'integer', 19308, 'joint_states longer than this (serialized, bytes) are rejected '
+        "unread; default: a 200-joint robot's (raised to what the configured joints need)",
+        1, 2 ** 31 - 1),
+    'input.max_trajectory_points': Field('integer', 1000, '~/joint_trajectory messages '
+                                         'longer than this many full points are rejected '
+                                         'unread', 1, 1000000),
+    'loop.max_missed_share': Field('number', 0.2, 'share of the deadlines of the last 0.5 s '
+                                   'missed above which the loop reports degraded', 0.01, 0.99),
+    'loop.safe_on_overrun': Field('bool', False, 'send the safe command while degraded'),
+    'loop.spin_before_us': Field('number', 0.0, 'spin this long before each deadline, us, '
+                                 'against the wake-up penalty (at most 200)', 0.0, 200.0),
 }
 #: the simulator node's own parameters (besides `model.*` and the plant's)
 SIMULATOR_NODE_FIELDS = {'realtime_priority': REALTIME_PRIORITY}
@@ -44,10 +57,14 @@ class NodeSettings:
     @classmethod
     def split(cls: Type[S], tree: Dict[str, Any]) -> Tuple[S, Dict[str, Any]]:
         """Return ``(settings, rest)``: the node's keys of `tree` parsed, and the others."""
-        own = {k: v for k, v in tree.items() if k in cls.FIELDS}
-        rest = {k: v for k, v in tree.items() if k not in cls.FIELDS}
+        tops = {name.split('.')[0] for name in cls.FIELDS}
+        own = flatten({k: v for k, v in tree.items() if k in tops})
+        rest = {k: v for k, v in tree.items() if k not in tops}
+        unknown = sorted(set(own) - set(cls.FIELDS))
+        if unknown:
+            raise ConfigError(unknown[0], 'is not a known parameter')
         reader = Reader(own, '')
-        return cls(**{name: reader.field(name, field)
+        return cls(**{name.split('.')[-1]: reader.field(name, field)
                       for name, field in cls.FIELDS.items()}), rest
 
 
@@ -62,6 +79,11 @@ class ControllerNodeSettings(NodeSettings):
     state_decimation: int
     realtime_priority: int
     stamp_tolerance: float
+    max_joint_states_bytes: int
+    max_trajectory_points: int
+    max_missed_share: float
+    safe_on_overrun: bool
+    spin_before_us: float
 
     @property
     def period(self) -> float:

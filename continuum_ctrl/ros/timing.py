@@ -2,9 +2,12 @@
 Loop timing statistics for /diagnostics: per-window samples and whole-run histograms.
 
 Durations are recorded in microseconds. The window (the time since the last report) keeps its
-samples in a preallocated array, so window percentiles are exact. The whole run keeps a
-histogram with logarithmic bins, each 1 % wide (HdrHistogram-like), so run percentiles are
-within 0.5 % at O(1) cost per sample, constant memory and about 1700 bins per report.
+samples in a preallocated ring, so window percentiles are exact, also when one thread (the
+loop) records and another (the executor's diagnostics) reports: the recorder only advances
+`head`, the reporter only `tail`, so neither loses or repeats a sample of the other. The
+whole run keeps a histogram with logarithmic bins, each 1 % wide (HdrHistogram-like), so run
+percentiles are within 0.5 % at O(1) cost per sample, constant memory and about 1700 bins per
+report.
 """
 
 import math
@@ -24,16 +27,18 @@ class Durations:
 
     def __init__(self, window_capacity):
         self.window = np.zeros(window_capacity)
-        self.count = 0
+        self.head = 0                       # samples recorded in windows (recorder's)
+        self.tail = 0                       # samples reported (reporter's)
         self.histogram = np.zeros(_BINS + 1, dtype=np.int64)
         self.total = 0
         self.largest = 0.0
 
     def add(self, us):
-        """Record one duration (us)."""
-        if self.count < len(self.window):
-            self.window[self.count] = us
-            self.count += 1
+        """Record one duration (us); beyond the window's capacity it counts for the run only."""
+        head, capacity = self.head, len(self.window)
+        if head - self.tail < capacity:
+            self.window[head % capacity] = us
+            self.head = head + 1
         index = int(math.log(us) / _LOG_RATIO) if us > 1.0 else 0
         self.histogram[min(index, _BINS)] += 1
         self.total += 1
@@ -42,13 +47,18 @@ class Durations:
 
     def window_stats(self):
         """Return ``(p50, p99, max)`` of the current window (NaN when empty) and reset it."""
-        if self.count == 0:
+        head, tail, capacity = self.head, self.tail, len(self.window)
+        if head == tail:
             return float('nan'), float('nan'), float('nan')
-        samples = self.window[:self.count]
+        samples = self.window[np.arange(tail, head) % capacity]
+        self.tail = head
         p50, p99 = np.percentile(samples, (50.0, 99.0))
-        largest = float(samples.max())
-        self.count = 0
-        return float(p50), float(p99), largest
+        return float(p50), float(p99), float(samples.max())
+
+    @property
+    def count(self):
+        """Samples in the current window."""
+        return self.head - self.tail
 
     def run_percentile(self, fraction):
         """Return the run's `fraction` quantile (us, within 0.5 %); NaN before any sample."""
