@@ -1,8 +1,9 @@
 """
 Property-based fuzzing (Hypothesis) of the controller's callback path, in process.
 
-A real ControllerNode is built from a parameter file (not spun: its callbacks are called
-directly, as the executor would), then fed arbitrary JointState and JointTrajectory messages:
+A real ControllerNode is built from a parameter file (not spun, its loop thread stopped: its
+callbacks and its tick are called directly, as the executor and the loop thread would), then
+fed arbitrary JointState and JointTrajectory messages:
 arbitrary names, lengths, float values (NaN, infinities, huge) and stamps. Properties:
 - no callback raises;
 - a joint state is accepted exactly when an independent oracle says it is valid, and then
@@ -19,6 +20,7 @@ import numpy as np
 import pytest
 import rclpy
 from hypothesis import given, HealthCheck, settings, strategies as st
+from rclpy.serialization import serialize_message
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from continuum_ctrl.ros.controller_node import ControllerNode
@@ -58,6 +60,7 @@ def node(request, tmp_path_factory):
             'mode': 'pressure', 'area': [1e-4], 'p_min': 1e4, 'p_max': 3e5,
             'deadzone': [5e3]}, limits={'effort': [25.0]})
     node, context = made
+    assert node.thread.stop()               # the test ticks the loop itself
     yield node
     node.destroy_node()
     rclpy.shutdown(context=context)
@@ -98,7 +101,7 @@ def _check_command(node, previous, failures):
     """
     settings = node.loop.settings
     cycle = node.loop.cycle
-    command = np.array(node.command_msg.data)
+    command = np.array(node.loop.command)
     order = settings.order
     assert command.shape == (node.model.n,)
     if settings.actuation is not None:
@@ -144,14 +147,15 @@ def joint_states(draw, joints):
 def test_joint_state_callback_never_raises_and_commands_stay_within_limits(node, data):
     """Arbitrary joint states: accepted iff valid, counted otherwise; commands always safe."""
     joints = list(node.model.joint_names)
-    previous = np.array(node.command_msg.data)
+    previous = np.array(node.loop.command)
     for _ in range(data.draw(st.integers(1, 4))):
         names, position, velocity, offset = data.draw(joint_states(joints))
         stamp = None if offset is None else time.time() + offset
         msg = joint_state(names, position, velocity, stamp)
         before = dict(node.rejected)
         failures = node.loop.nonfinite
-        node._on_state(msg)
+        node._on_joint_states(serialize_message(msg))
+        node._loop_tick(0.0)                    # takes the state the callback handed over
         grown = [kind for kind in before if node.rejected[kind] != before[kind]]
         accepted = not grown
         assert len(grown) <= 1 and all(node.rejected[k] == before[k] + 1 for k in grown)
@@ -164,7 +168,6 @@ def test_joint_state_callback_never_raises_and_commands_stay_within_limits(node,
         if accepted:
             expect = np.array([position[names.index(j)] for j in joints])
             assert np.array_equal(node.loop.q, expect)
-        node._tick()
         previous = _check_command(node, previous, failures)
 
 
@@ -202,10 +205,11 @@ def test_trajectory_callback_never_raises_and_commands_stay_within_limits(node, 
     """Arbitrary trajectories: never raise; the reference stays finite and within limits."""
     joints = list(node.model.joint_names)
     mid = np.where(np.isfinite(node.loop.low), (node.loop.low + node.loop.high) / 2, 0.0)
-    previous = np.array(node.command_msg.data)
-    node._on_state(joint_state(joints, mid, np.zeros(len(joints))))
-    node._on_trajectory(data.draw(trajectories(joints)))
+    node._on_joint_states(serialize_message(joint_state(joints, mid, np.zeros(len(joints)))))
+    node._loop_tick(0.0)                        # takes the state: active (resume_count 1)
+    previous = np.array(node.loop.command)
+    node._on_trajectory(serialize_message(data.draw(trajectories(joints))))
     for _ in range(data.draw(st.integers(1, 5))):
         failures = node.loop.nonfinite
-        node._tick()
+        node._loop_tick(0.0)
         previous = _check_command(node, previous, failures)

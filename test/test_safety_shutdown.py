@@ -12,6 +12,7 @@ import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.serialization import serialize_message
 from std_msgs.msg import Float64MultiArray
 
 from continuum_ctrl.launch_description import CONTROLLER
@@ -59,19 +60,19 @@ def test_destroying_the_node_publishes_the_safe_command_last(tmp_path):
                                      lambda msg: received.append(list(msg.data)), 100)
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(listener)
-        for _ in range(5):
-            node._on_state(joint_state(['joint1', 'joint2'], [0.2, -0.1], [0.0, 0.0]))
+        state = serialize_message(joint_state(['joint1', 'joint2'], [0.2, -0.1], [0.0, 0.0]))
         end = time.monotonic() + 30.0
         while (not received or received[-1] == [0.0, 0.0]) and time.monotonic() < end:
-            node._tick()
-            executor.spin_once(timeout_sec=0.01)
+            node._on_joint_states(state)    # as the executor would; the loop thread ticks
+            executor.spin_once(timeout_sec=0.005)
         assert received and received[-1] != [0.0, 0.0]             # controlling
         node.destroy_node()
-        count = len(received)
-        end = time.monotonic() + 10.0
-        while len(received) == count and time.monotonic() < end:
+        count, quiet = len(received), time.monotonic() + 1.0        # until 1 s without news
+        while time.monotonic() < quiet:
             executor.spin_once(timeout_sec=0.05)
-        assert received[-1] == [0.0, 0.0] and len(received) == count + 1
+            if len(received) != count:
+                count, quiet = len(received), time.monotonic() + 1.0
+        assert received[-1] == [0.0, 0.0]
         listener.destroy_node()
     finally:
         rclpy.shutdown(context=context)

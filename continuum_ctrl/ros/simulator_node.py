@@ -4,7 +4,8 @@
 - sub `commands` (std_msgs/Float64MultiArray; remap to the controller's `~/commands`): efforts
   or pressures in `joints` order, as `output.*` says; a bad command (wrong length, non-finite,
   pressure outside ``[p_min, p_max]``) is rejected whole and counted; a command older than
-  `command_timeout` means zero input.
+  `command_timeout` means zero input. Commands arrive serialized and are rejected unread when
+  longer than a command of `n` doubles can be (`ros.raw_input.commands_reader`).
 - pub `joint_states` (sensor_msgs/JointState, model joint order; effort: the applied
   generalized force) at `publish_rate_hz`; the plant integrates with the fixed `step` in between,
   following the wall clock.
@@ -21,10 +22,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from continuum_ctrl.launch_description import SIMULATOR as NODE_NAME
-from continuum_ctrl.ros.conversion import set_doubles
+from continuum_ctrl.ros.conversion import Rejected, set_doubles
 from continuum_ctrl.ros.node_settings import SIMULATOR_NODE_FIELDS, SimulatorNodeSettings
 from continuum_ctrl.ros.parameters import NodeParameters
 from continuum_ctrl.ros.plumbing import spin, Throttle
+from continuum_ctrl.ros.raw_input import commands_reader
 from continuum_ctrl.ros.scheduling import apply_thread_priority
 from continuum_ctrl.sim.plant import Plant, PlantSettings, PLANT_FIELDS
 
@@ -58,8 +60,9 @@ class SimulatorNode(Node):
         self.msg.effort = [0.0] * n
         self.pub = self.create_publisher(JointState, 'joint_states', qos_profile_sensor_data)
         self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.command_input = commands_reader(n)
         self.create_subscription(Float64MultiArray, 'commands', self._on_command,
-                                 QoSProfile(depth=10))
+                                 QoSProfile(depth=10), raw=True)
         self.timer = self.create_timer(1.0 / settings.publish_rate_hz, self._tick)
         self.create_timer(1.0, self._diagnostics)
         self._wall = time.perf_counter()
@@ -86,10 +89,10 @@ class SimulatorNode(Node):
     def _now(self):
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def _on_command(self, msg):
+    def _on_command(self, data):
         try:
-            self.plant.command(msg.data, self._now())
-        except ValueError as exc:
+            self.plant.command(self.command_input.read(data).data, self._now())
+        except (Rejected, ValueError) as exc:
             self.rejected += 1
             if self._throttle.ready():
                 self.get_logger().warning(f'rejected command: {exc}; {self.rejected} so far')
