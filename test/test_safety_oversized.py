@@ -1,0 +1,191 @@
+"""
+Bounded cost per message: floods of oversized or useless input at a real controller process.
+
+The continuum arm runs at 500 Hz against the simulator (whose valid joint states keep
+arriving). Another process floods the controller, 10 messages a second and then as fast as it
+can publish pre-serialized bytes:
+- `joint_states` of 100,000 names (3.2 MB), above `input.max_joint_states_bytes`;
+- `~/joint_trajectory` of 20,000 points, above `input.max_trajectory_points`.
+During each flood the controller keeps at least 90 % of its command rate without a flood
+(ticks per second from its own /diagnostics, measured in the same run), stays alive and active,
+sends only finite commands, grows its resident memory by less than 50 MB, and counts what
+reached it under `rejected_size` (`rejected_trajectory_size`). Best-effort fragments of
+multi-MB messages are often lost on the way, so only a part of the flood reaches the node.
+
+Starvation: a burst the size check does not catch (small joint states naming only unknown
+joints, as fast as a process can send them) must leave the loop alive; whether it starves the
+loop depends on the machine, so the detector itself is proven in process, on the node's tick
+slowed on purpose past its deadlines: the status turns `degraded` (and, with
+`loop.safe_on_overrun`, the safe command goes out) and recovers after.
+"""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import rclpy
+
+from rclpy.serialization import serialize_message
+
+from continuum_ctrl.ros.controller_node import ControllerNode, DEGRADED
+from continuum_ctrl.ros.loop_thread import LoopThread
+from ros_nodes import params_file, running
+from safety_tools import joint_state, latest
+
+#: starts node processes or DDS participants, for more than a few seconds
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+#: length of each phase, s
+PHASE = 6.0
+#: the flooding process: KIND ('states', 'trajectories' or 'unknown') at RATE/s (0: at once)
+FLOODER = '''
+import sys, time
+import rclpy
+from rclpy.qos import qos_profile_sensor_data, QoSProfile
+from rclpy.serialization import serialize_message
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+kind, rate, seconds = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+rclpy.init()
+node = rclpy.create_node('flooder')
+if kind == 'trajectories':
+    names = sys.argv[4].split(',')
+    point = JointTrajectoryPoint(positions=[0.0] * len(names), velocities=[0.0] * len(names))
+    point.time_from_start.sec = 1
+    msg = JointTrajectory(joint_names=names, points=[point] * 20000)
+    pub = node.create_publisher(JointTrajectory, '/continuum_controller/joint_trajectory',
+                                QoSProfile(depth=10))
+else:
+    n = 100000 if kind == 'states' else 1
+    msg = JointState(name=[f'stranger_{k}' for k in range(n)], position=[0.0] * n)
+    pub = node.create_publisher(JointState, '/joint_states', qos_profile_sensor_data)
+data = serialize_message(msg)
+time.sleep(1.0)
+end, sent = time.monotonic() + seconds, 0
+while time.monotonic() < end:
+    pub.publish(data)
+    sent += 1
+    if rate:
+        time.sleep(1.0 / rate)
+print(sent)
+'''
+
+
+def rss_mb(pid):
+    """Return the resident memory of a process, MB."""
+    for line in Path(f'/proc/{pid}/status').read_text().splitlines():
+        if line.startswith('VmRSS:'):
+            return int(line.split()[1]) / 1024.0
+    return float('nan')
+
+
+def phase(rec, processes, kind=None, rate=0.0, names=()):
+    """Run one phase (flooding `kind` at `rate`/s); return (median rate Hz, sent, statuses)."""
+    count = len(rec.diagnostics)
+    flooder = None
+    if kind is not None:
+        flooder = subprocess.Popen([sys.executable, '-c', FLOODER, kind, str(rate), str(PHASE),
+                                    ','.join(names)], stdout=subprocess.PIPE, text=True)
+    rec.run(PHASE + (1.0 if flooder else 0.0))
+    sent = int(flooder.communicate(timeout=120)[0] or 0) if flooder else 0
+    windows = rec.diagnostics[count + 1:]
+    assert windows and processes[0].poll() is None
+    rates = [float(w['rate_hz']) for w in windows]
+    return float(np.median(rates)), sent, {w['status'] for w in windows}
+
+
+@pytest.fixture(scope='module')
+def arm(tmp_path_factory):
+    """The continuum controller at 500 Hz with the simulator."""
+    tmp_path = tmp_path_factory.mktemp('oversized')
+    path = params_file(tmp_path, 'continuum_3section.yaml')
+    with running(tmp_path, path) as (rec, procs):
+        rec.run(2.0)
+        yield rec, procs
+
+
+@pytest.mark.parametrize('kind, counter', [('states', 'rejected_size'),
+                                           ('trajectories', 'rejected_trajectory_size')])
+def test_oversized_floods_keep_the_command_rate(arm, kind, counter):
+    rec, procs = arm
+    names = rec.joint_names if kind == 'trajectories' else ()
+    memory = rss_mb(procs[0].pid)
+    before = latest(rec, counter, 0.0)
+    base, _, _ = phase(rec, procs)
+    figures = []
+    for rate in (10.0, 0.0):
+        commands = len(rec.commands)
+        flooded, sent, statuses = phase(rec, procs, kind, rate, names)
+        figures.append(f'{"10/s" if rate else "at once"}: {sent} sent, {flooded:.0f} Hz '
+                       f'({flooded / base:.0%})')
+        assert flooded >= 0.9 * min(base, 500.0), (kind, rate, flooded, base)
+        assert statuses == {'active'}, statuses
+        sent_commands = np.array([c for _, c in rec.commands[commands:]])
+        assert len(sent_commands) and np.all(np.isfinite(sent_commands))
+    grown = rss_mb(procs[0].pid) - memory
+    rejected = latest(rec, counter, 0.0) - before
+    print(f'\n{kind}: {base:.0f} Hz without a flood; {"; ".join(figures)}; memory '
+          f'{grown:+.1f} MB; {rejected:.0f} reached the node and were rejected')
+    assert grown < 50.0
+    assert rejected > 0
+
+
+def test_a_flood_of_useless_small_states_leaves_the_loop_alive(arm):
+    rec, procs = arm
+    base, _, _ = phase(rec, procs)
+    before = latest(rec, 'rejected_names', 0.0)
+    flooded, sent, statuses = phase(rec, procs, 'unknown', 0.0)
+    rejected = latest(rec, 'rejected_names', 0.0) - before
+    print(f'\nunknown-joint states: {sent} sent, {rejected:.0f} rejected; {flooded:.0f} Hz '
+          f'against {base:.0f}; statuses {sorted(statuses)}; missed share '
+          f'{latest(rec, "missed_share")}')
+    assert rejected > 0 and statuses <= {'active', DEGRADED}
+    assert np.all(np.isfinite(np.array([c for _, c in rec.commands[-100:]])))
+
+
+@pytest.mark.parametrize('safe_on_overrun', [False, True])
+def test_a_starved_loop_reports_degraded_and_recovers(tmp_path, safe_on_overrun):
+    """The node's own tick, slowed past its deadlines on a LoopThread, then at full speed."""
+    path = params_file(tmp_path, 'planar_2r.yaml', continuum_controller={
+        'loop': {'safe_on_overrun': safe_on_overrun}, 'safe_mode': 'zero'})
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = ControllerNode(context=context, cli_args=['--ros-args', '--params-file', str(path)])
+    try:
+        assert node.thread.stop()
+        period = node.node_settings.period
+        slow = [True]
+        statuses, commands = [], []
+        state = serialize_message(joint_state(['joint1', 'joint2'], [0.2, -0.1], [0.0, 0.0]))
+
+        def tick(lateness):
+            node._on_joint_states(state)       # as the executor would: the loop controls
+            node._loop_tick(lateness)
+            statuses.append(node.status())
+            commands.append(node.loop.command.copy())
+            if slow[0]:
+                time.sleep(1.6 * period)        # every tick overruns the next deadline
+
+        thread = LoopThread(tick, period)
+        thread.start()
+        time.sleep(1.0)
+        slow[0] = False
+        degraded_at = len(statuses)
+        time.sleep(1.5)
+        assert thread.stop()
+        assert DEGRADED in statuses[:degraded_at] and statuses[-1] != DEGRADED, statuses[-5:]
+        assert node.status() != DEGRADED
+        values = dict(node.diagnostics())
+        assert values['run_missed_deadlines'] >= 0 and values['missed_share'] < 0.2
+        events = [text for _, text in node.events]
+        assert any('starved' in text for text in events) and any('recovered' in text
+                                                                 for text in events)
+        starved = [c for s, c in zip(statuses, commands) if s == DEGRADED]
+        safe = [np.array_equal(c, np.zeros(2)) for c in starved]    # zero effort
+        assert starved and (all(safe) if safe_on_overrun else not all(safe))
+    finally:
+        node.destroy_node()
+        rclpy.shutdown(context=context)
