@@ -1,12 +1,13 @@
 """
-Command rate under a flood of oversized joint_states, stock controller against prototype.
+Command rate under a flood of oversized joint_states: this controller against another's.
 
-The prototype (prototype_node.py) takes joint_states raw and size-bounded. Continuum arm at
-500 Hz with the simulator, both under normal scheduling. For each node: the command rate
-(median of 1 s /diagnostics windows) without a flood, then while another process floods
-`joint_states` with 100,000-name messages (3.2 MB, pre-serialized) at 10 per second, then as
-fast as it can publish them; and the node's resident memory growth. Run:
-`./run bench bench/bench_flood.py` (about 2 min). Prints the rates and the ratio flood / none.
+Continuum arm at 500 Hz with the simulator, both under normal scheduling. For each node: the
+command rate (median of 1 s /diagnostics windows) without a flood, then while another process
+floods `joint_states` with 100,000-name messages (3.2 MB, pre-serialized) at 10 per second,
+then as fast as it can publish them; and the node's resident memory growth. Run:
+`./run bench bench/bench_flood.py [CHECKOUT]` (about 2 min; with CHECKOUT, a source tree such
+as an older main, its controller is measured in the same run). Prints the rates and the ratio
+flood / none.
 """
 
 import os
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_node import column, params, Prototype
+from bench_node import Baseline, column, params
 from continuum_ctrl.launch_description import simulation
 from continuum_ctrl.launch_runner import start, stop
 from continuum_ctrl.ros.recorder import Recorder
@@ -72,11 +73,11 @@ def phase(rec, seconds, flood_rate=None):
     return float(np.median(column(windows, 'rate_hz'))), sent
 
 
-def measure(path, prototype):
+def measure(path, baseline):
     """Return {phase: (command rate, floods/s)} and the memory growth of one node kind."""
     nodes = simulation(path)
-    if prototype:
-        nodes[0] = Prototype(nodes[0])
+    if baseline:
+        nodes[0] = Baseline(nodes[0], baseline)
     with open(os.devnull, 'w') as sink:
         processes = start(nodes, outputs=[sink, sink])
         try:
@@ -103,8 +104,10 @@ def main():
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     with tempfile.TemporaryDirectory() as directory:
         path = params(directory, 500.0, 0)
-        results = {kind: measure(path, kind == 'prototype')
-                   for kind in ('controller', 'prototype')}
+        checkouts = {'controller': None}
+        if len(sys.argv) > 1:
+            checkouts['baseline'] = sys.argv[1]
+        results = {kind: measure(path, checkout) for kind, checkout in checkouts.items()}
     for kind, out in results.items():
         if out is None:
             print(f'{kind}: did not start')

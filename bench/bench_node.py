@@ -50,13 +50,10 @@ CASES = [('controller', r, e, 0) for r in RATES for e in EXECUTORS] + [
     ('floor', 1000.0, 'events', p, publish, loop) for p in (0, PRIORITY)
     for publish, loop in (('bytes', 'timer'), ('message', 'thread'), ('bytes', 'thread'))]
 FLOOR = Path(__file__).resolve().parent / 'floor_node.py'
-PROTOTYPE = Path(__file__).resolve().parent / 'prototype_node.py'
-#: ``--prototype``: the stock controller against prototype_node.py (the live-tick building
-#: blocks wired in; 'prototype-spin': spinning SPIN_BEFORE_US before each deadline) and the
-#: floor, at 1 kHz, SCHED_FIFO and normal
-PROTOTYPE_CASES = [(node, 1000.0, 'events', p) for p in (PRIORITY, 0)
-                   for node in ('controller', 'prototype', 'prototype-spin', 'floor')]
-SPIN_BEFORE_US = 200
+#: ``--baseline CHECKOUT``: the controller of this tree against the one of another checkout
+#: (for example /work/main) and the floor, at 1 kHz, SCHED_FIFO and normal
+BASELINE_CASES = [(node, 1000.0, 'events', p) for p in (PRIORITY, 0)
+                  for node in ('controller', 'baseline', 'floor')]
 #: ~/state is published every this many ticks (100 or 200 Hz), as a monitoring rate
 STATE_DECIMATION = 5
 
@@ -89,31 +86,32 @@ def column(windows, key):
     return np.array([float(w[key]) for w in windows if key in w])
 
 
-class Prototype:
-    """The controller's node description, run as prototype_node.py (same arguments)."""
+class Baseline:
+    """The controller's node description, run from the source tree `checkout`."""
 
-    def __init__(self, node, spin_before_us=0):
+    def __init__(self, node, checkout):
         self.node = node
         self.name = node.name
-        self.spin_before_us = spin_before_us
+        self.checkout = checkout
 
     def command(self):
-        """Return the controller's command line with prototype_node.py as the program."""
-        return [sys.executable, str(PROTOTYPE), '--spin-before-us',
-                str(self.spin_before_us)] + self.node.command()[1:]
+        """Return the controller's command line, importing the package from `checkout`."""
+        code = (f'import sys; sys.path.insert(0, {str(self.checkout)!r}); '
+                'from continuum_ctrl.ros.controller_node import main; sys.exit(main())')
+        return [sys.executable, '-c', code] + self.node.command()[1:]
 
 
-def measure(path, executor, prototype=None):
+def measure(path, executor, baseline=None):
     """
     Run both nodes with `executor`; return a dict of figures.
 
-    `prototype`: None (the controller node), 'prototype' or 'prototype-spin' (run
-    prototype_node.py instead, the latter spinning SPIN_BEFORE_US before each deadline).
+    `baseline`: None (this tree's controller) or the source tree of another checkout whose
+    controller runs instead.
     """
     os.environ['CONTINUUM_CTRL_EXECUTOR'] = executor
     nodes = simulation(path)
-    if prototype:
-        nodes[0] = Prototype(nodes[0], SPIN_BEFORE_US if prototype.endswith('spin') else 0)
+    if baseline:
+        nodes[0] = Baseline(nodes[0], baseline)
     with open(os.devnull, 'w') as sink:
         processes = start(nodes, outputs=[sink, sink])
         try:
@@ -180,8 +178,8 @@ def controller_in_process(path, *arguments):
     """
     Yield a ControllerNode built in this process and a valid JointState of its joints.
 
-    The node reads `path` (plus the ``--ros-args`` `arguments`); stamp the message, then pass
-    it to `_on_state`.
+    The node reads `path` (plus the ``--ros-args`` `arguments`); its loop thread is stopped:
+    stamp the message, pass it serialized to `_on_joint_states`, then call `_loop_tick`.
     """
     import rclpy
     from sensor_msgs.msg import JointState
@@ -191,6 +189,7 @@ def controller_in_process(path, *arguments):
     rclpy.init(args=['bench', '--ros-args', '--params-file', str(path), *arguments],
                context=context)
     node = ControllerNode(context=context)
+    node.thread.stop()
     settle_heap()
     try:
         n = node.model.n
@@ -205,16 +204,18 @@ def tick_cost(path, ticks=5000):
     """
     Return p50, p99 (us) of one controller tick in this process, with a fixed fresh state.
 
-    The node's own `_tick` (loop, both publications, statistics) without the executor, the
-    simulator or DDS traffic in between: the compute time the loop needs when it has the CPU.
+    The node's own `_loop_tick` (loop, command, ~/state row, statistics) without the
+    executor, the simulator or DDS traffic in between: the compute time the loop needs when it
+    has the CPU.
     """
+    from rclpy.serialization import serialize_message
     with controller_in_process(path) as (node, msg):
         times = np.zeros(ticks)
         for k in range(ticks):
             msg.header.stamp = node.get_clock().now().to_msg()
-            node._on_state(msg)
+            node._on_joint_states(serialize_message(msg))
             start = time.perf_counter()
-            node._tick()
+            node._loop_tick(0.0)
             times[k] = (time.perf_counter() - start) * 1e6
         return np.percentile(times[ticks // 10:], (50.0, 99.0))
 
@@ -224,18 +225,20 @@ def main():
     Measure every case; print a table and the ratios.
 
     ``--floor``: only the floor cases (no controller), for comparing loop and publish kinds.
+    ``--baseline CHECKOUT``: this controller against the one of CHECKOUT and the floor.
     """
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     floor_only = '--floor' in sys.argv[1:]
-    prototype = '--prototype' in sys.argv[1:]
-    if not floor_only and not prototype:
+    baseline = (sys.argv[sys.argv.index('--baseline') + 1] if '--baseline' in sys.argv
+                else None)
+    if not floor_only and not baseline:
         with tempfile.TemporaryDirectory() as directory:
             p50, p99 = tick_cost(params(directory, 1000.0))
         print(f'one tick in-process (3-section CoG, pressure mode): p50 {p50:.0f} us, '
               f'p99 {p99:.0f} us')
     results = {}
     with tempfile.TemporaryDirectory() as directory:
-        for case in PROTOTYPE_CASES if prototype else CASES:
+        for case in BASELINE_CASES if baseline else CASES:
             node, rate, executor, priority, *variant = case
             if floor_only and node != 'floor':
                 continue
@@ -243,7 +246,7 @@ def main():
             results[case] = (measure_floor(path, rate, executor, priority, *variant)
                              if node == 'floor' else
                              measure(path, executor,
-                                     prototype=node if node != 'controller' else None))
+                                     baseline=baseline if node == 'baseline' else None))
             print(f'measured {case}', file=sys.stderr, flush=True)
     print_table(results)
     for priority in (0, PRIORITY):
@@ -255,18 +258,17 @@ def main():
                       f'compute p50 {other["compute_p50_us"] / base["compute_p50_us"]:.2f}, '
                       f'period p99 {other["period_p99_us"] / base["period_p99_us"]:.2f}, on '
                       f'time {other["on_time"]:.2%} vs {base["on_time"]:.2%}')
-    kinds = ('prototype', 'prototype-spin')
-    for priority, kind in ((p, k) for p in (0, PRIORITY) for k in kinds):
-        a = results.get((kind, 1000.0, 'events', priority))
-        b = results.get(('controller', 1000.0, 'events', priority))
+    for priority in (0, PRIORITY):
+        a = results.get(('controller', 1000.0, 'events', priority))
+        b = results.get(('baseline', 1000.0, 'events', priority))
         if a and b:
-            print(f'1000 Hz, priority {priority}, {kind}/controller: compute p50 '
+            print(f'1000 Hz, priority {priority}, controller/baseline: compute p50 '
                   f'{a["compute_p50_us"] / b["compute_p50_us"]:.2f}, p99 '
                   f'{a["compute_p99_us"] / b["compute_p99_us"]:.2f}, CPU '
                   f'{a["cpu_controller"] / b["cpu_controller"]:.2f}, latency p50 '
                   f'{a["latency_p50_us"] / b["latency_p50_us"]:.2f}, on time '
                   f'{a["on_time"]:.2%} vs {b["on_time"]:.2%}')
-    if floor_only or prototype:
+    if floor_only or baseline:
         return
     for rate in RATES:
         a = results['controller', rate, 'events', 0]

@@ -42,7 +42,7 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 PHASE = 6.0
 #: the flooding process: KIND ('states', 'trajectories' or 'unknown') at RATE/s (0: at once)
 FLOODER = '''
-import sys, time
+import os, sys, time
 import rclpy
 from rclpy.qos import qos_profile_sensor_data, QoSProfile
 from rclpy.serialization import serialize_message
@@ -70,7 +70,8 @@ while time.monotonic() < end:
     sent += 1
     if rate:
         time.sleep(1.0 / rate)
-print(sent)
+print(sent, flush=True)
+os._exit(0)                 # not rclpy's teardown, which can wait on unsent fragments
 '''
 
 
@@ -90,7 +91,12 @@ def phase(rec, processes, kind=None, rate=0.0, names=()):
         flooder = subprocess.Popen([sys.executable, '-c', FLOODER, kind, str(rate), str(PHASE),
                                     ','.join(names)], stdout=subprocess.PIPE, text=True)
     rec.run(PHASE + (1.0 if flooder else 0.0))
-    sent = int(flooder.communicate(timeout=120)[0] or 0) if flooder else 0
+    sent = 0
+    if flooder:
+        try:
+            sent = int(flooder.communicate(timeout=60)[0] or 0)
+        finally:
+            flooder.kill()
     windows = rec.diagnostics[count + 1:]
     assert windows and processes[0].poll() is None
     rates = [float(w['rate_hz']) for w in windows]

@@ -276,7 +276,7 @@ class ControllerNode(LifecycleNode):
 
     def _on_change(self, settings: Tuple[ControllerNodeSettings, ControllerSettings],
                    names: list) -> None:
-        """Runs on the executor thread: the loop takes the new settings at its next tick."""
+        """Post new settings (executor thread); the loop takes them at its next tick."""
         node, loop_settings = settings
         old = self.node_settings
         self.node_settings = node
@@ -358,7 +358,7 @@ class ControllerNode(LifecycleNode):
                                       f'{self.rejected}')
 
     def _on_joint_states(self, data):
-        """A serialized JointState: bounded, read, validated, handed to the loop."""
+        """Bound, read and validate a serialized JointState; hand it to the loop."""
         if self.loop is None:
             return
         try:
@@ -379,7 +379,7 @@ class ControllerNode(LifecycleNode):
         self.handoff.post(q, qd, t)
 
     def _on_trajectory(self, data):
-        """A serialized JointTrajectory: bounded, checked here, installed by the next tick."""
+        """Bound and check a serialized JointTrajectory; the next tick installs it."""
         if self.loop is None:
             return
         try:
@@ -406,7 +406,7 @@ class ControllerNode(LifecycleNode):
     # -- the loop (loop thread) -----------------------------------------------------------
 
     def _timer_tick(self):
-        """The loop on the executor timer (sim time): never late by the thread's measure."""
+        """Run the loop on the executor timer (sim time): never late by the thread's measure."""
         self._loop_tick(0.0)
 
     def _take_slots(self, loop):

@@ -113,7 +113,7 @@ class LoopThread:
 
     @property
     def native_id(self):
-        """The thread's native id (for its scheduling), None before `start`."""
+        """Return the thread's native id (for its scheduling), None before `start`."""
         return self._thread.native_id
 
     def _run(self):

@@ -57,7 +57,7 @@ class Durations:
 
     @property
     def count(self):
-        """Samples in the current window."""
+        """Return the number of samples in the current window."""
         return self.head - self.tail
 
     def run_percentile(self, fraction):
