@@ -4,7 +4,8 @@ Command rate under a flood of oversized joint_states: this controller against an
 Continuum arm at 500 Hz with the simulator, both under normal scheduling. For each node: the
 command rate (median of 1 s /diagnostics windows) without a flood, then while another process
 floods `joint_states` with 100,000-name messages (3.2 MB, pre-serialized) at 10 per second,
-then as fast as it can publish them; and the node's resident memory growth. Run:
+then as fast as it can publish them, then the same with 20,000-point `~/joint_trajectory`
+messages (reliable); and the node's resident memory growth. Run:
 `./run bench bench/bench_flood.py [CHECKOUT]` (about 2 min; with CHECKOUT, a source tree such
 as an older main, its controller is measured in the same run). Prints the rates and the ratio
 flood / none.
@@ -20,26 +21,38 @@ from pathlib import Path
 import numpy as np
 
 from bench_node import Baseline, column, params
-from continuum_ctrl.launch_description import simulation
+from continuum_ctrl.launch_description import config_path, simulation
+from continuum_ctrl.models import load_model
 from continuum_ctrl.launch_runner import start, stop
 from continuum_ctrl.ros.recorder import Recorder
 
 PHASE = 6.0
 NAMES = 100000
-#: the flooding process: publishes pre-serialized 100k-name JointStates at RATE (0: at once)
+POINTS = 20000
+#: the flooding process: pre-serialized 100k-name JointStates or 20k-point trajectories of the
+#: joints NAMES at RATE (0: at once)
 FLOODER = '''
-import sys, time
+import os, sys, time
 import rclpy
-from rclpy.qos import qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data, QoSProfile
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
-rate, seconds = float(sys.argv[1]), float(sys.argv[2])
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+rate, seconds, n, names = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 rclpy.init()
 node = rclpy.create_node('flooder')
-pub = node.create_publisher(JointState, 'joint_states', qos_profile_sensor_data)
-n = int(sys.argv[3])
-data = serialize_message(JointState(name=[f'joint_{k}' for k in range(n)],
-                                    position=[0.0] * n, velocity=[0.0] * n))
+if names:
+    names = names.split(',')
+    point = JointTrajectoryPoint(positions=[0.0] * len(names), velocities=[0.0] * len(names))
+    point.time_from_start.sec = 1
+    msg = JointTrajectory(joint_names=names, points=[point] * n)
+    pub = node.create_publisher(JointTrajectory, '/continuum_controller/joint_trajectory',
+                                QoSProfile(depth=10))
+else:
+    msg = JointState(name=[f'joint_{k}' for k in range(n)], position=[0.0] * n,
+                     velocity=[0.0] * n)
+    pub = node.create_publisher(JointState, 'joint_states', qos_profile_sensor_data)
+data = serialize_message(msg)
 time.sleep(1.0)
 end, sent = time.monotonic() + seconds, 0
 while time.monotonic() < end:
@@ -47,7 +60,8 @@ while time.monotonic() < end:
     sent += 1
     if rate:
         time.sleep(1.0 / rate)
-print(sent / seconds)
+print(sent / seconds, flush=True)
+os._exit(0)
 '''
 
 
@@ -59,14 +73,18 @@ def rss_mb(pid):
     return float('nan')
 
 
-def phase(rec, seconds, flood_rate=None):
-    """Run `seconds` (flooding at `flood_rate`/s, 0: at once); return (rate Hz, floods/s)."""
+def phase(rec, seconds, flood_rate=None, names=()):
+    """
+    Run `seconds` (flooding at `flood_rate`/s, 0: at once); return (rate Hz, floods/s).
+
+    `names`: the joints of trajectories to flood with (none: joint_states).
+    """
     count = len(rec.diagnostics)
     flooder = None
     if flood_rate is not None:
         flooder = subprocess.Popen([sys.executable, '-c', FLOODER, str(flood_rate),
-                                    str(seconds), str(NAMES)], stdout=subprocess.PIPE,
-                                   text=True)
+                                    str(seconds), str(POINTS if names else NAMES),
+                                    ','.join(names)], stdout=subprocess.PIPE, text=True)
     rec.run(seconds + (1.0 if flooder else 0.0))
     sent = float(flooder.communicate(timeout=60)[0] or 'nan') if flooder else 0.0
     windows = rec.diagnostics[count + 1:]
@@ -90,6 +108,9 @@ def measure(path, baseline):
                 out = {'none': phase(rec, PHASE)}
                 out['10/s'] = phase(rec, PHASE, 10.0)
                 out['at once'] = phase(rec, PHASE, 0.0)
+                names = load_model(config_path('continuum_3section.yaml')).joint_names
+                out['trajectories 10/s'] = phase(rec, PHASE, 10.0, names)
+                out['trajectories at once'] = phase(rec, PHASE, 0.0, names)
                 out['memory MB'] = (rss_mb(processes[0].pid) - memory, 0.0)
                 rejected = rec.diagnostics[-1]
                 out['rejected'] = (sum(float(v) for k, v in rejected.items()
@@ -115,7 +136,8 @@ def main():
         base = out['none'][0]
         print(f'{kind}: command rate {base:.0f} Hz without a flood; '
               + '; '.join(f'flood {name} ({out[name][1]:.0f} msgs/s): {out[name][0]:.0f} Hz '
-                          f'({out[name][0] / base:.0%})' for name in ('10/s', 'at once'))
+                          f'({out[name][0] / base:.0%})' for name in ('10/s', 'at once', 'trajectories 10/s',
+                                       'trajectories at once'))
               + f'; memory {out["memory MB"][0]:+.1f} MB; rejected {out["rejected"][0]:.0f}')
     time.sleep(0.1)
 
