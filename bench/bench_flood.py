@@ -134,10 +134,10 @@ def main():
             print(f'{kind}: did not start')
             continue
         base = out['none'][0]
+        floods = ('10/s', 'at once', 'trajectories 10/s', 'trajectories at once')
         print(f'{kind}: command rate {base:.0f} Hz without a flood; '
               + '; '.join(f'flood {name} ({out[name][1]:.0f} msgs/s): {out[name][0]:.0f} Hz '
-                          f'({out[name][0] / base:.0%})' for name in ('10/s', 'at once', 'trajectories 10/s',
-                                       'trajectories at once'))
+                          f'({out[name][0] / base:.0%})' for name in floods)
               + f'; memory {out["memory MB"][0]:+.1f} MB; rejected {out["rejected"][0]:.0f}')
     time.sleep(0.1)
 
