@@ -13,7 +13,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from continuum_ctrl.ros.conversion import Rejected
 from continuum_ctrl.ros.raw_input import (BOUND_JOINTS, commands_reader, joint_states_bytes,
                                           joint_states_reader, MAX_JOINT_STATES_BYTES,
-                                          NAME_CHARS, trajectory_reader)
+                                          MAX_TRAJECTORY_POINTS, NAME_CHARS, trajectory_reader)
+from continuum_ctrl.ros.node_settings import CONTROLLER_NODE_FIELDS
 from ros_nodes import use_domain
 
 use_domain(47)
@@ -53,6 +54,12 @@ def test_the_default_bound_admits_a_200_joint_robot_and_no_more():
     assert reader.read(serialize_message(msg)).name == names[:-1]
     with pytest.raises(Rejected, match='above the bound'):
         reader.read(serialize_message(joint_state(names)))
+
+
+def test_the_parameter_default_is_the_200_joint_bound():
+    field = CONTROLLER_NODE_FIELDS['input.max_joint_states_bytes']
+    assert field.default == MAX_JOINT_STATES_BYTES
+    assert CONTROLLER_NODE_FIELDS['input.max_trajectory_points'].default == MAX_TRAJECTORY_POINTS
 
 
 def test_the_bound_grows_to_the_configured_joints():

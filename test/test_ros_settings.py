@@ -9,7 +9,7 @@ from continuum_ctrl.control.loop import ControlLoop
 from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.launch_description import config_path, controller
 from continuum_ctrl.models import load_model
-from continuum_ctrl.params import ConfigError, file_parameters
+from continuum_ctrl.params import ConfigError, file_parameters, nest
 from continuum_ctrl.ros.node_settings import ControllerNodeSettings, SimulatorNodeSettings
 from continuum_ctrl.sim.plant import PlantSettings
 
@@ -114,11 +114,24 @@ def test_loop_tracks_in_joint_order_and_respects_limits():
 
 @pytest.mark.parametrize('key, value', [('rate_hz', 0.0), ('state_decimation', 0),
                                         ('realtime_priority', 100), ('autostart', 'yes'),
-                                        ('stamp_tolerance', -1.0)])
+                                        ('stamp_tolerance', -1.0),
+                                        ('input.max_joint_states_bytes', 0),
+                                        ('loop.max_missed_share', 1.5),
+                                        ('loop.spin_before_us', 500.0),
+                                        ('loop.safe_on_overrun', 1), ('loop.typo', 1),
+                                        ('input', 3)])
 def test_a_bad_node_setting_is_an_error_naming_its_key(key, value):
     with pytest.raises(ConfigError) as err:
-        ControllerNodeSettings.split({key: value})
+        ControllerNodeSettings.split(nest({key: value}))
     assert err.value.key == key
+
+
+def test_node_namespaces_are_read_and_taken_out_of_the_tree():
+    node, rest = ControllerNodeSettings.split(nest({
+        'input.max_trajectory_points': 50, 'loop.safe_on_overrun': True, 'gains.kp': [1.0]}))
+    assert node.max_trajectory_points == 50 and node.safe_on_overrun
+    assert node.max_missed_share == 0.2 and node.spin_before_us == 0.0
+    assert rest == {'gains': {'kp': [1.0]}}
 
 
 def test_node_settings_leave_the_loop_its_keys():
