@@ -6,6 +6,7 @@
     continuum-ctrl derive      print/export C(q, qd) and g(q) of a symbolic model
     continuum-ctrl fit-betas   fit the CoG model's energy-shaping coefficients
     continuum-ctrl launch      run a launch description's nodes without `ros2 launch`
+    continuum-ctrl identify    fit PMA stiffness, damping, area and dead zone to recorded runs
 """
 
 import sys
@@ -23,6 +24,8 @@ COMMANDS = {
                   "fit the CoG model's energy-shaping coefficients"),
     'launch': ('continuum_ctrl.launch_runner',
                "run a launch description's nodes as processes, without ros2 launch"),
+    'identify': ('continuum_ctrl.identify.command',
+                 'fit PMA stiffness, damping, area and dead zone to recorded runs'),
 }
 
 

@@ -31,6 +31,8 @@ DEFAULT_FIT = ('stiffness', 'damping', 'area', 'deadzone')
 HELD_OUT = 0.3
 #: samples enter the fit this far above the dead zone, as a share of p_max - p_min
 MARGIN = 0.02
+#: samples this close to a stroke end (share of the stroke) are left out: end stops
+STROKE_MARGIN = 0.02
 #: fewest samples per PMA above the dead zone
 MIN_SAMPLES = 200
 #: a scaled regressor worse conditioned than this does not excite some parameter
@@ -92,8 +94,8 @@ class _Run:
         self.name = run.name
         self.grid = grid(run, window)
         g = self.grid
-        self.h = np.array([setup.rigid.inverse_dynamics(q, qd, qdd)
-                           for q, qd, qdd in zip(g.q, g.qd, g.qdd)])
+        self.h = g.smooth(np.array([setup.rigid.inverse_dynamics(q, qd, qdd)
+                                    for q, qd, qdd in zip(*g.state)]))
         self.command_t, self.command = run.command_t, run.command
         edge = g.window // 2
         count = len(g.t)
@@ -102,6 +104,10 @@ class _Run:
         self.test = np.zeros(count, dtype=bool)
         self.train[edge:self.split - edge] = True
         self.test[self.split + edge:count - edge] = True
+        low, high = (np.asarray(b, dtype=float) for b in setup.model.joint_limits())
+        margin = STROKE_MARGIN * (high - low)
+        self.inside = ((g.lowest(g.q) > low + margin)
+                       & (-g.lowest(-g.q) < high - margin))
 
     def pressure(self, time_constant, delay):
         """Return the smoothed applied pressure, its window minimum and where it is defined."""
@@ -183,6 +189,7 @@ class Identification:
         for run in self.runs:
             p, low, defined = run.pressure(time_constant, delay)
             keep = getattr(run, part) & defined
+            low = np.where(run.inside, low, -np.inf)      # out of the stroke: never used
             rows.append((run.grid.q[keep], run.grid.qd[keep], run.h[keep], p[keep], low[keep]))
         return [np.concatenate(column) for column in zip(*rows)]
 
@@ -296,7 +303,7 @@ class Identification:
         best[mask] = np.clip(found.x, bounds[mask, 0], bounds[mask, 1])
         steps = np.where(mask, np.maximum(0.05 * best, dt / 4), 0.0)[mask]
         hessian = _hessian(cost, best[mask], steps)
-        return best, hessian, found.fun
+        return best, hessian, mask
 
     # -- the whole fit -----------------------------------------------------------------------
     def fit(self):
@@ -305,7 +312,7 @@ class Identification:
         lag = np.zeros(2)
         lag_cov = None
         if 'time_constant' in fit or 'delay' in fit:
-            lag, hessian, mean_sq = self._search_lag()
+            lag, hessian, searched = self._search_lag()
         data = self._stack('train', *lag)
         theta, inverse, condition, masks, blocks, deadzone = self._linear(data)
         residuals = self._residuals(theta, blocks)
@@ -315,7 +322,9 @@ class Identification:
         sigma2 = float(flat @ flat) / dof * inflation
         cov = sigma2 * inverse
         if 'time_constant' in fit or 'delay' in fit:
-            lag_cov = 2.0 * sigma2 / flat.size * np.linalg.pinv(hessian)
+            lag_cov = np.zeros((2, 2))
+            lag_cov[np.ix_(searched, searched)] = (2.0 * sigma2 / flat.size
+                                                   * np.linalg.pinv(hessian))
         estimates = self._estimates(theta, cov, lag, lag_cov)
         self._check_excited(estimates)
         result = self._judge(theta, deadzone, lag, estimates, condition, flat)
@@ -392,7 +401,7 @@ class Identification:
             keep = run.test & defined
             measured = area * (p - deadzone)
             predicted = run.h + k[s.section] * g.q + d[s.section] * g.qd
-            usable = keep[:, None] & (low > deadzone + self.margin)
+            usable = keep[:, None] & (low > deadzone + self.margin) & run.inside
             measured_shown = np.where(usable, measured, np.nan)
             held_out.append((g.t[keep] - g.t[0], measured_shown[keep], predicted[keep]))
             res = np.where(usable, measured - predicted, 0.0)

@@ -2,8 +2,11 @@
 Signals of a run on a uniform time grid: smoothed positions and their derivatives, pressures.
 
 Positions are interpolated onto a grid at the median sample period and differentiated by a
-non-causal Savitzky-Golay filter (cubic, window in seconds). The same filter smooths the
-actuator side, so both sides of the dynamics pass the same linear filter. Commands hold from
+short non-causal Savitzky-Golay filter (cubic); forces computed from them (the model's inverse
+dynamics, nonlinear in the state) are then smoothed by a longer Savitzky-Golay filter (the
+window, in seconds), and so is everything else on both sides of the dynamics: the same linear
+filter on both sides keeps the equation exact, and smoothing the force after the nonlinear
+model (not the state before it) keeps fast motions from biasing it. Commands hold from
 their log time until the next one; `applied` predicts what the actuator makes of them: a pure
 delay, then a first-order lag ``T dp/dt = u - p`` (exact for piecewise-constant input).
 """
@@ -17,22 +20,29 @@ from scipy.signal import savgol_filter
 from continuum_ctrl.config import ConfigError
 from continuum_ctrl.models.continuum.jit import compiled
 
-#: default Savitzky-Golay window, s: a cut-off near 12 Hz at 500 Hz, above any excitation
+#: default Savitzky-Golay window, s: a cut-off near 12 Hz, above any excitation
 DEFAULT_WINDOW = 0.1
+#: the differentiating window is this share of the smoothing window
+DERIVATIVE_SHARE = 0.3
 #: polynomial order of the Savitzky-Golay filter
 POLYORDER = 3
 
 
 @dataclass
 class Grid:
-    """A run on a uniform grid: `t` (N,) s, `dt` s, filtered `q`, `qd`, `qdd` (N, n)."""
+    """
+    A run on a uniform grid: `t` (N,) s, `dt` s, `window` (samples) of the smoother.
+
+    `state`: ``(q, qd, qdd)`` (N, n) from the short differentiator, for the model; `q`, `qd`:
+    the same smoothed by the window.
+    """
 
     t: np.ndarray
     dt: float
     window: int
+    state: tuple
     q: np.ndarray
     qd: np.ndarray
-    qdd: np.ndarray
 
     def smooth(self, x):
         """Return `x` (N, n) through the grid's Savitzky-Golay smoother (zero phase)."""
@@ -65,8 +75,11 @@ def grid(run, window=None):
         raise ConfigError('', f'{run.name}: too little data: {len(times)} samples '
                               f'({times[-1] - times[0]:.2f} s), need at least {3 * samples}')
     q = np.column_stack([np.interp(times, t, column) for column in run.q.T])
-    parts = [savgol_filter(q, samples, POLYORDER, deriv=d, delta=dt, axis=0) for d in range(3)]
-    return Grid(times, dt, samples, *parts)
+    short = max(int(round(DERIVATIVE_SHARE * samples)) | 1, POLYORDER + 2)
+    state = tuple(savgol_filter(q, short, POLYORDER, deriv=d, delta=dt, axis=0)
+                  for d in range(3))
+    smooth = [savgol_filter(x, samples, POLYORDER, axis=0) for x in state[:2]]
+    return Grid(times, dt, samples, state, *smooth)
 
 
 @compiled()
