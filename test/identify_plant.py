@@ -12,6 +12,7 @@ import numpy as np
 
 from continuum_ctrl.config import flatten, nest
 from continuum_ctrl.control.loop import ControlLoop
+from continuum_ctrl.control.references import Multisine
 from continuum_ctrl.control.settings import ControllerSettings, file_parameters
 from continuum_ctrl.identify.data import Run
 from continuum_ctrl.launch_description import CONTROLLER, SIMULATOR
@@ -91,3 +92,25 @@ def closed_loop(controller_files, plant_overrides, duration, controller_override
     model_order = np.empty_like(commands)
     model_order[:, order] = commands
     return Run('embedded', times, measured, times.copy(), model_order), times, true_q, desired
+
+
+def synthetic_run(setup, duration=10.0, rate=500.0, stiffness=1.2, damping=0.75, area=1.1,
+                  deadzone=15e3, noise=0.0, seed=0, band=(0.2, 3.0)):
+    """
+    Return a Run whose pressures make the controller's own model follow a multisine exactly.
+
+    The true PMA parameters are the nominal ones scaled (stiffness, damping, area) and a dead
+    zone in Pa; a PMA that would have to pull is vented (0 Pa). Position noise in m.
+    """
+    n = setup.model.n
+    reference = Multisine(np.full(n, 0.013), np.full(n, 0.006), band, 4)
+    t = np.arange(int(round(duration * rate))) / rate
+    q, qd, qdd = (np.array(x) for x in zip(*(reference.sample(s) for s in t)))
+    h = np.array([setup.rigid.inverse_dynamics(*x) for x in zip(q, qd, qdd)])
+    k = stiffness * setup.stiffness[setup.section]
+    d = damping * setup.damping[setup.section]
+    force = h + k * q + d * qd
+    a = area * setup.actuation.area
+    pressure = np.where(force > 0.0, force / a + deadzone, 0.0)
+    measured = q + noise * np.random.default_rng(seed).standard_normal(q.shape)
+    return Run('synthetic', t, measured, t.copy(), pressure)

@@ -116,9 +116,10 @@ def write_run(path, joint_names, t, q, command, command_topic='/continuum_contro
     Write a run as a bag: JointState positions (joint_names order) and Float64MultiArray
     commands at times `t` (s after `t0`, a Unix time); returns the path.
     """
+    start = int(round(t0 * 1e9))
     with BagWriter(path) as bag:
         for time, position, values in zip(t, q, command):
-            ns = int(round((t0 + time) * 1e9))
+            ns = start + int(round(time * 1e9))
             header = {'stamp': stamp(t0 + time), 'frame_id': ''}
             bag.write('/joint_states', 'sensor_msgs/msg/JointState',
                       {'header': header, 'name': list(joint_names), 'position': list(position),

@@ -137,7 +137,8 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
     """
     Read a rosbag2 MCAP bag (directory or file): JointState positions and the commands.
 
-    Log times (ns) become seconds; joint states are mapped by name on every message.
+    Log times (ns) become seconds after the bag's first message (float seconds since 1970
+    would keep only about 0.2 us); joint states are mapped by name on every message.
     """
     from mcap.exceptions import McapError
     from mcap.reader import make_reader
@@ -145,7 +146,7 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
 
     source = str(path)
     states, commands, topics = [], [], set()
-    columns, names = None, None
+    columns, names, origin = None, None, None
     for file in mcap_files(path):
         try:
             with open(file, 'rb') as handle:
@@ -155,7 +156,8 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
                     topics |= {c.topic for c in summary.channels.values()}
                 for _, channel, message, decoded in reader.iter_decoded_messages(
                         topics=[states_topic, commands_topic]):
-                    t = message.log_time * 1e-9
+                    origin = message.log_time if origin is None else origin
+                    t = (message.log_time - origin) * 1e-9
                     if channel.topic == states_topic:
                         if list(decoded.name) != names:
                             names = list(decoded.name)
