@@ -41,7 +41,7 @@ COND_LIMIT = 1e6
 REL_SE_LIMIT = 0.25
 #: search range of the actuator lag and delay, s
 LAG_RANGE = (0.0, 0.3)
-DELAY_RANGE = (0.0, 0.1)
+DELAY_RANGE = (0.0, 0.05)
 #: dead-zone refits per estimate
 DEADZONE_ITERATIONS = 10
 
@@ -272,8 +272,12 @@ class Identification:
 
     # -- the actuator lag --------------------------------------------------------------------
     def _cost(self, time_constant, delay, deadzone):
+        """Return the mean squared residual (N^2) for one lag; inf where it cannot be fitted."""
         data = self._stack('train', time_constant, delay)
-        theta, _, _, _, blocks, _ = self._linear(data, deadzone, iterations=2)
+        try:
+            theta, _, _, _, blocks, _ = self._linear(data, deadzone, iterations=2)
+        except ConfigError:             # a far-off candidate: no samples above its dead zone
+            return np.inf
         residuals = np.concatenate(self._residuals(theta, blocks))
         return float(np.mean(residuals ** 2))
 
