@@ -44,8 +44,8 @@ def main():
     samples = len(run.t)
     floor = seconds(lambda: [setup.rigid.inverse_dynamics(q, q, q) for q in run.q])
     default = seconds(lambda: identify([run], setup))
-    lag = seconds(lambda: identify([run], setup, Options(DEFAULT_FIT + ('time_constant',
-                                                                         'delay'))))
+    searched = Options(DEFAULT_FIT + ('time_constant', 'delay'))
+    lag = seconds(lambda: identify([run], setup, searched))
     print(f'identify 60 s at 500 Hz ({samples} samples, 9 PMAs), median of {REPEATS}:')
     print(f'  inverse dynamics alone (floor)       {floor:7.2f} s')
     print(f'  default fit                          {default:7.2f} s  ({default / floor:.1f} x '

@@ -38,7 +38,7 @@ def node_parameters(paths, node, overrides=None):
 
 
 class ValveLag:
-    """Applied pressure (Pa): the command delayed by `delay` s, then lagged by `time_constant` s."""
+    """Applied pressure (Pa): the command delayed by `delay` s, lagged by `time_constant` s."""
 
     def __init__(self, time_constant, delay, step, p0):
         self.time_constant, self.step = time_constant, step

@@ -1,5 +1,5 @@
 """
-Writing rosbag2-compatible MCAP files without ROS: `ros2 bag info`, Foxglove and identify read them.
+Writing rosbag2-compatible MCAP files without ROS, for `ros2 bag info`, Foxglove and identify.
 
     with BagWriter('run.mcap') as bag:
         bag.write('/joint_states', 'sensor_msgs/msg/JointState', message, t_ns)
@@ -113,8 +113,9 @@ def stamp(t):
 def write_run(path, joint_names, t, q, command, command_topic='/continuum_controller/commands',
               t0=0.0):
     """
-    Write a run as a bag: JointState positions (joint_names order) and Float64MultiArray
-    commands at times `t` (s after `t0`, a Unix time); returns the path.
+    Write a run as a bag of JointState positions and Float64MultiArray commands; return the path.
+
+    Positions in `joint_names` order and commands at times `t` (s after `t0`, a Unix time).
     """
     start = int(round(t0 * 1e9))
     with BagWriter(path) as bag:

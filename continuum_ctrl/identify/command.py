@@ -49,7 +49,8 @@ def parse(argv):
     parser.add_argument('--per-pma', action='store_true',
                         help='one area and dead zone per PMA (default: one for all)')
     parser.add_argument('--window', type=_window, default=None,
-                        help='Savitzky-Golay smoothing window, s (default 0.1)')
+                        help='Savitzky-Golay smoothing window, s (default 0.1; 0.05 when '
+                             'time_constant or delay is fitted)')
     return parser.parse_args(argv)
 
 

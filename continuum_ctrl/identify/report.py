@@ -8,8 +8,6 @@ nominal one, so its values win.
 
 from pathlib import Path
 
-import numpy as np
-
 #: parameter-file keys in the order they are written, with their namespace path
 KEYS = ('model.sections.stiffness', 'model.sections.damping', 'output.area',
         'output.deadzone', 'output.time_constant', 'output.delay')
@@ -37,7 +35,7 @@ def _format(values, digits=6):
 
 
 def fitted_yaml(result, sources):
-    """Return the fitted parameter file's text (fitted values only, standard errors in comments)."""
+    """Return the fitted parameter file: fitted values only, standard errors in comments."""
     tree = {}
     for key in KEYS:
         estimates = result.values(key)

@@ -22,10 +22,12 @@ from continuum_ctrl.models.continuum.model import ContinuumModel
 @dataclass
 class Setup:
     """
-    The nominal arm: `model` (as in the file), `rigid` (the same arm without stiffness and
-    damping, whose inverse dynamics give ``M qdd + C qd + g``), `joints`, `actuation`
-    (nominal ActuationMap, model order), `section` (section index of each coordinate) and the
-    nominal per-section `stiffness` (N/m) and `damping` (N s/m).
+    The nominal arm, as the parameter file describes it.
+
+    `model` (as in the file), `rigid` (the same arm without stiffness and damping, whose
+    inverse dynamics give ``M qdd + C qd + g``), `joints`, `actuation` (nominal ActuationMap,
+    model order), `section` (section index of each coordinate) and the nominal per-section
+    `stiffness` (N/m) and `damping` (N s/m).
     """
 
     path: str
