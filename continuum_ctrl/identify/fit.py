@@ -297,6 +297,7 @@ class Identification:
         delays = np.arange(0.0, DELAY_RANGE[1] + 1e-12, 2 * dt) if fit_delay else [0.0]
         costs = {(T, d): self._cost(T, d, deadzone) for T in lags for d in delays}
         start = np.array(min(costs, key=costs.get))
+        tolerance = 1e-4 * costs[tuple(start)]      # N^2: far below what sets the estimates
         mask = np.array([fit_lag, fit_delay])
         bounds = np.array([LAG_RANGE, DELAY_RANGE])
 
@@ -305,10 +306,10 @@ class Identification:
             full[mask] = np.clip(x, bounds[mask, 0], bounds[mask, 1])
             return self._cost(full[0], full[1], deadzone)
 
+        simplex = np.vstack((start[mask], start[mask] + np.diag([dt, dt][:mask.sum()])))
         found = minimize(cost, start[mask], method='Nelder-Mead',
-                         options={'xatol': dt / 20, 'fatol': 0.0, 'initial_simplex': np.vstack(
-                             (start[mask], start[mask] + np.diag([dt, dt][:mask.sum()]))),
-                                  'maxiter': 200})
+                         options={'xatol': dt / 10, 'fatol': tolerance, 'maxiter': 200,
+                                  'initial_simplex': simplex})
         best = start.copy()
         best[mask] = np.clip(found.x, bounds[mask, 0], bounds[mask, 1])
         steps = np.where(mask, np.maximum(0.05 * best, dt / 4), 0.0)[mask]
