@@ -27,6 +27,15 @@ def message_class(type_name):
         raise ConfigError('', f"message type '{type_name}' is not installed") from None
 
 
+def _qos(node, topic):
+    """Return a QoS that hears every publisher of `topic`: best effort if any publishes so."""
+    from rclpy.qos import qos_profile_sensor_data, ReliabilityPolicy
+
+    best_effort = any(info.qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT
+                      for info in node.get_publishers_info_by_topic(topic))
+    return qos_profile_sensor_data if best_effort else 100
+
+
 def main(argv=None):
     """Record the topics; return 0 (ConfigError: exit status 2 through the CLI)."""
     parser = argparse.ArgumentParser(prog='continuum-ctrl record',
@@ -58,7 +67,7 @@ def main(argv=None):
         for topic, type_name in types.items():
             def keep(msg, topic=topic, type_name=type_name):
                 messages.append((topic, type_name, msg, time.time_ns()))
-            node.create_subscription(message_class(type_name), topic, keep, 100)
+            node.create_subscription(message_class(type_name), topic, keep, _qos(node, topic))
         print(f'recording {", ".join(f"{t} ({types[t]})" for t in args.topics)}; Ctrl-C stops')
         end = time.monotonic() + (args.duration if args.duration else float('inf'))
         try:

@@ -16,6 +16,7 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
@@ -55,9 +56,9 @@ class Recorder:
         self.status = None
         self.active_since = None
         self.messages = [] if bag else None
-        if bag:
+        if bag:     # typed: raw subscriptions repeat their callback under the EventsExecutor
             self.node.create_subscription(JointState, '/joint_states', self._keep(
-                '/joint_states', 'sensor_msgs/msg/JointState'), 100)
+                '/joint_states', 'sensor_msgs/msg/JointState'), qos_profile_sensor_data)
         if record:
             self.node.create_subscription(JointTrajectory, f'/{controller}/state', self._state,
                                           100)
