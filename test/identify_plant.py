@@ -10,13 +10,14 @@ sim/actuator.py exists, it replaces this class.
 
 import numpy as np
 
-from continuum_ctrl.config import flatten, nest
 from continuum_ctrl.control.loop import ControlLoop
 from continuum_ctrl.control.references import Multisine
-from continuum_ctrl.control.settings import ControllerSettings, file_parameters
+from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.identify.data import Run
 from continuum_ctrl.launch_description import CONTROLLER, SIMULATOR
 from continuum_ctrl.models import load_model
+from continuum_ctrl.params import file_parameters, flatten, nest
+from continuum_ctrl.ros.node_settings import ControllerNodeSettings, SimulatorNodeSettings
 from continuum_ctrl.sim.plant import Plant, PlantSettings
 
 PARAMS = 'config/continuum_3section.yaml'
@@ -28,10 +29,8 @@ NOISE = {'noise.position': 2e-5, 'noise.velocity': 2e-3, 'noise.seed': 3}
 
 def node_parameters(paths, node, overrides=None):
     """Return ``(tree, model namespace)`` of `node` from parameter files merged in order."""
-    flat = {}
-    for path in paths:
-        tree, model = file_parameters(path, node)
-        flat.update(flatten({**tree, 'model': model}))
+    tree, model = file_parameters(list(paths), node)
+    flat = flatten({**tree, 'model': model})
     flat.update(overrides or {})
     tree = nest(flat)
     return tree, tree.pop('model')
@@ -64,16 +63,18 @@ def closed_loop(controller_files, plant_overrides, duration, controller_override
     """
     tree, model_ns = node_parameters(controller_files, CONTROLLER, controller_overrides)
     model = load_model(model_ns)
+    node, tree = ControllerNodeSettings.split(tree)
     settings = ControllerSettings.parse(tree, model)
-    loop = ControlLoop(model, settings)
+    loop = ControlLoop(model, settings, node.period)
     sim_overrides = {'initial.position': [0.013], **plant_overrides}
     if step is not None:
         sim_overrides['step'] = step
     sim_tree, sim_model = node_parameters([PARAMS], SIMULATOR, sim_overrides)
-    sim_tree = {k: v for k, v in sim_tree.items() if k not in ('gains', 'reference')}
+    sim_tree = {k: v for k, v in SimulatorNodeSettings.split(sim_tree)[1].items()
+                if k not in ('gains', 'reference')}
     plant = Plant(PlantSettings.parse(sim_tree, sim_model))
     ps = plant.settings
-    period, dt = settings.period, ps.step
+    period, dt = node.period, ps.step
     substeps = int(round(period / dt))
     valve = ValveLag(time_constant, delay, dt, ps.actuation.p_min)
     ticks = int(round(duration / period))
