@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from continuum_ctrl.config import ConfigError
+
 PACKAGE = 'continuum_ctrl'
 CONTROLLER = 'continuum_controller'
 SIMULATOR = 'continuum_simulator'
@@ -58,6 +60,42 @@ def config_dir():
     except (ImportError, LookupError, OSError):
         pass
     return Path(__file__).resolve().parent.parent / 'config'
+
+
+#: short arm names -> parameter file stems in config/ (`demo --arm`, `simulate --arm`)
+ARMS = {'continuum': 'continuum_3section', '2r': 'planar_2r', 'panda': 'panda'}
+
+
+def config_roots():
+    """Yield the directories that may hold the package's config/*.yaml, most specific first."""
+    yield Path(__file__).resolve().parent.parent / 'config'
+    yield Path(sys.prefix) / 'share' / PACKAGE / 'config'
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        yield Path(get_package_share_directory(PACKAGE)) / 'config'
+    except (ImportError, LookupError, OSError, ValueError):
+        pass
+
+
+def arm_config(arm):
+    """
+    Return the parameter file of `arm`: a path, a short name in ARMS or a file stem in config/.
+
+    `continuum`, `continuum_3section`, `continuum_3section.yaml` and a path to that file all
+    name the same file. Names are looked up in the source tree, then in the installed share
+    directory (pip's ``sys.prefix/share`` or the ament index). Raises ConfigError('--arm').
+    """
+    if Path(arm).is_file():
+        return Path(arm)
+    stem = ARMS.get(arm, arm[:-len('.yaml')] if arm.endswith('.yaml') else arm)
+    tried = []
+    for root in config_roots():
+        if (root / f'{stem}.yaml').is_file():
+            return root / f'{stem}.yaml'
+        tried.append(str(root))
+    names = ', '.join(f'{short} ({stem}.yaml)' for short, stem in ARMS.items())
+    raise ConfigError('--arm', f"'{arm}' is neither a parameter file nor an arm: {names}, or "
+                               f"a file stem in {tried}")
 
 
 def config_path(name):

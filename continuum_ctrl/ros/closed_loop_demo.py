@@ -19,13 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from continuum_ctrl.launch_description import simulation
+from continuum_ctrl.launch_description import arm_config, ARMS, simulation
 from continuum_ctrl.launch_runner import start, stop
 from continuum_ctrl.ros.conversion import REJECT_KINDS
 from continuum_ctrl.ros.recorder import Recorder
 
-#: --arm choices -> parameter files in config/
-ARMS = {'continuum': 'continuum_3section.yaml', '2r': 'planar_2r.yaml', 'panda': 'panda.yaml'}
 #: seconds allowed for the nodes to start (model set-up, JIT compilation)
 START_TIMEOUT = 60.0
 
@@ -106,13 +104,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog='continuum-ctrl demo', description=__doc__.split(
         '\n\n')[0].strip())
     parser.add_argument('--arm', default='continuum',
-                        help=f'one of {sorted(ARMS)} or a parameter file (default: continuum)')
+                        help=f"{', '.join(ARMS)}, a file stem in config/ or a parameter file "
+                             f"(default: continuum)")
     parser.add_argument('--duration', type=float, default=8.0, help='seconds recorded')
     parser.add_argument('--out', default='demo_out', help='output directory')
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    nodes = simulation(ARMS.get(args.arm, args.arm))
+    nodes = simulation(arm_config(args.arm))
     logs = [open(out / f'{node.name}.log', 'w') for node in nodes]
     processes = []
     try:
@@ -150,10 +149,12 @@ def main(argv=None):
     for key, rms, worst in summary(names, error):
         print(f'{key:<12} {rms:12.3e} {worst:12.3e}')
     rates = [float(d['rate_hz']) for d in diagnostics[1:] if 'rate_hz' in d]
+    ages = [float(d['input_age_p50_us']) for d in diagnostics[1:] if 'input_age_p50_us' in d]
     print(f'loop rate {np.median(rates) if rates else float("nan"):.1f} Hz (median of 1 s '
           f'windows), period p99 {figure(diagnostics, "run_period_p99_us"):.0f} us, compute '
           f'p99 {figure(diagnostics, "run_compute_p99_us"):.0f} us, late ticks '
-          f'{figure(diagnostics, "run_late_ticks"):.0f} of {figure(diagnostics, "run_ticks"):.0f}')
+          f'{figure(diagnostics, "run_late_ticks"):.0f} of {figure(diagnostics, "run_ticks"):.0f}'
+          f', joint_states age at the tick p50 {np.median(ages) if ages else float("nan"):.0f} us')
     print(f'simulator: {plant.get("steps", "?")} steps, {plant.get("overruns", "?")} overruns '
           f'(simulated time dropped), stepping CPU share {plant.get("cpu_share_stepping", "?")}'
           f', rejected commands {plant.get("rejected_commands", "?")}; controller: rejected '
