@@ -105,3 +105,15 @@ def test_the_desired_state_starts_at_the_measured_one_and_ends_on_the_reference(
         q, qd, qdd = (part.copy() for part in anchored.sample(t))
         assert np.allclose((q_plus - q_minus) / (2 * h), qd, atol=1e-6)
         assert np.allclose((qd_plus - qd_minus) / (2 * h), qdd, atol=1e-4)
+
+
+def test_a_joint_the_bump_would_carry_outside_its_limits_starts_at_rest():
+    """A PMA sagging below zero length: the desired pose brakes there, it does not sag on."""
+    from continuum_ctrl.control.loop import Anchored
+    from continuum_ctrl.control.references import Hold
+
+    q0, qd0 = np.array([-0.001, 0.010]), np.array([-0.02, -0.02])
+    anchored = Anchored(Hold([0.013, 0.013]), 0.0, q0, qd0, 1.0, np.zeros(2), np.full(2, 0.04))
+    assert np.allclose(anchored.sample(0.0)[1], [0.0, -0.02])
+    lowest = np.min([anchored.sample(t)[0].copy() for t in np.linspace(0.0, 1.0, 101)], axis=0)
+    assert lowest[0] == pytest.approx(-0.001) and lowest[1] < 0.010

@@ -26,6 +26,8 @@ from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
 from continuum_ctrl.control.references import (Hold, MinimumJerk, Sinusoid, Waypoints,
                                                minimum_jerk_ramp)
 
+#: largest value of the bump x (1 - s(x)) over the blend (at x = 0.398), in blend times
+BUMP_PEAK = 0.2731
 #: loop status: no valid state yet, controlling, or safe command after a state timeout
 WAITING, ACTIVE, STALE = 'waiting', 'active', 'stale'
 
@@ -57,9 +59,12 @@ class Anchored:
 
     and its first two time derivatives. At ``t0`` the desired state is the measured one with
     zero acceleration (for an arm at rest: the measured pose at rest), so the law sees no step
-    in position, velocity or acceleration error; after the blend it is ``r``. The blend is a
-    convex combination, so a start outside the limits (a PMA pushed below zero length by
-    gravity) moves smoothly inside rather than being clipped there in one tick.
+    in position, velocity or acceleration error; after the blend it is ``r``. The bump carries
+    the desired pose on by at most BUMP_PEAK ``blend_time qd0``; a joint it would carry outside
+    its limits starts at rest instead (``qd0 = 0``): a PMA sagging below zero length is braked
+    where it is, not followed further out, where it can only be pushed. The rest of the blend
+    is a convex combination, so a start outside the limits moves smoothly inside rather than
+    being clipped there in one tick.
     """
 
     def __init__(self, reference, t0, q_start, qd_start, blend_time, low, high):
@@ -67,8 +72,9 @@ class Anchored:
         self.t0 = t0
         self.blend_time = blend_time
         self.q_start = np.array(q_start, dtype=float)
-        self.qd_start = np.array(qd_start, dtype=float)
         self.low, self.high = low, high
+        reach = self.q_start + BUMP_PEAK * blend_time * np.asarray(qd_start, dtype=float)
+        self.qd_start = np.where((reach >= low) & (reach <= high), qd_start, 0.0)
         n = len(self.q_start)
         self.clamped = tuple(np.zeros(n) for _ in range(3))
         self.out = tuple(np.zeros(n) for _ in range(3))

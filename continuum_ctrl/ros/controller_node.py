@@ -159,7 +159,8 @@ class ControllerNode(Node):
         wall = time.monotonic()
         if wall - self._last_log > LOG_THROTTLE:
             self._last_log = wall
-            self.get_logger().warn(f'rejected {what} ({kind}): {reason}; totals {self.rejected}')
+            self.get_logger().warning(f'rejected {what} ({kind}): {reason}; totals '
+                                      f'{self.rejected}')
 
     def _on_state(self, msg):
         t = self._now()
