@@ -186,9 +186,10 @@ class ControlLoop:
         knots = np.concatenate(([0.0], times))
         checked = np.union1d(knots, (knots[1:] + knots[:-1]) / 2)
         try:
-            reference = Waypoints(knots, *with_start)
-            finite = all(np.all(np.isfinite(part)) for s in checked
-                         for part in reference.sample(s))
+            with np.errstate(over='ignore', invalid='ignore'):    # rejected below, silently
+                reference = Waypoints(knots, *with_start)
+                finite = all(np.all(np.isfinite(part)) for s in checked
+                             for part in reference.sample(s))
         except ConfigError:
             raise
         except (ArithmeticError, ValueError) as exc:
