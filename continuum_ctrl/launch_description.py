@@ -68,8 +68,11 @@ ARMS = {'continuum': 'continuum_3section', '2r': 'planar_2r', 'panda': 'panda'}
 
 def config_roots():
     """Yield the directories that may hold the package's config/*.yaml, most specific first."""
-    yield Path(__file__).resolve().parent.parent / 'config'
+    here = Path(__file__).resolve()
+    yield here.parent.parent / 'config'
     yield Path(sys.prefix) / 'share' / PACKAGE / 'config'
+    if len(here.parents) > 4:       # PREFIX/lib/pythonX.Y/site-packages/continuum_ctrl/
+        yield here.parents[4] / 'share' / PACKAGE / 'config'
     try:
         from ament_index_python.packages import get_package_share_directory
         yield Path(get_package_share_directory(PACKAGE)) / 'config'
@@ -83,7 +86,8 @@ def arm_config(arm):
 
     `continuum`, `continuum_3section`, `continuum_3section.yaml` and a path to that file all
     name the same file. Names are looked up in the source tree, then in the installed share
-    directory (pip's ``sys.prefix/share`` or the ament index). Raises ConfigError('--arm').
+    directory (pip's ``sys.prefix/share``, the install prefix of this module, or the ament
+    index). Raises ConfigError('--arm').
     """
     if Path(arm).is_file():
         return Path(arm)
