@@ -46,7 +46,7 @@ def start_seconds(prefix, env, timeout=300.0):
                             text=True)
     try:
         for line in node.stdout:
-            if '] plant ' in line or 'plant Continuum' in line:
+            if ']: plant ' in line:
                 return time.monotonic() - start
             assert time.monotonic() - start < timeout, line
         raise AssertionError(f'the node ended without starting (status {node.wait()})')
