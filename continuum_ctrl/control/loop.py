@@ -11,8 +11,9 @@ The controller's cycle without ROS: watchdog, reference, computed torque, limits
 Until `resume_count` consecutive valid states have arrived, and whenever the last one is older
 than `state_timeout`, `tick` returns the safe command: zero effort or `p_min` (vent), or for
 ``safe_mode: hold`` gravity plus elastic compensation at the last valid state. On every
-(re)start the reference is anchored at the measured pose and blends in from it over
-`reference.blend_time`. Efforts are clamped to `limits.effort` (and to what the PMAs can push),
+(re)start the desired trajectory leaves the measured state (pose, velocity; zero
+acceleration) and blends into the reference over `reference.blend_time` (`Anchored`), so the
+law sees no step. Efforts are clamped to `limits.effort` (and to what the PMAs can push),
 rate-limited to `limits.effort_rate`, and a non-finite effort gives the safe command.
 
 A low-pass on measured velocities (`velocity_filter`) matters for PMA arms: their damping acts
@@ -26,11 +27,14 @@ import numpy as np
 
 from continuum_ctrl.control.actuation import clamp_effort
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
-from continuum_ctrl.control.references import Hold, MinimumJerk, Sinusoid, Waypoints
+from continuum_ctrl.control.references import (Hold, MinimumJerk, minimum_jerk_ramp,
+                                               Multisine, Sinusoid, Waypoints)
 from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.models.base import DynamicsModel
 from continuum_ctrl.params import ConfigError
 
+#: largest value of the bump x (1 - s(x)) over the blend (at x = 0.398), in blend times
+BUMP_PEAK = 0.2731
 #: loop status: no valid state yet, controlling, safe command after a state timeout, or
 #: stopped (safe command until `start`)
 WAITING, ACTIVE, STALE, STOPPED = 'waiting', 'active', 'stale', 'stopped'
@@ -51,6 +55,8 @@ def build_reference(spec, q_start):
         return Hold(start)
     if spec.kind == 'sinusoid':
         return Sinusoid(start, spec.amplitude, spec.frequency, spec.phase)
+    if spec.kind == 'multisine':
+        return Multisine(start, spec.amplitude, spec.band, spec.components)
     if spec.kind == 'min_jerk':
         return MinimumJerk(q_start, spec.position, 0.0, spec.duration)
     if spec.times is None or len(spec.times) == 0:
@@ -60,37 +66,69 @@ def build_reference(spec, q_start):
 
 class Anchored:
     """
-    A reference started at time `t0`, blended in from the measured pose `q_start`.
+    A reference started at `t0`, clamped to the limits, blended in from the state measured then.
 
-    ``q_d(t) = ref(t - t0) + (q_start - ref(0)) (1 - s)``, with ``s`` the minimum-jerk ramp
-    from 0 to 1 over `blend_time` seconds, so the desired pose starts at the measured one and
-    stays C2.
+    With ``r(t) = ref(t - t0)`` clipped to ``[low, high]`` (its velocity and acceleration zero
+    where clipped), ``q0, qd0`` the measured `q_start`, `qd_start`, ``s`` the minimum-jerk
+    ramp from 0 to 1 over `blend_time` seconds and the bump ``b(t) = t (1 - s)`` (``b = 0``,
+    ``b' = 1``, ``b'' = 0`` at the start; all zero at the end):
+
+        q_d = q0 + b qd0 + s (r - q0)
+
+    and its first two time derivatives. At ``t0`` the desired state is the measured one with
+    zero acceleration (for an arm at rest: the measured pose at rest), so the law sees no step
+    in position, velocity or acceleration error; after the blend it is ``r``. The bump carries
+    the desired pose on by at most BUMP_PEAK ``blend_time qd0``; a joint it would carry outside
+    its limits starts at rest instead (``qd0 = 0``): a PMA sagging below zero length is braked
+    where it is, not followed further out, where it can only be pushed. The rest of the blend
+    is a convex combination, so a start outside the limits moves smoothly inside rather than
+    being clipped there in one tick.
     """
 
-    def __init__(self, reference, t0, q_start, blend_time):
+    def __init__(self, reference, t0, q_start, qd_start, blend_time, low, high):
         self.reference = reference
         self.t0 = t0
         self.blend_time = blend_time
-        self.offset = np.asarray(q_start, dtype=float) - reference.sample(0.0)[0]
-        self.out = tuple(np.zeros(len(self.offset)) for _ in range(3))
+        self.q_start = np.array(q_start, dtype=float)
+        self.low, self.high = low, high
+        reach = self.q_start + BUMP_PEAK * blend_time * np.asarray(qd_start, dtype=float)
+        self.qd_start = np.where((reach >= low) & (reach <= high), qd_start, 0.0)
+        n = len(self.q_start)
+        self.clamped = tuple(np.zeros(n) for _ in range(3))
+        self.out = tuple(np.zeros(n) for _ in range(3))
+        self._inside = np.zeros(n, dtype=bool)
+        self._delta = np.zeros(n)
+
+    def _clamped(self, elapsed):
+        """Return the reference at `elapsed` clipped to the limits, at rest where clipped."""
+        q, qd, qdd = self.reference.sample(elapsed)
+        r, rd, rdd = self.clamped
+        np.clip(q, self.low, self.high, out=r)
+        inside = np.equal(r, q, out=self._inside)
+        np.multiply(qd, inside, out=rd)
+        np.multiply(qdd, inside, out=rdd)
+        return self.clamped
 
     def sample(self, t):
         """Return ``(q_d, qd_d, qdd_d)`` at time `t` (s, same clock as `t0`)."""
         elapsed = max(t - self.t0, 0.0)
-        q, qd, qdd = self.reference.sample(elapsed)
+        r, rd, rdd = self._clamped(elapsed)
         if elapsed >= self.blend_time:
-            return q, qd, qdd
+            return self.clamped
+        s, ds, dds = minimum_jerk_ramp(elapsed, self.blend_time)
         q_out, qd_out, qdd_out = self.out
-        x, T = elapsed / self.blend_time, self.blend_time
-        fade = 1.0 - x ** 3 * (10.0 + x * (-15.0 + 6.0 * x))
-        dfade = -x ** 2 * (30.0 + x * (-60.0 + 30.0 * x)) / T
-        ddfade = -x * (60.0 + x * (-180.0 + 120.0 * x)) / T ** 2
-        np.multiply(self.offset, fade, out=q_out)
-        q_out += q
-        np.multiply(self.offset, dfade, out=qd_out)
-        qd_out += qd
-        np.multiply(self.offset, ddfade, out=qdd_out)
-        qdd_out += qdd
+        delta = np.subtract(r, self.q_start, out=self._delta)
+        b, db, ddb = elapsed * (1.0 - s), 1.0 - s - elapsed * ds, -2.0 * ds - elapsed * dds
+        np.multiply(delta, s, out=q_out)
+        q_out += self.q_start
+        q_out += b * self.qd_start
+        np.multiply(rd, s, out=qd_out)
+        qd_out += ds * delta
+        qd_out += db * self.qd_start
+        np.multiply(rdd, s, out=qdd_out)
+        qdd_out += 2.0 * ds * rd
+        qdd_out += dds * delta
+        qdd_out += ddb * self.qd_start
         return self.out
 
 
@@ -123,7 +161,6 @@ class ControlLoop:
         self.q_des, self.qd_des, self.qdd_des = np.zeros(n), np.zeros(n), np.zeros(n)
         self.effort = np.zeros(n)
         self.command = np.zeros(n)
-        self._inside = np.zeros(n, dtype=bool)
         self._nan = np.full(n, np.nan)
         self._tau = np.zeros(n)
         self._failing = False
@@ -149,9 +186,10 @@ class ControlLoop:
         self._step = step if np.isfinite(step).any() else None     # None: no rate limit
 
     def anchor(self, t: float) -> None:
-        """Restart the configured reference at time `t` from the last measured pose."""
+        """Restart the configured reference at time `t` from the last measured state."""
         spec = self.settings.reference
-        self.reference = Anchored(build_reference(spec, self.q), t, self.q, spec.blend_time)
+        self.reference = Anchored(build_reference(spec, self.q), t, self.q, self.qd,
+                                  spec.blend_time, self.low, self.high)
 
     def follow(self, times: np.ndarray, positions: np.ndarray,
                velocities: Optional[np.ndarray] = None,
@@ -187,9 +225,10 @@ class ControlLoop:
         knots = np.concatenate(([0.0], times))
         checked = np.union1d(knots, (knots[1:] + knots[:-1]) / 2)
         try:
-            reference = Waypoints(knots, *with_start)
-            finite = all(np.all(np.isfinite(part)) for s in checked
-                         for part in reference.sample(s))
+            with np.errstate(over='ignore', invalid='ignore'):    # rejected below, silently
+                reference = Waypoints(knots, *with_start)
+                finite = all(np.all(np.isfinite(part)) for s in checked
+                             for part in reference.sample(s))
         except ConfigError as exc:
             raise TrajectoryRejected(str(exc)) from None
         except (ArithmeticError, ValueError) as exc:
@@ -199,8 +238,8 @@ class ControlLoop:
         return reference
 
     def install(self, reference: Waypoints, t: float) -> None:
-        """Follow `reference` (from `plan`) from time `t` (s), from the measured pose."""
-        self.reference = Anchored(reference, t, self.q, 0.0)
+        """Follow `reference` (from `plan`) from time `t` (s), from the measured state."""
+        self.reference = Anchored(reference, t, self.q, self.qd, 0.0, self.low, self.high)
 
     def set_state(self, q: np.ndarray, qd: np.ndarray, t: float) -> None:
         """
@@ -270,11 +309,9 @@ class ControlLoop:
                                         f"('{self.settings.safe_mode}')"))
         if self.status != ACTIVE:
             return self.safe_command()
-        q_des, qd_des, qdd_des = self.reference.sample(t)   # type: ignore[union-attr]
-        np.clip(q_des, self.low, self.high, out=self.q_des)
-        inside = np.equal(self.q_des, q_des, out=self._inside)
-        np.multiply(qd_des, inside, out=self.qd_des)        # at rest where clipped
-        np.multiply(qdd_des, inside, out=self.qdd_des)
+        for target, value in zip((self.q_des, self.qd_des, self.qdd_des),
+                                 self.reference.sample(t)):  # type: ignore[union-attr]
+            target[:] = value
         problem = 'a non-finite effort'
         try:
             tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
