@@ -1,14 +1,15 @@
 """
 Command rate under a flood of oversized joint_states: this controller against another's.
 
-Continuum arm at 500 Hz with the simulator, both under normal scheduling. For each node: the
-command rate (median of 1 s /diagnostics windows) without a flood, then while another process
-floods `joint_states` with 100,000-name messages (3.2 MB, pre-serialized) at 10 per second,
-then as fast as it can publish them, then the same with 20,000-point `~/joint_trajectory`
-messages (reliable); and the node's resident memory growth. Run:
-`./run bench bench/bench_flood.py [CHECKOUT]` (about 2 min; with CHECKOUT, a source tree such
-as an older main, its controller is measured in the same run). Prints the rates and the ratio
-flood / none.
+Continuum arm at 500 Hz with the simulator, both under normal scheduling (``--priority P``:
+both loop threads under SCHED_FIFO at P, as the shipped continuum config has it). For each
+node: the command rate (median of 1 s /diagnostics windows) without a flood, then while
+another process floods `joint_states` with 100,000-name messages (3.2 MB, pre-serialized) at
+10 per second, then as fast as it can publish them, then the same with 20,000-point
+`~/joint_trajectory` messages (reliable); and the node's resident memory growth. Run:
+`./run bench bench/bench_flood.py [--priority P] [CHECKOUT]` (about 3 min per node; with
+CHECKOUT, a source tree such as an older main, its controller is measured in the same run).
+Prints the rates and the ratio flood / none.
 """
 
 import os
@@ -124,10 +125,16 @@ def main():
     """Measure both node kinds; print rates and ratios."""
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     with tempfile.TemporaryDirectory() as directory:
-        path = params(directory, 500.0, 0)
+        args = sys.argv[1:]
+        priority = 0
+        if '--priority' in args:
+            at = args.index('--priority')
+            priority = int(args[at + 1])
+            del args[at:at + 2]
+        path = params(directory, 500.0, priority)
         checkouts = {'controller': None}
-        if len(sys.argv) > 1:
-            checkouts['baseline'] = sys.argv[1]
+        if args:
+            checkouts['baseline'] = args[0]
         results = {kind: measure(path, checkout) for kind, checkout in checkouts.items()}
     for kind, out in results.items():
         if out is None:
