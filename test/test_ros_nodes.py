@@ -198,19 +198,19 @@ def test_runtime_gain_change_and_refusals(reordered):
 
 
 def test_realtime_priority_of_the_loop_thread_at_start_and_at_run_time(tmp_path):
-    """The loop runs on the process's main thread: SCHED_FIFO from the file, then normal."""
+    """The loop thread at SCHED_FIFO from the file, the others one below; then all normal."""
     path = params_file(tmp_path, 'planar_2r.yaml', continuum_controller={
         'realtime_priority': 30})
     privileged = in_thread(lambda: set_thread_priority(30)) is None
     with running(tmp_path, path, with_simulator=False) as (rec, processes):
         pid = processes[0].pid
         log = (tmp_path / f'{CONTROLLER}.log')
-        if privileged:                  # the loop (main) thread at 30, DDS threads at 29
+        if privileged:      # the loop thread at 30; the executor (main) and DDS threads at 29
             assert os.sched_getscheduler(pid) == os.SCHED_FIFO
-            assert os.sched_getparam(pid).sched_priority == 30
-            others = {os.sched_getparam(int(tid)).sched_priority
-                      for tid in os.listdir(f'/proc/{pid}/task') if int(tid) != pid}
-            assert 29 in others and others <= {29, 30}   # later threads inherit their maker's
+            assert os.sched_getparam(pid).sched_priority == 29
+            priorities = [os.sched_getparam(int(tid)).sched_priority
+                          for tid in os.listdir(f'/proc/{pid}/task')]
+            assert priorities.count(30) == 1 and set(priorities) == {29, 30}, priorities
         else:
             assert rec.wait(lambda: 'cannot use SCHED_FIFO' in log.read_text(), 10.0)
         result = set_params(rec, realtime_priority=100)[0]

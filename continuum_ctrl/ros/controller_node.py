@@ -539,6 +539,7 @@ class ControllerNode(LifecycleNode):
             ('run_compute_p99_us', self.compute.run_percentile(0.99)),
             ('run_compute_max_us', self.compute.largest),
             ('nonfinite_efforts', self.loop.cycle.nonfinite),
+            ('run_state_rows_dropped', self.states.dropped),
         ]
         values += [(f'rejected_{kind}', count) for kind, count in self.rejected.items()]
         return values
