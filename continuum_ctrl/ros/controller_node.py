@@ -309,7 +309,7 @@ class ControllerNode(LifecycleNode):
         self.thread = LoopThread(self._loop_tick, node.period, node.realtime_priority,
                                  node.spin_before_us * 1e-6)
         if node.realtime_priority:          # the executor's and middleware's threads below
-            set_node_priority(max(node.realtime_priority - 1, 1))
+            self._set_priorities(node.realtime_priority)
         self.thread.start()
 
     def _stop_loop(self) -> None:
@@ -333,9 +333,7 @@ class ControllerNode(LifecycleNode):
         priority = self.node_settings.realtime_priority if self.loop is not None else 0
         if priority == previous:
             return
-        problem = set_node_priority(max(priority - 1, 1) if priority else 0)
-        if problem is None and self.thread is not None and self.thread.native_id:
-            problem = set_thread_priority(priority, self.thread.native_id)
+        problem = self._set_priorities(priority)
         logger = self.get_logger()
         if problem is not None:
             logger.warning(f'loop thread: cannot use SCHED_FIFO priority {priority}: '
@@ -343,6 +341,15 @@ class ControllerNode(LifecycleNode):
         elif priority > 0:
             logger.info(f'loop thread: SCHED_FIFO priority {priority}, other threads '
                         f'{max(priority - 1, 1)}')
+
+    def _set_priorities(self, priority: int) -> Optional[str]:
+        """Put the loop thread at `priority`, every other thread one below (0: all normal)."""
+        problem = set_node_priority(priority)   # the caller at `priority`, the others below
+        if problem is None and priority:
+            set_thread_priority(max(priority - 1, 1))   # the caller (executor) below too
+            if self.thread is not None and self.thread.native_id:
+                problem = set_thread_priority(priority, self.thread.native_id)
+        return problem
 
     # -- input (executor thread) ----------------------------------------------------------
 
