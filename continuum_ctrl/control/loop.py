@@ -10,7 +10,9 @@ than `state_timeout`, `tick` returns the safe command: zero effort or `p_min` (v
 ``safe_mode: hold`` gravity plus elastic compensation at the last valid state. On every
 (re)start the reference is anchored at the measured pose and blends in from it over
 `reference.blend_time`. Efforts are clamped to `limits.effort` (and to what the PMAs can push),
-rate-limited to `limits.effort_rate`, and a non-finite effort gives the safe command.
+rate-limited to `limits.effort_rate`, and a non-finite effort gives the safe command. In
+pressure mode, `output.time_constant` and `output.delay` compensate the valves' lag and dead
+time (control/compensation.py); the limits apply to the compensated command.
 
 A low-pass on measured velocities (`velocity_filter`) matters for PMA arms: their damping acts
 on a few grams of generalized inertia, so cancelling ``D qd`` with a velocity measured a few
@@ -21,6 +23,7 @@ import numpy as np
 
 from continuum_ctrl.config import ConfigError
 from continuum_ctrl.control.actuation import clamp_effort
+from continuum_ctrl.control.compensation import clamped_sample, Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
 from continuum_ctrl.control.references import Hold, MinimumJerk, Sinusoid, Waypoints
 
@@ -107,6 +110,8 @@ class ControlLoop:
         self._nan = np.full(n, np.nan)
         self._tau = np.zeros(n)
         self._failing = False
+        self._sent_time = None
+        self._pressures = np.zeros(n)
         self._safe_command()
 
     def configure(self, settings, reanchor=False):
@@ -124,6 +129,13 @@ class ControlLoop:
                               if settings.actuation is not None else (-limit, limit))
         step = settings.effort_rate * settings.period
         self._step = step if np.isfinite(step).any() else None     # None: no rate limit
+        old = getattr(self, 'compensation', None)
+        if not any(settings.compensation):
+            self.compensation = None
+        elif old is None or (old.time_constant, old.delay, old.period) != (
+                *settings.compensation, settings.period):
+            self.compensation = Compensation(self.model, self.law, settings.actuation,
+                                             *settings.compensation, settings.period)
 
     def anchor(self, t):
         """Restart the configured reference at time `t` from the last measured pose."""
@@ -185,12 +197,40 @@ class ControlLoop:
             self.status = ACTIVE
             self.anchor(t)
 
+    def set_pressures(self, pressures, t):
+        """
+        Take measured PMA pressures (joints order, Pa) at receive time `t` (s).
+
+        The compensation's valve model uses them in place of its own estimate until the next
+        command; without new ones it runs on alone. Raises ValueError saying why for a vector
+        of the wrong length, non-finite values or pressures outside ``[p_min, p_max]``
+        widened by its span (the estimate is then kept).
+        """
+        actuation = self.settings.actuation
+        if actuation is None:
+            raise ValueError('the output is not pressure')
+        if len(pressures) != self.model.n:
+            raise ValueError(f'expected {self.model.n} pressures, got {len(pressures)}')
+        self._pressures[self.settings.order] = pressures
+        span = actuation.p_max - actuation.p_min
+        if not np.all(np.isfinite(self._pressures)):
+            raise ValueError('non-finite pressures')
+        if np.any(np.abs(self._pressures - 0.5 * (actuation.p_max + actuation.p_min))
+                  > 1.5 * span):
+            raise ValueError('pressures outside [p_min, p_max] widened by its span')
+        if self.compensation is not None:
+            self.compensation.measured(self._pressures, t)
+
     def reject_state(self):
         """Count a rejected measurement against the streak needed to resume."""
         self.valid_streak = 0
 
     def tick(self, t):
         """Return the command for time `t` (s) in joints order (an internal buffer)."""
+        if self.compensation is not None and self._sent_time is not None:
+            self._pressures[self.settings.order] = self.command
+            self.compensation.sent(self._pressures, self._sent_time)
+        self._sent_time = t
         if self.status == ACTIVE and t - self.last_state_time > self.settings.state_timeout:
             self.status = STALE
             self.valid_streak = 0
@@ -199,14 +239,15 @@ class ControlLoop:
                                         f"('{self.settings.safe_mode}')"))
         if self.status != ACTIVE:
             return self._safe_command()
-        q_des, qd_des, qdd_des = self.reference.sample(t)
-        np.clip(q_des, self.low, self.high, out=self.q_des)
-        inside = np.equal(self.q_des, q_des, out=self._inside)
-        np.multiply(qd_des, inside, out=self.qd_des)        # at rest where clipped
-        np.multiply(qdd_des, inside, out=self.qdd_des)
+        clamped_sample(self.reference, t, self.low, self.high,
+                       (self.q_des, self.qd_des, self.qdd_des), self._inside)
         problem = 'a non-finite effort'
         try:
-            tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
+            if self.compensation is None:
+                tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
+            else:
+                tau = self.compensation.effort(self.q, self.qd, self.reference, t,
+                                               (self.low, self.high), self._effort_range)
         except Exception as exc:  # noqa: B902 - any failure must end in the safe command
             tau, problem = self._nan, f'{type(exc).__name__}: {exc}'
         if not np.isfinite(tau).all():

@@ -106,3 +106,28 @@ def simulate(plant, law, reference, q0, qd0, duration, dt, control_period=None,
                 log.t, log.q, log.qd, log.q_des, log.qd_des, log.tau)))
             raise SimulationDiverged(t, exc, part) from exc
     return log
+
+
+def run_loop(plant, loop, duration):
+    """
+    Run the controller's and the simulator's parts in one process on one clock, without ROS.
+
+    `plant`: a sim.plant.Plant; `loop`: a control.loop.ControlLoop. Every control period the
+    loop takes the plant's measurement and its command goes to the plant at once, which then
+    integrates up to the next tick: the node closed loop without transport latency. Returns
+    ``(t, q, q_des, command)``: tick times (s) and, per tick, the measured and desired
+    positions (model order) and the command sent (joints order).
+    """
+    period = loop.settings.period
+    ticks = int(round(duration / period))
+    t = period * np.arange(ticks)
+    q, q_des = np.zeros((ticks, plant.model.n)), np.zeros((ticks, plant.model.n))
+    command = np.zeros((ticks, plant.model.n))
+    plant.advance(0.0)
+    for k, now in enumerate(t):
+        loop.set_state(*plant.measure(), now)
+        command[k] = loop.tick(now)
+        q[k], q_des[k] = loop.q, loop.q_des
+        plant.command(command[k], now)
+        plant.advance(now + period + 1e-9)
+    return t, q, q_des, command

@@ -1,0 +1,117 @@
+"""
+Compensation of the PMA valves in the controller: a lead on their lag, a prediction over their
+dead time (pressure output only).
+
+    comp = Compensation(model, law, actuation, time_constant, delay, period)
+    tau = comp.effort(q, qd, reference, t, limits)   # the force to command now, N
+    comp.sent(pressures, t)       # every command sent (model order, Pa, at time t in s)
+    comp.measured(pressures, t)   # measured PMA pressures, when the hardware gives them
+
+The valves are modelled as in the simulator (sim/actuator.py): the applied pressure follows
+the command after `delay` through a first-order lag of `time_constant` (s).
+
+- **Delay.** The force commanded now acts `delay` seconds later, so the law acts on the state
+  predicted for then: the model's forward dynamics from the measured state, driven by the
+  applied pressures that the commands already sent will make over that time (the valve model
+  fed with every command sent; where measured pressures arrive they replace its estimate). The
+  reference is taken at ``t + delay`` as well.
+- **Lag.** ``p_cmd = p_des + T dp_des/dt``, in forces (the same above the dead zone, where
+  the map is affine). ``dp_des/dt`` is the time derivative of the law under perfect tracking:
+  the model's inverse dynamics along the (smooth) reference, a central difference over one
+  control period. It holds no measurement, so sensor noise cannot turn into chatter. The
+  feedback part of the law (the cancellation of stiffness and damping by the measured state
+  above all) is not led: its derivative needs the measured acceleration, and leading it
+  (the law differentiated along its commanded acceleration, or the stiffness term along the
+  measured velocity) raised the gain of the fast cancellation loop until it chattered or,
+  with a 20 % wrong time constant, lost the arm.
+"""
+
+import math
+
+import numpy as np
+
+from continuum_ctrl.sim.actuator import Actuator
+from continuum_ctrl.sim.integrators import implicit_damping_euler_step
+
+
+def clamped_sample(reference, t, low, high, out, inside):
+    """
+    Sample `reference` at `t` into `out` = (q_d, qd_d, qdd_d), q_d clamped to [low, high].
+
+    A clamped joint gets zero desired velocity and acceleration (at rest on its limit);
+    `inside` is a boolean buffer of the same length.
+    """
+    q_des, qd_des, qdd_des = reference.sample(t)
+    np.clip(q_des, low, high, out=out[0])
+    np.equal(out[0], q_des, out=inside)
+    np.multiply(qd_des, inside, out=out[1])
+    np.multiply(qdd_des, inside, out=out[2])
+    return out
+
+
+class Compensation:
+    """
+    Lead and prediction for valves of `time_constant` and `delay` (s); see the module doc.
+
+    `law` is the loop's ComputedTorqueLaw, `actuation` its ActuationMap, `period` the control
+    period (s): the step of the prediction and of the derivative.
+    """
+
+    def __init__(self, model, law, actuation, time_constant, delay, period):
+        self.model = model
+        self.law = law
+        self.actuation = actuation
+        self.time_constant = time_constant
+        self.delay = delay
+        self.period = period
+        self.valves = Actuator(time_constant, delay, 0.0, actuation.p_min)
+        self.substeps = max(math.ceil(delay / period - 1e-9), 1)
+        n = model.n
+        self._now = tuple(np.zeros(n) for _ in range(3))
+        self._next = tuple(np.zeros(n) for _ in range(3))
+        self._inside = np.zeros(n, dtype=bool)
+
+    def sent(self, pressures, t):
+        """Feed the valve model the command sent at `t` (model order, Pa)."""
+        self.valves.command(pressures, t)
+
+    def measured(self, pressures, t):
+        """Take measured applied pressures (model order, Pa) at time `t` (s) as the estimate."""
+        self.valves.advance(t)
+        self.valves.pressure[:] = pressures
+
+    def predict(self, q, qd, t):
+        """Return ``(q, qd)`` predicted from time `t` to ``t + delay`` (s) by the model."""
+        self.valves.advance(t)
+        if self.delay == 0.0:
+            return q, qd
+        valves = self.valves.copy()
+        h = self.delay / self.substeps
+        for k in range(self.substeps):
+            force = self.actuation.force(valves.advance(t + (k + 0.5) * h))
+            valves.advance(t + (k + 1) * h)
+            q, qd = implicit_damping_euler_step(self.model, q, qd, force, h)
+        return q, qd
+
+    def effort(self, q, qd, reference, t, limits, bounds):
+        """
+        Return the force (model order, N) to command at time `t` (s).
+
+        `reference` samples ``(q_d, qd_d, qdd_d)``; `limits` = (low, high) joint limits;
+        `bounds` = (low, high) forces the loop clamps to (the lead acts on clamped forces).
+        """
+        q, qd = self.predict(q, qd, t)
+        t_act = t + self.delay
+        ref = clamped_sample(reference, t_act, *limits, self._now, self._inside)
+        tau = np.clip(self.law(q, qd, *ref), *bounds)
+        if self.time_constant == 0.0:
+            return tau
+        h = self.period
+        early = self._feedforward(reference, t_act - 0.5 * h, limits, bounds, self._now)
+        late = self._feedforward(reference, t_act + 0.5 * h, limits, bounds, self._next)
+        return tau + (self.time_constant / h) * (late - early)
+
+    def _feedforward(self, reference, t, limits, bounds, out):
+        """Return the clamped force of perfect tracking at `t`: inverse dynamics of the ref."""
+        ref = clamped_sample(reference, t, *limits, out, self._inside)
+        return np.clip(self.model.inverse_dynamics(*ref), *bounds)
