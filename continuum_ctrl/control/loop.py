@@ -246,7 +246,8 @@ class ControlLoop:
             if self.compensation is None:
                 tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
             else:
-                tau = self.compensation.effort(self.q, self.qd, self.reference, t,
+                tau = self.compensation.effort(self.q, self.qd, self.last_state_time,
+                                               self.reference, t,
                                                (self.low, self.high), self._effort_range)
         except Exception as exc:  # noqa: B902 - any failure must end in the safe command
             tau, problem = self._nan, f'{type(exc).__name__}: {exc}'

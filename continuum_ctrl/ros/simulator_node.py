@@ -6,8 +6,9 @@
   pressure outside ``[p_min, p_max]``) is rejected whole and counted; a command older than
   `command_timeout` means zero input.
 - pub `joint_states` (sensor_msgs/JointState, model joint order; effort: the applied
-  generalized force, behind the valves of `actuator.*` in pressure mode) at `publish_rate_hz`; the plant integrates with the fixed `step` in between,
-  following the wall clock.
+  generalized force, behind the valves of `actuator.*` in pressure mode) at
+  `publish_rate_hz`; the plant integrates with the fixed `step` in between, following the
+  wall clock.
 - pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands.
 """
 
