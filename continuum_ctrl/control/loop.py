@@ -129,13 +129,15 @@ class ControlLoop:
                               if settings.actuation is not None else (-limit, limit))
         step = settings.effort_rate * settings.period
         self._step = step if np.isfinite(step).any() else None     # None: no rate limit
-        old = getattr(self, 'compensation', None)
+        old = getattr(self, 'compensation', None)     # kept while it fits: its estimate
         if not any(settings.compensation):
             self.compensation = None
         elif old is None or (old.time_constant, old.delay, old.period) != (
                 *settings.compensation, settings.period):
             self.compensation = Compensation(self.model, self.law, settings.actuation,
                                              *settings.compensation, settings.period)
+        else:
+            old.actuation = settings.actuation
 
     def anchor(self, t):
         """Restart the configured reference at time `t` from the last measured pose."""
@@ -201,10 +203,10 @@ class ControlLoop:
         """
         Take measured PMA pressures (joints order, Pa) at receive time `t` (s).
 
-        The compensation's valve model uses them in place of its own estimate until the next
-        command; without new ones it runs on alone. Raises ValueError saying why for a vector
-        of the wrong length, non-finite values or pressures outside ``[p_min, p_max]``
-        widened by its span (the estimate is then kept).
+        The compensation's valve model takes them as its estimate and runs on from them;
+        without new ones it runs on alone from the commands sent. Raises ValueError saying
+        why for a vector of the wrong length, non-finite values or pressures outside
+        ``[p_min, p_max]`` widened by its span (the estimate is then kept).
         """
         actuation = self.settings.actuation
         if actuation is None:
