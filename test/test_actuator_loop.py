@@ -64,3 +64,35 @@ def test_compensation_wins_back_the_tracking_lost_to_the_valves(figures):
 
 def test_compensation_adds_no_chatter(figures):
     assert figures['compensated'][1] <= 1.5 * figures['uncompensated'][1]
+
+
+def test_measured_pressures_are_used_checked_and_missed(tmp_path):
+    """
+    `~/pressures` over real processes: bad messages are rejected and counted; valid ones
+    replace the valve estimate (a false reading of p_max spoils the prediction, so the arm
+    errs); when they stop, the model's estimate takes over again and the arm tracks.
+    """
+    import time
+    from std_msgs.msg import Float64MultiArray
+    path = params_file(tmp_path, 'continuum_3section.yaml')
+    with running(tmp_path, path) as (rec, _):
+        pub = rec.node.create_publisher(Float64MultiArray, '/continuum_controller/pressures',
+                                        10)
+        assert rec.wait(lambda: pub.get_subscription_count() > 0, 30.0)
+        for bad in ([1e5] * 8, [float('nan')] * 9, [5e6] * 9):
+            pub.publish(Float64MultiArray(data=bad))
+        phases = [time.time() + SETTLE]
+        rec.run(SETTLE + 2.0)
+        phases.append(time.time())
+        false = Float64MultiArray(data=[5e5] * 9)
+        timer = rec.node.create_timer(0.005, lambda: pub.publish(false))
+        rec.run(2.0)
+        rec.node.destroy_timer(timer)
+        phases.append(time.time())
+        rec.run(3.0)
+        phases.append(time.time())
+        t, q_des, q, _ = rec.arrays()
+        rms = [np.sqrt(np.mean((q - q_des)[(t >= a + 0.5) & (t < b)] ** 2))
+               for a, b in zip(phases[:-1], phases[1:])]
+        assert rec.diagnostics[-1]['rejected_pressures'] == '3'
+    assert rms[1] > 3.0 * rms[0] and rms[2] < 0.5 * rms[1], rms

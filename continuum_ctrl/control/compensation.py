@@ -1,6 +1,7 @@
 """
-Compensation of the PMA valves in the controller: a lead on their lag, a prediction over their
-dead time (pressure output only).
+The controller's compensation of the PMA valves: a lead on their lag, a prediction over delay.
+
+Pressure output only.
 
     comp = Compensation(model, law, actuation, time_constant, delay, period)
     tau = comp.effort(q, qd, reference, t, limits)   # the force to command now, N

@@ -89,7 +89,7 @@ class Actuator:
             self.t = t
 
     def copy(self):
-        """Return an independent copy (state, clock and pending commands)."""
+        """Return an independent twin: state, clock and pending commands."""
         twin = Actuator(self.time_constant, self.delay, self.max_rate, self.pressure)
         twin.input = self.input.copy()
         twin.pending = deque(self.pending)
