@@ -69,8 +69,9 @@ def test_compensation_adds_no_chatter(figures):
 def test_measured_pressures_are_used_checked_and_missed(tmp_path):
     """
     `~/pressures` over real processes: bad messages are rejected and counted; valid ones
-    replace the valve estimate (a false reading of p_max spoils the prediction, so the arm
-    errs); when they stop, the model's estimate takes over again and the arm tracks.
+    replace the valve estimate (a false, constant reading spoils the prediction, so the arm
+    errs); when they stop, the model's estimate takes over again and the arm tracks again
+    (within about 1.5 s: the arm recovers slowly from the large error, as without valves).
     """
     import time
     from std_msgs.msg import Float64MultiArray
@@ -84,15 +85,15 @@ def test_measured_pressures_are_used_checked_and_missed(tmp_path):
         phases = [time.time() + SETTLE]
         rec.run(SETTLE + 2.0)
         phases.append(time.time())
-        false = Float64MultiArray(data=[5e5] * 9)
+        false = Float64MultiArray(data=[2e5] * 9)
         timer = rec.node.create_timer(0.005, lambda: pub.publish(false))
         rec.run(2.0)
         rec.node.destroy_timer(timer)
         phases.append(time.time())
-        rec.run(3.0)
+        rec.run(3.5)
         phases.append(time.time())
         t, q_des, q, _ = rec.arrays()
-        rms = [np.sqrt(np.mean((q - q_des)[(t >= a + 0.5) & (t < b)] ** 2))
-               for a, b in zip(phases[:-1], phases[1:])]
+        rms = [np.sqrt(np.mean((q - q_des)[(t >= a + wait) & (t < b)] ** 2))
+               for a, b, wait in zip(phases[:-1], phases[1:], (0.0, 0.5, 2.0))]
         assert rec.diagnostics[-1]['rejected_pressures'] == '3'
     assert rms[1] > 3.0 * rms[0] and rms[2] < 0.5 * rms[1], rms
