@@ -10,32 +10,14 @@ and blends into it over `reference.blend_time`.
 import numpy as np
 import pytest
 
-from continuum_ctrl.control.loop import ControlLoop
-from continuum_ctrl.control.settings import ControllerSettings
-from continuum_ctrl.launch_description import config_path
-from continuum_ctrl.models import load_model
-from continuum_ctrl.params import file_parameters
-from continuum_ctrl.ros.node_settings import ControllerNodeSettings, SimulatorNodeSettings
 from continuum_ctrl.sim.closed_loop import simulate_nodes
-from continuum_ctrl.sim.plant import Plant, PlantSettings
+from node_pair import node_pair
 
 ARMS = ('planar_2r.yaml', 'panda.yaml', 'continuum_3section.yaml')
 #: run length after activation, s: the blend, then at least two seconds of steady tracking
 DURATION = 4.0
 #: steady tracking: from this long after the blend on, s
 SETTLE = 0.5
-
-
-def node_pair(config):
-    """Return the ControlLoop and Plant of a shipped configuration."""
-    path = config_path(config)
-    tree, spec = file_parameters(path, 'continuum_controller')
-    model = load_model(spec)
-    node, tree = ControllerNodeSettings.split(tree)
-    loop = ControlLoop(model, ControllerSettings.parse(tree, model), node.period)
-    sim_tree, sim_spec = file_parameters(path, 'continuum_simulator')
-    plant = Plant(PlantSettings.parse(SimulatorNodeSettings.split(sim_tree)[1], sim_spec))
-    return loop, plant
 
 
 @pytest.fixture(scope='module', params=ARMS)
