@@ -115,7 +115,7 @@ class ControllerSettings:
     actuation: Optional[ActuationMap]
     effort_limit: np.ndarray
     effort_rate: np.ndarray
-    compensation: tuple = (0.0, 0.0)
+    compensation: Tuple[float, float] = (0.0, 0.0)
 
     @classmethod
     def parse(cls, tree: Dict[str, Any], model: Any) -> 'ControllerSettings':
