@@ -14,7 +14,9 @@ than `state_timeout`, `tick` returns the safe command: zero effort or `p_min` (v
 (re)start the desired trajectory leaves the measured state (pose, velocity; zero
 acceleration) and blends into the reference over `reference.blend_time` (`Anchored`), so the
 law sees no step. Efforts are clamped to `limits.effort` (and to what the PMAs can push),
-rate-limited to `limits.effort_rate`, and a non-finite effort gives the safe command.
+rate-limited to `limits.effort_rate`, and a non-finite effort gives the safe command. In
+pressure mode, `output.time_constant` and `output.delay` compensate the valves' lag and dead
+time (control/compensation.py); the limits apply to the compensated command.
 
 A low-pass on measured velocities (`velocity_filter`) matters for PMA arms: their damping acts
 on a few grams of generalized inertia, so cancelling ``D qd`` with a velocity measured a few
@@ -26,15 +28,16 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from continuum_ctrl.control.actuation import clamp_effort
+from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
-from continuum_ctrl.control.references import (Hold, MinimumJerk, minimum_jerk_ramp,
+from continuum_ctrl.control.references import (blend_ramp, Hold, MinimumJerk,
                                                Multisine, Sinusoid, Waypoints)
 from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.models.base import DynamicsModel
 from continuum_ctrl.params import ConfigError
 
-#: largest value of the bump x (1 - s(x)) over the blend (at x = 0.398), in blend times
-BUMP_PEAK = 0.2731
+#: largest value of the bump x (1 - s(x)) over the blend (at x = 0.389), in blend times
+BUMP_PEAK = 0.2845
 #: loop status: no valid state yet, controlling, safe command after a state timeout, or
 #: stopped (safe command until `start`)
 WAITING, ACTIVE, STALE, STOPPED = 'waiting', 'active', 'stale', 'stopped'
@@ -69,9 +72,9 @@ class Anchored:
     A reference started at `t0`, clamped to the limits, blended in from the state measured then.
 
     With ``r(t) = ref(t - t0)`` clipped to ``[low, high]`` (its velocity and acceleration zero
-    where clipped), ``q0, qd0`` the measured `q_start`, `qd_start`, ``s`` the minimum-jerk
-    ramp from 0 to 1 over `blend_time` seconds and the bump ``b(t) = t (1 - s)`` (``b = 0``,
-    ``b' = 1``, ``b'' = 0`` at the start; all zero at the end):
+    where clipped), ``q0, qd0`` the measured `q_start`, `qd_start`, ``s`` the C3 `blend_ramp`
+    from 0 to 1 over `blend_time` seconds and the bump ``b(t) = t (1 - s)`` (``b = 0``,
+    ``b' = 1``, ``b'' = b''' = 0`` at the start; all zero at the end):
 
         q_d = q0 + b qd0 + s (r - q0)
 
@@ -115,7 +118,7 @@ class Anchored:
         r, rd, rdd = self._clamped(elapsed)
         if elapsed >= self.blend_time:
             return self.clamped
-        s, ds, dds = minimum_jerk_ramp(elapsed, self.blend_time)
+        s, ds, dds = blend_ramp(elapsed, self.blend_time)
         q_out, qd_out, qdd_out = self.out
         delta = np.subtract(r, self.q_start, out=self._delta)
         b, db, ddb = elapsed * (1.0 - s), 1.0 - s - elapsed * ds, -2.0 * ds - elapsed * dds
@@ -164,6 +167,8 @@ class ControlLoop:
         self._nan = np.full(n, np.nan)
         self._tau = np.zeros(n)
         self._failing = False
+        self._sent_time: Optional[float] = None
+        self._pressures = np.zeros(n)
         self.safe_command()
         self.cycle = CycleView(self)
 
@@ -184,6 +189,16 @@ class ControlLoop:
                               if settings.actuation is not None else (-limit, limit))
         step = settings.effort_rate * self.period
         self._step = step if np.isfinite(step).any() else None     # None: no rate limit
+        old: Optional[Compensation] = getattr(self, 'compensation', None)   # keeps its estimate
+        time_constant, delay = settings.compensation
+        if not (time_constant or delay):
+            self.compensation = None
+        elif old is None or (old.time_constant, old.delay, old.period) != (
+                time_constant, delay, self.period):
+            self.compensation = Compensation(self.model, self.law, settings.actuation,
+                                             time_constant, delay, self.period)
+        else:
+            old.actuation = settings.actuation
 
     def anchor(self, t: float) -> None:
         """Restart the configured reference at time `t` from the last measured state."""
@@ -265,6 +280,30 @@ class ControlLoop:
             self.status = ACTIVE
             self.anchor(t)
 
+    def set_pressures(self, pressures: np.ndarray, t: float) -> None:
+        """
+        Take measured PMA pressures (joints order, Pa) at receive time `t` (s).
+
+        The compensation's valve model takes them as its estimate and runs on from them;
+        without new ones it runs on alone from the commands sent. Raises ValueError saying
+        why for a vector of the wrong length, non-finite values or pressures outside
+        ``[p_min, p_max]`` widened by its span (the estimate is then kept).
+        """
+        actuation = self.settings.actuation
+        if actuation is None:
+            raise ValueError('the output is not pressure')
+        if len(pressures) != self.model.n:
+            raise ValueError(f'expected {self.model.n} pressures, got {len(pressures)}')
+        self._pressures[self.settings.order] = pressures
+        span = actuation.p_max - actuation.p_min
+        if not np.all(np.isfinite(self._pressures)):
+            raise ValueError('non-finite pressures')
+        if np.any(np.abs(self._pressures - 0.5 * (actuation.p_max + actuation.p_min))
+                  > 1.5 * span):
+            raise ValueError('pressures outside [p_min, p_max] widened by its span')
+        if self.compensation is not None:
+            self.compensation.measured(self._pressures, t)
+
     def reject_state(self) -> None:
         """Count a rejected measurement against the streak needed to resume."""
         self.valid_streak = 0
@@ -301,6 +340,10 @@ class ControlLoop:
 
     def tick(self, t: float) -> np.ndarray:
         """Return the command for time `t` (s) in joints order (an internal buffer)."""
+        if self.compensation is not None and self._sent_time is not None:
+            self._pressures[self.settings.order] = self.command
+            self.compensation.sent(self._pressures, self._sent_time)
+        self._sent_time = t
         if self.status == ACTIVE and t - self.last_state_time > self.settings.state_timeout:
             self.status = STALE
             self.valid_streak = 0
@@ -314,7 +357,11 @@ class ControlLoop:
             target[:] = value
         problem = 'a non-finite effort'
         try:
-            tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
+            if self.compensation is None:
+                tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
+            else:
+                tau = self.compensation.effort(self.q, self.qd, self.last_state_time,
+                                               self.reference, t, self._effort_range)
         except Exception as exc:  # noqa: B902 - any failure must end in the safe command
             tau, problem = self._nan, f'{type(exc).__name__}: {exc}'
         if not np.isfinite(tau).all():

@@ -17,6 +17,9 @@ Topics (relative names, remap as needed):
   taken serialized and rejected unread above `input.max_joint_states_bytes`;
 - sub `~/joint_trajectory` (trajectory_msgs/JointTrajectory): replaces the reference;
   rejected unread above `input.max_trajectory_points` full points;
+- sub `~/pressures` (std_msgs/Float64MultiArray, Pa, `joints` order): measured PMA pressures,
+  optional; the valve compensation uses them in place of its model's estimate (taken
+  serialized, rejected unread when longer than n doubles can be; applied by the next tick);
 - pub `~/commands` (std_msgs/Float64MultiArray): efforts (N, N m) or pressures (Pa), `joints`
   order, as ros2_control's ForwardCommandController takes them;
 - pub `~/state` (trajectory_msgs/JointTrajectory, `joints` order): points are, like
@@ -51,6 +54,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from continuum_ctrl.control.loop import ACTIVE, ControlLoop, TrajectoryRejected
@@ -66,7 +70,7 @@ from continuum_ctrl.ros.loop_thread import LoopThread, SnapshotRing, StateHandof
 from continuum_ctrl.ros.node_settings import CONTROLLER_NODE_FIELDS, ControllerNodeSettings
 from continuum_ctrl.ros.parameters import NodeParameters
 from continuum_ctrl.ros.plumbing import settle_heap, spin, Throttle
-from continuum_ctrl.ros.raw_input import joint_states_reader, trajectory_reader
+from continuum_ctrl.ros.raw_input import commands_reader, joint_states_reader, trajectory_reader
 from continuum_ctrl.ros.scheduling import set_node_priority, set_thread_priority
 from continuum_ctrl.ros.timing import Durations
 
@@ -107,6 +111,7 @@ class ControllerNode(LifecycleNode):
         self.command_out = self.state_pub = self.diag_pub = None
         self._quiet_failure = False
         self._throttle = Throttle()
+        self._pressure_throttle = Throttle()   # the loop thread's own
         if not self.autostart:
             self.get_logger().info('unconfigured: waiting for lifecycle transitions '
                                    '(autostart false)')
@@ -209,14 +214,17 @@ class ControllerNode(LifecycleNode):
         low, high = (np.asarray(b, dtype=float) for b in self.model.joint_limits())
         self.reader = JointStateReader(self.model.joint_names, low, high, node.stamp_tolerance)
         self._input_bounds(node)
+        self.pressure_input = commands_reader(n)
         self.handoff = StateHandoff()
-        self.rejected = dict.fromkeys(STATE_KINDS + ('trajectory', 'trajectory_size'), 0)
+        self.rejected = dict.fromkeys(
+            STATE_KINDS + ('trajectory', 'trajectory_size', 'pressures'), 0)
         self._estimate_logged = False
         # what the executor hands to the loop: (settings, period, reanchors) and
         # (reference, start time); the loop applies each new one once (see `_take_slots`)
         self._settings_slot = self._settings_seen = None
         self._reanchors = 0
         self._reference_slot = self._reference_seen = None
+        self._pressures_slot = self._pressures_seen = None
 
         self.state_msg = JointTrajectory()
         self.state_msg.joint_names = list(settings.joints)
@@ -232,6 +240,8 @@ class ControllerNode(LifecycleNode):
                                      qos_profile_sensor_data, raw=True)
             self.create_subscription(JointTrajectory, '~/joint_trajectory',
                                      self._on_trajectory, QoSProfile(depth=10), raw=True)
+            self.create_subscription(Float64MultiArray, '~/pressures', self._on_pressures,
+                                     qos_profile_sensor_data, raw=True)
 
         capacity = int(4 * node.rate_hz) + 16
         self.period = Durations(capacity)
@@ -410,6 +420,17 @@ class ControllerNode(LifecycleNode):
         self.get_logger().info(f'following a trajectory of {len(times)} points over '
                                f'{times[-1]:.3f} s')
 
+    def _on_pressures(self, data):
+        """Bound a serialized pressure vector; the next tick applies it (and may reject it)."""
+        if self.loop is None:
+            return
+        try:
+            msg = self.pressure_input.read(data)
+        except Rejected as exc:
+            self._reject('pressures', str(exc), '~/pressures')
+            return
+        self._pressures_slot = (np.array(msg.data, dtype=float), self._now())
+
     # -- the loop (loop thread) -----------------------------------------------------------
 
     def _timer_tick(self):
@@ -427,6 +448,16 @@ class ControllerNode(LifecycleNode):
         if posted is not self._reference_seen:
             self._reference_seen = posted
             loop.install(*posted)
+        posted = self._pressures_slot
+        if posted is not self._pressures_seen:
+            self._pressures_seen = posted
+            try:
+                loop.set_pressures(*posted)
+            except ValueError as exc:           # counted here, logged by the executor
+                self.rejected['pressures'] += 1
+                if self._pressure_throttle.ready():
+                    self.events.append(('warn', f'rejected ~/pressures: {exc}; '
+                                                f'{self.rejected["pressures"]} so far'))
 
     def _loop_tick(self, lateness):
         """One control cycle, `lateness` s after its deadline: state in, command out."""

@@ -7,9 +7,10 @@
   `command_timeout` means zero input. Commands arrive serialized and are rejected unread when
   longer than a command of `n` doubles can be (`ros.raw_input.commands_reader`).
 - pub `joint_states` (sensor_msgs/JointState, model joint order; effort: the applied
-  generalized force) at `publish_rate_hz`, reliable, keep last 10 (as joint_state_broadcaster
-  publishes them: default-QoS and best-effort subscribers both match); the plant integrates
-  with the fixed `step` in between, following the wall clock.
+  generalized force, behind the valves of `actuator.*` in pressure mode) at
+  `publish_rate_hz`, reliable, keep last 10 (as joint_state_broadcaster publishes them:
+  default-QoS and best-effort subscribers both match); the plant integrates with the fixed
+  `step` in between, following the wall clock.
 - pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands; the same totals are logged
   once more when the node stops (`run totals: ...`).
 """
@@ -115,8 +116,7 @@ class SimulatorNode(Node):
         msg.header.stamp = self.get_clock().now().to_msg()
         set_doubles(msg.position, q)
         set_doubles(msg.velocity, qd)
-        set_doubles(msg.effort, self.plant.tau if t - self.plant.command_time
-                    <= self.plant.settings.command_timeout else self.plant.zero_input())
+        set_doubles(msg.effort, self.plant.effort(t))
         self.pub.publish(msg)
 
     def totals(self):

@@ -114,12 +114,14 @@ class NodeLoopLog:
     """
     One row per control tick of `simulate_nodes`, SI units.
 
-    t (N,); q, q_des, effort (N, n) in model order; command (N, n) in joints order; active (N,)
+    t (N,); q (the plant's true state), measured (what the loop got: noise and delay
+    included), q_des, effort (N, n) in model order; command (N, n) in joints order; active (N,)
     True where the loop controlled.
     """
 
     t: np.ndarray
     q: np.ndarray
+    measured: np.ndarray
     q_des: np.ndarray
     effort: np.ndarray
     command: np.ndarray
@@ -138,7 +140,7 @@ def simulate_nodes(loop, plant, duration, delay_ticks=0):
     period = loop.period
     ticks = int(round(duration / period))
     n = plant.model.n
-    log = NodeLoopLog(period * np.arange(ticks), *(np.zeros((ticks, n)) for _ in range(4)),
+    log = NodeLoopLog(period * np.arange(ticks), *(np.zeros((ticks, n)) for _ in range(5)),
                       np.zeros(ticks, dtype=bool))
     measured = []
     plant.advance(0.0)
@@ -147,6 +149,7 @@ def simulate_nodes(loop, plant, duration, delay_ticks=0):
         measured.append((q.copy(), qd.copy()))
         q, qd = measured[max(len(measured) - 1 - delay_ticks, 0)]
         loop.set_state(q, qd, t)
+        log.measured[k] = q
         log.command[k] = loop.tick(t)
         plant.command(log.command[k], t)
         log.q[k], log.q_des[k], log.effort[k] = plant.q, loop.q_des, loop.effort
