@@ -224,7 +224,7 @@ class ControllerNode(LifecycleNode):
         self._settings_slot = self._settings_seen = None
         self._reanchors = 0
         self._reference_slot = self._reference_seen = None
-        self._pressures_slot = self._pressures_seen = None
+        self.pressures: collections.deque = collections.deque(maxlen=64)  # (Pa, t) to apply
 
         self.state_msg = JointTrajectory()
         self.state_msg.joint_names = list(settings.joints)
@@ -429,7 +429,7 @@ class ControllerNode(LifecycleNode):
         except Rejected as exc:
             self._reject('pressures', str(exc), '~/pressures')
             return
-        self._pressures_slot = (np.array(msg.data, dtype=float), self._now())
+        self.pressures.append((np.array(msg.data, dtype=float), self._now()))
 
     # -- the loop (loop thread) -----------------------------------------------------------
 
@@ -438,7 +438,7 @@ class ControllerNode(LifecycleNode):
         self._loop_tick(0.0)
 
     def _take_slots(self, loop):
-        """Apply settings and a reference the executor posted since the last tick."""
+        """Apply the settings, reference and pressures the executor posted since the last tick."""
         posted = self._settings_slot
         if posted is not self._settings_seen:
             seen, self._settings_seen = self._settings_seen, posted
@@ -448,11 +448,9 @@ class ControllerNode(LifecycleNode):
         if posted is not self._reference_seen:
             self._reference_seen = posted
             loop.install(*posted)
-        posted = self._pressures_slot
-        if posted is not self._pressures_seen:
-            self._pressures_seen = posted
+        while self.pressures:                   # every one, in order: each may be rejected
             try:
-                loop.set_pressures(*posted)
+                loop.set_pressures(*self.pressures.popleft())
             except ValueError as exc:           # counted here, logged by the executor
                 self.rejected['pressures'] += 1
                 if self._pressure_throttle.ready():
