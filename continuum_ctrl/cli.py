@@ -6,6 +6,8 @@
     continuum-ctrl derive      print/export C(q, qd) and g(q) of a symbolic model
     continuum-ctrl fit-betas   fit the CoG model's energy-shaping coefficients
     continuum-ctrl launch      run a launch description's nodes without `ros2 launch`
+    continuum-ctrl identify    fit PMA stiffness, damping, area and dead zone to recorded runs
+    continuum-ctrl record      record topics into a rosbag2 MCAP file without ros2cli
 """
 
 import sys
@@ -23,6 +25,9 @@ COMMANDS = {
                   "fit the CoG model's energy-shaping coefficients"),
     'launch': ('continuum_ctrl.launch_runner',
                "run a launch description's nodes as processes, without ros2 launch"),
+    'identify': ('continuum_ctrl.identify.command',
+                 'fit PMA stiffness, damping, area and dead zone to recorded runs'),
+    'record': ('continuum_ctrl.ros.record', 'record topics into a rosbag2 MCAP file'),
 }
 
 

@@ -39,3 +39,15 @@ def test_demo_runs_the_continuum_arm_and_writes_its_outputs(tmp_path):
     late = data[:, 0] > data[0, 0] + 1.5
     rms = np.sqrt(np.mean((q[late] - q_des[late]) ** 2, axis=0))
     assert np.all(rms < 0.5 * AMPLITUDE), rms
+    # the rosbag2 MCAP bag of the same run reads back: joint states, commands and ~/state
+    from mcap.reader import make_reader
+
+    from continuum_ctrl.identify.data import Joints, read_mcap
+    run = read_mcap(tmp_path / 'closed_loop.mcap', Joints(joints, joints))
+    assert len(run.t) > 500 and len(run.command_t) > 500
+    assert np.all((run.command >= 0.0) & (run.command <= P_MAX))
+    with open(tmp_path / 'closed_loop.mcap', 'rb') as f:
+        summary = make_reader(f).get_summary()
+    assert {c.topic for c in summary.channels.values()} == {
+        '/joint_states', '/continuum_controller/commands', '/continuum_controller/state'}
+    assert summary.statistics.message_count > 1500

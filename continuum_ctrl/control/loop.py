@@ -25,7 +25,8 @@ import numpy as np
 
 from continuum_ctrl.control.actuation import clamp_effort
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
-from continuum_ctrl.control.references import Hold, MinimumJerk, Sinusoid, Waypoints
+from continuum_ctrl.control.references import (Hold, MinimumJerk, Multisine, Sinusoid,
+                                               Waypoints)
 from continuum_ctrl.control.settings import ControllerSettings, TASK_REFERENCE_TYPES
 from continuum_ctrl.control.task_space import TaskSpace
 from continuum_ctrl.models.base import DynamicsModel
@@ -57,6 +58,8 @@ def build_reference(spec, q_start, task=None):
         return Hold(start)
     if spec.kind == 'sinusoid':
         return Sinusoid(start, spec.amplitude, spec.frequency, spec.phase)
+    if spec.kind == 'multisine':
+        return Multisine(start, spec.amplitude, spec.band, spec.components)
     if spec.kind == 'min_jerk':
         return MinimumJerk(q_start, spec.position, 0.0, spec.duration)
     if spec.times is None or len(spec.times) == 0:

@@ -21,9 +21,10 @@ from continuum_ctrl.control.task_space import TaskSettings
 from continuum_ctrl.params import ConfigError, Field, Reader
 
 #: reference.type values: hold a pose, per-joint sinusoid, minimum jerk to a goal, waypoints
-#: (an inline list and/or `~/joint_trajectory` messages); in task space (`task.frame`), a tip
-#: circle and tip waypoints
-REFERENCE_TYPES = ('hold', 'sinusoid', 'min_jerk', 'trajectory', 'tip_circle', 'tip_waypoints')
+#: (an inline list and/or `~/joint_trajectory` messages), sums of sines for identification;
+#: in task space (`task.frame`), a tip circle and tip waypoints
+REFERENCE_TYPES = ('hold', 'sinusoid', 'min_jerk', 'trajectory', 'multisine', 'tip_circle',
+                   'tip_waypoints')
 #: the reference types that move `task.frame` (control.task_space)
 TASK_REFERENCE_TYPES = ('tip_circle', 'tip_waypoints')
 
@@ -45,9 +46,12 @@ FIELDS = {
     'reference.type': Field('string', 'hold', 'reference: ' + ' | '.join(REFERENCE_TYPES)),
     'reference.position': Field('numbers', ..., 'hold: pose to hold (default: the first '
                                 'measured state)'),
-    'reference.center': Field('numbers', ..., 'sinusoid: centre (default: the first measured '
-                              'state)'),
-    'reference.amplitude': Field('numbers', ..., 'sinusoid: amplitude per joint'),
+    'reference.center': Field('numbers', ..., 'sinusoid, multisine: centre (default: the '
+                              'first measured state)'),
+    'reference.amplitude': Field('numbers', ..., 'sinusoid: amplitude per joint; multisine: '
+                                 'largest excursion per joint'),
+    'reference.band': Field('numbers', [0.2, 3.0], 'multisine: [f_low, f_high], Hz', 0.0),
+    'reference.components': Field('integer', 4, 'multisine: sines per joint', 1, 100),
     'reference.frequency': Field('numbers', ..., 'sinusoid: frequency per joint, Hz', 0.0),
     'reference.phase': Field('numbers', [0.0], 'sinusoid: phase per joint, rad'),
     'reference.goal': Field('numbers', ..., 'min_jerk: goal pose, from the first measured '
@@ -110,6 +114,8 @@ class ReferenceSpec:
     tip_radius: Optional[float] = None
     tip_normal: Optional[np.ndarray] = None
     tip_positions: Optional[np.ndarray] = None
+    band: Optional[Tuple[float, float]] = None
+    components: Optional[int] = None
     blend_time: float = 0.5
 
 
@@ -279,6 +285,15 @@ def _reference(ref, vec, model, task):
                              amplitude=vec.per_joint(ref, 'amplitude'),
                              frequency=vec.per_joint(ref, 'frequency'),
                              phase=vec.per_joint(ref, 'phase'))
+    elif kind == 'multisine':
+        band = ref.numbers('band', FIELDS['reference.band'].default, length=2, low=0.0,
+                           strict_low=True)
+        if band[0] >= band[1]:
+            raise ConfigError(ref.key('band'), f'must be [f_low, f_high] with f_low < f_high, '
+                                               f'got {band}')
+        spec = ReferenceSpec(kind, position=vec.optional(ref, 'center'),
+                             amplitude=vec.per_joint(ref, 'amplitude'), band=tuple(band),
+                             components=_integer(ref, 'components'))
     elif kind == 'min_jerk':
         spec = ReferenceSpec(kind, position=vec.per_joint(ref, 'goal'),
                              duration=ref.number('duration', low=FIELDS['reference.duration'].low))

@@ -184,7 +184,7 @@ class RigidModel(DynamicsModel):
         return effort
 
     def frame_names(self):
-        """The URDF's frames (links, joints, fixed frames), in Pinocchio's order."""
+        """Return the URDF's frames (links, joints, fixed frames), in Pinocchio's order."""
         return [frame.name for frame in self.model.frames]
 
     def _frame_id(self, frame):

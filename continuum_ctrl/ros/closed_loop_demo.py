@@ -8,8 +8,9 @@ the launch files), waits until the controller is active, records `~/state`, `~/c
 `/diagnostics` for `duration` seconds, stops the nodes with SIGINT, then prints per-section
 (per-joint for rigid arms) RMS and maximum tracking errors and the loop figures, and writes
 into DIR: `closed_loop.png` (desired vs actual positions, and the commands), `closed_loop.csv`
-(one row per control tick: time, desired and actual position, effort and command per joint)
-and the nodes' logs.
+(one row per control tick: time, desired and actual position, effort and command per joint),
+`closed_loop.mcap` (a rosbag2 MCAP bag of `/joint_states`, the commands and `~/state`, for
+`continuum-ctrl identify`, Foxglove and `ros2 bag info`) and the nodes' logs.
 """
 
 import argparse
@@ -126,7 +127,7 @@ def main(argv=None):
     logs = [open(out / f'{node.name}.log', 'w') for node in nodes]
     processes = []
     try:
-        with Recorder() as rec:
+        with Recorder(bag=True) as rec:
             # The controller goes active (and anchors its reference) on the first joint states:
             # start the simulator only once the recorder hears the waiting controller, so the
             # recording begins before activation whatever the order of DDS discovery.
@@ -153,6 +154,8 @@ def main(argv=None):
             times = np.array([c[0] for c in rec.commands])
             values = np.array([c[1] for c in rec.commands])
             names = rec.joint_names
+            stop(processes)
+            rec.write_bag(out / 'closed_loop.mcap')
     finally:
         stop(processes)
         for log in logs:
@@ -177,5 +180,5 @@ def main(argv=None):
           f'joint_states {sum(int(diagnostics[-1].get(f"rejected_{k}", 0)) for k in REJECT_KINDS)}'
           f', state timeouts {stale_episodes(out / f"{nodes[0].name}.log")}')
     print(f'wrote {out / "closed_loop.png"}, {out / "closed_loop.csv"} (CSV: t, q_des_*, q_*, '
-          f'effort_*, command_* per joint, SI units)')
+          f'effort_*, command_* per joint, SI units), {out / "closed_loop.mcap"} (rosbag2)')
     return 0

@@ -9,9 +9,11 @@ The simulator's plant without ROS: settings, model mismatch, commands in, real-t
 The arm rests at its initial pose until the first valid command arrives (`wait_for_command`,
 as a paused simulator would: no arm falls while the nodes discover each other); from then on
 a command older than `command_timeout` means zero input (vented PMAs). The plant is the model
-given in `model.*` with `mismatch.mass_scale` and `mismatch.stiffness_scale` applied to
-`model.sections.mass` and `model.sections.stiffness`; the controller's `output.*` keys say how
-commands turn into generalized forces (the same ActuationMap).
+given in `model.*` with `mismatch.mass_scale`, `mismatch.stiffness_scale` and
+`mismatch.damping_scale` applied to `model.sections.mass`, `.stiffness` and `.damping`; the
+controller's `output.*` keys say how commands turn into generalized forces (the same
+ActuationMap), with the PMA area scaled by `mismatch.area_scale` and the dead zone replaced by
+`mismatch.deadzone` where given.
 """
 
 from dataclasses import dataclass
@@ -41,6 +43,11 @@ FIELDS = {
     'mismatch.mass_scale': Field('number', 1.0, 'plant mass / nominal mass', 0.01, 100.0),
     'mismatch.stiffness_scale': Field('number', 1.0, 'plant stiffness / nominal stiffness',
                                       0.01, 100.0),
+    'mismatch.damping_scale': Field('number', 1.0, 'plant damping / nominal damping', 0.01,
+                                    100.0),
+    'mismatch.area_scale': Field('number', 1.0, 'plant PMA area / output.area', 0.01, 100.0),
+    'mismatch.deadzone': Field('number', ..., "plant PMA dead zone, Pa (default: "
+                               "output.deadzone)", 0.0, 1e7),
     'noise.position': Field('number', 0.0, 'std. dev. of position noise, m or rad', 0.0, 1.0),
     'noise.velocity': Field('number', 0.0, 'std. dev. of velocity noise, m/s or rad/s', 0.0,
                             10.0),
@@ -52,7 +59,8 @@ SHARED = ('joints', 'output.mode', 'output.area', 'output.deadzone', 'output.p_m
 #: every parameter `PlantSettings.parse` reads besides `model.*`
 PLANT_FIELDS = {**{k: CONTROLLER_FIELDS[k] for k in SHARED}, **FIELDS}
 #: model keys scaled by the mismatch options
-MISMATCH_KEYS = {'mass_scale': 'mass', 'stiffness_scale': 'stiffness'}
+MISMATCH_KEYS = {'mass_scale': 'mass', 'stiffness_scale': 'stiffness',
+                 'damping_scale': 'damping'}
 
 
 @dataclass(frozen=True)
@@ -80,10 +88,11 @@ class PlantSettings:
         top = Reader(tree, '')
         mismatch = top.namespace('mismatch')
         spec = _scaled(model_namespace, mismatch)
-        mismatch.finish()
         model = load_model(spec)
         vec = JointVectors.read(top, model.joint_names)
         mode, actuation = read_output(top, vec)
+        actuation = _mismatched_actuation(actuation, mismatch)
+        mismatch.finish()
         initial = top.namespace('initial')
         position = vec.per_joint(initial, 'position', FIELDS['initial.position'])
         initial.finish()
@@ -108,6 +117,20 @@ class PlantSettings:
 def _field(reader: Reader, name: str) -> Any:
     """Read `name` as its Field in `FIELDS` says (number, integer or bool)."""
     return reader.field(name, FIELDS[reader.key(name)])
+
+
+def _mismatched_actuation(actuation, mismatch):
+    """Return the plant's ActuationMap: area scaled, dead zone replaced where given."""
+    scale = _field(mismatch, 'area_scale')
+    given = mismatch.has('deadzone')
+    if actuation is None:
+        if scale != 1.0 or given:
+            option = 'area_scale' if scale != 1.0 else 'deadzone'
+            raise ConfigError(mismatch.key(option), "needs output.mode 'pressure'")
+        return None
+    deadzone = _field(mismatch, 'deadzone') if given else actuation.deadzone
+    return ActuationMap(actuation.n, scale * actuation.area, deadzone, actuation.p_min,
+                        actuation.p_max, prefix='mismatch')
 
 
 def _scaled(spec, mismatch):
