@@ -37,7 +37,7 @@ from continuum_ctrl.control.references import MinimumJerk, minimum_jerk_ramp, Re
 #: a target farther than this from the closest reachable point is clamped, m
 REACH_TOLERANCE = 1e-5
 #: circle points checked for reachability when a circle is built
-CIRCLE_CHECKS = 36
+CIRCLE_CHECKS = 24
 #: peak speed of a minimum-jerk move over its mean speed (15/8)
 MIN_JERK_PEAK = 1.875
 #: joint displacement of the central difference of the Jacobian, model units
@@ -153,10 +153,19 @@ class TaskSpace:
         slow = MIN_JERK_PEAK * distance / speed if speed > 0.0 else 0.0
         return max(self.settings.duration, slow)
 
-    def to_target(self, q_start, position, rotation=None):
-        """A minimum-jerk move of the tip from its pose at `q_start` to a target (clamped)."""
+    def to_target(self, q_start, position, rotation=None, clamp_distance=None):
+        """
+        A minimum-jerk move of the tip from its pose at `q_start` to a target.
+
+        The target is clamped to the closest reachable point (`closest`, which can take a
+        second or more for an unreachable target: callers with a deadline run `closest`
+        aside and pass its point and distance as `position`, `clamp_distance`).
+        """
         start = self.pose(q_start)
-        goal, distance, _ = self.closest(position, q_start)
+        if clamp_distance is None:
+            goal, distance, _ = self.closest(position, q_start)
+        else:
+            goal, distance = np.asarray(position, dtype=float), clamp_distance
         path = MinimumJerk(start[:3, 3], goal, 0.0,
                            self.move_duration(float(np.linalg.norm(goal - start[:3, 3]))))
         rotation = None if rotation is None else np.asarray(rotation, dtype=float)
@@ -175,8 +184,10 @@ class TaskSpace:
             probe = TipCircle(tip, radius, normal, frequency, self.settings.duration)
             center = tip - radius * probe.u
         circle = TipCircle(center, radius, normal, frequency, self.settings.duration)
-        distance = max(self.closest(circle.point(a), q_start)[1]
-                       for a in np.linspace(0.0, 2.0 * np.pi, CIRCLE_CHECKS, endpoint=False))
+        distance, q = 0.0, q_start
+        for angle in np.linspace(0.0, 2.0 * np.pi, CIRCLE_CHECKS, endpoint=False):
+            _, gap, q = self.closest(circle.point(angle), q)    # warm start: the last point
+            distance = max(distance, gap)
         start = circle.point(0.0)
         gap = float(np.linalg.norm(start - tip))
         if gap <= REACH_TOLERANCE:
