@@ -82,9 +82,9 @@ def test_tip_pose_and_shape_agree_with_fk_and_a_reachable_target_is_reached(tmp_
         q_now = watch.states[-1][1]
         assert np.linalg.norm(p - watch.tip(q_now)) < 2e-3     # a few ticks apart, at rest
         shape = watch.shapes[-1]
-        measured, desired, target = shape.markers
-        assert [m.type for m in shape.markers] == [Marker.LINE_STRIP, Marker.LINE_STRIP,
-                                                  Marker.SPHERE]
+        measured, desired, _ = shape.markers
+        kinds = [Marker.LINE_STRIP, Marker.LINE_STRIP, Marker.SPHERE]
+        assert [m.type for m in shape.markers] == kinds
         assert all(m.header.frame_id == 'base' for m in shape.markers)
         assert len(measured.points) == len(desired.points) == 1 + 3 * 10
         points = np.array([[pt.x, pt.y, pt.z] for pt in measured.points])

@@ -293,7 +293,7 @@ def _reference(ref, vec, model, task):
                                                f'got {band}')
         spec = ReferenceSpec(kind, position=vec.optional(ref, 'center'),
                              amplitude=vec.per_joint(ref, 'amplitude'), band=tuple(band),
-                             components=_integer(ref, 'components'))
+                             components=_field(ref, 'components'))
     elif kind == 'min_jerk':
         spec = ReferenceSpec(kind, position=vec.per_joint(ref, 'goal'),
                              duration=ref.number('duration', low=FIELDS['reference.duration'].low))

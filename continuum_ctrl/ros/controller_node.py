@@ -375,7 +375,6 @@ class ControllerNode(LifecycleNode):
     def _on_tip_target(self, msg):
         if not self._task_ready():
             return
-        now = self._now()
         task = self.loop.task
         try:
             position, rotation = read_tip_target(msg, task.settings.base_frame)
