@@ -91,6 +91,10 @@ FIELDS = {
                              'push, Pa', 0.0),
     'output.p_min': Field('number', 0.0, 'pressure: lowest command (vents the PMA), Pa'),
     'output.p_max': Field('number', ..., 'pressure: highest command, Pa'),
+    'output.time_constant': Field('number', 0.0, 'pressure: lag of the PMA valves that the '
+                                  'command leads by, s (0: none)', 0.0, 1.0),
+    'output.delay': Field('number', 0.0, 'pressure: dead time of the PMA valves that the '
+                          'controller predicts over, s (0: none)', 0.0, 1.0),
     'limits.effort': Field('numbers', ..., 'largest |effort| per joint, N or N m (default: '
                            'the model, e.g. URDF <limit effort>)', 0.0),
     'limits.effort_rate': Field('numbers', ..., 'largest effort change per second, N/s or '
@@ -141,6 +145,7 @@ class ControllerSettings:
     actuation: Optional[ActuationMap]
     effort_limit: np.ndarray
     effort_rate: np.ndarray
+    compensation: tuple = (0.0, 0.0)
     task: TaskSettings = TaskSettings()
 
     @classmethod
@@ -160,6 +165,7 @@ class ControllerSettings:
         gains.finish()
 
         mode, actuation = read_output(top, vec)
+        compensation = _compensation(top.namespace('output'), mode)
 
         limits = top.namespace('limits')
         effort = (vec.per_joint(limits, 'effort', strict_low=True) if limits.has('effort')
@@ -182,7 +188,8 @@ class ControllerSettings:
             kp=kp, kd=kd,
             reference=_reference(top.namespace('reference'), vec, model, task),
             mode=mode, actuation=actuation,
-            effort_limit=effort, effort_rate=rate, task=task)
+            effort_limit=effort, effort_rate=rate, compensation=compensation,
+            task=task)
         top.finish()
         return settings
 
@@ -207,6 +214,16 @@ def read_output(top: Reader, vec: 'JointVectors') -> Tuple[str, Optional[Actuati
                                  out.number('p_max', low=p_min, strict_low=True))
     _finish_namespace(out)
     return mode, actuation
+
+
+def _compensation(out, mode):
+    """Return ``(output.time_constant, output.delay)``, s; non-zero in pressure mode only."""
+    values = tuple(_field(out, key) for key in ('time_constant', 'delay'))
+    for key, value in zip(('time_constant', 'delay'), values):
+        if value and mode != 'pressure':
+            raise ConfigError(out.key(key), "compensates PMA valves: needs output.mode "
+                                            "'pressure' (efforts act at once)")
+    return values
 
 
 class JointVectors:

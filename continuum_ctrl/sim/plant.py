@@ -14,6 +14,8 @@ given in `model.*` with `mismatch.mass_scale`, `mismatch.stiffness_scale` and
 controller's `output.*` keys say how commands turn into generalized forces (the same
 ActuationMap), with the PMA area scaled by `mismatch.area_scale` and the dead zone replaced by
 `mismatch.deadzone` where given.
+In pressure mode, `actuator.*` puts valve dynamics (sim/actuator.py) between the command and
+the pressure that pushes.
 """
 
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from continuum_ctrl.control.actuation import ActuationMap
 from continuum_ctrl.control.settings import FIELDS as CONTROLLER_FIELDS, JointVectors, read_output
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import ConfigError, Field, Reader
+from continuum_ctrl.sim.actuator import Actuator
 from continuum_ctrl.sim.integrators import INTEGRATORS
 
 #: the simulator's parameters besides `model.*` and the shared `joints` and `output.*`
@@ -52,7 +55,16 @@ FIELDS = {
     'noise.velocity': Field('number', 0.0, 'std. dev. of velocity noise, m/s or rad/s', 0.0,
                             10.0),
     'noise.seed': Field('integer', 0, 'seed of the noise generator', 0, 2 ** 31 - 1),
+    'actuator.time_constant': Field('number', 0.0, 'pressure mode: first-order lag of the '
+                                    'applied PMA pressure behind the command, s (0: none)',
+                                    0.0, 1.0),
+    'actuator.delay': Field('number', 0.0, 'pressure mode: dead time of the applied PMA '
+                            'pressure, s (0: none)', 0.0, 1.0),
+    'actuator.max_rate': Field('number', 0.0, 'pressure mode: slew-rate limit of the applied '
+                               'PMA pressure, Pa/s (0: none)', 0.0, 1e12),
 }
+#: the `actuator.*` keys, in the order of Actuator's arguments
+ACTUATOR_KEYS = ('time_constant', 'delay', 'max_rate')
 #: the keys the simulator shares with the controller (same meaning)
 SHARED = ('joints', 'output.mode', 'output.area', 'output.deadzone', 'output.p_min',
           'output.p_max')
@@ -81,6 +93,7 @@ class PlantSettings:
     noise_position: float
     noise_velocity: float
     noise_seed: int
+    actuator: tuple = (0.0, 0.0, 0.0)
 
     @classmethod
     def parse(cls, tree: Dict[str, Any], model_namespace: Dict[str, Any]) -> 'PlantSettings':
@@ -96,6 +109,7 @@ class PlantSettings:
         initial = top.namespace('initial')
         position = vec.per_joint(initial, 'position', FIELDS['initial.position'])
         initial.finish()
+        actuator = _actuator(top.namespace('actuator'), actuation)
         noise = top.namespace('noise')
         settings = cls(
             model=model, vectors=vec, mode=mode, actuation=actuation,
@@ -108,7 +122,8 @@ class PlantSettings:
             initial=position,
             noise_position=_field(noise, 'position'),
             noise_velocity=_field(noise, 'velocity'),
-            noise_seed=_field(noise, 'seed'))
+            noise_seed=_field(noise, 'seed'),
+            actuator=actuator)
         noise.finish()
         top.finish()
         return settings
@@ -133,6 +148,17 @@ def _mismatched_actuation(actuation, mismatch):
                         actuation.p_max, prefix='mismatch')
 
 
+def _actuator(reader, actuation):
+    """Return the valve dynamics ``(time_constant, delay, max_rate)``; pressure mode only."""
+    values = tuple(_field(reader, key) for key in ACTUATOR_KEYS)
+    reader.finish()
+    for key, value in zip(ACTUATOR_KEYS, values):
+        if value and actuation is None:
+            raise ConfigError(reader.key(key), "models PMA valves: needs output.mode "
+                                               "'pressure'")
+    return values
+
+
 def _scaled(spec, mismatch):
     """Return the model namespace with the mismatch scales applied to `sections.*`."""
     spec = {k: (dict(v) if isinstance(v, dict) else v) for k, v in spec.items()}
@@ -153,7 +179,9 @@ class Plant:
     The simulated arm: state, held input and real-time stepping.
 
     `q`, `qd` (model order) and `t` (s) are the current state; `tau` the held generalized
-    force. `overruns` counts wake-ups that had to drop simulated time.
+    force commanded. `valves` (pressure mode with `actuator.*` set, else None) holds the
+    applied pressures, which make the force. `overruns` counts wake-ups that had to drop
+    simulated time.
     """
 
     def __init__(self, settings):
@@ -164,6 +192,9 @@ class Plant:
         self.overruns = 0
         self.steps = 0
         self.rng = np.random.default_rng(settings.noise_seed)
+        self.valves, self._vented = None, True
+        if settings.actuation is not None and any(settings.actuator):
+            self.valves = Actuator(*settings.actuator, initial=settings.actuation.p_min)
         self.reset()
 
     def reset(self):
@@ -171,6 +202,8 @@ class Plant:
         self.q = self.settings.initial.copy()
         self.qd = np.zeros(self.model.n)
         self.t = None
+        if self.valves is not None:
+            self.valves.reset(self.settings.actuation.p_min)
 
     def check(self, values):
         """Return `values` as forces in model order, or raise ValueError saying why."""
@@ -192,11 +225,16 @@ class Plant:
         """Hold new input values, joints order, from time `t` (s); ValueError keeps the old."""
         self.tau[:] = self.check(values)
         self.command_time = t
+        if self.valves is not None:
+            self.valves.command(self.settings.vectors.to_model(values), t)
+            self._vented = False
 
     def advance(self, t):
         """Integrate with the fixed step up to time `t` (s); return the number of steps."""
         if self.t is None or (self.settings.wait_for_command and self.command_time == -np.inf):
             self.t = t
+            if self.valves is not None:
+                self.valves.advance(t)
             return 0
         dt = self.settings.step
         if t - self.t > self.settings.max_catch_up:
@@ -206,11 +244,36 @@ class Plant:
         while self.t + dt <= t:
             fresh = self.t - self.command_time <= self.settings.command_timeout
             tau = self.tau if fresh else self.zero_input()
+            if self.valves is not None:
+                tau = self._valve_force(fresh, dt)
             self.q, self.qd = self.settings.integrator(self.model, self.q, self.qd, tau, dt)
             self.t += dt
             steps += 1
         self.steps += steps
         return steps
+
+    def _valve_force(self, fresh, dt):
+        """
+        Return the force over the step from `t`: the applied pressure's at mid-step.
+
+        The mid-step pressure is a second-order-accurate mean over the step. Commands enter
+        the valves when they arrive (`command`); a stale one is followed by `p_min` from the
+        moment it turns stale.
+        """
+        actuation, valves = self.settings.actuation, self.valves
+        if not fresh and not self._vented:
+            self._vented = True
+            valves.command(actuation.p_min, self.command_time + self.settings.command_timeout)
+        applied = actuation.force(valves.advance(self.t + 0.5 * dt))
+        valves.advance(self.t + dt)
+        return applied
+
+    def effort(self, t):
+        """Return the generalized force acting at time `t` (s), the one last applied."""
+        if self.valves is not None:
+            return self.settings.actuation.force(self.valves.pressure)
+        fresh = t - self.command_time <= self.settings.command_timeout
+        return self.tau if fresh else self.zero_input()
 
     def zero_input(self):
         """Return the generalized force with no command (zero effort, vented PMAs)."""
