@@ -155,7 +155,7 @@ class TaskSpace:
 
     def to_target(self, q_start, position, rotation=None, clamp_distance=None):
         """
-        A minimum-jerk move of the tip from its pose at `q_start` to a target.
+        Return a minimum-jerk move of the tip from its pose at `q_start` to a target.
 
         The target is clamped to the closest reachable point (`closest`, which can take a
         second or more for an unreachable target: callers with a deadline run `closest`
@@ -173,7 +173,7 @@ class TaskSpace:
 
     def circle(self, q_start, radius, normal, frequency, center=None):
         """
-        A tip circle from the tip's pose at `q_start`.
+        Return a tip circle from the tip's pose at `q_start`.
 
         Without `center` the circle passes through the current tip (the centre is `radius`
         from it along the first in-plane axis); with it, the tip first moves to the circle's
@@ -197,14 +197,14 @@ class TaskSpace:
         return TaskReference(self, path, q_start, None, distance)
 
     def from_spec(self, spec, q_start):
-        """The reference of a parsed tip_circle or tip_waypoints `ReferenceSpec` at `q_start`."""
+        """Return the reference of a tip_circle or tip_waypoints `ReferenceSpec` at `q_start`."""
         if spec.kind == 'tip_circle':
             return self.circle(q_start, spec.tip_radius, spec.tip_normal,
                                float(spec.frequency[0]), spec.tip_center)
         return self.waypoints(q_start, spec.times, spec.tip_positions)
 
     def waypoints(self, q_start, times, positions):
-        """A C2 spline from the current tip through tip `positions` (m, 3) at `times` (s)."""
+        """Return a C2 spline from the current tip through `positions` (m, 3) at `times` (s)."""
         tip = self.pose(q_start)[:3, 3]
         clamped = [self.closest(p, q_start)[:2] for p in np.asarray(positions, dtype=float)]
         points = np.vstack([tip] + [p for p, _ in clamped])

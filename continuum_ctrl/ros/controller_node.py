@@ -340,9 +340,11 @@ class ControllerNode(LifecycleNode):
 
     def _configure_task(self, settings: ControllerSettings) -> None:
         """
-        With a task frame: `~/tip_pose` every `state_decimation` ticks' time, `~/shape` at
-        SHAPE_RATE_HZ (continuum arms; rigid arms leave the shape to robot_state_publisher)
-        and `~/tip_target`, on executor timers that read the loop's cycle view.
+        Make the task-space topics and timers when there is a task frame.
+
+        `~/tip_pose` every `state_decimation` ticks' time, `~/shape` at SHAPE_RATE_HZ
+        (continuum arms; rigid arms leave the shape to robot_state_publisher) and
+        `~/tip_target`; the timers run on the executor and read the loop's cycle view.
         """
         if self.loop.task is None:
             return
@@ -369,7 +371,7 @@ class ControllerNode(LifecycleNode):
             self.tip_pose_pub.publish(self.tip_pose.fill(self.loop.task.pose(q), self._now()))
 
     def desired_tip_target(self):
-        """The tip position the reference is heading for now, m (None: a joint reference)."""
+        """Return the tip position the reference heads for now, m (None: a joint reference)."""
         reference = getattr(self.loop.reference, 'reference', None)
         return getattr(reference, 'target', None)
 
