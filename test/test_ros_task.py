@@ -98,11 +98,18 @@ def test_tip_pose_and_shape_agree_with_fk_and_a_reachable_target_is_reached(tmp_
                                                   0.0]))
         start = watch.tip(q_now)
         assert 0.02 < np.linalg.norm(goal - start) < 0.06
-        sent = time.monotonic()
-        watch.send(goal)
-        rec.run(4.0)
-        tips = watch.tips_since(sent + 3.0)         # after 1 s + settling
-        error = np.linalg.norm(tips - goal, axis=1)
+        log = tmp_path / 'continuum_controller.log'
+        for _ in range(3):
+            # a state timeout on the loaded machine re-anchors the configured reference (hold)
+            # and forgets the target, as it forgets a ~/joint_trajectory: then send it again
+            timeouts = log.read_text().count('no valid joint states')
+            sent = time.monotonic()
+            watch.send(goal)
+            rec.run(4.0)
+            tips = watch.tips_since(sent + 3.0)         # the move (1.7 s) and settling done
+            error = np.linalg.norm(tips - goal, axis=1)
+            if log.read_text().count('no valid joint states') == timeouts:
+                break
         print(f'reachable target: steady-state tip error median {np.median(error) * 1e3:.3f} '
               f'mm, max {error.max() * 1e3:.3f} mm')
         assert np.max(error) <= 2e-3

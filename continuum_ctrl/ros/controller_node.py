@@ -64,6 +64,9 @@ __all__ = ['ControllerNode', 'main', 'NODE_NAME']
 
 #: rate of `~/shape`, Hz
 SHAPE_RATE_HZ = 30.0
+#: `~/tip_pose` follows `~/state` (every `state_decimation` ticks) up to this rate, Hz: the
+#: executor that runs it is the loop's
+TIP_POSE_MAX_RATE_HZ = 100.0
 #: backbone points per section in `~/shape`
 SHAPE_POINTS = 10
 #: a tick is late when its period exceeds the nominal one by this factor
@@ -342,9 +345,10 @@ class ControllerNode(LifecycleNode):
         """
         Make the task-space topics and timers when there is a task frame.
 
-        `~/tip_pose` every `state_decimation` ticks' time, `~/shape` at SHAPE_RATE_HZ
-        (continuum arms; rigid arms leave the shape to robot_state_publisher) and
-        `~/tip_target`; the timers run on the executor and read the loop's cycle view.
+        `~/tip_pose` every `state_decimation` ticks' time (at most TIP_POSE_MAX_RATE_HZ),
+        `~/shape` at SHAPE_RATE_HZ (continuum arms; rigid arms leave the shape to
+        robot_state_publisher) and `~/tip_target`; the timers run on the executor and read
+        the loop's cycle view.
         """
         if self.loop.task is None:
             return
@@ -357,8 +361,9 @@ class ControllerNode(LifecycleNode):
         self.tip_pose = TipPose(task.base_frame)
         self.shape = Shape(task.base_frame)
         node = self.node_settings
-        self.task_timers = [self.create_timer(node.period * node.state_decimation,
-                                              self._publish_tip_pose)]
+        self.task_timers = [self.create_timer(
+            max(node.period * node.state_decimation, 1.0 / TIP_POSE_MAX_RATE_HZ),
+            self._publish_tip_pose)]
         if hasattr(self.model, 'backbone'):
             self.task_timers.append(self.create_timer(1.0 / SHAPE_RATE_HZ, self._publish_shape))
 
