@@ -179,3 +179,24 @@ def test_tip_messages(task):
     assert np.allclose([sphere.pose.position.x, sphere.pose.position.y,
                         sphere.pose.position.z], pose[:3, 3])
     assert Shape('base').fill(backbone, backbone, None, 1.0).markers[2].action == 2  # DELETE
+
+
+def test_orientation_is_followed_when_weighted():
+    """orientation_weight > 0: the tip reaches the target pose; A qd_d = [xd_d; w omega_d]."""
+    model = load_model(REFERENCE_ARM)
+    task = TaskSpace(model, TaskSettings(frame=TIP, duration=0.5, orientation_weight=0.5))
+    q0 = np.array([0.01, 0.02, 0.015, 0.012, 0.008, 0.01, 0.02, 0.01, 0.013])  # bent: rank 6
+    goal = model.frame_pose(q0 + 1e-3 * np.array([1.0, -0.5, -0.5, 0.0, 0.5, -0.5, 0.3, 0.0,
+                                                  -0.3]), TIP)
+    reference = task.to_target(q0, goal[:3, 3], goal[:3, :3])
+    assert not reference.clamped
+    t = np.arange(0.0, reference.path.duration + 0.1, DT)
+    for s in t:
+        q, qd, _ = reference.sample(s)
+        R, w, _ = reference._rotation(s)
+        J = model.frame_jacobian(q, TIP)
+        assert np.allclose(J[3:] @ qd, w, atol=1e-8)
+        assert np.allclose(J[:3] @ qd, reference.path.sample(s)[1], atol=1e-8)
+    final = model.frame_pose(q, TIP)
+    assert np.allclose(final[:3, 3], goal[:3, 3], atol=1e-8)
+    assert np.allclose(final[:3, :3], goal[:3, :3], atol=1e-8)
