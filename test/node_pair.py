@@ -36,11 +36,16 @@ def controller_loop(paths, overrides=None):
     return ControlLoop(model, ControllerSettings.parse(tree, model), node.period)
 
 
-def plant_of(paths, overrides=None, drop=()):
-    """Return the simulator node's Plant from `paths` (plus overrides, without `drop` keys)."""
+def plant_settings(paths, overrides=None, drop=()):
+    """Return the simulator node's PlantSettings from `paths` (overrides, no `drop` keys)."""
     tree, spec = node_parameters(paths, SIMULATOR, overrides)
     tree = {k: v for k, v in SimulatorNodeSettings.split(tree)[1].items() if k not in drop}
-    return Plant(PlantSettings.parse(tree, spec))
+    return PlantSettings.parse(tree, spec)
+
+
+def plant_of(paths, overrides=None, drop=()):
+    """Return the simulator node's Plant from `paths` (plus overrides, without `drop` keys)."""
+    return Plant(plant_settings(paths, overrides, drop))
 
 
 def node_pair(paths, controller=None, simulator=None):

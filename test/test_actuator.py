@@ -4,10 +4,9 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.params import ConfigError
-from continuum_ctrl.control.settings import file_parameters
-from continuum_ctrl.launch_description import config_path
 from continuum_ctrl.sim.actuator import Actuator
-from continuum_ctrl.sim.plant import Plant, PlantSettings
+from continuum_ctrl.sim.plant import Plant
+from node_pair import plant_settings
 
 P0, P1 = 0.5e5, 3.0e5
 
@@ -52,16 +51,18 @@ def test_actuator_follows_a_step_as_the_closed_form_says(time_constant, delay, m
         assert np.max(np.abs(rates)) > 0.9 * max_rate     # the limit is reached
 
 
-def plant_settings(**actuator):
-    tree, model = file_parameters(config_path('continuum_3section.yaml'), 'continuum_simulator')
-    tree = dict(tree, actuator=actuator, step=0.001)
-    return PlantSettings.parse(tree, dict(model, type='continuum_cog'))
+def continuum_plant_settings(**actuator):
+    """The continuum config's plant (CoG model, 1 ms step) with only the valves given."""
+    valves = {'time_constant': 0.0, 'delay': 0.0, 'max_rate': 0.0, **actuator}
+    return plant_settings('continuum_3section.yaml', {
+        'step': 0.001, 'model.type': 'continuum_cog',
+        **{f'actuator.{key}': value for key, value in valves.items()}})
 
 
 def test_plant_applies_the_lagged_pressure_and_the_defaults_change_nothing():
-    assert Plant(plant_settings()).valves is None          # default: today's plant
+    assert Plant(continuum_plant_settings()).valves is None          # default: today's plant
     lag, delay = 0.02, 0.005
-    plant = Plant(plant_settings(time_constant=lag, delay=delay, max_rate=2e7))
+    plant = Plant(continuum_plant_settings(time_constant=lag, delay=delay, max_rate=2e7))
     plant.command(np.full(9, P1), 0.0)
     plant.advance(0.0)
     applied, forces, times = [], [], []
@@ -77,7 +78,7 @@ def test_plant_applies_the_lagged_pressure_and_the_defaults_change_nothing():
 
 
 def test_plant_vents_through_the_valves_when_commands_stop():
-    plant = Plant(plant_settings(time_constant=0.02))
+    plant = Plant(continuum_plant_settings(time_constant=0.02))
     plant.advance(0.0)
     for k in range(21):                 # fresh commands up to 0.2 s
         plant.command(np.full(9, P1), 0.01 * k)
@@ -92,9 +93,8 @@ def test_plant_vents_through_the_valves_when_commands_stop():
 
 def test_valve_keys_are_checked():
     with pytest.raises(ConfigError, match="'actuator.delay'"):
-        plant_settings(delay=-0.1)
+        continuum_plant_settings(delay=-0.1)
     with pytest.raises(ConfigError, match="'actuator.lag'"):
-        plant_settings(lag=0.1)
-    tree, model = file_parameters(config_path('planar_2r.yaml'), 'continuum_simulator')
+        continuum_plant_settings(lag=0.1)
     with pytest.raises(ConfigError, match="'actuator.time_constant'.*'pressure'"):
-        PlantSettings.parse(dict(tree, actuator={'time_constant': 0.02}), model)
+        plant_settings('planar_2r.yaml', {'actuator.time_constant': 0.02})

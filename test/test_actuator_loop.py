@@ -9,9 +9,10 @@ after the reference's 1 s blend-in (and one more second for the start-up transie
 import numpy as np
 import pytest
 
-from ros_nodes import params_file, running, use_domain
+from ros_nodes import params_file, running
 
-use_domain(37)
+#: starts node processes or DDS participants, for more than a few seconds
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 #: seconds recorded after the controller went active; errors count from SETTLE on
 DURATION, SETTLE = 6.0, 2.0

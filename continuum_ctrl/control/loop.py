@@ -29,15 +29,15 @@ import numpy as np
 from continuum_ctrl.control.actuation import clamp_effort
 from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
-from continuum_ctrl.control.references import (Hold, MinimumJerk, minimum_jerk_ramp,
+from continuum_ctrl.control.references import (blend_ramp, Hold, MinimumJerk,
                                                Multisine, Sinusoid, Waypoints)
 from continuum_ctrl.control.settings import ControllerSettings, TASK_REFERENCE_TYPES
 from continuum_ctrl.control.task_space import TaskSpace
 from continuum_ctrl.models.base import DynamicsModel
 from continuum_ctrl.params import ConfigError
 
-#: largest value of the bump x (1 - s(x)) over the blend (at x = 0.398), in blend times
-BUMP_PEAK = 0.2731
+#: largest value of the bump x (1 - s(x)) over the blend (at x = 0.389), in blend times
+BUMP_PEAK = 0.2845
 #: loop status: no valid state yet, controlling, safe command after a state timeout, or
 #: stopped (safe command until `start`)
 WAITING, ACTIVE, STALE, STOPPED = 'waiting', 'active', 'stale', 'stopped'
@@ -78,9 +78,9 @@ class Anchored:
     A reference started at `t0`, clamped to the limits, blended in from the state measured then.
 
     With ``r(t) = ref(t - t0)`` clipped to ``[low, high]`` (its velocity and acceleration zero
-    where clipped), ``q0, qd0`` the measured `q_start`, `qd_start`, ``s`` the minimum-jerk
-    ramp from 0 to 1 over `blend_time` seconds and the bump ``b(t) = t (1 - s)`` (``b = 0``,
-    ``b' = 1``, ``b'' = 0`` at the start; all zero at the end):
+    where clipped), ``q0, qd0`` the measured `q_start`, `qd_start`, ``s`` the C3 `blend_ramp`
+    from 0 to 1 over `blend_time` seconds and the bump ``b(t) = t (1 - s)`` (``b = 0``,
+    ``b' = 1``, ``b'' = b''' = 0`` at the start; all zero at the end):
 
         q_d = q0 + b qd0 + s (r - q0)
 
@@ -124,7 +124,7 @@ class Anchored:
         r, rd, rdd = self._clamped(elapsed)
         if elapsed >= self.blend_time:
             return self.clamped
-        s, ds, dds = minimum_jerk_ramp(elapsed, self.blend_time)
+        s, ds, dds = blend_ramp(elapsed, self.blend_time)
         q_out, qd_out, qdd_out = self.out
         delta = np.subtract(r, self.q_start, out=self._delta)
         b, db, ddb = elapsed * (1.0 - s), 1.0 - s - elapsed * ds, -2.0 * ds - elapsed * dds
@@ -173,7 +173,7 @@ class ControlLoop:
         self._nan = np.full(n, np.nan)
         self._tau = np.zeros(n)
         self._failing = False
-        self._sent_time = None
+        self._sent_time: Optional[float] = None
         self._pressures = np.zeros(n)
         self.task: Optional[TaskSpace] = None
         self.clamped_targets = 0
@@ -199,13 +199,14 @@ class ControlLoop:
                               if settings.actuation is not None else (-limit, limit))
         step = settings.effort_rate * self.period
         self._step = step if np.isfinite(step).any() else None     # None: no rate limit
-        old = getattr(self, 'compensation', None)     # kept while it fits: its estimate
-        if not any(settings.compensation):
+        old: Optional[Compensation] = getattr(self, 'compensation', None)   # keeps its estimate
+        time_constant, delay = settings.compensation
+        if not (time_constant or delay):
             self.compensation = None
         elif old is None or (old.time_constant, old.delay, old.period) != (
-                *settings.compensation, self.period):
+                time_constant, delay, self.period):
             self.compensation = Compensation(self.model, self.law, settings.actuation,
-                                             *settings.compensation, self.period)
+                                             time_constant, delay, self.period)
         else:
             old.actuation = settings.actuation
 

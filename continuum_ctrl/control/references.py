@@ -153,6 +153,22 @@ def minimum_jerk_ramp(elapsed, duration):
             x * (60.0 + x * (-180.0 + 120.0 * x)) / duration ** 2)
 
 
+def blend_ramp(elapsed, duration):
+    """
+    Return the blend ramp ``s`` from 0 to 1 and its time derivatives ``(s, s', s'')``.
+
+    ``s = 35 x^4 - 84 x^5 + 70 x^6 - 20 x^7`` with ``x = elapsed/duration`` clipped to [0, 1]:
+    zero slope, curvature and jerk at both ends, so blends built from it are C3. The valve
+    compensation's lead differentiates the law along the desired trajectory once more; with
+    the minimum-jerk ramp (C2) its jerk steps at the end of the blend, and so would the
+    compensated command. Times in seconds.
+    """
+    x = min(max(elapsed / duration, 0.0), 1.0)
+    return (x ** 4 * (35.0 + x * (-84.0 + x * (70.0 - 20.0 * x))),
+            x ** 3 * (140.0 + x * (-420.0 + x * (420.0 - 140.0 * x))) / duration,
+            x ** 2 * (420.0 + x * (-1680.0 + x * (2100.0 - 840.0 * x))) / duration ** 2)
+
+
 class MinimumJerk(Reference):
     """
     Minimum-jerk point-to-point move from `q0` to `q1`, starting at `t0` and lasting `duration`.

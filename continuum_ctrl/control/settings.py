@@ -145,7 +145,7 @@ class ControllerSettings:
     actuation: Optional[ActuationMap]
     effort_limit: np.ndarray
     effort_rate: np.ndarray
-    compensation: tuple = (0.0, 0.0)
+    compensation: Tuple[float, float] = (0.0, 0.0)
     task: TaskSettings = TaskSettings()
 
     @classmethod

@@ -19,7 +19,7 @@ the pressure that pushes.
 """
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -93,7 +93,7 @@ class PlantSettings:
     noise_position: float
     noise_velocity: float
     noise_seed: int
-    actuator: tuple = (0.0, 0.0, 0.0)
+    actuator: Tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     @classmethod
     def parse(cls, tree: Dict[str, Any], model_namespace: Dict[str, Any]) -> 'PlantSettings':
@@ -192,9 +192,11 @@ class Plant:
         self.overruns = 0
         self.steps = 0
         self.rng = np.random.default_rng(settings.noise_seed)
-        self.valves, self._vented = None, True
+        self.valves: Optional[Actuator] = None
+        self._vented = True
         if settings.actuation is not None and any(settings.actuator):
-            self.valves = Actuator(*settings.actuator, initial=settings.actuation.p_min)
+            time_constant, delay, max_rate = settings.actuator
+            self.valves = Actuator(time_constant, delay, max_rate, settings.actuation.p_min)
         self.reset()
 
     def reset(self):
@@ -261,6 +263,7 @@ class Plant:
         moment it turns stale.
         """
         actuation, valves = self.settings.actuation, self.valves
+        assert valves is not None     # called only for a plant with valves
         if not fresh and not self._vented:
             self._vented = True
             valves.command(actuation.p_min, self.command_time + self.settings.command_timeout)
