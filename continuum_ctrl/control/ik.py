@@ -16,8 +16,9 @@ clipped to the limits, so no iterate ever leaves them.
 
 `InverseKinematics.step` is one such step from the previous solution, the per-tick update of
 a controller (compiled in one call where the model offers `compiled_ik_step`, as continuum
-models do; `numpy_step` is the same step on the frame interface); `solve` iterates to ``tolerance`` or, for an unreachable target, to the closest
-reachable pose it can find, and says how far off that is. A descent can end in a local
+models do; `numpy_step` is the same step on the frame interface); `solve` iterates to
+``tolerance`` or, for an unreachable target, to the closest reachable pose it can find, and
+says how far off that is. A descent can end in a local
 minimum of the error within the limits, so `solve` restarts from ``restarts`` fixed
 pseudo-random poses before it gives up, and keeps the best.
 """

@@ -64,8 +64,9 @@ ContinuumData = namedtuple('ContinuumData', 'chain body section terms sums')
 
 def take(memory, at, shape):
     """
-    Return ``(at + size, view)``: the C-ordered float64 view of `shape` at index `at` of the
-    flat `memory`; the view is None when `memory` is (to measure a layout).
+    Return ``(at + size, view)``: the C-ordered view of `shape` at index `at` of `memory`.
+
+    `memory`: a flat float64 block, or None to measure a layout (the view is then None).
     """
     size = int(np.prod(shape))
     view = None if memory is None else memory[at:at + size].reshape(shape)
@@ -144,7 +145,7 @@ def section_layout(memory, at):
 @_also_compiled
 def layout(memory, n):
     """
-    The named views of an n-section model's workspace in the flat block `memory`.
+    Return ``(size, data)``: the named views of an n-section model's workspace in `memory`.
 
     The one definition of the `ContinuumData` layout: compiled kernels carve it from the
     block they are given (no per-array cost at the call), Python calls it directly.
