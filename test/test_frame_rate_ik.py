@@ -93,3 +93,18 @@ def test_compiled_ik_step_rejects_a_wrong_length_q():
     ik = InverseKinematics(load_model(REFERENCE_ARM), 'section3_tip')
     with pytest.raises(ValueError, match='shape'):
         ik.step(np.zeros(4), [0.0, 0.0, 0.5])
+
+
+def test_compiled_log3_equals_pinocchio():
+    import pinocchio as pin
+    from continuum_ctrl.models.continuum.frames import log3
+    rng = np.random.default_rng(6)
+    w = np.empty(3)
+    for angle in (0.0, 1e-9, 1e-5, 0.3, 2.0, np.pi - 1e-3, np.pi - 1e-6, np.pi):
+        for _ in range(20):
+            axis = rng.normal(size=3)
+            R = pin.exp3(angle * axis / np.linalg.norm(axis))
+            log3(R, w)
+            np.testing.assert_allclose(pin.exp3(w), R, atol=1e-12)
+            if angle < 3.0:
+                np.testing.assert_allclose(w, pin.log3(R), atol=1e-12)
