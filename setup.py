@@ -22,7 +22,6 @@ setup(
     maintainer_email='maintainers@continuum-ctrl.invalid',
     description='Computed-torque control of continuum (PMA) and rigid arms for ROS 2.',
     license='Apache-2.0',
-    tests_require=['pytest'],
     entry_points={
         'console_scripts': [
             'continuum-ctrl = continuum_ctrl.cli:main',

@@ -14,7 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from continuum_ctrl.params.files import config_path, PACKAGE
+from continuum_ctrl.params import ConfigError
+from continuum_ctrl.params.files import config_dirs, config_path, PACKAGE
 
 #: the node names, defined here only (the nodes and the tests import them)
 CONTROLLER = 'continuum_controller'
@@ -48,6 +49,31 @@ class NodeDescription:
             line += ['-r', f'{source}:={target}']
         line += ['-p', f'use_sim_time:={str(self.use_sim_time).lower()}']
         return line
+
+
+#: short arm names -> parameter file stems in config/ (`demo --arm`, `simulate --arm`)
+ARMS = {'continuum': 'continuum_3section', '2r': 'planar_2r', 'panda': 'panda'}
+
+
+def arm_config(arm):
+    """
+    Return the parameter file of `arm`: a path, a short name in ARMS or a file stem in config/.
+
+    `continuum`, `continuum_3section`, `continuum_3section.yaml` and a path to that file all
+    name the same file. Names are looked up in the config directories (`params.config_dirs`:
+    the source tree, then the installed share directory). Raises ConfigError('--arm').
+    """
+    if Path(arm).is_file():
+        return Path(arm)
+    stem = ARMS.get(arm, arm[:-len('.yaml')] if arm.endswith('.yaml') else arm)
+    tried = []
+    for root in config_dirs():
+        if (root / f'{stem}.yaml').is_file():
+            return root / f'{stem}.yaml'
+        tried.append(str(root))
+    names = ', '.join(f'{short} ({stem}.yaml)' for short, stem in ARMS.items())
+    raise ConfigError('--arm', f"'{arm}' is neither a parameter file nor an arm: {names}, or "
+                               f"a file stem in {tried}")
 
 
 def find_executable(name):

@@ -1,7 +1,7 @@
 """
 `continuum-ctrl simulate`: an arm under computed torque in a closed loop in one process (no ROS).
 
-    continuum-ctrl simulate [--arm planar_2r|panda|PARAMS.yaml] [--duration 5] [--out out/]
+    continuum-ctrl simulate [--arm 2r|panda|continuum|PARAMS.yaml] [--duration 5] [--out out/]
 
 The gains are the controller's from the parameter file, unless --kp/--kd say otherwise. The
 plant is the model itself, the law runs at `--rate` Hz with its torque held in between,
@@ -18,9 +18,9 @@ import numpy as np
 from continuum_ctrl.control import ComputedTorqueLaw
 from continuum_ctrl.control.references import MinimumJerk, Sinusoid
 from continuum_ctrl.control.settings import ControllerSettings
-from continuum_ctrl.launch_description import CONTROLLER
+from continuum_ctrl.launch_description import arm_config, ARMS, CONTROLLER
 from continuum_ctrl.models import load_model
-from continuum_ctrl.params import config_dirs, ConfigError, file_parameters
+from continuum_ctrl.params import ConfigError, file_parameters
 from continuum_ctrl.ros.node_settings import ControllerNodeSettings
 from continuum_ctrl.sim.closed_loop import SimulationDiverged, simulate
 from continuum_ctrl.sim.integrators import INTEGRATORS
@@ -30,23 +30,6 @@ DEFAULT_KP, DEFAULT_KD = 50.0, 10.0
 #: a joint without position limits moves this far (rad) around this position (rad)
 UNBOUNDED_AMPLITUDE = 0.4
 UNBOUNDED_CENTER = 0.3
-
-
-def config_file(arm):
-    """
-    Return the parameter file for `arm`: an existing path, or a name in the package's config/.
-
-    Names are looked up in the source tree, then in the installed share directory (pip's
-    ``sys.prefix/share`` or the ament index).
-    """
-    if Path(arm).is_file():
-        return Path(arm)
-    tried = []
-    for root in config_dirs():
-        if (root / f'{arm}.yaml').is_file():
-            return root / f'{arm}.yaml'
-        tried.append(str(root))
-    raise ConfigError('--arm', f"'{arm}' is neither a parameter file nor a config in {tried}")
 
 
 def motion_range(model):
@@ -171,11 +154,12 @@ def main(argv=None):
     """Run the demo; return the exit status (1 if the closed loop diverged)."""
     parser = argparse.ArgumentParser(prog='continuum-ctrl simulate', description=__doc__.split(
         '\n\n')[0].strip())
-    parser.add_argument('--arm', default='planar_2r',
-                        help='planar_2r, panda, or a parameter YAML file (default planar_2r)')
+    parser.add_argument('--arm', default='2r',
+                        help=f"{', '.join(ARMS)}, a file stem in config/ or a parameter YAML "
+                             f"file (default 2r)")
     parser.add_argument('--duration', type=float, default=5.0, help='seconds (default 5)')
     parser.add_argument('--out', default='out', help='output directory (default ./out)')
-    parser.add_argument('--reference', choices=['sinusoid', 'minimum_jerk'],
+    parser.add_argument('--reference', choices=['sinusoid', 'min_jerk'],
                         default='sinusoid', help='reference trajectory (default sinusoid)')
     parser.add_argument('--rate', type=float, default=1000.0,
                         help='control and integration rate in Hz (default 1000)')
@@ -188,7 +172,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if not args.duration > 0.0 or not args.rate > 0.0:
         raise ConfigError('--duration' if not args.duration > 0.0 else '--rate', 'must be > 0')
-    path = config_file(args.arm)
+    path = arm_config(args.arm)
     model = load_model(path)
     integrator = args.integrator or default_integrator(model)
     name = path.stem

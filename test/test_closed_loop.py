@@ -122,7 +122,7 @@ def test_minimum_jerk_tracking_converges_and_logs_are_consistent():
 @pytest.mark.slow
 def test_demo_prints_errors_and_writes_a_plot(tmp_path, capsys):
     assert demo_main(['--arm', 'planar_2r', '--duration', '2', '--out', str(tmp_path),
-                      '--reference', 'minimum_jerk']) == 0
+                      '--reference', 'min_jerk']) == 0
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines() if line.startswith('joint')][1:]
     assert [row[0] for row in rows] == ['joint1', 'joint2']

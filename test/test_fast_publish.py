@@ -8,9 +8,6 @@ import rclpy
 from std_msgs.msg import Float64MultiArray
 
 from continuum_ctrl.ros.fast_publish import CommandPublisher, float64_array_prefix
-from ros_nodes import use_domain
-
-use_domain(43)
 
 
 @pytest.fixture
@@ -42,6 +39,7 @@ def receive(node, publisher, batches, timeout=20.0):
     return received
 
 
+@pytest.mark.ros
 @pytest.mark.parametrize('n', [1, 9, 20])
 def test_subscriber_receives_exactly_the_published_doubles(node, n):
     rng = np.random.default_rng(n)
@@ -56,6 +54,7 @@ def test_subscriber_receives_exactly_the_published_doubles(node, n):
         assert msg.layout.dim == [] and msg.layout.data_offset == 0
 
 
+@pytest.mark.ros
 def test_wrong_size_or_type_is_refused(node):
     publisher = CommandPublisher(node, 'commands', 9)
     for bad in (np.zeros(8), np.zeros(10), np.zeros(9, dtype=np.float32)):

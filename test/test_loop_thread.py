@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.control.loop import ACTIVE, ControlLoop, WAITING
-from continuum_ctrl.control.settings import ControllerSettings, file_parameters
+from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.launch_description import config_path
 from continuum_ctrl.models import load_model
+from continuum_ctrl.params import file_parameters
 from continuum_ctrl.ros.loop_thread import (LoopThread, MAX_SPIN_BEFORE, StateHandoff,
                                             SWITCH_INTERVAL)
+from continuum_ctrl.ros.node_settings import ControllerNodeSettings
 
 PERIOD = 0.002
 
@@ -103,7 +105,8 @@ def continuum_loop(resume_count):
     tree, model = file_parameters(config_path('continuum_3section.yaml'), 'continuum_controller')
     tree['resume_count'] = resume_count
     model = load_model(model)
-    return ControlLoop(model, ControllerSettings.parse(tree, model))
+    node, rest = ControllerNodeSettings.split(tree)
+    return ControlLoop(model, ControllerSettings.parse(rest, model), node.period)
 
 
 def test_handoff_gives_the_loop_the_latest_state_and_the_rejections_in_order():

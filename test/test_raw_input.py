@@ -14,9 +14,7 @@ from continuum_ctrl.ros.conversion import Rejected
 from continuum_ctrl.ros.raw_input import (BOUND_JOINTS, commands_reader, joint_states_bytes,
                                           joint_states_reader, MAX_JOINT_STATES_BYTES,
                                           NAME_CHARS, trajectory_reader)
-from ros_nodes import use_domain
 
-use_domain(47)
 
 JOINTS = [f'seg{s}_{axis}' for s in range(1, 4) for axis in ('u', 'v', 'w')]
 
@@ -102,6 +100,7 @@ def test_commands_of_n_doubles_pass_with_or_without_a_layout_and_longer_ones_do_
         reader.read(serialize_message(Float64MultiArray(data=[0.0] * 20)))
 
 
+@pytest.mark.ros
 def test_a_raw_subscription_delivers_bytes_that_the_reader_bounds():
     """Real DDS: a huge and a valid JointState through a raw=True subscription."""
     context = rclpy.Context()

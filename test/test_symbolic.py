@@ -292,3 +292,20 @@ def test_user_names_that_look_like_generated_names_do_not_collide():
     np.testing.assert_allclose(model.coriolis_matrix(q, qd), [[2.0, 2.0], [-2.0, 0.0]])
     np.testing.assert_allclose(model.inverse_dynamics(q, np.zeros(2), np.ones(2)),
                                [6.0 + 2.0, 3.0 + 1.0])
+
+
+def test_generated_variables_keep_indices_and_coordinate_names_apart():
+    """The 2R's coordinate q1 is q[0]: generated code says q_0 = q[0] and names q1 beside it."""
+    import re
+
+    from continuum_ctrl.params import model_spec
+    from continuum_ctrl.launch_description import config_path
+    from continuum_ctrl.models.symbolic import derive, python_source
+    from continuum_ctrl.models.symbolic_export import c_source
+
+    derivation = derive(model_spec(config_path('planar_2r.yaml')))
+    c_text, python_text = c_source(derivation), python_source(derivation)
+    assert 'const double q_1 = q[1];  /* q2 */' in c_text
+    assert not re.search(r'\bq1 = q\[1\]', c_text) and not re.search(r'\bq0\b', c_text)
+    for text in (c_text, python_text):
+        assert 'q_0 = q1, q_1 = q2' in text

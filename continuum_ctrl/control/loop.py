@@ -10,9 +10,12 @@ The controller's cycle without ROS: watchdog, reference, computed torque, limits
 Until `resume_count` consecutive valid states have arrived, and whenever the last one is older
 than `state_timeout`, `tick` returns the safe command: zero effort or `p_min` (vent), or for
 ``safe_mode: hold`` gravity plus elastic compensation at the last valid state. On every
-(re)start the reference is anchored at the measured pose and blends in from it over
-`reference.blend_time`. Efforts are clamped to `limits.effort` (and to what the PMAs can push),
-rate-limited to `limits.effort_rate`, and a non-finite effort gives the safe command.
+(re)start the desired trajectory leaves the measured state (pose, velocity; zero
+acceleration) and blends into the reference over `reference.blend_time` (`Anchored`), so the
+law sees no step. Efforts are clamped to `limits.effort` (and to what the PMAs can push),
+rate-limited to `limits.effort_rate`, and a non-finite effort gives the safe command. In
+pressure mode, `output.time_constant` and `output.delay` compensate the valves' lag and dead
+time (control/compensation.py); the limits apply to the compensated command.
 
 A low-pass on measured velocities (`velocity_filter`) matters for PMA arms: their damping acts
 on a few grams of generalized inertia, so cancelling ``D qd`` with a velocity measured a few
@@ -24,12 +27,16 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from continuum_ctrl.control.actuation import clamp_effort
+from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
-from continuum_ctrl.control.references import Hold, MinimumJerk, Sinusoid, Waypoints
+from continuum_ctrl.control.references import (blend_ramp, Hold, MinimumJerk,
+                                               Multisine, Sinusoid, Waypoints)
 from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.models.base import DynamicsModel
 from continuum_ctrl.params import ConfigError
 
+#: largest value of the bump x (1 - s(x)) over the blend (at x = 0.389), in blend times
+BUMP_PEAK = 0.2845
 #: loop status: no valid state yet, controlling, safe command after a state timeout, or
 #: stopped (safe command until `start`)
 WAITING, ACTIVE, STALE, STOPPED = 'waiting', 'active', 'stale', 'stopped'
@@ -50,6 +57,8 @@ def build_reference(spec, q_start):
         return Hold(start)
     if spec.kind == 'sinusoid':
         return Sinusoid(start, spec.amplitude, spec.frequency, spec.phase)
+    if spec.kind == 'multisine':
+        return Multisine(start, spec.amplitude, spec.band, spec.components)
     if spec.kind == 'min_jerk':
         return MinimumJerk(q_start, spec.position, 0.0, spec.duration)
     if spec.times is None or len(spec.times) == 0:
@@ -59,37 +68,69 @@ def build_reference(spec, q_start):
 
 class Anchored:
     """
-    A reference started at time `t0`, blended in from the measured pose `q_start`.
+    A reference started at `t0`, clamped to the limits, blended in from the state measured then.
 
-    ``q_d(t) = ref(t - t0) + (q_start - ref(0)) (1 - s)``, with ``s`` the minimum-jerk ramp
-    from 0 to 1 over `blend_time` seconds, so the desired pose starts at the measured one and
-    stays C2.
+    With ``r(t) = ref(t - t0)`` clipped to ``[low, high]`` (its velocity and acceleration zero
+    where clipped), ``q0, qd0`` the measured `q_start`, `qd_start`, ``s`` the C3 `blend_ramp`
+    from 0 to 1 over `blend_time` seconds and the bump ``b(t) = t (1 - s)`` (``b = 0``,
+    ``b' = 1``, ``b'' = b''' = 0`` at the start; all zero at the end):
+
+        q_d = q0 + b qd0 + s (r - q0)
+
+    and its first two time derivatives. At ``t0`` the desired state is the measured one with
+    zero acceleration (for an arm at rest: the measured pose at rest), so the law sees no step
+    in position, velocity or acceleration error; after the blend it is ``r``. The bump carries
+    the desired pose on by at most BUMP_PEAK ``blend_time qd0``; a joint it would carry outside
+    its limits starts at rest instead (``qd0 = 0``): a PMA sagging below zero length is braked
+    where it is, not followed further out, where it can only be pushed. The rest of the blend
+    is a convex combination, so a start outside the limits moves smoothly inside rather than
+    being clipped there in one tick.
     """
 
-    def __init__(self, reference, t0, q_start, blend_time):
+    def __init__(self, reference, t0, q_start, qd_start, blend_time, low, high):
         self.reference = reference
         self.t0 = t0
         self.blend_time = blend_time
-        self.offset = np.asarray(q_start, dtype=float) - reference.sample(0.0)[0]
-        self.out = tuple(np.zeros(len(self.offset)) for _ in range(3))
+        self.q_start = np.array(q_start, dtype=float)
+        self.low, self.high = low, high
+        reach = self.q_start + BUMP_PEAK * blend_time * np.asarray(qd_start, dtype=float)
+        self.qd_start = np.where((reach >= low) & (reach <= high), qd_start, 0.0)
+        n = len(self.q_start)
+        self.clamped = tuple(np.zeros(n) for _ in range(3))
+        self.out = tuple(np.zeros(n) for _ in range(3))
+        self._inside = np.zeros(n, dtype=bool)
+        self._delta = np.zeros(n)
+
+    def _clamped(self, elapsed):
+        """Return the reference at `elapsed` clipped to the limits, at rest where clipped."""
+        q, qd, qdd = self.reference.sample(elapsed)
+        r, rd, rdd = self.clamped
+        np.clip(q, self.low, self.high, out=r)
+        inside = np.equal(r, q, out=self._inside)
+        np.multiply(qd, inside, out=rd)
+        np.multiply(qdd, inside, out=rdd)
+        return self.clamped
 
     def sample(self, t):
         """Return ``(q_d, qd_d, qdd_d)`` at time `t` (s, same clock as `t0`)."""
         elapsed = max(t - self.t0, 0.0)
-        q, qd, qdd = self.reference.sample(elapsed)
+        r, rd, rdd = self._clamped(elapsed)
         if elapsed >= self.blend_time:
-            return q, qd, qdd
+            return self.clamped
+        s, ds, dds = blend_ramp(elapsed, self.blend_time)
         q_out, qd_out, qdd_out = self.out
-        x, T = elapsed / self.blend_time, self.blend_time
-        fade = 1.0 - x ** 3 * (10.0 + x * (-15.0 + 6.0 * x))
-        dfade = -x ** 2 * (30.0 + x * (-60.0 + 30.0 * x)) / T
-        ddfade = -x * (60.0 + x * (-180.0 + 120.0 * x)) / T ** 2
-        np.multiply(self.offset, fade, out=q_out)
-        q_out += q
-        np.multiply(self.offset, dfade, out=qd_out)
-        qd_out += qd
-        np.multiply(self.offset, ddfade, out=qdd_out)
-        qdd_out += qdd
+        delta = np.subtract(r, self.q_start, out=self._delta)
+        b, db, ddb = elapsed * (1.0 - s), 1.0 - s - elapsed * ds, -2.0 * ds - elapsed * dds
+        np.multiply(delta, s, out=q_out)
+        q_out += self.q_start
+        q_out += b * self.qd_start
+        np.multiply(rd, s, out=qd_out)
+        qd_out += ds * delta
+        qd_out += db * self.qd_start
+        np.multiply(rdd, s, out=qdd_out)
+        qdd_out += 2.0 * ds * rd
+        qdd_out += dds * delta
+        qdd_out += ddb * self.qd_start
         return self.out
 
 
@@ -122,10 +163,11 @@ class ControlLoop:
         self.q_des, self.qd_des, self.qdd_des = np.zeros(n), np.zeros(n), np.zeros(n)
         self.effort = np.zeros(n)
         self.command = np.zeros(n)
-        self._inside = np.zeros(n, dtype=bool)
         self._nan = np.full(n, np.nan)
         self._tau = np.zeros(n)
         self._failing = False
+        self._sent_time: Optional[float] = None
+        self._pressures = np.zeros(n)
         self._safe_command()
         self.cycle = CycleView(self)
 
@@ -146,11 +188,22 @@ class ControlLoop:
                               if settings.actuation is not None else (-limit, limit))
         step = settings.effort_rate * self.period
         self._step = step if np.isfinite(step).any() else None     # None: no rate limit
+        old: Optional[Compensation] = getattr(self, 'compensation', None)   # keeps its estimate
+        time_constant, delay = settings.compensation
+        if not (time_constant or delay):
+            self.compensation = None
+        elif old is None or (old.time_constant, old.delay, old.period) != (
+                time_constant, delay, self.period):
+            self.compensation = Compensation(self.model, self.law, settings.actuation,
+                                             time_constant, delay, self.period)
+        else:
+            old.actuation = settings.actuation
 
     def anchor(self, t: float) -> None:
-        """Restart the configured reference at time `t` from the last measured pose."""
+        """Restart the configured reference at time `t` from the last measured state."""
         spec = self.settings.reference
-        self.reference = Anchored(build_reference(spec, self.q), t, self.q, spec.blend_time)
+        self.reference = Anchored(build_reference(spec, self.q), t, self.q, self.qd,
+                                  spec.blend_time, self.low, self.high)
 
     def follow(self, times: np.ndarray, positions: np.ndarray,
                velocities: Optional[np.ndarray] = None,
@@ -174,16 +227,17 @@ class ControlLoop:
         knots = np.concatenate(([0.0], times))
         checked = np.union1d(knots, (knots[1:] + knots[:-1]) / 2)
         try:
-            reference = Waypoints(knots, *with_start)
-            finite = all(np.all(np.isfinite(part)) for s in checked
-                         for part in reference.sample(s))
+            with np.errstate(over='ignore', invalid='ignore'):    # rejected below, silently
+                reference = Waypoints(knots, *with_start)
+                finite = all(np.all(np.isfinite(part)) for s in checked
+                             for part in reference.sample(s))
         except ConfigError as exc:
             raise TrajectoryRejected(str(exc)) from None
         except (ArithmeticError, ValueError) as exc:
             raise TrajectoryRejected(f'it cannot be interpolated: {exc}') from None
         if not finite:
             raise TrajectoryRejected('its interpolation is not finite')
-        self.reference = Anchored(reference, t, self.q, 0.0)
+        self.reference = Anchored(reference, t, self.q, self.qd, 0.0, self.low, self.high)
 
     def set_state(self, q: np.ndarray, qd: np.ndarray, t: float) -> None:
         """
@@ -208,6 +262,30 @@ class ControlLoop:
                                         'anchored at the measured pose'))
             self.status = ACTIVE
             self.anchor(t)
+
+    def set_pressures(self, pressures: np.ndarray, t: float) -> None:
+        """
+        Take measured PMA pressures (joints order, Pa) at receive time `t` (s).
+
+        The compensation's valve model takes them as its estimate and runs on from them;
+        without new ones it runs on alone from the commands sent. Raises ValueError saying
+        why for a vector of the wrong length, non-finite values or pressures outside
+        ``[p_min, p_max]`` widened by its span (the estimate is then kept).
+        """
+        actuation = self.settings.actuation
+        if actuation is None:
+            raise ValueError('the output is not pressure')
+        if len(pressures) != self.model.n:
+            raise ValueError(f'expected {self.model.n} pressures, got {len(pressures)}')
+        self._pressures[self.settings.order] = pressures
+        span = actuation.p_max - actuation.p_min
+        if not np.all(np.isfinite(self._pressures)):
+            raise ValueError('non-finite pressures')
+        if np.any(np.abs(self._pressures - 0.5 * (actuation.p_max + actuation.p_min))
+                  > 1.5 * span):
+            raise ValueError('pressures outside [p_min, p_max] widened by its span')
+        if self.compensation is not None:
+            self.compensation.measured(self._pressures, t)
 
     def reject_state(self) -> None:
         """Count a rejected measurement against the streak needed to resume."""
@@ -245,6 +323,10 @@ class ControlLoop:
 
     def tick(self, t: float) -> np.ndarray:
         """Return the command for time `t` (s) in joints order (an internal buffer)."""
+        if self.compensation is not None and self._sent_time is not None:
+            self._pressures[self.settings.order] = self.command
+            self.compensation.sent(self._pressures, self._sent_time)
+        self._sent_time = t
         if self.status == ACTIVE and t - self.last_state_time > self.settings.state_timeout:
             self.status = STALE
             self.valid_streak = 0
@@ -253,14 +335,16 @@ class ControlLoop:
                                         f"('{self.settings.safe_mode}')"))
         if self.status != ACTIVE:
             return self._safe_command()
-        q_des, qd_des, qdd_des = self.reference.sample(t)   # type: ignore[union-attr]
-        np.clip(q_des, self.low, self.high, out=self.q_des)
-        inside = np.equal(self.q_des, q_des, out=self._inside)
-        np.multiply(qd_des, inside, out=self.qd_des)        # at rest where clipped
-        np.multiply(qdd_des, inside, out=self.qdd_des)
+        for target, value in zip((self.q_des, self.qd_des, self.qdd_des),
+                                 self.reference.sample(t)):  # type: ignore[union-attr]
+            target[:] = value
         problem = 'a non-finite effort'
         try:
-            tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
+            if self.compensation is None:
+                tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
+            else:
+                tau = self.compensation.effort(self.q, self.qd, self.last_state_time,
+                                               self.reference, t, self._effort_range)
         except Exception as exc:  # noqa: B902 - any failure must end in the safe command
             tau, problem = self._nan, f'{type(exc).__name__}: {exc}'
         if not np.isfinite(tau).all():

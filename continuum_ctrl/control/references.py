@@ -99,6 +99,47 @@ class Sinusoid(Reference):
         return _frozen(self.center + s, self._rate * np.cos(angle), self._curvature * s)
 
 
+class Multisine(Reference):
+    """
+    Per-joint sums of sines at distinct frequencies, for identification runs.
+
+    Joint ``j`` moves by ``sum_k a sin(2 pi f_jk t + phi_jk)`` around `center` with ``a =
+    amplitude_j / components``, so it never leaves ``center +- amplitude``. The
+    ``n * components`` frequencies interleave evenly over ``band = (f_low, f_high)`` Hz (joint
+    ``j``, component ``k``: index ``k n + j``), so no two joints share one and the excitation
+    is band-limited; Schroeder phases keep each joint's sum from peaking.
+    """
+
+    def __init__(self, center, amplitude, band, components=4, n=None, name='reference'):
+        center = _array(center, f'{name}.center', shape=None)
+        amplitude = _array(amplitude, f'{name}.amplitude', shape=None)
+        low, high = _array(band, f'{name}.band', (2,))
+        if not 0.0 < low < high:
+            raise ConfigError(f'{name}.band', f'must be [f_low, f_high] Hz with 0 < f_low < '
+                                              f'f_high, got {[low, high]}')
+        if int(components) != components or components < 1:
+            raise ConfigError(f'{name}.components', f'must be an integer >= 1, got '
+                                                    f'{components!r}')
+        self.n = n or max(center.size, amplitude.size)
+        self.center, amplitude = (np.broadcast_to(v, (self.n,)).astype(float)
+                                  for v in (center, amplitude))
+        m = int(components)
+        index = np.arange(m)[None, :] * self.n + np.arange(self.n)[:, None]      # (n, m)
+        step = (high - low) / max(self.n * m - 1, 1)
+        self.omega = 2.0 * np.pi * (low + step * index)
+        self.phase = (-np.pi * np.arange(m) * (np.arange(m) + 1) / m)[None, :] + (
+            2.0 * np.pi * np.arange(self.n) / self.n)[:, None]
+        self.weight = np.repeat(amplitude[:, None] / m, m, axis=1)
+
+    def sample(self, t):
+        """Return position, velocity and acceleration of the sums at `t`."""
+        angle = self.omega * t + self.phase
+        s = self.weight * np.sin(angle)
+        c = self.weight * self.omega * np.cos(angle)
+        return _frozen(self.center + s.sum(axis=1), c.sum(axis=1),
+                       -(s * self.omega ** 2).sum(axis=1))
+
+
 def minimum_jerk_ramp(elapsed, duration):
     """
     Return the minimum-jerk ramp ``s`` from 0 to 1 and its time derivatives ``(s, s', s'')``.
@@ -110,6 +151,22 @@ def minimum_jerk_ramp(elapsed, duration):
     return (x ** 3 * (10.0 + x * (-15.0 + 6.0 * x)),
             x ** 2 * (30.0 + x * (-60.0 + 30.0 * x)) / duration,
             x * (60.0 + x * (-180.0 + 120.0 * x)) / duration ** 2)
+
+
+def blend_ramp(elapsed, duration):
+    """
+    Return the blend ramp ``s`` from 0 to 1 and its time derivatives ``(s, s', s'')``.
+
+    ``s = 35 x^4 - 84 x^5 + 70 x^6 - 20 x^7`` with ``x = elapsed/duration`` clipped to [0, 1]:
+    zero slope, curvature and jerk at both ends, so blends built from it are C3. The valve
+    compensation's lead differentiates the law along the desired trajectory once more; with
+    the minimum-jerk ramp (C2) its jerk steps at the end of the blend, and so would the
+    compensated command. Times in seconds.
+    """
+    x = min(max(elapsed / duration, 0.0), 1.0)
+    return (x ** 4 * (35.0 + x * (-84.0 + x * (70.0 - 20.0 * x))),
+            x ** 3 * (140.0 + x * (-420.0 + x * (420.0 - 140.0 * x))) / duration,
+            x ** 2 * (420.0 + x * (-1680.0 + x * (2100.0 - 840.0 * x))) / duration ** 2)
 
 
 class MinimumJerk(Reference):

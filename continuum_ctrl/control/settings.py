@@ -20,8 +20,8 @@ from continuum_ctrl.control.gains import validate_gain
 from continuum_ctrl.params import ConfigError, Field, Reader
 
 #: reference.type values: hold a pose, per-joint sinusoid, minimum jerk to a goal, waypoints
-#: (an inline list and/or `~/joint_trajectory` messages)
-REFERENCE_TYPES = ('hold', 'sinusoid', 'min_jerk', 'trajectory')
+#: (an inline list and/or `~/joint_trajectory` messages), sums of sines for identification
+REFERENCE_TYPES = ('hold', 'sinusoid', 'min_jerk', 'trajectory', 'multisine')
 
 #: every parameter of the loop; the ROS node declares these, `model.*` and its own
 FIELDS = {
@@ -41,9 +41,12 @@ FIELDS = {
     'reference.type': Field('string', 'hold', 'reference: ' + ' | '.join(REFERENCE_TYPES)),
     'reference.position': Field('numbers', ..., 'hold: pose to hold (default: the first '
                                 'measured state)'),
-    'reference.center': Field('numbers', ..., 'sinusoid: centre (default: the first measured '
-                              'state)'),
-    'reference.amplitude': Field('numbers', ..., 'sinusoid: amplitude per joint'),
+    'reference.center': Field('numbers', ..., 'sinusoid, multisine: centre (default: the '
+                              'first measured state)'),
+    'reference.amplitude': Field('numbers', ..., 'sinusoid: amplitude per joint; multisine: '
+                                 'largest excursion per joint'),
+    'reference.band': Field('numbers', [0.2, 3.0], 'multisine: [f_low, f_high], Hz', 0.0),
+    'reference.components': Field('integer', 4, 'multisine: sines per joint', 1, 100),
     'reference.frequency': Field('numbers', ..., 'sinusoid: frequency per joint, Hz', 0.0),
     'reference.phase': Field('numbers', [0.0], 'sinusoid: phase per joint, rad'),
     'reference.goal': Field('numbers', ..., 'min_jerk: goal pose, from the first measured '
@@ -62,6 +65,10 @@ FIELDS = {
                              'push, Pa', 0.0),
     'output.p_min': Field('number', 0.0, 'pressure: lowest command (vents the PMA), Pa'),
     'output.p_max': Field('number', ..., 'pressure: highest command, Pa'),
+    'output.time_constant': Field('number', 0.0, 'pressure: lag of the PMA valves that the '
+                                  'command leads by, s (0: none)', 0.0, 1.0),
+    'output.delay': Field('number', 0.0, 'pressure: dead time of the PMA valves that the '
+                          'controller predicts over, s (0: none)', 0.0, 1.0),
     'limits.effort': Field('numbers', ..., 'largest |effort| per joint, N or N m (default: '
                            'the model, e.g. URDF <limit effort>)', 0.0),
     'limits.effort_rate': Field('numbers', ..., 'largest effort change per second, N/s or '
@@ -81,6 +88,8 @@ class ReferenceSpec:
     duration: Optional[float] = None
     times: Optional[np.ndarray] = None
     positions: Optional[np.ndarray] = None
+    band: Optional[Tuple[float, float]] = None
+    components: Optional[int] = None
     blend_time: float = 0.5
 
 
@@ -106,6 +115,7 @@ class ControllerSettings:
     actuation: Optional[ActuationMap]
     effort_limit: np.ndarray
     effort_rate: np.ndarray
+    compensation: Tuple[float, float] = (0.0, 0.0)
 
     @classmethod
     def parse(cls, tree: Dict[str, Any], model: Any) -> 'ControllerSettings':
@@ -124,6 +134,7 @@ class ControllerSettings:
         gains.finish()
 
         mode, actuation = read_output(top, vec)
+        compensation = _compensation(top.namespace('output'), mode)
 
         limits = top.namespace('limits')
         effort = (vec.per_joint(limits, 'effort', strict_low=True) if limits.has('effort')
@@ -145,7 +156,7 @@ class ControllerSettings:
             kp=kp, kd=kd,
             reference=_reference(top.namespace('reference'), vec, model),
             mode=mode, actuation=actuation,
-            effort_limit=effort, effort_rate=rate)
+            effort_limit=effort, effort_rate=rate, compensation=compensation)
         top.finish()
         return settings
 
@@ -170,6 +181,16 @@ def read_output(top: Reader, vec: 'JointVectors') -> Tuple[str, Optional[Actuati
                                  out.number('p_max', low=p_min, strict_low=True))
     _finish_namespace(out)
     return mode, actuation
+
+
+def _compensation(out, mode):
+    """Return ``(output.time_constant, output.delay)``, s; non-zero in pressure mode only."""
+    values = tuple(_field(out, key) for key in ('time_constant', 'delay'))
+    for key, value in zip(('time_constant', 'delay'), values):
+        if value and mode != 'pressure':
+            raise ConfigError(out.key(key), "compensates PMA valves: needs output.mode "
+                                            "'pressure' (efforts act at once)")
+    return values
 
 
 class JointVectors:
@@ -226,6 +247,15 @@ def _reference(ref, vec, model):
                              amplitude=vec.per_joint(ref, 'amplitude'),
                              frequency=vec.per_joint(ref, 'frequency'),
                              phase=vec.per_joint(ref, 'phase'))
+    elif kind == 'multisine':
+        band = ref.numbers('band', FIELDS['reference.band'].default, length=2, low=0.0,
+                           strict_low=True)
+        if band[0] >= band[1]:
+            raise ConfigError(ref.key('band'), f'must be [f_low, f_high] with f_low < f_high, '
+                                               f'got {band}')
+        spec = ReferenceSpec(kind, position=vec.optional(ref, 'center'),
+                             amplitude=vec.per_joint(ref, 'amplitude'), band=tuple(band),
+                             components=_field(ref, 'components'))
     elif kind == 'min_jerk':
         spec = ReferenceSpec(kind, position=vec.per_joint(ref, 'goal'),
                              duration=ref.number('duration', low=FIELDS['reference.duration'].low))

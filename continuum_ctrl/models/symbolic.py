@@ -141,13 +141,24 @@ def quantities(derivation):
 
 
 def state_symbols(derivation, qdd):
-    """Return argument name -> (parameter symbols, plain generated names q0.., qd0.., qdd0..)."""
+    """
+    Return argument name -> (parameter symbols, generated names q_0.., qd_0.., qdd_0..).
+
+    Generated names carry the 0-based index into the argument (``q_0`` is ``q[0]``), never a
+    coordinate's own name: a coordinate called ``q1`` may well be ``q[0]``.
+    """
     n = derivation.n
     return {
-        'q': (derivation.coordinates, [f'q{i}' for i in range(n)]),
-        'qd': (derivation.velocities, [f'qd{i}' for i in range(n)]),
-        'qdd': (list(qdd), [f'qdd{i}' for i in range(n)]),
+        'q': (derivation.coordinates, [f'q_{i}' for i in range(n)]),
+        'qd': (derivation.velocities, [f'qd_{i}' for i in range(n)]),
+        'qdd': (list(qdd), [f'qdd_{i}' for i in range(n)]),
     }
+
+
+def index_legend(derivation):
+    """Return a line saying which coordinate each generated ``q_i`` is."""
+    pairs = ', '.join(f'q_{i} = {c}' for i, c in enumerate(derivation.coordinates))
+    return f'Generated variables q_i, qd_i, qdd_i are q[i], qd[i], qdd[i]: {pairs}.'
 
 
 def common_subexpressions(derivation, expr, state):
@@ -203,6 +214,7 @@ def python_source(derivation):
         '',
         f'Coordinates, in order: {", ".join(map(str, derivation.coordinates))}.',
         f'Joint names: {", ".join(derivation.joint_names)}.',
+        index_legend(derivation),
         f'Constants: {values}.',
         '"""',
         '',

@@ -14,8 +14,8 @@ import sys
 import sympy as sp
 
 from continuum_ctrl.params import ConfigError, model_spec
-from continuum_ctrl.models.symbolic import (common_subexpressions, derive, python_source,
-                                            quantities, state_symbols)
+from continuum_ctrl.models.symbolic import (common_subexpressions, derive, index_legend,
+                                            python_source, quantities, state_symbols)
 
 
 def text_report(derivation):
@@ -50,8 +50,11 @@ def c_function(derivation, name, args, expr, doc, kind, state):
     lines = [f'/* {doc} */', f'{"double" if scalar else "void"} {name}({", ".join(params)})',
              '{']
     for arg in args:
+        symbols, names = state[arg]
         lines += [f'  const double {plain} = {arg}[{i}];'
-                  for i, plain in enumerate(state[arg][1]) if sp.Symbol(plain, real=True) in used]
+                  + (f'  /* {symbol} */' if arg != 'qdd' else '')
+                  for i, (symbol, plain) in enumerate(zip(symbols, names))
+                  if sp.Symbol(plain, real=True) in used]
     lines += [f'  const double {symbol} = {sp.ccode(value, standard="c99")};'
               for symbol, value in assignments]
     if scalar:
@@ -80,6 +83,7 @@ def c_source(derivation, prefix=''):
               f' * Coordinates, in order: {", ".join(map(str, derivation.coordinates))}; '
               f'n = {derivation.n}.',
               f' * Joint names: {", ".join(derivation.joint_names)}.',
+              f' * {index_legend(derivation)}',
               f' * Constants: {constants}.',
               ' * Arrays: q, qd, qdd have n entries; matrices are n*n, row-major. SI units.',
               ' */', '', '#include <math.h>', '']

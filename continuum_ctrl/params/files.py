@@ -130,7 +130,10 @@ def model_spec(spec: Union[PathLike, Dict[str, Any]], node_name: Optional[str] =
 
 def config_dirs() -> Iterator[Path]:
     """Yield the directories that may hold the package's config/*.yaml, most specific first."""
-    yield Path(__file__).resolve().parents[2] / 'config'
+    here = Path(__file__).resolve()
+    yield here.parents[2] / 'config'
+    if len(here.parents) > 5:       # PREFIX/lib/pythonX.Y/site-packages/continuum_ctrl/params/
+        yield here.parents[5] / 'share' / PACKAGE / 'config'
     try:
         from ament_index_python.packages import get_package_share_directory
         yield Path(get_package_share_directory(PACKAGE)) / 'config'

@@ -8,8 +8,9 @@ the launch files), waits until the controller is active, records `~/state`, `~/c
 `/diagnostics` for `duration` seconds, stops the nodes with SIGINT, then prints per-section
 (per-joint for rigid arms) RMS and maximum tracking errors and the loop figures, and writes
 into DIR: `closed_loop.png` (desired vs actual positions, and the commands), `closed_loop.csv`
-(one row per control tick: time, desired and actual position, effort and command per joint)
-and the nodes' logs.
+(one row per control tick: time, desired and actual position, effort and command per joint),
+`closed_loop.mcap` (a rosbag2 MCAP bag of `/joint_states`, the commands and `~/state`, for
+`continuum-ctrl identify`, Foxglove and `ros2 bag info`) and the nodes' logs.
 """
 
 import argparse
@@ -19,14 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
-from continuum_ctrl.launch_description import simulation
+from continuum_ctrl.launch_description import arm_config, ARMS, simulation
 from continuum_ctrl.launch_runner import start, stop
-from continuum_ctrl.ros.node_settings import check_parameter_file
+from continuum_ctrl.ros.controller_node import LATE_FACTOR
 from continuum_ctrl.ros.conversion import REJECT_KINDS
+from continuum_ctrl.ros.node_settings import check_parameter_file
 from continuum_ctrl.ros.recorder import Recorder
 
-#: --arm choices -> parameter files in config/
-ARMS = {'continuum': 'continuum_3section.yaml', '2r': 'planar_2r.yaml', 'panda': 'panda.yaml'}
 #: seconds allowed for the nodes to start (model set-up, JIT compilation)
 START_TIMEOUT = 60.0
 
@@ -63,30 +63,64 @@ def write_csv(path, joint_names, t, q_des, q, effort, command):
             writer.writerow([f'{v:.9g}' for v in row])
 
 
-def plot(path, joint_names, t, q_des, q, command, command_unit):
-    """Plot desired vs actual positions and the commands, one row per group."""
+def units(joint_names, command):
+    """
+    Return ``(position scale, unit, command scale, unit)`` for the picture and the table.
+
+    PMA arms (joints ``section*``, commands in Pa): mm and kPa; rigid arms: rad and N m.
+    """
+    if all(name.startswith('section') for name in joint_names) or np.max(np.abs(command)) > 1e3:
+        return 1e3, 'mm', 1e-3, 'kPa'
+    return 1.0, 'rad', 1.0, 'N m'
+
+
+def plot(path, joint_names, t, q_des, q, command):
+    """
+    Plot per group (row): desired and actual positions, the tracking error, the commands.
+
+    Legends sit beside the last panel of each row, outside the curves.
+    """
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     rows = groups(joint_names)
-    fig, axes = plt.subplots(len(rows), 2, figsize=(11, 2.6 * len(rows)), squeeze=False,
-                             sharex=True)
+    scale, unit, command_scale, command_unit = units(joint_names, command)
+    fig, axes = plt.subplots(len(rows), 3, figsize=(14, 2.6 * len(rows)), squeeze=False,
+                             sharex=True, layout='constrained')
     t = t - t[0]
-    for (key, idx), (ax_q, ax_c) in zip(rows.items(), axes):
+    for (key, idx), (ax_q, ax_e, ax_c) in zip(rows.items(), axes):
         for k in idx:
-            line, = ax_q.plot(t, q[:, k], label=f'{joint_names[k]}')
-            ax_q.plot(t, q_des[:, k], '--', color=line.get_color(), linewidth=1)
-            ax_c.plot(t, command[:, k], color=line.get_color(), label=joint_names[k])
-        ax_q.set_ylabel(f'{key}\nposition')
-        ax_c.set_ylabel(command_unit)
-        ax_q.legend(fontsize=7, loc='upper right')
+            line, = ax_q.plot(t, scale * q[:, k])
+            ax_q.plot(t, scale * q_des[:, k], '--', color=line.get_color(), linewidth=1)
+            ax_e.plot(t, scale * (q[:, k] - q_des[:, k]), color=line.get_color(), linewidth=1)
+            ax_c.plot(t, command_scale * command[:, k], color=line.get_color(), linewidth=1,
+                      label=joint_names[k])
+        ax_q.set_ylabel(f'{key}\nposition [{unit}]')
+        ax_e.set_ylabel(f'error [{unit}]')
+        ax_c.set_ylabel(f'command [{command_unit}]')
+        ax_c.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.01, 1.0))
+        for ax in (ax_q, ax_e, ax_c):
+            ax.grid(True, alpha=0.3)
     axes[0, 0].set_title('actual (solid) and desired (dashed)')
-    axes[0, 1].set_title('command')
-    axes[-1, 0].set_xlabel('t [s]')
-    axes[-1, 1].set_xlabel('t [s]')
-    fig.tight_layout()
+    axes[0, 1].set_title('tracking error q - q_des')
+    axes[0, 2].set_title('pressure' if command_unit == 'kPa' else 'effort')
+    for ax in axes[-1]:
+        ax.set_xlabel('t [s]')
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def tick_counts(t):
+    """
+    Return ``(ticks, late)`` among the recorded tick stamps `t` (s).
+
+    A tick is late when it follows the previous one by more than LATE_FACTOR nominal periods
+    (the median period): the same window as the recorded errors, not the whole node run.
+    """
+    period = np.diff(t)
+    if period.size == 0:
+        return len(t), 0
+    return len(t), int(np.sum(period > LATE_FACTOR * np.median(period)))
 
 
 def figure(diagnostics, key):
@@ -95,6 +129,15 @@ def figure(diagnostics, key):
         if key in values:
             return float(values[key])
     return float('nan')
+
+
+def simulator_totals(log_path):
+    """Return the counts the simulator logs when it stops (`run totals: steps N, ...`)."""
+    for line in reversed(log_path.read_text().splitlines()):
+        if 'run totals: ' in line:
+            pairs = line.split('run totals: ', 1)[1].split(', ')
+            return dict(pair.split(' ', 1) for pair in pairs)
+    return {}
 
 
 def stale_episodes(log_path):
@@ -115,18 +158,19 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog='continuum-ctrl demo', description=__doc__.split(
         '\n\n')[0].strip())
     parser.add_argument('--arm', default='continuum',
-                        help=f'one of {sorted(ARMS)} or a parameter file (default: continuum)')
+                        help=f"{', '.join(ARMS)}, a file stem in config/ or a parameter file "
+                             f"(default: continuum)")
     parser.add_argument('--duration', type=float, default=8.0, help='seconds recorded')
     parser.add_argument('--out', default='demo_out', help='output directory')
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    nodes = simulation(ARMS.get(args.arm, args.arm))
+    nodes = simulation(arm_config(args.arm))
     check_parameter_file(nodes[0].parameters[0], [node.name for node in nodes])
     logs = [open(out / f'{node.name}.log', 'w') for node in nodes]
     processes = []
     try:
-        with Recorder() as rec:
+        with Recorder(bag=True) as rec:
             # The controller goes active (and anchors its reference) on the first joint states:
             # start the simulator only once the recorder hears the waiting controller, so the
             # recording begins before activation whatever the order of DDS discovery.
@@ -153,29 +197,38 @@ def main(argv=None):
             times = np.array([c[0] for c in rec.commands])
             values = np.array([c[1] for c in rec.commands])
             names = rec.joint_names
+            stop(processes)
+            rec.write_bag(out / 'closed_loop.mcap')
     finally:
         stop(processes)
         for log in logs:
             log.close()
+    plant.update(simulator_totals(out / f'{nodes[1].name}.log'))
     command = align(times, values, t)
     error = q - q_des
-    unit = 'pressure [Pa]' if np.max(np.abs(command)) > 1e3 else 'effort [N, N m]'
     write_csv(out / 'closed_loop.csv', names, t, q_des, q, effort, command)
-    plot(out / 'closed_loop.png', names, t, q_des, q, command, unit)
-    print(f'closed loop over ROS 2: {args.arm}, {t[-1] - t[0]:.1f} s, {len(t)} ticks recorded')
+    plot(out / 'closed_loop.png', names, t, q_des, q, command)
+    scale, unit, _, _ = units(names, command)
+    digits = 3 if unit == 'mm' else 4
+    ticks, late = tick_counts(t)
+    print(f'closed loop over ROS 2: {args.arm}, {t[-1] - t[0]:.1f} s from activation, '
+          f'{len(t)} ticks recorded')
     print(f'{"group":<12} {"RMS error":>12} {"max error":>12}')
     for key, rms, worst in summary(names, error):
-        print(f'{key:<12} {rms:12.3e} {worst:12.3e}')
+        print(f'{key:<12} {scale * rms:9.{digits}f} {unit:<3}{scale * worst:9.{digits}f} {unit}')
     rates = [float(d['rate_hz']) for d in diagnostics[1:] if 'rate_hz' in d]
+    ages = [float(d['input_age_p50_us']) for d in diagnostics[1:] if 'input_age_p50_us' in d]
     print(f'loop rate {np.median(rates) if rates else float("nan"):.1f} Hz (median of 1 s '
           f'windows), period p99 {figure(diagnostics, "run_period_p99_us"):.0f} us, compute '
-          f'p99 {figure(diagnostics, "run_compute_p99_us"):.0f} us, late ticks '
-          f'{figure(diagnostics, "run_late_ticks"):.0f} of {figure(diagnostics, "run_ticks"):.0f}')
-    print(f'simulator: {plant.get("steps", "?")} steps, {plant.get("overruns", "?")} overruns '
-          f'(simulated time dropped), stepping CPU share {plant.get("cpu_share_stepping", "?")}'
-          f', rejected commands {plant.get("rejected_commands", "?")}; controller: rejected '
-          f'joint_states {sum(int(diagnostics[-1].get(f"rejected_{k}", 0)) for k in REJECT_KINDS)}'
-          f', state timeouts {stale_episodes(out / f"{nodes[0].name}.log")}')
+          f'p99 {figure(diagnostics, "run_compute_p99_us"):.0f} us, late ticks {late} of '
+          f'{ticks} recorded, joint_states age at the tick p50 '
+          f'{np.median(ages) if ages else float("nan"):.0f} us')
+    print(f'simulator at the end of the run: {plant.get("steps", "?")} steps, '
+          f'{plant.get("overruns", "?")} overruns (simulated time dropped), stepping CPU '
+          f'share {plant.get("cpu_share_stepping", "?")}, rejected commands '
+          f'{plant.get("rejected_commands", "?")}; controller: rejected joint_states '
+          f'{sum(int(diagnostics[-1].get(f"rejected_{k}", 0)) for k in REJECT_KINDS)}, state '
+          f'timeouts {stale_episodes(out / f"{nodes[0].name}.log")}')
     print(f'wrote {out / "closed_loop.png"}, {out / "closed_loop.csv"} (CSV: t, q_des_*, q_*, '
-          f'effort_*, command_* per joint, SI units)')
+          f'effort_*, command_* per joint, SI units), {out / "closed_loop.mcap"} (rosbag2)')
     return 0

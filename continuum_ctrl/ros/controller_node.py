@@ -15,6 +15,8 @@ parameter then raises its ConfigError from the constructor, as a plain node woul
 Topics (relative names, remap as needed):
 - sub `joint_states` (sensor_msgs/JointState): measured state, mapped by joint name;
 - sub `~/joint_trajectory` (trajectory_msgs/JointTrajectory): replaces the reference;
+- sub `~/pressures` (std_msgs/Float64MultiArray, Pa, `joints` order): measured PMA pressures,
+  optional; the valve compensation uses them in place of its model's estimate;
 - pub `~/commands` (std_msgs/Float64MultiArray): efforts (N, N m) or pressures (Pa), `joints`
   order, as ros2_control's ForwardCommandController takes them;
 - pub `~/state` (trajectory_msgs/JointTrajectory, `joints` order): points are, like
@@ -176,7 +178,7 @@ class ControllerNode(LifecycleNode):
         self.loop.stop(0.0)                 # no control before activation
         low, high = (np.asarray(b, dtype=float) for b in self.model.joint_limits())
         self.reader = JointStateReader(self.model.joint_names, low, high, node.stamp_tolerance)
-        self.rejected = dict.fromkeys(REJECT_KINDS + ('trajectory',), 0)
+        self.rejected = dict.fromkeys(REJECT_KINDS + ('trajectory', 'pressures'), 0)
         self._estimate_logged = False
 
         self.command_msg = Float64MultiArray()
@@ -200,6 +202,8 @@ class ControllerNode(LifecycleNode):
                                      qos_profile_sensor_data)
             self.create_subscription(JointTrajectory, '~/joint_trajectory',
                                      self._on_trajectory, QoSProfile(depth=10))
+            self.create_subscription(Float64MultiArray, '~/pressures', self._on_pressures,
+                                     qos_profile_sensor_data)
 
         capacity = int(4 * node.rate_hz) + 16
         self.period = Durations(capacity)
@@ -309,6 +313,12 @@ class ControllerNode(LifecycleNode):
             return
         self.get_logger().info(f'following a trajectory of {len(times)} points over '
                                f'{times[-1]:.3f} s')
+
+    def _on_pressures(self, msg):
+        try:
+            self.loop.set_pressures(msg.data, self._now())
+        except ValueError as exc:
+            self._reject('pressures', str(exc), '~/pressures')
 
     def _tick(self):
         start = time.perf_counter()

@@ -6,8 +6,9 @@ joints are ignored). It is rejected whole, with a reason kind counted by the cal
 - ``names``: a model joint is missing or a name repeats;
 - ``length``: `position` (or a non-empty `velocity`) differs in length from `name`;
 - ``nonfinite``: a used position or velocity is NaN or infinite;
-- ``range``: a position lies outside the joint limits widened by their span on each side, or
-  a speed (given, or estimated from positions) exceeds `MAX_SPEED`;
+- ``range``: a position lies outside the joint limits widened by their span on each side (for
+  an unbounded joint: beyond `MAX_POSITION`), or a speed (given, or estimated from positions)
+  exceeds `MAX_SPEED`;
 - ``stamp``: with a `stamp_tolerance` > 0, a non-zero header stamp lies more than that ahead of
   or behind the receive time (a zero stamp is not checked).
 Without velocities, they are estimated by a first-order filtered difference of positions.
@@ -19,6 +20,9 @@ import numpy as np
 
 #: largest accepted |velocity| in a joint state, rad/s or m/s
 MAX_SPEED = 1e3
+#: largest accepted |position| of an unbounded joint, rad or m: larger values only overflow
+#: the law downstream (and warn) before the non-finite effort is caught
+MAX_POSITION = 1e6
 #: time constant of the velocity filter used when joint states carry no velocities, s
 VELOCITY_FILTER_TIME = 0.01
 #: latest accepted start of a trajectory after now, s (a stamp beyond is a clock mix-up)
@@ -55,9 +59,8 @@ class JointStateReader:
         self.n = len(self.joint_names)
         span = np.where(np.isfinite(high - low), high - low, np.inf)
         self.low, self.high = low - span, high + span
-        largest = np.finfo(float).max
-        self._finite_low = np.maximum(self.low, -largest)
-        self._finite_high = np.minimum(self.high, largest)
+        self._finite_low = np.maximum(self.low, -MAX_POSITION)
+        self._finite_high = np.minimum(self.high, MAX_POSITION)
         self.q = np.zeros(self.n)
         self.qd = np.zeros(self.n)
         self._names = None

@@ -15,9 +15,12 @@ import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
+from continuum_ctrl.identify.bag import BagWriter
 from continuum_ctrl.ros.conversion import stamp_seconds
 from continuum_ctrl.ros.plumbing import single_threaded_executor
 
@@ -31,11 +34,14 @@ class Recorder:
     states stamped before the recorder started (a previous run's) are ignored;
     `commands`: (receive time s, values); `diagnostics`: dicts of the controller's latest
     figures (strings as published); `sim_diagnostics` likewise for the simulator. With
-    ``record=False`` only /diagnostics is heard (light, for benchmarks).
+    ``record=False`` only /diagnostics is heard (light, for benchmarks). With ``bag=True``
+    `messages` also keeps ``(topic, type, message, receive time ns)`` of `~/state`,
+    `~/commands` and `/joint_states` for `write_bag` (written after the run, so recording
+    costs the loop nothing).
     """
 
     def __init__(self, controller='continuum_controller', simulator='continuum_simulator',
-                 record=True):
+                 record=True, bag=False):
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         self.node = Node('continuum_recorder', context=self.context)
@@ -50,6 +56,10 @@ class Recorder:
         self.started = time.time()
         self.status = None
         self.active_since = None
+        self.messages = [] if bag else None
+        if bag:     # typed: raw subscriptions repeat their callback under the EventsExecutor
+            self.node.create_subscription(JointState, '/joint_states', self._keep(
+                '/joint_states', 'sensor_msgs/msg/JointState'), qos_profile_sensor_data)
         if record:
             self.node.create_subscription(JointTrajectory, f'/{controller}/state', self._state,
                                           100)
@@ -57,7 +67,15 @@ class Recorder:
                                           self._command, 100)
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostics, 10)
 
+    def _keep(self, topic, type_name):
+        def keep(msg):
+            self.messages.append((topic, type_name, msg, time.time_ns()))
+        return keep
+
     def _state(self, msg):
+        if self.messages is not None:
+            self.messages.append((f'/{self.controller}/state',
+                                  'trajectory_msgs/msg/JointTrajectory', msg, time.time_ns()))
         stamp = stamp_seconds(msg.header.stamp)
         if stamp < self.started:
             return
@@ -70,6 +88,9 @@ class Recorder:
                             np.array(feedback.positions), np.array(output.effort)))
 
     def _command(self, msg):
+        if self.messages is not None:
+            self.messages.append((f'/{self.controller}/commands',
+                                  'std_msgs/msg/Float64MultiArray', msg, time.time_ns()))
         self.commands.append((time.time(), np.array(msg.data)))
 
     def _diagnostics(self, msg):
@@ -107,6 +128,13 @@ class Recorder:
         if not rows:
             return np.zeros(0), np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0))
         return tuple(np.array(column) for column in zip(*rows))
+
+    def write_bag(self, path):
+        """Write the kept messages as a rosbag2 MCAP file (log time: receive time)."""
+        with BagWriter(path) as bag:
+            for topic, type_name, msg, t_ns in sorted(self.messages, key=lambda m: m[3]):
+                bag.write(topic, type_name, msg, t_ns)
+        return path
 
     def close(self):
         """Destroy the node and shut its context down."""

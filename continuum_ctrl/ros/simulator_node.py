@@ -6,9 +6,12 @@
   pressure outside ``[p_min, p_max]``) is rejected whole and counted; a command older than
   `command_timeout` means zero input.
 - pub `joint_states` (sensor_msgs/JointState, model joint order; effort: the applied
-  generalized force) at `publish_rate_hz`; the plant integrates with the fixed `step` in between,
-  following the wall clock.
-- pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands.
+  generalized force, behind the valves of `actuator.*` in pressure mode) at
+  `publish_rate_hz`, reliable, keep last 10 (as joint_state_broadcaster publishes them:
+  default-QoS and best-effort subscribers both match); the plant integrates with the fixed
+  `step` in between, following the wall clock.
+- pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands; the same totals are logged
+  once more when the node stops (`run totals: ...`).
 """
 
 import time
@@ -16,7 +19,7 @@ import time
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, qos_profile_sensor_data
+from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -56,7 +59,7 @@ class SimulatorNode(Node):
         self.msg.position = self.plant.q.tolist()
         self.msg.velocity = [0.0] * n
         self.msg.effort = [0.0] * n
-        self.pub = self.create_publisher(JointState, 'joint_states', qos_profile_sensor_data)
+        self.pub = self.create_publisher(JointState, 'joint_states', QoSProfile(depth=10))
         self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.create_subscription(Float64MultiArray, 'commands', self._on_command,
                                  QoSProfile(depth=10))
@@ -110,16 +113,24 @@ class SimulatorNode(Node):
         msg.header.stamp = self.get_clock().now().to_msg()
         set_doubles(msg.position, q)
         set_doubles(msg.velocity, qd)
-        set_doubles(msg.effort, self.plant.tau if t - self.plant.command_time
-                    <= self.plant.settings.command_timeout else self.plant.zero_input())
+        set_doubles(msg.effort, self.plant.effort(t))
         self.pub.publish(msg)
+
+    def totals(self):
+        """Return the run's counts: plant steps, overruns, rejected commands, resets."""
+        return {'steps': self.plant.steps, 'overruns': self.plant.overruns,
+                'rejected_commands': self.rejected, 'resets': self.resets}
+
+    def destroy_node(self):
+        """Log the run's totals (read by the demo at the end of a run), then destroy."""
+        self.get_logger().info('run totals: ' + ', '.join(
+            f'{key} {value}' for key, value in self.totals().items()))
+        super().destroy_node()
 
     def _diagnostics(self):
         now = time.perf_counter()
         window, self._wall = now - self._wall, now
-        values = {'steps': self.plant.steps, 'overruns': self.plant.overruns,
-                  'rejected_commands': self.rejected, 'resets': self.resets,
-                  'cpu_share_stepping': f'{self._step_time / window:.3f}'}
+        values = {**self.totals(), 'cpu_share_stepping': f'{self._step_time / window:.3f}'}
         self._step_time = 0.0
         status = DiagnosticStatus(name=f'{self.get_name()}: plant',
                                   hardware_id=self.get_fully_qualified_name(),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from continuum_ctrl.control.loop import ACTIVE
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.integrators import INTEGRATORS
 
@@ -105,4 +106,53 @@ def simulate(plant, law, reference, q0, qd0, duration, dt, control_period=None,
             part = ClosedLoopLog(*(array[:logged] for array in (
                 log.t, log.q, log.qd, log.q_des, log.qd_des, log.tau)))
             raise SimulationDiverged(t, exc, part) from exc
+    return log
+
+
+@dataclass
+class NodeLoopLog:
+    """
+    One row per control tick of `simulate_nodes`, SI units.
+
+    t (N,); q (the plant's true state), measured (what the loop got: noise and delay
+    included), q_des, effort (N, n) in model order; command (N, n) in joints order; active (N,)
+    True where the loop controlled.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    measured: np.ndarray
+    q_des: np.ndarray
+    effort: np.ndarray
+    command: np.ndarray
+    active: np.ndarray
+
+
+def simulate_nodes(loop, plant, duration, delay_ticks=0):
+    """
+    Run a control loop against the simulator's plant tick by tick, as the two nodes do.
+
+    `loop`: a control.loop.ControlLoop; `plant`: a sim.plant.Plant (it rests until the first
+    command, then integrates in fixed steps). At each tick ``t_k = k * period`` the loop gets
+    the plant's state measured `delay_ticks` ticks earlier, and its command drives the plant
+    until the next tick. Returns a NodeLoopLog of `duration` seconds.
+    """
+    period = loop.period
+    ticks = int(round(duration / period))
+    n = plant.model.n
+    log = NodeLoopLog(period * np.arange(ticks), *(np.zeros((ticks, n)) for _ in range(5)),
+                      np.zeros(ticks, dtype=bool))
+    measured = []
+    plant.advance(0.0)
+    for k, t in enumerate(log.t):
+        q, qd = plant.measure()
+        measured.append((q.copy(), qd.copy()))
+        q, qd = measured[max(len(measured) - 1 - delay_ticks, 0)]
+        loop.set_state(q, qd, t)
+        log.measured[k] = q
+        log.command[k] = loop.tick(t)
+        plant.command(log.command[k], t)
+        log.q[k], log.q_des[k], log.effort[k] = plant.q, loop.q_des, loop.effort
+        log.active[k] = loop.status == ACTIVE
+        plant.advance(t + period + 0.5 * plant.settings.step)  # no step lost to rounding
     return log

@@ -9,13 +9,17 @@ The simulator's plant without ROS: settings, model mismatch, commands in, real-t
 The arm rests at its initial pose until the first valid command arrives (`wait_for_command`,
 as a paused simulator would: no arm falls while the nodes discover each other); from then on
 a command older than `command_timeout` means zero input (vented PMAs). The plant is the model
-given in `model.*` with `mismatch.mass_scale` and `mismatch.stiffness_scale` applied to
-`model.sections.mass` and `model.sections.stiffness`; the controller's `output.*` keys say how
-commands turn into generalized forces (the same ActuationMap).
+given in `model.*` with `mismatch.mass_scale`, `mismatch.stiffness_scale` and
+`mismatch.damping_scale` applied to `model.sections.mass`, `.stiffness` and `.damping`; the
+controller's `output.*` keys say how commands turn into generalized forces (the same
+ActuationMap), with the PMA area scaled by `mismatch.area_scale` and the dead zone replaced by
+`mismatch.deadzone` where given.
+In pressure mode, `actuator.*` puts valve dynamics (sim/actuator.py) between the command and
+the pressure that pushes.
 """
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -23,6 +27,7 @@ from continuum_ctrl.control.actuation import ActuationMap
 from continuum_ctrl.control.settings import FIELDS as CONTROLLER_FIELDS, JointVectors, read_output
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import ConfigError, Field, Reader
+from continuum_ctrl.sim.actuator import Actuator
 from continuum_ctrl.sim.integrators import INTEGRATORS
 
 #: the simulator's parameters besides `model.*` and the shared `joints` and `output.*`
@@ -41,18 +46,33 @@ FIELDS = {
     'mismatch.mass_scale': Field('number', 1.0, 'plant mass / nominal mass', 0.01, 100.0),
     'mismatch.stiffness_scale': Field('number', 1.0, 'plant stiffness / nominal stiffness',
                                       0.01, 100.0),
+    'mismatch.damping_scale': Field('number', 1.0, 'plant damping / nominal damping', 0.01,
+                                    100.0),
+    'mismatch.area_scale': Field('number', 1.0, 'plant PMA area / output.area', 0.01, 100.0),
+    'mismatch.deadzone': Field('number', ..., "plant PMA dead zone, Pa (default: "
+                               "output.deadzone)", 0.0, 1e7),
     'noise.position': Field('number', 0.0, 'std. dev. of position noise, m or rad', 0.0, 1.0),
     'noise.velocity': Field('number', 0.0, 'std. dev. of velocity noise, m/s or rad/s', 0.0,
                             10.0),
     'noise.seed': Field('integer', 0, 'seed of the noise generator', 0, 2 ** 31 - 1),
+    'actuator.time_constant': Field('number', 0.0, 'pressure mode: first-order lag of the '
+                                    'applied PMA pressure behind the command, s (0: none)',
+                                    0.0, 1.0),
+    'actuator.delay': Field('number', 0.0, 'pressure mode: dead time of the applied PMA '
+                            'pressure, s (0: none)', 0.0, 1.0),
+    'actuator.max_rate': Field('number', 0.0, 'pressure mode: slew-rate limit of the applied '
+                               'PMA pressure, Pa/s (0: none)', 0.0, 1e12),
 }
+#: the `actuator.*` keys, in the order of Actuator's arguments
+ACTUATOR_KEYS = ('time_constant', 'delay', 'max_rate')
 #: the keys the simulator shares with the controller (same meaning)
 SHARED = ('joints', 'output.mode', 'output.area', 'output.deadzone', 'output.p_min',
           'output.p_max')
 #: every parameter `PlantSettings.parse` reads besides `model.*`
 PLANT_FIELDS = {**{k: CONTROLLER_FIELDS[k] for k in SHARED}, **FIELDS}
 #: model keys scaled by the mismatch options
-MISMATCH_KEYS = {'mass_scale': 'mass', 'stiffness_scale': 'stiffness'}
+MISMATCH_KEYS = {'mass_scale': 'mass', 'stiffness_scale': 'stiffness',
+                 'damping_scale': 'damping'}
 
 
 @dataclass(frozen=True)
@@ -73,6 +93,7 @@ class PlantSettings:
     noise_position: float
     noise_velocity: float
     noise_seed: int
+    actuator: Tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     @classmethod
     def parse(cls, tree: Dict[str, Any], model_namespace: Dict[str, Any]) -> 'PlantSettings':
@@ -80,13 +101,15 @@ class PlantSettings:
         top = Reader(tree, '')
         mismatch = top.namespace('mismatch')
         spec = _scaled(model_namespace, mismatch)
-        mismatch.finish()
         model = load_model(spec)
         vec = JointVectors.read(top, model.joint_names)
         mode, actuation = read_output(top, vec)
+        actuation = _mismatched_actuation(actuation, mismatch)
+        mismatch.finish()
         initial = top.namespace('initial')
         position = vec.per_joint(initial, 'position', FIELDS['initial.position'])
         initial.finish()
+        actuator = _actuator(top.namespace('actuator'), actuation)
         noise = top.namespace('noise')
         settings = cls(
             model=model, vectors=vec, mode=mode, actuation=actuation,
@@ -99,7 +122,8 @@ class PlantSettings:
             initial=position,
             noise_position=_field(noise, 'position'),
             noise_velocity=_field(noise, 'velocity'),
-            noise_seed=_field(noise, 'seed'))
+            noise_seed=_field(noise, 'seed'),
+            actuator=actuator)
         noise.finish()
         top.finish()
         return settings
@@ -108,6 +132,31 @@ class PlantSettings:
 def _field(reader: Reader, name: str) -> Any:
     """Read `name` as its Field in `FIELDS` says (number, integer or bool)."""
     return reader.field(name, FIELDS[reader.key(name)])
+
+
+def _mismatched_actuation(actuation, mismatch):
+    """Return the plant's ActuationMap: area scaled, dead zone replaced where given."""
+    scale = _field(mismatch, 'area_scale')
+    given = mismatch.has('deadzone')
+    if actuation is None:
+        if scale != 1.0 or given:
+            option = 'area_scale' if scale != 1.0 else 'deadzone'
+            raise ConfigError(mismatch.key(option), "needs output.mode 'pressure'")
+        return None
+    deadzone = _field(mismatch, 'deadzone') if given else actuation.deadzone
+    return ActuationMap(actuation.n, scale * actuation.area, deadzone, actuation.p_min,
+                        actuation.p_max, prefix='mismatch')
+
+
+def _actuator(reader, actuation):
+    """Return the valve dynamics ``(time_constant, delay, max_rate)``; pressure mode only."""
+    values = tuple(_field(reader, key) for key in ACTUATOR_KEYS)
+    reader.finish()
+    for key, value in zip(ACTUATOR_KEYS, values):
+        if value and actuation is None:
+            raise ConfigError(reader.key(key), "models PMA valves: needs output.mode "
+                                               "'pressure'")
+    return values
 
 
 def _scaled(spec, mismatch):
@@ -130,7 +179,9 @@ class Plant:
     The simulated arm: state, held input and real-time stepping.
 
     `q`, `qd` (model order) and `t` (s) are the current state; `tau` the held generalized
-    force. `overruns` counts wake-ups that had to drop simulated time.
+    force commanded. `valves` (pressure mode with `actuator.*` set, else None) holds the
+    applied pressures, which make the force. `overruns` counts wake-ups that had to drop
+    simulated time.
     """
 
     def __init__(self, settings):
@@ -141,6 +192,11 @@ class Plant:
         self.overruns = 0
         self.steps = 0
         self.rng = np.random.default_rng(settings.noise_seed)
+        self.valves: Optional[Actuator] = None
+        self._vented = True
+        if settings.actuation is not None and any(settings.actuator):
+            time_constant, delay, max_rate = settings.actuator
+            self.valves = Actuator(time_constant, delay, max_rate, settings.actuation.p_min)
         self.reset()
 
     def reset(self):
@@ -148,6 +204,8 @@ class Plant:
         self.q = self.settings.initial.copy()
         self.qd = np.zeros(self.model.n)
         self.t = None
+        if self.valves is not None:
+            self.valves.reset(self.settings.actuation.p_min)
 
     def check(self, values):
         """Return `values` as forces in model order, or raise ValueError saying why."""
@@ -169,11 +227,16 @@ class Plant:
         """Hold new input values, joints order, from time `t` (s); ValueError keeps the old."""
         self.tau[:] = self.check(values)
         self.command_time = t
+        if self.valves is not None:
+            self.valves.command(self.settings.vectors.to_model(values), t)
+            self._vented = False
 
     def advance(self, t):
         """Integrate with the fixed step up to time `t` (s); return the number of steps."""
         if self.t is None or (self.settings.wait_for_command and self.command_time == -np.inf):
             self.t = t
+            if self.valves is not None:
+                self.valves.advance(t)
             return 0
         dt = self.settings.step
         if t - self.t > self.settings.max_catch_up:
@@ -183,11 +246,37 @@ class Plant:
         while self.t + dt <= t:
             fresh = self.t - self.command_time <= self.settings.command_timeout
             tau = self.tau if fresh else self.zero_input()
+            if self.valves is not None:
+                tau = self._valve_force(fresh, dt)
             self.q, self.qd = self.settings.integrator(self.model, self.q, self.qd, tau, dt)
             self.t += dt
             steps += 1
         self.steps += steps
         return steps
+
+    def _valve_force(self, fresh, dt):
+        """
+        Return the force over the step from `t`: the applied pressure's at mid-step.
+
+        The mid-step pressure is a second-order-accurate mean over the step. Commands enter
+        the valves when they arrive (`command`); a stale one is followed by `p_min` from the
+        moment it turns stale.
+        """
+        actuation, valves = self.settings.actuation, self.valves
+        assert valves is not None     # called only for a plant with valves
+        if not fresh and not self._vented:
+            self._vented = True
+            valves.command(actuation.p_min, self.command_time + self.settings.command_timeout)
+        applied = actuation.force(valves.advance(self.t + 0.5 * dt))
+        valves.advance(self.t + dt)
+        return applied
+
+    def effort(self, t):
+        """Return the generalized force acting at time `t` (s), the one last applied."""
+        if self.valves is not None:
+            return self.settings.actuation.force(self.valves.pressure)
+        fresh = t - self.command_time <= self.settings.command_timeout
+        return self.tau if fresh else self.zero_input()
 
     def zero_input(self):
         """Return the generalized force with no command (zero effort, vented PMAs)."""

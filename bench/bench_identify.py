@@ -1,0 +1,57 @@
+"""
+Identification speed: seconds to identify 60 s of a 500 Hz run of the three-section arm.
+
+    python bench/bench_identify.py
+
+The run is synthetic (the controller's model following a multisine with known PMA parameters)
+and made before timing. Timed: `identify` from the recorded arrays (grid, differentiation, one
+compiled inverse dynamics per sample, the fit with its dead-zone refits, the held-out judgement)
+and the same with the actuator lag and delay searched. Baseline in the same run: the bare
+per-sample inverse-dynamics calls alone. Target: under 15 s for the default fit.
+"""
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'test'))
+
+from identify_plant import synthetic_run  # noqa: E402
+
+from continuum_ctrl.identify.fit import DEFAULT_FIT, identify, Options  # noqa: E402
+from continuum_ctrl.identify.setup import read_setup  # noqa: E402
+
+REPEATS = 3
+
+
+def seconds(function):
+    """Return the median wall time of REPEATS calls, s."""
+    times = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def main():
+    """Time the identification of 60 s at 500 Hz against its model-evaluation floor."""
+    setup = read_setup(ROOT / 'config' / 'continuum_3section.yaml')
+    run = synthetic_run(setup, duration=60.0, rate=500.0, noise=1e-5)
+    samples = len(run.t)
+    floor = seconds(lambda: [setup.rigid.inverse_dynamics(q, q, q) for q in run.q])
+    default = seconds(lambda: identify([run], setup))
+    searched = Options(DEFAULT_FIT + ('time_constant', 'delay'))
+    lag = seconds(lambda: identify([run], setup, searched))
+    print(f'identify 60 s at 500 Hz ({samples} samples, 9 PMAs), median of {REPEATS}:')
+    print(f'  inverse dynamics alone (floor)       {floor:7.2f} s')
+    print(f'  default fit                          {default:7.2f} s  ({default / floor:.1f} x '
+          f'floor; target < 15 s)')
+    print(f'  with time_constant and delay search  {lag:7.2f} s  ({lag / floor:.1f} x floor)')
+
+
+if __name__ == '__main__':
+    main()

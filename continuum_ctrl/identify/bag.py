@@ -1,0 +1,130 @@
+"""
+Writing rosbag2-compatible MCAP files without ROS, for `ros2 bag info`, Foxglove and identify.
+
+    with BagWriter('run.mcap') as bag:
+        bag.write('/joint_states', 'sensor_msgs/msg/JointState', message, t_ns)
+
+`message` is a mapping or an object with the message's fields (nested the same way). Schemas
+are the ``.msg`` definitions installed with the message packages (``share/<pkg>/msg``), with
+their dependencies appended as rosbag2 stores them; messages are CDR-encoded by
+mcap-ros2-support.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+from continuum_ctrl.params import ConfigError
+
+#: ROS 2 primitive field types (no definition to look up)
+PRIMITIVES = {'bool', 'byte', 'char', 'float32', 'float64', 'int8', 'uint8', 'int16', 'uint16',
+              'int32', 'uint32', 'int64', 'uint64', 'string', 'wstring'}
+SEPARATOR = '=' * 80
+
+
+def _share_roots():
+    yield Path(sys.prefix) / 'share'
+    try:
+        from ament_index_python.packages import get_search_paths
+        for prefix in get_search_paths():
+            yield Path(prefix) / 'share'
+    except ImportError:
+        pass
+
+
+def _definition_text(name):
+    package, _, message = name.replace('/msg/', '/').partition('/')
+    for root in _share_roots():
+        path = root / package / 'msg' / f'{message}.msg'
+        if path.is_file():
+            return path.read_text()
+    raise ConfigError('', f"no message definition for '{name}' (share/{package}/msg)")
+
+
+def _field_types(text, package):
+    for line in text.splitlines():
+        tokens = line.split('#', 1)[0].split()
+        if len(tokens) < 2 or '=' in tokens[1]:        # blank, comment or constant
+            continue
+        base = re.sub(r'\[.*\]$', '', tokens[0])
+        base = re.sub(r'<=\d+$', '', base)
+        if base in PRIMITIVES:
+            continue
+        yield base if '/' in base else ('std_msgs/Header' if base == 'Header'
+                                        else f'{package}/{base}')
+
+
+def message_definition(name):
+    """Return the rosbag2 (ros2msg) definition of `name` ('pkg/msg/Type') with dependencies."""
+    short = name.replace('/msg/', '/')
+    parts, seen, pending = [_definition_text(short)], {short}, [short]
+    while pending:
+        current = pending.pop(0)
+        text = _definition_text(current)
+        for dep in _field_types(text, current.split('/')[0]):
+            dep = dep.replace('/msg/', '/')
+            if dep not in seen:
+                seen.add(dep)
+                pending.append(dep)
+                parts.append(f'{SEPARATOR}\nMSG: {dep}\n{_definition_text(dep)}')
+    return '\n'.join(parts)
+
+
+class BagWriter:
+    """A single-file rosbag2 MCAP bag (``profile: ros2``, CDR messages) written in log order."""
+
+    def __init__(self, path):
+        from mcap_ros2.writer import Writer
+
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, 'wb')
+        self._writer = Writer(self._file)
+        self._schemas = {}
+
+    def write(self, topic, type_name, message, log_time_ns):
+        """Write one message of `type_name` ('pkg/msg/Type') on `topic` at `log_time_ns`."""
+        schema = self._schemas.get(type_name)
+        if schema is None:
+            schema = self._writer.register_msgdef(type_name, message_definition(type_name))
+            self._schemas[type_name] = schema
+        self._writer.write_message(topic, schema, message, log_time=int(log_time_ns))
+
+    def close(self):
+        """Finish the file (summary and index) and close it."""
+        self._writer.finish()
+        self._file.close()
+
+    def __enter__(self):
+        """Return the writer."""
+        return self
+
+    def __exit__(self, *exc):
+        """Close the writer."""
+        self.close()
+
+
+def stamp(t):
+    """Return a builtin_interfaces/Time mapping for `t` seconds."""
+    sec = int(t // 1)
+    return {'sec': sec, 'nanosec': int(round((t - sec) * 1e9)) % 1000000000}
+
+
+def write_run(path, joint_names, t, q, command, command_topic='/continuum_controller/commands',
+              t0=0.0):
+    """
+    Write a run as a bag of JointState positions and Float64MultiArray commands; return the path.
+
+    Positions in `joint_names` order and commands at times `t` (s after `t0`, a Unix time).
+    """
+    start = int(round(t0 * 1e9))
+    with BagWriter(path) as bag:
+        for time, position, values in zip(t, q, command):
+            ns = start + int(round(time * 1e9))
+            header = {'stamp': stamp(t0 + time), 'frame_id': ''}
+            bag.write('/joint_states', 'sensor_msgs/msg/JointState',
+                      {'header': header, 'name': list(joint_names), 'position': list(position),
+                       'velocity': [], 'effort': []}, ns)
+            bag.write(command_topic, 'std_msgs/msg/Float64MultiArray',
+                      {'layout': {'dim': [], 'data_offset': 0}, 'data': list(values)}, ns)
+    return Path(path)

@@ -1,0 +1,198 @@
+"""
+Recorded runs: joint positions and commands on their log times, read from MCAP bags or CSV.
+
+A run holds the measured positions ``q`` (model order, m or rad) at their log times and the
+commands (model order: Pa in pressure mode, N or N m in effort mode) at theirs. Readers accept
+a rosbag2 bag directory (``metadata.yaml`` and ``.mcap`` files), a single ``.mcap`` file, or the
+closed-loop demo's CSV (``t, q_des_*, q_*, effort_*, command_*``). Log times are what a bag
+records on arrival; a command holds from its time until the next one. Bad data raise
+ConfigError with one line naming the file and the problem.
+"""
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from continuum_ctrl.params import ConfigError
+
+#: default topics, as `ros2 bag record /joint_states /continuum_controller/commands` names them
+STATES_TOPIC = '/joint_states'
+COMMANDS_TOPIC = '/continuum_controller/commands'
+
+
+@dataclass
+class Run:
+    """One recorded run: `t` (N,) s and `q` (N, n); `command_t` (M,) s and `command` (M, n)."""
+
+    name: str
+    t: np.ndarray
+    q: np.ndarray
+    command_t: np.ndarray
+    command: np.ndarray
+
+
+class Joints:
+    """
+    Map recorded joint names and command vectors onto the model's coordinate order.
+
+    `model_names`: the model's joints; `command_names`: the `joints` parameter (command order).
+    """
+
+    def __init__(self, model_names, command_names):
+        self.model_names = list(model_names)
+        self.command_names = list(command_names)
+        index = {name: i for i, name in enumerate(self.model_names)}
+        self.command_order = np.array([index[name] for name in self.command_names], dtype=int)
+
+    @property
+    def n(self):
+        """Return the number of joints."""
+        return len(self.model_names)
+
+    def position_columns(self, names, source):
+        """Return the columns of recorded `names` that give each model joint, in model order."""
+        index = {name: k for k, name in enumerate(names)}
+        missing = [name for name in self.model_names if name not in index]
+        if missing:
+            raise ConfigError('', f"{source}: joint names {list(names)} do not match the "
+                                  f"parameter file's joints {self.model_names} (missing "
+                                  f"{missing})")
+        return np.array([index[name] for name in self.model_names], dtype=int)
+
+    def commands_to_model(self, values, source):
+        """Return commands (M, n) in command order as model order; checks their length."""
+        values = np.asarray(values, dtype=float)
+        if values.ndim != 2 or values.shape[1] != self.n:
+            got = values.shape[1] if values.ndim == 2 else values.size
+            raise ConfigError('', f'{source}: commands have {got} values, expected {self.n} '
+                                  f'(one per joint, in joints order {self.command_names})')
+        out = np.empty_like(values)
+        out[:, self.command_order] = values
+        return out
+
+
+def _finite(run, source):
+    for name, array in (('positions', run.q), ('commands', run.command)):
+        if not np.all(np.isfinite(array)):
+            raise ConfigError('', f'{source}: non-finite {name}')
+    return run
+
+
+def read_csv(path, joints):
+    """Read the closed-loop demo's CSV: positions `q_*` and commands `command_*` per row."""
+    source = str(path)
+    try:
+        with open(path, newline='') as handle:
+            rows = list(csv.reader(handle))
+    except OSError as exc:
+        raise ConfigError('', f"cannot read '{path}': {exc.strerror}") from None
+    if not rows or 't' not in rows[0]:
+        raise ConfigError('', f"{source}: not a demo CSV (no header with a 't' column)")
+    header = rows[0]
+    q_names = [h[2:] for h in header if h.startswith('q_') and not h.startswith('q_des_')]
+    c_names = [h[8:] for h in header if h.startswith('command_')]
+    try:
+        data = np.array(rows[1:], dtype=float).reshape(-1, len(header))
+    except ValueError:
+        raise ConfigError('', f'{source}: rows are not all numbers of {len(header)} '
+                              f'columns') from None
+    columns = joints.position_columns(q_names, source)
+    q = data[:, [header.index('q_' + q_names[k]) for k in columns]]
+    if sorted(c_names) != sorted(joints.command_names):
+        raise ConfigError('', f'{source}: commands have {len(c_names)} values, expected '
+                              f'{joints.n} (command_* columns {c_names} against joints '
+                              f'{joints.command_names})')
+    command = data[:, [header.index('command_' + name) for name in joints.command_names]]
+    t = data[:, header.index('t')]
+    return _finite(Run(Path(path).name, t, q, t.copy(), joints.commands_to_model(
+        command, source)), source)
+
+
+def mcap_files(path):
+    """Return the ``.mcap`` files of a bag directory (in metadata order) or of a single file."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise ConfigError('', f"'{path}': no such file or bag directory")
+    listed = []
+    metadata = path / 'metadata.yaml'
+    if metadata.is_file():
+        try:
+            info = yaml.safe_load(metadata.read_text()) or {}
+            listed = [path / p for p in info['rosbag2_bagfile_information'].get(
+                'relative_file_paths', [])]
+        except (yaml.YAMLError, KeyError, TypeError, AttributeError):
+            raise ConfigError('', f"{metadata}: not a rosbag2 metadata file") from None
+    files = [p for p in listed if p.suffix == '.mcap'] or sorted(path.glob('*.mcap'))
+    if not files:
+        raise ConfigError('', f"'{path}': no .mcap files (only MCAP storage is read)")
+    return files
+
+
+def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_TOPIC):
+    """
+    Read a rosbag2 MCAP bag (directory or file): JointState positions and the commands.
+
+    Log times (ns) become seconds after the bag's first message (float seconds since 1970
+    would keep only about 0.2 us); joint states are mapped by name on every message.
+    """
+    from mcap.exceptions import McapError
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    source = str(path)
+    states, commands, topics = [], [], set()
+    columns, names, origin = None, None, None
+    for file in mcap_files(path):
+        try:
+            with open(file, 'rb') as handle:
+                reader = make_reader(handle, decoder_factories=[DecoderFactory()])
+                summary = reader.get_summary()
+                if summary is not None:
+                    topics |= {c.topic for c in summary.channels.values()}
+                for _, channel, message, decoded in reader.iter_decoded_messages(
+                        topics=[states_topic, commands_topic]):
+                    origin = message.log_time if origin is None else origin
+                    t = (message.log_time - origin) * 1e-9
+                    if channel.topic == states_topic:
+                        if list(decoded.name) != names:
+                            names = list(decoded.name)
+                            columns = joints.position_columns(names, source)
+                        position = np.asarray(decoded.position, dtype=float)
+                        if position.size != len(names):
+                            raise ConfigError('', f'{source}: a joint state has {position.size}'
+                                                  f' positions for {len(names)} names')
+                        states.append((t, position[columns]))
+                    else:
+                        commands.append((t, np.asarray(decoded.data, dtype=float)))
+        except (McapError, ValueError, KeyError, EOFError, OSError) as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            raise ConfigError('', f"{file}: cannot read as MCAP: {exc}") from None
+    for topic, rows in ((states_topic, states), (commands_topic, commands)):
+        if not rows:
+            raise ConfigError('', f"{source}: no messages on topic '{topic}' (topics in the "
+                                  f"bag: {sorted(topics)})")
+    lengths = {len(v) for _, v in commands}
+    if lengths != {joints.n}:
+        raise ConfigError('', f'{source}: commands have {sorted(lengths)} values, expected '
+                              f'{joints.n} (one per joint, in joints order '
+                              f'{joints.command_names})')
+    states.sort(key=lambda row: row[0])
+    commands.sort(key=lambda row: row[0])
+    t = np.array([row[0] for row in states])
+    command_t = np.array([row[0] for row in commands])
+    run = Run(Path(path).name, t, np.array([row[1] for row in states]), command_t,
+              joints.commands_to_model(np.array([row[1] for row in commands]), source))
+    return _finite(run, source)
+
+
+def read_run(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_TOPIC):
+    """Read one recorded run by its kind: ``.csv``, else a rosbag2 MCAP bag or file."""
+    if Path(path).suffix.lower() == '.csv':
+        return read_csv(path, joints)
+    return read_mcap(path, joints, states_topic, commands_topic)

@@ -1,0 +1,474 @@
+"""
+Least-squares identification of a continuum arm's PMA parameters from recorded runs.
+
+With the geometry and masses known, each PMA ``j`` of section ``i`` obeys, while its pressure
+is above the dead zone,
+
+    area_j (p_j - deadzone_j) = [M(q) qdd + C(q, qd) qd + g(q)]_j + k_i q_j + d_i qd_j,
+
+linear in ``k_i``, ``d_i``, ``area_j`` and ``area_j deadzone_j``; gravity and inertia pin the
+scale. The right side's ``M qdd + C qd + g`` is the compiled model's inverse dynamics without
+stiffness and damping, one call per sample. Only samples whose pressure stays above the fitted
+dead zone (plus a margin) over the whole filter window enter the fit, and the dead zone is
+refitted until that set settles. ``p_j`` is the applied pressure predicted from the commands
+by the actuator's delay and first-order lag; for ``time_constant`` and ``delay`` the
+regression stays linear per candidate, and a search over the two minimises the residual.
+Runs are fitted on their first 70 % and judged on the last 30 %.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import minimize
+
+from continuum_ctrl.params import ConfigError
+from continuum_ctrl.identify.signals import applied, grid
+
+#: parameters `--fit` can name, and the default set
+PARAMETERS = ('stiffness', 'damping', 'area', 'deadzone', 'time_constant', 'delay')
+DEFAULT_FIT = ('stiffness', 'damping', 'area', 'deadzone')
+#: share of each run held out for judging the fit (its end)
+HELD_OUT = 0.3
+#: samples enter the fit this far above the dead zone, as a share of p_max - p_min
+MARGIN = 0.02
+#: samples this close to a stroke end (share of the stroke) are left out: end stops
+STROKE_MARGIN = 0.02
+#: fewest samples per PMA above the dead zone
+MIN_SAMPLES = 200
+#: a scaled regressor worse conditioned than this does not excite some parameter
+COND_LIMIT = 1e6
+#: nor does a parameter whose standard error exceeds this share of its nominal value
+REL_SE_LIMIT = 0.25
+#: search range of the actuator lag and delay, s
+LAG_RANGE = (0.0, 0.3)
+DELAY_RANGE = (0.0, 0.05)
+#: smoothing window (s) when the lag is fitted: it needs the content above its corner
+#: frequency, which the default window smooths away (a 30 ms lag and a 5 ms delay then look
+#: like one 35 ms lag)
+LAG_WINDOW = 0.05
+#: dead-zone refits per estimate
+DEADZONE_ITERATIONS = 10
+
+
+@dataclass
+class Options:
+    """What to fit: a subset of PARAMETERS, one area/dead zone per PMA or one for all."""
+
+    fit: tuple = DEFAULT_FIT
+    per_pma: bool = False
+    window: float = None        # Savitzky-Golay window, s (None: the default)
+
+
+@dataclass
+class Estimate:
+    """One fitted value: parameter-file `key`, `index` in its array (None: scalar), `label`."""
+
+    key: str
+    index: object
+    label: str
+    value: float
+    se: float
+    nominal: float
+    unit: str
+
+
+@dataclass
+class Result:
+    """Estimates with their standard errors and the figures that judge the fit."""
+
+    estimates: list
+    condition: float
+    rms_train: float
+    rms_test: float
+    r2_test: np.ndarray            # per PMA, model order
+    r2_test_all: float
+    samples: int
+    held_out: list = field(default_factory=list)   # per run: (t, measured, predicted) (N, n)
+    scale_note: str = ''
+
+    def values(self, key):
+        """Return the estimates of one parameter-file key, in index order."""
+        return [e for e in self.estimates if e.key == key]
+
+
+class _Run:
+    """One run's grid, its rigid-body forces and its commands, split into fit and test parts."""
+
+    def __init__(self, run, setup, window):
+        self.name = run.name
+        self.grid = grid(run, window)
+        g = self.grid
+        self.h = g.smooth(np.array([setup.rigid.inverse_dynamics(q, qd, qdd)
+                                    for q, qd, qdd in zip(*g.state)]))
+        self.command_t, self.command = run.command_t, run.command
+        edge = g.window // 2
+        count = len(g.t)
+        self.split = int(round((1.0 - HELD_OUT) * count))
+        self.train = np.zeros(count, dtype=bool)
+        self.test = np.zeros(count, dtype=bool)
+        self.train[edge:self.split - edge] = True
+        self.test[self.split + edge:count - edge] = True
+        low, high = (np.asarray(b, dtype=float) for b in setup.model.joint_limits())
+        margin = STROKE_MARGIN * (high - low)
+        self.inside = ((g.lowest(g.q) > low + margin)
+                       & (-g.lowest(-g.q) < high - margin))
+
+    def pressure(self, time_constant, delay):
+        """Return the smoothed applied pressure, its window minimum and where it is defined."""
+        p, defined = applied(self.command_t, self.command, self.grid.t, time_constant, delay)
+        window = self.grid.window
+        defined = np.convolve(~defined, np.ones(window), 'same') == 0  # whole window defined
+        return self.grid.smooth(p), self.grid.lowest(p), defined
+
+
+class Identification:
+    """The regression over all runs; `fit` returns a Result."""
+
+    def __init__(self, runs, setup, options):
+        unknown = set(options.fit) - set(PARAMETERS)
+        if unknown:
+            raise ConfigError('--fit', f'unknown parameters {sorted(unknown)}; choose from '
+                                       f'{list(PARAMETERS)}')
+        self.setup, self.options = setup, options
+        lag = 'time_constant' in options.fit or 'delay' in options.fit
+        window = options.window or (LAG_WINDOW if lag else None)
+        self.runs = [_Run(run, setup, window) for run in runs]
+        act = setup.actuation
+        self.margin = MARGIN * float(np.max(act.p_max - act.p_min))
+        self.groups = np.arange(setup.model.n) if options.per_pma else np.zeros(
+            setup.model.n, dtype=int)
+        self.names = self._parameter_names()
+
+    # -- the linear problem ------------------------------------------------------------------
+    def _parameter_names(self):
+        s, fit = self.setup, self.options.fit
+        names = []
+        if 'stiffness' in fit:
+            names += [('model.sections.stiffness', i, f'section {i + 1} stiffness', 'N/m')
+                      for i in range(s.sections)]
+        if 'damping' in fit:
+            names += [('model.sections.damping', i, f'section {i + 1} damping', 'N s/m')
+                      for i in range(s.sections)]
+        groups = self.groups.max() + 1
+        pma = (lambda g: s.joints.model_names[g]) if self.options.per_pma else (lambda g: 'all')
+        if 'area' in fit:
+            names += [('output.area', g, f'area ({pma(g)})', 'm^2') for g in range(groups)]
+        if 'deadzone' in fit:
+            names += [('output.deadzone', g, f'dead zone ({pma(g)})', 'Pa')
+                      for g in range(groups)]
+        return names
+
+    def _columns(self, j, q, qd, h, p, deadzone):
+        """Return the global parameter indices, regressor columns and target of PMA `j`."""
+        s, fit = self.setup, self.options.fit
+        a_nom, dz_nom = s.actuation.area[j], s.actuation.deadzone[j]
+        i, g = s.section[j], self.groups[j]
+        groups = self.groups.max() + 1
+        index, columns, target = [], [], h.copy()
+        offset = 0
+        if 'stiffness' in fit:
+            index.append(offset + i)
+            columns.append(-q)
+            offset += s.sections
+        else:
+            target += s.stiffness[i] * q
+        if 'damping' in fit:
+            index.append(offset + i)
+            columns.append(-qd)
+            offset += s.sections
+        else:
+            target += s.damping[i] * qd
+        if 'area' in fit:
+            index.append(offset + g)
+            columns.append(p if 'deadzone' in fit else p - dz_nom)
+            offset += groups
+        else:
+            target -= a_nom * (p if 'deadzone' in fit else p - dz_nom)
+        if 'deadzone' in fit:
+            index.append(offset + g)
+            columns.append(-np.ones_like(p))
+        return index, np.column_stack(columns) if columns else np.zeros((len(p), 0)), target
+
+    def _stack(self, part, time_constant, delay):
+        """Return the concatenated ``q, qd, h, p, p_low, usable`` of one part of every run."""
+        rows = []
+        for run in self.runs:
+            p, low, defined = run.pressure(time_constant, delay)
+            keep = getattr(run, part) & defined
+            low = np.where(run.inside, low, -np.inf)      # out of the stroke: never used
+            rows.append((run.grid.q[keep], run.grid.qd[keep], run.h[keep], p[keep], low[keep]))
+        return [np.concatenate(column) for column in zip(*rows)]
+
+    def _solve(self, data, deadzone):
+        """Least squares over the samples above `deadzone` (n,); see Result for the output."""
+        q, qd, h, p, low = data
+        P = len(self.names)
+        A, b = np.zeros((P, P)), np.zeros(P)
+        masks, blocks = [], []
+        for j in range(self.setup.model.n):
+            mask = low[:, j] > deadzone[j] + self.margin
+            if np.count_nonzero(mask) < MIN_SAMPLES:
+                name = self.setup.joints.model_names[j]
+                raise ConfigError('', f'pressures of {name} are above the dead zone '
+                                      f'({deadzone[j] / 1e3:.1f} kPa + {self.margin / 1e3:.1f} '
+                                      f'kPa margin) in only {np.count_nonzero(mask)} samples,'
+                                      f' need {MIN_SAMPLES}: run an excitation reference that '
+                                      f'pressurises every PMA')
+            index, X, y = self._columns(j, q[mask, j], qd[mask, j], h[mask, j], p[mask, j],
+                                        deadzone[j])
+            A[np.ix_(index, index)] += X.T @ X
+            b[index] += X.T @ y
+            masks.append(mask)
+            blocks.append((index, X, y))
+        return A, b, masks, blocks
+
+    def _theta(self, A, b):
+        scale = np.sqrt(np.diag(A))
+        dead = np.flatnonzero(scale == 0.0)
+        if dead.size:
+            self._unexcited(dead[0], np.inf)
+        scaled = A / np.outer(scale, scale)
+        eig, vec = np.linalg.eigh(scaled)
+        condition = float(np.sqrt(eig[-1] / max(eig[0], 1e-300)))
+        if condition > COND_LIMIT:
+            self._unexcited(int(np.argmax(np.abs(vec[:, 0]))), condition)
+        theta = np.linalg.solve(scaled, b / scale) / scale
+        return theta, np.linalg.inv(scaled) / np.outer(scale, scale), condition
+
+    def _unexcited(self, k, condition):
+        key, index, label, _ = self.names[k]
+        raise ConfigError('', f'the data do not excite {label} ({key}[{index}]; condition '
+                              f'number {condition:.3g}): run an excitation reference '
+                              f'(reference.type: multisine, config/identify_excitation.yaml)')
+
+    @staticmethod
+    def _residuals(theta, blocks):
+        return [y - X @ theta[index] for index, X, y in blocks]
+
+    def _deadzone(self, theta):
+        """Return the dead zone per PMA (Pa) implied by `theta` (the nominal where not fitted)."""
+        s, fit = self.setup, self.options.fit
+        if 'deadzone' not in fit:
+            return s.actuation.deadzone.copy()
+        groups = self.groups.max() + 1
+        c = theta[len(self.names) - groups:][self.groups]
+        area = self._area(theta)
+        return np.maximum(c / area, 0.0)
+
+    def _area(self, theta):
+        if 'area' not in self.options.fit:
+            return self.setup.actuation.area.copy()
+        start = [k for k, name in enumerate(self.names) if name[0] == 'output.area'][0]
+        return theta[start:start + self.groups.max() + 1][self.groups]
+
+    def _linear(self, data, deadzone=None, iterations=DEADZONE_ITERATIONS):
+        """Fit with the dead-zone refits; return theta, covariance factor, masks, blocks, dz."""
+        deadzone = self.setup.actuation.deadzone.copy() if deadzone is None else deadzone
+        masks = None
+        for _ in range(iterations):
+            A, b, new_masks, blocks = self._solve(data, deadzone)
+            theta, inverse, condition = self._theta(A, b)
+            settled = masks is not None and all(np.array_equal(m, n)
+                                                for m, n in zip(masks, new_masks))
+            masks = new_masks
+            if 'deadzone' not in self.options.fit or settled:
+                break
+            deadzone = self._deadzone(theta)
+        return theta, inverse, condition, masks, blocks, deadzone
+
+    # -- the actuator lag --------------------------------------------------------------------
+    def _cost(self, time_constant, delay, deadzone):
+        """Return the mean squared residual (N^2) for one lag; inf where it cannot be fitted."""
+        data = self._stack('train', time_constant, delay)
+        try:
+            theta, _, _, _, blocks, _ = self._linear(data, deadzone, iterations=2)
+        except ConfigError:             # a far-off candidate: no samples above its dead zone
+            return np.inf
+        residuals = np.concatenate(self._residuals(theta, blocks))
+        return float(np.mean(residuals ** 2))
+
+    def _search_lag(self):
+        """Return the best ``(time_constant, delay)`` and their covariance, s and s^2."""
+        fit = self.options.fit
+        fit_lag, fit_delay = 'time_constant' in fit, 'delay' in fit
+        dt = self.runs[0].grid.dt
+        _, _, _, _, _, deadzone = self._linear(self._stack('train', 0.0, 0.0))
+        lags = np.array([0.0, 0.01, 0.02, 0.04, 0.08]) if fit_lag else [0.0]
+        delays = np.arange(0.0, DELAY_RANGE[1] + 1e-12, 2 * dt) if fit_delay else [0.0]
+        costs = {(T, d): self._cost(T, d, deadzone) for T in lags for d in delays}
+        start = np.array(min(costs, key=costs.get))
+        tolerance = 1e-4 * costs[tuple(start)]      # N^2: far below what sets the estimates
+        mask = np.array([fit_lag, fit_delay])
+        bounds = np.array([LAG_RANGE, DELAY_RANGE])
+
+        def cost(x):
+            full = start.copy()
+            full[mask] = np.clip(x, bounds[mask, 0], bounds[mask, 1])
+            return self._cost(full[0], full[1], deadzone)
+
+        simplex = np.vstack((start[mask], start[mask] + np.diag([dt, dt][:mask.sum()])))
+        found = minimize(cost, start[mask], method='Nelder-Mead',
+                         options={'xatol': dt / 10, 'fatol': tolerance, 'maxiter': 200,
+                                  'initial_simplex': simplex})
+        best = start.copy()
+        best[mask] = np.clip(found.x, bounds[mask, 0], bounds[mask, 1])
+        steps = np.where(mask, np.maximum(0.05 * best, dt / 4), 0.0)[mask]
+        hessian = _hessian(cost, best[mask], steps)
+        return best, hessian, mask
+
+    # -- the whole fit -----------------------------------------------------------------------
+    def fit(self):
+        """Run the identification; return a Result (ConfigError for unusable data)."""
+        fit = self.options.fit
+        lag = np.zeros(2)
+        lag_cov = None
+        if 'time_constant' in fit or 'delay' in fit:
+            lag, hessian, searched = self._search_lag()
+        data = self._stack('train', *lag)
+        theta, inverse, condition, masks, blocks, deadzone = self._linear(data)
+        residuals = self._residuals(theta, blocks)
+        flat = np.concatenate(residuals)
+        dof = max(flat.size - len(theta), 1)
+        inflation = _correlation_time(residuals)
+        sigma2 = float(flat @ flat) / dof * inflation
+        cov = sigma2 * inverse
+        if 'time_constant' in fit or 'delay' in fit:
+            lag_cov = np.zeros((2, 2))
+            lag_cov[np.ix_(searched, searched)] = (2.0 * sigma2 / flat.size
+                                                   * np.linalg.pinv(hessian))
+        estimates = self._estimates(theta, cov, lag, lag_cov)
+        self._check_excited(estimates)
+        result = self._judge(theta, deadzone, lag, estimates, condition, flat)
+        result.scale_note = self._scale_note(estimates)
+        return result
+
+    def _estimates(self, theta, cov, lag, lag_cov):
+        s, fit = self.setup, self.options.fit
+        se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+        out = []
+        area_index = {name[1]: k for k, name in enumerate(self.names) if name[0] == 'output.area'}
+        nominal = {'model.sections.stiffness': s.stiffness, 'model.sections.damping': s.damping,
+                   'output.area': s.actuation.area, 'output.deadzone': s.actuation.deadzone}
+        for k, (key, index, label, unit) in enumerate(self.names):
+            value, error = theta[k], se[k]
+            nom = nominal[key][index if key.startswith('model') or self.options.per_pma else 0]
+            if key == 'output.deadzone':
+                j = index
+                area = theta[area_index[j]] if 'area' in fit else s.actuation.area[j]
+                value = theta[k] / area
+                if 'area' in fit:       # delta method for c / a
+                    a = area_index[j]
+                    grad = np.array([1.0 / area, -theta[k] / area ** 2])
+                    sub = cov[np.ix_([k, a], [k, a])]
+                    error = float(np.sqrt(max(grad @ sub @ grad, 0.0)))
+                else:
+                    error = se[k] / area
+            out.append(Estimate(key, index, label, float(value), float(error), float(nom), unit))
+        for k, (name, key) in enumerate((('time_constant', 'output.time_constant'),
+                                         ('delay', 'output.delay'))):
+            if name in fit:
+                error = float(np.sqrt(max(lag_cov[k, k], 0.0))) if lag_cov is not None else 0.0
+                out.append(Estimate(key, None, name.replace('_', ' '), float(lag[k]), error,
+                                    0.0, 's'))
+        return out
+
+    def _check_excited(self, estimates):
+        for estimate in estimates:
+            if estimate.key.startswith('output.') and estimate.key != 'output.area':
+                continue
+            reference = abs(estimate.nominal) or abs(estimate.value)
+            if estimate.se > REL_SE_LIMIT * reference:
+                raise ConfigError('', f'the data do not excite {estimate.label} '
+                                      f'({estimate.key}; standard error {estimate.se:.3g} '
+                                      f'{estimate.unit} against {reference:.3g}): run an '
+                                      f'excitation reference (reference.type: multisine, '
+                                      f'config/identify_excitation.yaml)')
+
+    def _scale_note(self, estimates):
+        area = [e for e in estimates if e.key == 'output.area']
+        if area and max(e.se / e.value for e in area) > 0.05:
+            return ('the data barely pin the force scale: it rests on gravity and inertia, '
+                    'which this run hardly excites (move the arm faster or through larger '
+                    'bends)')
+        return ''
+
+    def _judge(self, theta, deadzone, lag, estimates, condition, train_residuals):
+        """Return the Result with held-out R^2 and the data of the held-out plot."""
+        s = self.setup
+        n = s.model.n
+        k = s.stiffness.copy()
+        d = s.damping.copy()
+        for e in estimates:
+            if e.key == 'model.sections.stiffness':
+                k[e.index] = e.value
+            elif e.key == 'model.sections.damping':
+                d[e.index] = e.value
+        area = self._area(theta)
+        held_out, sse, sst, count = [], np.zeros(n), np.zeros(n), 0
+        all_res, all_meas = [], []
+        for run in self.runs:
+            p, low, defined = run.pressure(*lag)
+            g = run.grid
+            keep = run.test & defined
+            measured = area * (p - deadzone)
+            predicted = run.h + k[s.section] * g.q + d[s.section] * g.qd
+            usable = keep[:, None] & (low > deadzone + self.margin) & run.inside
+            measured_shown = np.where(usable, measured, np.nan)
+            held_out.append((g.t[keep] - g.t[0], measured_shown[keep], predicted[keep]))
+            res = np.where(usable, measured - predicted, 0.0)
+            sse += np.sum(res ** 2, axis=0)
+            count += int(np.count_nonzero(usable))
+            all_res.append(res[usable])
+            all_meas.append(measured[usable])
+            for j in range(n):
+                column = measured[usable[:, j], j]
+                sst[j] += np.sum((column - column.mean()) ** 2) if column.size else 0.0
+        res = np.concatenate(all_res)
+        meas = np.concatenate(all_meas)
+        r2 = 1.0 - sse / np.where(sst > 0.0, sst, np.nan)
+        r2_all = 1.0 - float(res @ res) / float(np.sum((meas - meas.mean()) ** 2))
+        return Result(estimates, condition, float(np.sqrt(np.mean(train_residuals ** 2))),
+                      float(np.sqrt(np.mean(res ** 2))) if count else float('nan'), r2,
+                      r2_all, train_residuals.size, held_out)
+
+
+def _correlation_time(residuals):
+    """
+    Return the integrated autocorrelation time (samples) of the residuals, >= 1.
+
+    Smoothing and oversampling correlate neighbouring residuals; standard errors that assumed
+    independent samples would be too small by its square root.
+    """
+    total = []
+    for r in residuals:
+        if r.size < 16:
+            continue
+        r = r - r.mean()
+        spectrum = np.fft.rfft(r, 2 * r.size)
+        acf = np.fft.irfft(spectrum * np.conj(spectrum))[:r.size]
+        acf /= acf[0] if acf[0] > 0.0 else 1.0
+        cut = np.argmax(acf < 0.0) if np.any(acf < 0.0) else r.size
+        total.append(1.0 + 2.0 * np.sum(acf[1:cut]))
+    return max(float(np.median(total)) if total else 1.0, 1.0)
+
+
+def _hessian(cost, x, steps):
+    """Return the central-difference Hessian of `cost` at `x` with per-coordinate `steps`."""
+    m = len(x)
+    H = np.zeros((m, m))
+    f0 = cost(x)
+    for a in range(m):
+        ea = np.zeros(m)
+        ea[a] = steps[a]
+        H[a, a] = (cost(x + ea) - 2.0 * f0 + cost(x - ea)) / steps[a] ** 2
+        for b in range(a + 1, m):
+            eb = np.zeros(m)
+            eb[b] = steps[b]
+            H[a, b] = H[b, a] = (cost(x + ea + eb) - cost(x + ea - eb) - cost(x - ea + eb)
+                                 + cost(x - ea - eb)) / (4.0 * steps[a] * steps[b])
+    return H
+
+
+def identify(runs, setup, options=None):
+    """Identify the arm's PMA parameters from recorded `runs`; return a Result."""
+    return Identification(runs, setup, options or Options()).fit()

@@ -1,0 +1,103 @@
+"""
+Outputs of an identification: the printed report, the fitted parameter file and the plot.
+
+The fitted file is a ROS 2 parameter file holding only the fitted values under ``/**``, each
+with its standard error in a comment; nodes take it as a second ``--params-file`` after the
+nominal one, so its values win.
+"""
+
+from pathlib import Path
+
+#: parameter-file keys in the order they are written, with their namespace path
+KEYS = ('model.sections.stiffness', 'model.sections.damping', 'output.area',
+        'output.deadzone', 'output.time_constant', 'output.delay')
+
+
+def text(result, setup, sources):
+    """Return the report: each estimate against its nominal value, and the fit's figures."""
+    lines = [f'identified from {", ".join(str(s) for s in sources)} against {setup.path}',
+             f'{"parameter":<34}{"estimate":>14}{"std. error":>12}{"nominal":>14}  unit']
+    for e in result.estimates:
+        lines.append(f'{e.label:<34}{e.value:>14.6g}{e.se:>12.3g}{e.nominal:>14.6g}  {e.unit}')
+    lines.append(f'condition number of the scaled regressor: {result.condition:.3g}')
+    lines.append(f'RMS residual force: {result.rms_train:.3g} N (fit, {result.samples} samples),'
+                 f' {result.rms_test:.3g} N (held out)')
+    per_pma = ' '.join(f'{r:.3f}' for r in result.r2_test)
+    lines.append(f'R^2 on the held-out last 30 % of each run: {result.r2_test_all:.4f} '
+                 f'(per PMA: {per_pma})')
+    if result.scale_note:
+        lines.append(f'note: {result.scale_note}')
+    return '\n'.join(lines)
+
+
+def _format(values, digits=6):
+    return '[' + ', '.join(f'{v:.{digits}g}' for v in values) + ']'
+
+
+def fitted_yaml(result, sources):
+    """Return the fitted parameter file: fitted values only, standard errors in comments."""
+    tree = {}
+    for key in KEYS:
+        estimates = result.values(key)
+        if estimates:
+            tree[key] = estimates
+    lines = [f'# Fitted by `continuum-ctrl identify` from {", ".join(str(s) for s in sources)}.',
+             '# Give it to the controller as a second --params-file after the nominal file.',
+             '/**:', '  ros__parameters:']
+    opened = []
+    for key, estimates in tree.items():
+        *namespace, leaf = key.split('.')
+        common = 0
+        while common < min(len(opened), len(namespace)) and opened[common] == namespace[common]:
+            common += 1
+        for depth in range(common, len(namespace)):
+            lines.append('    ' + '  ' * depth + f'{namespace[depth]}:')
+        opened = namespace
+        unit = estimates[0].unit
+        if estimates[0].index is None:
+            value, error = f'{estimates[0].value:.6g}', f'{estimates[0].se:.3g}'
+        else:
+            value = _format([e.value for e in estimates])
+            error = _format([e.se for e in estimates], 3)
+        lines.append('    ' + '  ' * len(namespace) + f'{leaf}: {value}  # standard error '
+                     f'{error} {unit}')
+    return '\n'.join(lines) + '\n'
+
+
+def plot(result, joint_names, path):
+    """Write a PNG: measured against predicted generalized force per PMA on the held-out part."""
+    from matplotlib.figure import Figure
+
+    n = len(joint_names)
+    columns = 3 if n % 3 == 0 else 1
+    rows = -(-n // columns)
+    figure = Figure(figsize=(5.0 * columns, 2.0 * rows), layout='constrained')
+    axes = figure.subplots(rows, columns, squeeze=False, sharex=True).ravel()
+    for j, (ax, name) in enumerate(zip(axes, joint_names)):
+        for k, (t, measured, predicted) in enumerate(result.held_out):
+            ax.plot(t, measured[:, j], color='tab:blue', linewidth=1.0,
+                    label='measured area (p - deadzone)' if k == 0 else None)
+            ax.plot(t, predicted[:, j], '--', color='tab:orange', linewidth=1.0,
+                    label='predicted M qdd + C qd + g + k q + d qd' if k == 0 else None)
+        ax.set_title(f'{name}: R^2 {result.r2_test[j]:.3f}', fontsize='small')
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(fontsize='x-small', loc='best')
+    for ax in axes[-columns:]:
+        ax.set_xlabel('time in run (s)')
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    figure.supylabel('generalized force (N)')
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=90)
+    return path
+
+
+def write_report(result, setup, sources, directory):
+    """Write report.txt, fitted.yaml and held_out.png into `directory`; return their paths."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / 'report.txt').write_text(text(result, setup, sources) + '\n')
+    (directory / 'fitted.yaml').write_text(fitted_yaml(result, sources))
+    image = plot(result, setup.joints.model_names, directory / 'held_out.png')
+    return [directory / 'report.txt', directory / 'fitted.yaml', image]

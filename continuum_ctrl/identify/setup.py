@@ -1,0 +1,66 @@
+"""
+What identification needs from the nominal parameter file, read as the controller node reads it.
+
+The file's ``/**`` section merged with the ``continuum_controller`` section gives the model
+(geometry and masses are taken as known), `joints` (command order) and `output.*` (nominal
+area, dead zone, pressure range).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from continuum_ctrl.control.settings import JointVectors, read_output
+from continuum_ctrl.identify.data import Joints
+from continuum_ctrl.launch_description import CONTROLLER
+from continuum_ctrl.models import load_model
+from continuum_ctrl.models.continuum.model import ContinuumModel
+from continuum_ctrl.params import ConfigError, file_parameters, Reader
+
+
+@dataclass
+class Setup:
+    """
+    The nominal arm, as the parameter file describes it.
+
+    `model` (as in the file), `rigid` (the same arm without stiffness and damping, whose
+    inverse dynamics give ``M qdd + C qd + g``), `joints`, `actuation` (nominal ActuationMap,
+    model order), `section` (section index of each coordinate) and the nominal per-section
+    `stiffness` (N/m) and `damping` (N s/m).
+    """
+
+    path: str
+    model: object
+    rigid: object
+    joints: Joints
+    actuation: object
+    section: np.ndarray
+    stiffness: np.ndarray
+    damping: np.ndarray
+
+    @property
+    def sections(self):
+        """Return the number of sections."""
+        return len(self.stiffness)
+
+
+def read_setup(path):
+    """Read the nominal parameter file `path`; ConfigError names what is missing or bad."""
+    tree, model_ns = file_parameters(path, CONTROLLER)
+    model = load_model(model_ns)
+    if not isinstance(model, ContinuumModel):
+        raise ConfigError('model.type', f"identify supports continuum arms (continuum_cog, "
+                                        f"continuum_integral), got {model_ns.get('type')!r}")
+    top = Reader(tree, '')
+    vec = JointVectors.read(top, model.joint_names)
+    mode, actuation = read_output(top, vec)
+    if mode != 'pressure':
+        raise ConfigError('output.mode', "identify needs 'pressure' for a continuum arm")
+    sections = dict(model_ns.get('sections', {}))
+    count = model.n // 3
+    rigid = load_model({**model_ns, 'sections': {**sections, 'stiffness': [0.0] * count,
+                                                 'damping': [0.0] * count}})
+    spec = model.spec
+    return Setup(str(path), model, rigid, Joints(model.joint_names, vec.joints), actuation,
+                 np.arange(model.n) // 3, np.asarray(spec.stiffness, dtype=float)[::3].copy(),
+                 np.asarray(spec.damping, dtype=float)[::3].copy())

@@ -1,0 +1,119 @@
+"""
+Signals of a run on a uniform time grid: smoothed positions and their derivatives, pressures.
+
+Positions are interpolated onto a grid at the median sample period and differentiated by a
+short non-causal Savitzky-Golay filter (cubic); forces computed from them (the model's inverse
+dynamics, nonlinear in the state) are then smoothed by a longer Savitzky-Golay filter (the
+window, in seconds), and so is everything else on both sides of the dynamics: the same linear
+filter on both sides keeps the equation exact, and smoothing the force after the nonlinear
+model (not the state before it) keeps fast motions from biasing it. Commands hold from
+their log time until the next one; `applied` predicts what the actuator makes of them: a pure
+delay, then a first-order lag ``T dp/dt = u - p`` (exact for piecewise-constant input).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.ndimage import minimum_filter1d
+from scipy.signal import savgol_filter
+
+from continuum_ctrl.params import ConfigError
+from continuum_ctrl.models.continuum.jit import compiled
+
+#: default Savitzky-Golay window, s: a cut-off near 12 Hz, above any excitation
+DEFAULT_WINDOW = 0.1
+#: the differentiating window is this share of the smoothing window
+DERIVATIVE_SHARE = 0.3
+#: polynomial order of the Savitzky-Golay filter
+POLYORDER = 3
+
+
+@dataclass
+class Grid:
+    """
+    A run on a uniform grid: `t` (N,) s, `dt` s, `window` (samples) of the smoother.
+
+    `state`: ``(q, qd, qdd)`` (N, n) from the short differentiator, for the model; `q`, `qd`:
+    the same smoothed by the window.
+    """
+
+    t: np.ndarray
+    dt: float
+    window: int
+    state: tuple
+    q: np.ndarray
+    qd: np.ndarray
+
+    def smooth(self, x):
+        """Return `x` (N, n) through the grid's Savitzky-Golay smoother (zero phase)."""
+        return savgol_filter(x, self.window, POLYORDER, axis=0)
+
+    def lowest(self, x):
+        """Return the smallest value of `x` (N, n) within the filter window around each sample."""
+        return minimum_filter1d(x, self.window, axis=0)
+
+
+def window_samples(dt, window=None):
+    """Return the odd Savitzky-Golay window in samples for a period `dt` and a window in s."""
+    seconds = DEFAULT_WINDOW if window is None else window
+    samples = int(round(seconds / dt)) | 1
+    if samples < POLYORDER + 2:
+        raise ConfigError('--window', f'{seconds} s is {samples} samples at {dt:.4g} s; needs '
+                                      f'at least {POLYORDER + 2}')
+    return samples
+
+
+def grid(run, window=None):
+    """Return the run's positions on a uniform grid, smoothed and differentiated."""
+    t = run.t
+    dt = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
+    if not dt > 0.0:
+        raise ConfigError('', f'{run.name}: joint-state log times do not increase')
+    samples = window_samples(dt, window)
+    times = t[0] + dt * np.arange(int(np.floor((t[-1] - t[0]) / dt)) + 1)
+    if len(times) < 3 * samples:
+        raise ConfigError('', f'{run.name}: too little data: {len(times)} samples '
+                              f'({times[-1] - times[0]:.2f} s), need at least {3 * samples}')
+    q = np.column_stack([np.interp(times, t, column) for column in run.q.T])
+    short = max(int(round(DERIVATIVE_SHARE * samples)) | 1, POLYORDER + 2)
+    state = tuple(savgol_filter(q, short, POLYORDER, deriv=d, delta=dt, axis=0)
+                  for d in range(3))
+    smooth = [savgol_filter(x, samples, POLYORDER, axis=0) for x in state[:2]]
+    return Grid(times, dt, samples, state, *smooth)
+
+
+@compiled()
+def _lag(switch, values, times, time_constant, p, out):
+    """Fill `out` with the first-order lag of the piecewise-constant input at `times`."""
+    k = 0
+    t_now = switch[0]
+    for j in range(p.shape[0]):
+        p[j] = values[0, j]
+    for i in range(times.shape[0]):
+        while k + 1 < switch.shape[0] and switch[k + 1] <= times[i]:
+            a = np.exp(-(switch[k + 1] - t_now) / time_constant) if time_constant > 0.0 else 0.0
+            for j in range(p.shape[0]):
+                p[j] = values[k, j] + (p[j] - values[k, j]) * a
+            t_now = switch[k + 1]
+            k += 1
+        if times[i] > t_now:
+            a = np.exp(-(times[i] - t_now) / time_constant) if time_constant > 0.0 else 0.0
+            for j in range(p.shape[0]):
+                p[j] = values[k, j] + (p[j] - values[k, j]) * a
+            t_now = times[i]
+        for j in range(p.shape[0]):
+            out[i, j] = p[j]
+
+
+def applied(command_t, command, times, time_constant=0.0, delay=0.0):
+    """
+    Return the predicted applied pressure (N, n) at `times`, and where it is defined (N,).
+
+    The commands (held from `command_t`, s) reach the actuator after `delay` s and pass a
+    first-order lag of `time_constant` s starting at rest at the first command's value.
+    """
+    switch = np.ascontiguousarray(command_t + delay, dtype=float)
+    out = np.empty((len(times), command.shape[1]))
+    _lag(switch, np.ascontiguousarray(command, dtype=float), np.ascontiguousarray(times),
+         float(time_constant), np.empty(command.shape[1]), out)
+    return out, times >= switch[0]

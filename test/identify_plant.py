@@ -1,0 +1,66 @@
+"""
+An embedded closed loop for identification tests: the controller's loop on a mismatched plant.
+
+No ROS: `ControlLoop` (the node's cycle) at the control rate against the simulator's `Plant`
+(integral model, mismatch, sensor noise and valve dynamics from its settings), tick by tick as
+the nodes run (`sim.closed_loop.simulate_nodes`), recording what a bag would hold: measured
+positions and the commands at each tick. Valves are off on both sides unless asked for (the
+controller compensates none), as in the runs the identification tests were written for.
+"""
+
+import numpy as np
+
+from continuum_ctrl.control.references import Multisine
+from continuum_ctrl.identify.data import Run
+from continuum_ctrl.sim.closed_loop import simulate_nodes
+from node_pair import controller_loop, plant_of
+
+PARAMS = 'config/continuum_3section.yaml'
+#: the acceptance test's plant against the nominal file
+MISMATCH = {'mismatch.stiffness_scale': 1.2, 'mismatch.damping_scale': 0.75,
+            'mismatch.area_scale': 1.1, 'mismatch.deadzone': 15e3}
+NOISE = {'noise.position': 2e-5, 'noise.velocity': 2e-3, 'noise.seed': 3}
+
+
+def closed_loop(controller_files, plant_overrides, duration, controller_overrides=None,
+                time_constant=0.0, delay=0.0, step=None):
+    """
+    Run the loop for `duration` s; return ``(Run, t, q, q_des)`` (true q, model order).
+
+    The controller reads `controller_files` merged (plus overrides); the plant the nominal
+    file's simulator section with `plant_overrides`.
+    """
+    loop = controller_loop(controller_files, {'output.time_constant': 0.0,
+                                              'output.delay': 0.0,
+                                              **(controller_overrides or {})})
+    sim_overrides = {'initial.position': [0.013], 'actuator.time_constant': time_constant,
+                     'actuator.delay': delay, **plant_overrides}
+    if step is not None:
+        sim_overrides['step'] = step
+    plant = plant_of(PARAMS, sim_overrides, drop=('gains', 'reference'))
+    log = simulate_nodes(loop, plant, duration)
+    model_order = np.empty_like(log.command)
+    model_order[:, loop.settings.order] = log.command
+    return Run('embedded', log.t, log.measured, log.t.copy(), model_order), log.t, log.q, log.q_des
+
+
+def synthetic_run(setup, duration=10.0, rate=500.0, stiffness=1.2, damping=0.75, area=1.1,
+                  deadzone=15e3, noise=0.0, seed=0, band=(0.2, 3.0)):
+    """
+    Return a Run whose pressures make the controller's own model follow a multisine exactly.
+
+    The true PMA parameters are the nominal ones scaled (stiffness, damping, area) and a dead
+    zone in Pa; a PMA that would have to pull is vented (0 Pa). Position noise in m.
+    """
+    n = setup.model.n
+    reference = Multisine(np.full(n, 0.013), np.full(n, 0.006), band, 4)
+    t = np.arange(int(round(duration * rate))) / rate
+    q, qd, qdd = (np.array(x) for x in zip(*(reference.sample(s) for s in t)))
+    h = np.array([setup.rigid.inverse_dynamics(*x) for x in zip(q, qd, qdd)])
+    k = stiffness * setup.stiffness[setup.section]
+    d = damping * setup.damping[setup.section]
+    force = h + k * q + d * qd
+    a = area * setup.actuation.area
+    pressure = np.where(force > 0.0, force / a + deadzone, 0.0)
+    measured = q + noise * np.random.default_rng(seed).standard_normal(q.shape)
+    return Run('synthetic', t, measured, t.copy(), pressure)

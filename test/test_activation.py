@@ -1,0 +1,115 @@
+"""
+Activation without a jump: the controller takes over from the measured state smoothly.
+
+Each shipped arm runs in the ROS-free node pair (`sim.closed_loop.simulate_nodes`): the
+simulator's plant rests until the first command, the controller sends its safe command until
+`resume_count` valid states have arrived, then anchors its reference at the measured state
+and blends into it over `reference.blend_time`.
+
+The continuum arm runs without its valves (simulator `actuator.*` and controller
+`output.time_constant`/`output.delay` at 0): the compensation's lead differentiates the
+feedforward force after the PMAs' push-only clamp, so a PMA whose force leaves that clamp
+during the blend (section 1 near zero length) steps the command by the lead's share, a jump of
+the actuator, not of the blend.
+"""
+
+import numpy as np
+import pytest
+
+from continuum_ctrl.sim.closed_loop import simulate_nodes
+from node_pair import node_pair
+
+#: (parameter file, controller overrides, simulator overrides)
+NO_VALVES = ({'output.time_constant': 0.0, 'output.delay': 0.0},
+             {'actuator.time_constant': 0.0, 'actuator.delay': 0.0})
+ARMS = {'planar_2r': ('planar_2r.yaml', None, None), 'panda': ('panda.yaml', None, None),
+        'continuum': ('continuum_3section.yaml', *NO_VALVES)}
+#: run length after activation, s: the blend, then at least two seconds of steady tracking
+DURATION = 4.0
+#: steady tracking: from this long after the blend on, s
+SETTLE = 0.5
+
+
+@pytest.fixture(scope='module', params=sorted(ARMS))
+def run(request):
+    """Return ``(loop, log, first)``: the loop, its log and the index of the first active tick."""
+    loop, plant = node_pair(*ARMS[request.param])
+    log = simulate_nodes(loop, plant, DURATION)
+    assert log.active.any() and log.active[np.argmax(log.active):].all()
+    return loop, log, int(np.argmax(log.active))
+
+
+def test_the_first_command_after_activation_holds_the_measured_pose(run):
+    """
+    The first active effort holds the measured pose, within 2 % of the run's largest effort.
+
+    Holding: gravity plus elastic compensation; the difference is the velocity terms of the
+    arm's motion at activation (it sags while the safe command is out).
+    """
+    loop, log, k = run
+    model = loop.model
+    q = log.q[k]
+    hold = model.gravity_vector(q) + model.passive_forces(q, np.zeros(model.n))
+    actuation = loop.settings.actuation
+    if actuation is not None:                                   # PMAs only push
+        hold = np.clip(hold, *actuation.effort_range(loop.settings.effort_limit))
+    scale = np.max(np.abs(log.effort))
+    assert np.max(np.abs(log.effort[k] - hold)) <= 0.02 * scale
+
+
+def test_the_command_changes_during_the_blend_no_faster_than_in_steady_tracking(run):
+    """Largest change per tick during the blend <= 4 x the largest in steady tracking."""
+    loop, log, k = run
+    blend = loop.settings.reference.blend_time
+    change = np.max(np.abs(np.diff(log.effort, axis=0)), axis=1)    # change into tick i + 1
+    t = log.t[1:] - log.t[k]
+    during = change[(t > 0.0) & (t <= blend)]
+    steady = change[t > blend + SETTLE]
+    assert during.max() <= 4.0 * steady.max()
+
+
+def test_the_largest_error_is_at_most_twice_the_largest_after_the_blend(run):
+    """The start adds no error peak: max |q - q_des| over the run <= 2 x after the blend."""
+    loop, log, k = run
+    error = np.abs(log.q - log.q_des)
+    after = log.t >= log.t[k] + loop.settings.reference.blend_time
+    assert error[k:].max() <= 2.0 * error[after].max()
+
+
+def test_the_desired_state_starts_at_the_measured_one_and_ends_on_the_reference():
+    """Anchored: q_d = q0, qd_d = qd0, qdd_d = 0 at t0; the clamped reference after the blend."""
+    from continuum_ctrl.control.loop import Anchored
+    from continuum_ctrl.control.references import Sinusoid
+
+    reference = Sinusoid([0.1, 0.2], [0.3, 0.3], [0.5, 1.0])
+    q0, qd0 = np.array([-0.2, 0.4]), np.array([0.5, -1.0])
+    low, high = np.array([-1.0, -1.0]), np.array([1.0, 0.4])
+    anchored = Anchored(reference, 2.0, q0, qd0, 0.8, low, high)
+    q, qd, qdd = anchored.sample(2.0)
+    assert np.allclose(q, q0) and np.allclose(qd, qd0) and np.allclose(qdd, 0.0)
+    for t in (2.8, 3.3):
+        r, rd, rdd = (np.array(part) for part in reference.sample(t - 2.0))
+        inside = r <= high
+        q, qd, qdd = anchored.sample(t)
+        assert np.allclose(q, np.minimum(r, high))
+        assert np.allclose(qd, rd * inside) and np.allclose(qdd, rdd * inside)
+    # derivatives are those of the position: central differences inside the blend
+    h = 1e-5
+    for t in (2.1, 2.4, 2.7):
+        q_minus, q_plus = anchored.sample(t - h)[0].copy(), anchored.sample(t + h)[0].copy()
+        qd_minus, qd_plus = anchored.sample(t - h)[1].copy(), anchored.sample(t + h)[1].copy()
+        q, qd, qdd = (part.copy() for part in anchored.sample(t))
+        assert np.allclose((q_plus - q_minus) / (2 * h), qd, atol=1e-6)
+        assert np.allclose((qd_plus - qd_minus) / (2 * h), qdd, atol=1e-4)
+
+
+def test_a_joint_the_bump_would_carry_outside_its_limits_starts_at_rest():
+    """A PMA sagging below zero length: the desired pose brakes there, it does not sag on."""
+    from continuum_ctrl.control.loop import Anchored
+    from continuum_ctrl.control.references import Hold
+
+    q0, qd0 = np.array([-0.001, 0.010]), np.array([-0.02, -0.02])
+    anchored = Anchored(Hold([0.013, 0.013]), 0.0, q0, qd0, 1.0, np.zeros(2), np.full(2, 0.04))
+    assert np.allclose(anchored.sample(0.0)[1], [0.0, -0.02])
+    lowest = np.min([anchored.sample(t)[0].copy() for t in np.linspace(0.0, 1.0, 101)], axis=0)
+    assert lowest[0] == pytest.approx(-0.001) and lowest[1] < 0.010

@@ -1,0 +1,100 @@
+"""Valve dynamics of the simulated PMAs against the closed-form step response."""
+
+import numpy as np
+import pytest
+
+from continuum_ctrl.params import ConfigError
+from continuum_ctrl.sim.actuator import Actuator
+from continuum_ctrl.sim.plant import Plant
+from node_pair import plant_settings
+
+P0, P1 = 0.5e5, 3.0e5
+
+
+def step_response(t, p0, p1, time_constant, delay, max_rate):
+    """
+    Return the applied pressure at times `t` after a command step p0 -> p1 at t = 0.
+
+    Dead time, then a ramp at `max_rate` (0: none) until the gap is ``T max_rate``, then the
+    exponential of the lag.
+    """
+    s = np.asarray(t, dtype=float) - delay
+    gap = abs(p1 - p0)
+    sign = np.sign(p1 - p0)
+    ramp = max(gap - time_constant * max_rate, 0.0) / max_rate if max_rate else 0.0
+    left = gap if not max_rate else min(gap, time_constant * max_rate)
+    tail = p1 - sign * left * np.exp(-np.maximum(s - ramp, 0.0) / time_constant)
+    out = np.where(s < ramp, p0 + sign * max_rate * np.maximum(s, 0.0), tail)
+    return np.where(s <= 0.0, p0, out)
+
+
+@pytest.mark.parametrize('time_constant, delay, max_rate, down', [
+    (0.02, 0.0, 0.0, False),        # the lag alone
+    (0.03, 0.005, 0.0, False),      # lag and dead time
+    (0.02, 0.0035, 4e6, False),     # slew-limited, a delay off the sampling grid
+    (0.01, 0.002, 1e7, True),       # venting: the same shapes downwards
+])
+def test_actuator_follows_a_step_as_the_closed_form_says(time_constant, delay, max_rate,
+                                                         down):
+    p0, p1 = (P1, P0) if down else (P0, P1)
+    valves = Actuator(time_constant, delay, max_rate, np.full(3, p0))
+    valves.advance(-0.01)
+    valves.command(np.full(3, p1), 0.0)
+    # irregular sampling: the result may not depend on where the integration stops
+    times = np.cumsum(np.random.default_rng(3).uniform(1e-4, 2e-3, 150)) - 0.005
+    got = np.array([valves.advance(t)[0] for t in times])
+    expected = step_response(times, p0, p1, time_constant, delay, max_rate)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6 * P1)
+    if max_rate:
+        rates = np.diff(got) / np.diff(times)
+        assert np.max(np.abs(rates)) <= max_rate * (1 + 1e-9)
+        assert np.max(np.abs(rates)) > 0.9 * max_rate     # the limit is reached
+
+
+def continuum_plant_settings(**actuator):
+    """The continuum config's plant (CoG model, 1 ms step) with only the valves given."""
+    valves = {'time_constant': 0.0, 'delay': 0.0, 'max_rate': 0.0, **actuator}
+    return plant_settings('continuum_3section.yaml', {
+        'step': 0.001, 'model.type': 'continuum_cog',
+        **{f'actuator.{key}': value for key, value in valves.items()}})
+
+
+def test_plant_applies_the_lagged_pressure_and_the_defaults_change_nothing():
+    assert Plant(continuum_plant_settings()).valves is None          # default: today's plant
+    lag, delay = 0.02, 0.005
+    plant = Plant(continuum_plant_settings(time_constant=lag, delay=delay, max_rate=2e7))
+    plant.command(np.full(9, P1), 0.0)
+    plant.advance(0.0)
+    applied, forces, times = [], [], []
+    for k in range(1, 80):
+        plant.advance(k * 1e-3 + 1e-9)                    # whole steps: the plant's time
+        times.append(plant.t)
+        applied.append(plant.valves.pressure[0])
+        forces.append(plant.effort(plant.t)[0])
+    expected = step_response(times, 0.0, P1, lag, delay, 2e7)
+    np.testing.assert_allclose(applied, expected, atol=1e-6 * P1)
+    np.testing.assert_allclose(forces, 1.33e-4 * expected, atol=1e-6 * 1.33e-4 * P1)
+    assert applied[3] == 0.0 and applied[-1] > 0.97 * P1   # dead time, then the lag
+
+
+def test_plant_vents_through_the_valves_when_commands_stop():
+    plant = Plant(continuum_plant_settings(time_constant=0.02))
+    plant.advance(0.0)
+    for k in range(21):                 # fresh commands up to 0.2 s
+        plant.command(np.full(9, P1), 0.01 * k)
+        plant.advance(0.01 * k)
+    assert np.allclose(plant.valves.pressure, P1, rtol=1e-3)
+    for k in range(21, 33):
+        plant.advance(0.01 * k)         # stale from 0.3 s (command_timeout 0.1 s) on
+    expected = step_response(plant.t - 0.3, P1, 0.0, 0.02, 0.0, 0.0)
+    np.testing.assert_allclose(plant.valves.pressure, expected, rtol=1e-3)
+    assert expected < 0.4 * P1
+
+
+def test_valve_keys_are_checked():
+    with pytest.raises(ConfigError, match="'actuator.delay'"):
+        continuum_plant_settings(delay=-0.1)
+    with pytest.raises(ConfigError, match="'actuator.lag'"):
+        continuum_plant_settings(lag=0.1)
+    with pytest.raises(ConfigError, match="'actuator.time_constant'.*'pressure'"):
+        plant_settings('planar_2r.yaml', {'actuator.time_constant': 0.02})
