@@ -9,6 +9,7 @@ null-space pull) after `kinematics.tip_frame`, the same arithmetic in one compil
 
 import math
 
+from continuum_ctrl.models.continuum.data import layout
 from continuum_ctrl.models.continuum.jit import compiled
 from continuum_ctrl.models.continuum.kinematics import (chain, cx, rotate_tensor, section_point,
                                                         tip_frame)
@@ -16,15 +17,24 @@ from continuum_ctrl.models.continuum.terms import cumulative_rates, point_rate
 
 
 @compiled()
-def tip_frame_rate(arm, q, qd, ch, work, body, sec, out):
+def tip_pose(arm, memory, q, sec, T, J):
+    """`kinematics.tip_frame` on the model's workspace block `memory` (see `data.layout`)."""
+    data = layout(memory, arm.length.shape[0])[1]
+    tip_frame(arm, q, data.chain, data.section, sec, T, J)
+
+
+@compiled()
+def tip_frame_rate(arm, memory, q, qd, sec, out):
     """
     Fill ``out`` (6,) with ``Jdot qd`` of section `sec`'s tip frame [m/s^2, rad/s^2].
 
     Linear part: the tip point's acceleration at ``qdd = 0`` (`terms.point_rate` of the tip's
     point Jacobian); angular: ``sum_l (Wc[s_l] x om_l + sum_b dom[l, b] qd_b) qd_l``, base
-    axes (``LOCAL_WORLD_ALIGNED``). Uses `body` (a `data.Body`) as scratch.
+    axes (``LOCAL_WORLD_ALIGNED``). `memory`: the model's workspace block.
     """
     n = arm.length.shape[0]
+    data = layout(memory, n)[1]
+    ch, work, body = data.chain, data.section, data.body
     chain(arm, q, ch, work, True)
     Wc, J, Jd, o = body.Wc, body.J, body.Jd, ch.tip_o[sec]
     cumulative_rates(ch.om, qd, n, Wc)
@@ -85,16 +95,18 @@ def log3(R, w):
 
 
 @compiled()
-def ik_step(arm, q0, ch, work, sec, T, J, target, rotation, weight, settings, bounds, out, buf):
+def ik_step(arm, memory, q0, sec, T, J, target, rotation, weight, settings, bounds, out, buf):
     """
     One IK step of section `sec`'s tip from `q0` (clipped to the limits first) into `out`.
 
     `target` (3,) [m], `rotation` (3, 3) and `weight` > 0 to weigh the orientation error;
     `settings`: damping, mu, pull factor; `bounds` rows: lower, upper, mid, pull gain, max
-    step (n,); `buf`: scratch of `IK_SCRATCH` (n) floats. See `control.ik` for the method.
-    Returns the position error [m] at the clipped `q0`.
+    step (n,); `buf`: scratch of `ik_scratch(n)` floats; `memory`: the model's workspace block.
+    See `control.ik` for the method. Returns the position error [m] at the clipped `q0`.
     """
     n = q0.shape[0]
+    data = layout(memory, arm.length.shape[0])[1]
+    ch, work = data.chain, data.section
     lower, upper, mid, gain, max_step = bounds[0], bounds[1], bounds[2], bounds[3], bounds[4]
     q = buf[57 + 9 * n:57 + 10 * n]
     for k in range(n):

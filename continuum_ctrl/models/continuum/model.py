@@ -19,9 +19,9 @@ import numpy as np
 
 from continuum_ctrl.models.base import DynamicsModel
 from continuum_ctrl.models.continuum.data import new_arm, new_data
-from continuum_ctrl.models.continuum.frames import ik_scratch, ik_step, tip_frame_rate
+from continuum_ctrl.models.continuum.frames import ik_scratch, ik_step, tip_frame_rate, tip_pose
 from continuum_ctrl.models.continuum.jit import compiled, entry_point
-from continuum_ctrl.models.continuum.kinematics import backbone_points, tip_frame
+from continuum_ctrl.models.continuum.kinematics import backbone_points
 from continuum_ctrl.models.continuum.params import LIMIT_ONSET
 
 
@@ -165,8 +165,8 @@ class ContinuumModel(DynamicsModel):
         self._frames = {f'section{i}_tip': i - 1 for i in range(1, spec.sections + 1)}
         self._pose, self._jacobian = np.eye(4), np.zeros((6, self.n))
         self._tip_rate = None
-        self._tip_frame = entry_point(tip_frame, self.arm, self._zero, self.data.chain,
-                                      self.data.section, 0, self._pose, self._jacobian)
+        self._tip_pose = entry_point(tip_pose, self.arm, self.memory, self._zero, 0, self._pose,
+                                     self._jacobian)
 
     def _vector(self, x):
         if x is None:
@@ -236,8 +236,7 @@ class ContinuumModel(DynamicsModel):
     def frame_kinematics(self, q, frame):
         """Return the pose (4, 4) and Jacobian (6, 3n) of a tip frame from one evaluation."""
         sec = self._section(frame)
-        self._tip_frame(self.arm, self._vector(q), self.data.chain, self.data.section, sec,
-                        self._pose, self._jacobian)
+        self._tip_pose(self.arm, self.memory, self._vector(q), sec, self._pose, self._jacobian)
         return self._pose.copy(), self._jacobian.copy()
 
     def frame_pose(self, q, frame):
@@ -253,11 +252,9 @@ class ContinuumModel(DynamicsModel):
         sec = self._section(frame)
         out = np.empty(6)
         if self._tip_rate is None:
-            self._tip_rate = entry_point(tip_frame_rate, self.arm, self._zero, self._zero,
-                                         self.data.chain, self.data.section, self.data.body, 0,
-                                         out)
-        self._tip_rate(self.arm, self._vector(q), self._vector(qd), self.data.chain,
-                       self.data.section, self.data.body, sec, out)
+            self._tip_rate = entry_point(tip_frame_rate, self.arm, self.memory, self._zero,
+                                         self._zero, 0, out)
+        self._tip_rate(self.arm, self.memory, self._vector(q), self._vector(qd), sec, out)
         return out
 
     def compiled_ik_step(self, frame):
@@ -270,14 +267,13 @@ class ContinuumModel(DynamicsModel):
         sec = self._section(frame)
         buf, T, J = np.zeros(ik_scratch(self.n)), np.eye(4), np.zeros((6, self.n))
         bounds = np.zeros((5, self.n))
-        kernel = entry_point(ik_step, self.arm, self._zero, self.data.chain, self.data.section,
-                             sec, T, J, np.zeros(3), np.eye(3), 0.0, np.ones(3), bounds,
-                             np.zeros(self.n), buf)
-        arm, ch, work = self.arm, self.data.chain, self.data.section
+        kernel = entry_point(ik_step, self.arm, self.memory, self._zero, sec, T, J, np.zeros(3),
+                             np.eye(3), 0.0, np.ones(3), bounds, np.zeros(self.n), buf)
+        arm, memory = self.arm, self.memory
 
         def step(q, target, rotation, weight, settings, bounds, out):
-            return kernel(arm, q, ch, work, sec, T, J, target, rotation, weight, settings,
-                          bounds, out, buf)
+            return kernel(arm, memory, q, sec, T, J, target, rotation, weight, settings, bounds,
+                          out, buf)
         return step
 
     def backbone(self, q, points_per_section=10):
