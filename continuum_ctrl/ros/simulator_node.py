@@ -123,8 +123,9 @@ class SimulatorNode(Node):
 
     def destroy_node(self):
         """Log the run's totals (read by the demo at the end of a run), then destroy."""
-        self.get_logger().info('run totals: ' + ', '.join(
-            f'{key} {value}' for key, value in self.totals().items()))
+        if hasattr(self, 'plant'):          # not when its parameters were refused
+            self.get_logger().info('run totals: ' + ', '.join(
+                f'{key} {value}' for key, value in self.totals().items()))
         super().destroy_node()
 
     def _diagnostics(self):
