@@ -32,6 +32,7 @@ One timer at `rate_hz`, while active, on a single-threaded executor runs the loo
 """
 
 import array
+import threading
 import time
 from typing import Any, Dict, Optional, Tuple
 
@@ -40,8 +41,10 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
+from geometry_msgs.msg import PoseStamped
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from visualization_msgs.msg import MarkerArray
 
 from continuum_ctrl.control.loop import ACTIVE, ControlLoop, TrajectoryRejected
 from continuum_ctrl.control.settings import ControllerSettings, FIELDS
@@ -54,10 +57,18 @@ from continuum_ctrl.ros.node_settings import CONTROLLER_NODE_FIELDS, ControllerN
 from continuum_ctrl.ros.parameters import NodeParameters
 from continuum_ctrl.ros.plumbing import spin, Throttle
 from continuum_ctrl.ros.scheduling import apply_thread_priority
+from continuum_ctrl.ros.task_messages import read_tip_target, Shape, TipPose
 from continuum_ctrl.ros.timing import Durations
 
 __all__ = ['ControllerNode', 'main', 'NODE_NAME']
 
+#: rate of `~/shape`, Hz
+SHAPE_RATE_HZ = 30.0
+#: `~/tip_pose` follows `~/state` (every `state_decimation` ticks) up to this rate, Hz: the
+#: executor that runs it is the loop's
+TIP_POSE_MAX_RATE_HZ = 100.0
+#: backbone points per section in `~/shape`
+SHAPE_POINTS = 10
 #: a tick is late when its period exceeds the nominal one by this factor
 LATE_FACTOR = 1.5
 #: every parameter the node declares besides `model.*`
@@ -79,6 +90,9 @@ class ControllerNode(LifecycleNode):
         self.timer = None
         self.diag_timer = None
         self.command_pub = self.state_pub = self.diag_pub = None
+        self.tip_pose_pub = self.shape_pub = None
+        self.task_timers: list = []
+        self._tip_target_serial = 0
         self._quiet_failure = False
         self._throttle = Throttle()
         if not self.autostart:
@@ -178,7 +192,8 @@ class ControllerNode(LifecycleNode):
         self.loop.stop(0.0)                 # no control before activation
         low, high = (np.asarray(b, dtype=float) for b in self.model.joint_limits())
         self.reader = JointStateReader(self.model.joint_names, low, high, node.stamp_tolerance)
-        self.rejected = dict.fromkeys(REJECT_KINDS + ('trajectory', 'pressures'), 0)
+        self.rejected = dict.fromkeys(REJECT_KINDS + ('trajectory', 'pressures', 'tip_target'),
+                                      0)
         self._estimate_logged = False
 
         self.command_msg = Float64MultiArray()
@@ -217,6 +232,7 @@ class ControllerNode(LifecycleNode):
         self._receive_wall = -np.inf
         self.loop.warm_up()
         self.diag_timer = self.create_timer(1.0, self._diagnostics)
+        self._configure_task(settings)
         self.get_logger().info(
             f'configured: {n} joints {list(settings.joints)}, {node.rate_hz:g} Hz, output '
             f'{settings.mode}, model {type(self.model).__name__}')
@@ -233,6 +249,9 @@ class ControllerNode(LifecycleNode):
         if self.diag_timer is not None:
             self.destroy_timer(self.diag_timer)
             self.diag_timer = None
+        for timer in self.task_timers:
+            self.destroy_timer(timer)
+        self.task_timers = []
         self.model, self.loop = None, None
 
     def _on_change(self, settings: Tuple[ControllerNodeSettings, ControllerSettings],
@@ -320,6 +339,89 @@ class ControllerNode(LifecycleNode):
         except ValueError as exc:
             self._reject('pressures', str(exc), '~/pressures')
 
+    # -- task space ---------------------------------------------------------------------
+
+    def _configure_task(self, settings: ControllerSettings) -> None:
+        """
+        Make the task-space topics and timers when there is a task frame.
+
+        `~/tip_pose` every `state_decimation` ticks' time (at most TIP_POSE_MAX_RATE_HZ),
+        `~/shape` at SHAPE_RATE_HZ (continuum arms; rigid arms leave the shape to
+        robot_state_publisher) and `~/tip_target`; the timers run on the executor and read
+        the loop's cycle view.
+        """
+        if self.loop.task is None:
+            return
+        task = settings.task
+        if self.tip_pose_pub is None:       # made once, kept over cleanup, like the others
+            self.tip_pose_pub = self.create_publisher(PoseStamped, '~/tip_pose', 10)
+            self.shape_pub = self.create_publisher(MarkerArray, '~/shape', 1)
+            self.create_subscription(PoseStamped, '~/tip_target', self._on_tip_target,
+                                     QoSProfile(depth=10))
+        self.tip_pose = TipPose(task.base_frame)
+        self.shape = Shape(task.base_frame)
+        node = self.node_settings
+        self.task_timers = [self.create_timer(
+            max(node.period * node.state_decimation, 1.0 / TIP_POSE_MAX_RATE_HZ),
+            self._publish_tip_pose)]
+        if hasattr(self.model, 'backbone'):
+            self.task_timers.append(self.create_timer(1.0 / SHAPE_RATE_HZ, self._publish_shape))
+
+    def _task_ready(self):
+        return self.loop is not None and self.loop.task is not None
+
+    def _publish_tip_pose(self):
+        if self._task_ready():
+            q = self.loop.cycle.q.copy()
+            self.tip_pose_pub.publish(self.tip_pose.fill(self.loop.task.pose(q), self._now()))
+
+    def desired_tip_target(self):
+        """Return the tip position the reference heads for now, m (None: a joint reference)."""
+        reference = getattr(self.loop.reference, 'reference', None)
+        return getattr(reference, 'target', None)
+
+    def _publish_shape(self):
+        if not self._task_ready():
+            return
+        cycle = self.loop.cycle
+        q, q_des = cycle.q.copy(), cycle.q_des.copy()
+        target = self.desired_tip_target()
+        self.shape_pub.publish(self.shape.fill(
+            self.model.backbone(q, SHAPE_POINTS), self.model.backbone(q_des, SHAPE_POINTS),
+            None if target is None else target.copy(), self._now()))
+
+    def _on_tip_target(self, msg):
+        if not self._task_ready():
+            return
+        task = self.loop.task
+        try:
+            position, rotation = read_tip_target(msg, task.settings.base_frame)
+            if self.loop.cycle.status != ACTIVE:
+                raise Rejected('tip_target', f'controller is {self.loop.cycle.status}')
+        except Rejected as exc:
+            self._reject('tip_target', str(exc), 'tip_target')
+            return
+        rotation = rotation if task.weight > 0.0 else None
+        self._tip_target_serial += 1
+        threading.Thread(target=self._clamp_tip_target, daemon=True, args=(
+            task, position, rotation, self.loop.q.copy(), self._tip_target_serial)).start()
+
+    def _clamp_tip_target(self, task, position, rotation, q, serial):
+        """
+        Clamp a tip target to the closest reachable point, aside from the executor.
+
+        An unreachable target takes IK a second or more; the loop keeps the current reference
+        meanwhile, and a newer target supersedes this one.
+        """
+        goal, distance, _ = task.closest(position, q)
+        if serial != self._tip_target_serial or not self._task_ready() or (
+                self.loop.task is not task or self.loop.cycle.status != ACTIVE):
+            return
+        reference = task.to_target(self.loop.q.copy(), goal, rotation, distance)
+        self.loop.install(reference, self._now())
+        self.get_logger().info(f'moving the tip to {np.round(goal, 4).tolist()} m over '
+                               f'{reference.path.duration:.3f} s')
+
     def _tick(self):
         start = time.perf_counter()
         if self._last_tick is not None:
@@ -396,6 +498,7 @@ class ControllerNode(LifecycleNode):
             ('run_compute_p99_us', self.compute.run_percentile(0.99)),
             ('run_compute_max_us', self.compute.largest),
             ('nonfinite_efforts', self.loop.cycle.nonfinite),
+            ('clamped_tip_targets', self.loop.clamped_targets),
         ]
         values += [(f'rejected_{kind}', count) for kind, count in self.rejected.items()]
         return values
