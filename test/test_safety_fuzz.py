@@ -23,7 +23,7 @@ from hypothesis import given, HealthCheck, settings, strategies as st
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from continuum_ctrl.ros.controller_node import ControllerNode
-from continuum_ctrl.ros.conversion import MAX_SPEED
+from continuum_ctrl.ros.conversion import MAX_POSITION, MAX_SPEED
 from ros_nodes import params_file
 from safety_tools import joint_state, within
 
@@ -79,6 +79,8 @@ def _valid(node, names, position, velocity, stamp_offset):
     low, high = node.loop.low, node.loop.high
     span = np.where(np.isfinite(high - low), high - low, np.inf)
     if np.any(q < low - span) or np.any(q > high + span) or np.any(np.abs(qd) > MAX_SPEED):
+        return False
+    if np.any(np.abs(q) > MAX_POSITION):        # unbounded joints too
         return False
     tolerance = node.node_settings.stamp_tolerance
     return stamp_offset is None or abs(stamp_offset) <= 0.9 * tolerance
