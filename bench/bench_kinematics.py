@@ -5,7 +5,8 @@ Kinematics cost: microseconds per call (median and best of many repeats).
 
 The tip frame of the three-section reference arm (compiled continuum kernels) and the Panda's
 hand (Pinocchio): pose, Jacobian, both from one evaluation, and FK plus one IK step from the
-previous solution towards a target 1 mm away, the per-tick work of a task-space controller.
+previous solution towards a target 1 mm away, the per-tick work of a task-space controller
+(ik.step is compiled for continuum models; ik.numpy_step is the same step in NumPy).
 Target (issue 12): FK + IK step <= 20 us median for the three-section arm.
 """
 
@@ -37,6 +38,8 @@ def bench(title, model, frame, number=2000):
             ('frame_kinematics(q, frame): both', microseconds(
                 lambda: model.frame_kinematics(q, frame), number)),
             ('IK step (ik.step)', microseconds(lambda: ik.step(q, target), number)),
+            ('IK step in NumPy (ik.numpy_step)', microseconds(
+                lambda: ik.numpy_step(q, target), number)),
             ('FK + IK step, one tick', microseconds(tick, number))]
     print(f'\n{title}, frame {frame}  (us, median and best)')
     for label, (median, best) in rows:

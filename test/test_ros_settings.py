@@ -13,7 +13,7 @@ from continuum_ctrl.params import ConfigError, file_parameters, nest
 from continuum_ctrl.ros.node_settings import ControllerNodeSettings, SimulatorNodeSettings
 from continuum_ctrl.sim.plant import PlantSettings
 
-CONFIGS = ('planar_2r.yaml', 'panda.yaml', 'continuum_3section.yaml')
+CONFIGS = ('planar_2r.yaml', 'panda.yaml', 'continuum_3section.yaml', 'continuum_task.yaml')
 
 
 def two_link(**changes):

@@ -15,8 +15,10 @@ joint at a limit that the step would push beyond leaves the task, and every step
 clipped to the limits, so no iterate ever leaves them.
 
 `InverseKinematics.step` is one such step from the previous solution, the per-tick update of
-a controller; `solve` iterates to ``tolerance`` or, for an unreachable target, to the closest
-reachable pose it can find, and says how far off that is. A descent can end in a local
+a controller (compiled in one call where the model offers `compiled_ik_step`, as continuum
+models do; `numpy_step` is the same step on the frame interface); `solve` iterates to
+``tolerance`` or, for an unreachable target, to the closest reachable pose it can find, and
+says how far off that is. A descent can end in a local
 minimum of the error within the limits, so `solve` restarts from ``restarts`` fixed
 pseudo-random poses before it gives up, and keeps the best.
 """
@@ -63,6 +65,11 @@ class InverseKinematics:
         self._mid = np.where(bounded, 0.5 * (self.lower + self.upper), 0.0)
         self._pull = np.where(bounded, self.nullspace_gain, 0.0)
         self._max_step = np.where(bounded, 0.25 * (self.upper - self.lower), 0.5)
+        self._compiled = model.compiled_ik_step(frame)
+        self._bounds = np.ascontiguousarray(np.vstack([self.lower, self.upper, self._mid,
+                                                       self._pull, self._max_step]))
+        self._settings = np.array([self.damping, 1.0, 1.0])      # damping, mu, pull factor
+        self._identity = np.eye(3)
 
     def _check(self, position, rotation):
         position = np.asarray(position, dtype=float)
@@ -112,6 +119,26 @@ class InverseKinematics:
 
     def step(self, q, position, rotation=None):
         """One IK step from `q` towards the target: the next joint vector, within limits."""
+        position, rotation = self._check(position, rotation)
+        if self._compiled is not None:
+            return self._compiled_step(q, position, rotation)
+        return self.numpy_step(q, position, rotation)
+
+    def _compiled_step(self, q, position, rotation):
+        """`step` by the model's compiled kernel: the same arithmetic in one call."""
+        q = np.ascontiguousarray(q, dtype=float)
+        if q.shape != self.lower.shape:
+            raise ValueError(f'expected q of shape {self.lower.shape}, got {q.shape}')
+        use_rotation = self.orientation_weight > 0.0 and rotation is not None
+        out = np.empty(q.shape[0])
+        self._compiled(q, np.ascontiguousarray(position),
+                       np.ascontiguousarray(rotation) if use_rotation else self._identity,
+                       self.orientation_weight if use_rotation else 0.0, self._settings,
+                       self._bounds, out)
+        return out
+
+    def numpy_step(self, q, position, rotation=None):
+        """`step` in NumPy on the model's frame interface (any model)."""
         position, rotation = self._check(position, rotation)
         q = np.clip(np.asarray(q, dtype=float), self.lower, self.upper)
         e, A, _, _ = self._errors(q, position, rotation)

@@ -32,7 +32,8 @@ from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
 from continuum_ctrl.control.references import (blend_ramp, Hold, MinimumJerk,
                                                Multisine, Sinusoid, Waypoints)
-from continuum_ctrl.control.settings import ControllerSettings
+from continuum_ctrl.control.settings import ControllerSettings, TASK_REFERENCE_TYPES
+from continuum_ctrl.control.task_space import TaskSpace
 from continuum_ctrl.models.base import DynamicsModel
 from continuum_ctrl.params import ConfigError
 
@@ -51,8 +52,14 @@ class TrajectoryRejected(ValueError):
     """A run-time trajectory the loop refuses (the reference is kept); says why."""
 
 
-def build_reference(spec, q_start):
-    """Return the reference of a ReferenceSpec on a time axis starting at 0 at `q_start`."""
+def build_reference(spec, q_start, task=None):
+    """
+    Return the reference of a ReferenceSpec on a time axis starting at 0 at `q_start`.
+
+    Tip references need the arm's `TaskSpace` (`task`).
+    """
+    if spec.kind in TASK_REFERENCE_TYPES:
+        return task.from_spec(spec, q_start)
     start = q_start if spec.position is None else spec.position
     if spec.kind == 'hold':
         return Hold(start)
@@ -169,6 +176,9 @@ class ControlLoop:
         self._failing = False
         self._sent_time: Optional[float] = None
         self._pressures = np.zeros(n)
+        self.task: Optional[TaskSpace] = None
+        self.clamped_targets = 0
+        self._task_space(settings)
         self.safe_command()
         self.cycle = CycleView(self)
 
@@ -178,6 +188,7 @@ class ControlLoop:
         self.period = self.period if period is None else period
         self.law.set_gains(settings.kp, settings.kd)
         self._limits(settings)
+        self._task_space(settings)
         if reanchor and self.status == ACTIVE:
             self.anchor(self.last_state_time)
 
@@ -200,11 +211,35 @@ class ControlLoop:
         else:
             old.actuation = settings.actuation
 
+    def _task_space(self, settings):
+        """Keep the `TaskSpace` of `settings.task` (None without a task frame)."""
+        if self.task is None or self.task.settings != settings.task:
+            self.task = TaskSpace(self.model, settings.task) if settings.task.frame else None
+
     def anchor(self, t: float) -> None:
         """Restart the configured reference at time `t` from the last measured state."""
         spec = self.settings.reference
-        self.reference = Anchored(build_reference(spec, self.q), t, self.q, self.qd,
-                                  spec.blend_time, self.low, self.high)
+        reference = build_reference(spec, self.q, self.task)
+        self._count_clamped(reference)
+        self.reference = Anchored(reference, t, self.q, self.qd, spec.blend_time, self.low,
+                                  self.high)
+
+    def install(self, reference, t: float) -> None:
+        """
+        Replace the reference by `reference` (``sample(s)``, s from `t`), from the next tick.
+
+        It must start at the measured pose (a `TaskReference` made at `q` does); a clamped
+        tip target is counted (`clamped_targets`) and logged.
+        """
+        self._count_clamped(reference)
+        self.reference = Anchored(reference, t, self.q, self.qd, 0.0, self.low, self.high)
+
+    def _count_clamped(self, reference):
+        if getattr(reference, 'clamped', False):
+            self.clamped_targets += 1
+            self.events.append(('warn', f'tip target unreachable: clamped to the closest '
+                                        f'reachable point, {reference.clamp_distance:.4g} m '
+                                        'away'))
 
     def follow(self, times: np.ndarray, positions: np.ndarray,
                velocities: Optional[np.ndarray] = None,
@@ -251,10 +286,6 @@ class ControlLoop:
         if not finite:
             raise TrajectoryRejected('its interpolation is not finite')
         return reference
-
-    def install(self, reference: Waypoints, t: float) -> None:
-        """Follow `reference` (from `plan`) from time `t` (s), from the measured state."""
-        self.reference = Anchored(reference, t, self.q, self.qd, 0.0, self.low, self.high)
 
     def set_state(self, q: np.ndarray, qd: np.ndarray, t: float) -> None:
         """

@@ -17,11 +17,16 @@ import numpy as np
 
 from continuum_ctrl.control.actuation import ActuationMap
 from continuum_ctrl.control.gains import validate_gain
+from continuum_ctrl.control.task_space import TaskSettings
 from continuum_ctrl.params import ConfigError, Field, Reader
 
 #: reference.type values: hold a pose, per-joint sinusoid, minimum jerk to a goal, waypoints
-#: (an inline list and/or `~/joint_trajectory` messages), sums of sines for identification
-REFERENCE_TYPES = ('hold', 'sinusoid', 'min_jerk', 'trajectory', 'multisine')
+#: (an inline list and/or `~/joint_trajectory` messages), sums of sines for identification;
+#: in task space (`task.frame`), a tip circle and tip waypoints
+REFERENCE_TYPES = ('hold', 'sinusoid', 'min_jerk', 'trajectory', 'multisine', 'tip_circle',
+                   'tip_waypoints')
+#: the reference types that move `task.frame` (control.task_space)
+TASK_REFERENCE_TYPES = ('tip_circle', 'tip_waypoints')
 
 #: every parameter of the loop; the ROS node declares these, `model.*` and its own
 FIELDS = {
@@ -56,9 +61,30 @@ FIELDS = {
                              'strictly increasing'),
     'reference.positions': Field('numbers', [], 'trajectory: waypoint poses, len(times)*n '
                                  'values, one pose after another'),
+    'reference.tip_center': Field('numbers', ..., 'tip_circle: centre [x, y, z], m, base '
+                                  'frame (default: the circle passes through the tip)'),
+    'reference.tip_radius': Field('number', ..., 'tip_circle: radius, m', 0.0),
+    'reference.tip_normal': Field('numbers', [0.0, 0.0, 1.0], 'tip_circle: normal of the '
+                                  "circle's plane, base frame"),
+    'reference.tip_frequency': Field('number', ..., 'tip_circle: revolutions per second, Hz',
+                                     0.0),
+    'reference.tip_positions': Field('numbers', [], 'tip_waypoints: tip positions at '
+                                     'reference.times, len(times)*3 values [x, y, z], m, base '
+                                     'frame'),
     'reference.blend_time': Field('number', 0.5, 'time over which the reference blends in '
                                   'from the measured state when it is (re)anchored, s', 0.0,
                                   60.0),
+    'task.frame': Field('string', ..., 'the frame task space controls (~/tip_pose, '
+                        '~/tip_target, tip references); default: the last section tip of a '
+                        'continuum arm; required for other arms'),
+    'task.base_frame': Field('string', 'base', 'frame_id of tip messages and ~/shape: the '
+                             "arm's base frame"),
+    'task.orientation_weight': Field('number', 0.0, 'weight of the tip orientation error, '
+                                     'm/rad (0: position only)', 0.0, 10.0),
+    'task.duration': Field('number', 2.0, 'shortest tip move to a target, and the ramp of '
+                           'a tip circle, s', 1e-3, 600.0),
+    'task.max_speed': Field('number', 0.05, 'largest peak tip speed of a move to a target, '
+                            'm/s (0: no limit; the move then lasts task.duration)', 0.0, 10.0),
     'output.mode': Field('string', 'effort', "'effort' (N or N m) or 'pressure' (Pa)"),
     'output.area': Field('numbers', ..., 'pressure: effective PMA area, m^2', 0.0),
     'output.deadzone': Field('numbers', [0.0], 'pressure: dead-zone pressure added to any '
@@ -88,6 +114,10 @@ class ReferenceSpec:
     duration: Optional[float] = None
     times: Optional[np.ndarray] = None
     positions: Optional[np.ndarray] = None
+    tip_center: Optional[np.ndarray] = None
+    tip_radius: Optional[float] = None
+    tip_normal: Optional[np.ndarray] = None
+    tip_positions: Optional[np.ndarray] = None
     band: Optional[Tuple[float, float]] = None
     components: Optional[int] = None
     blend_time: float = 0.5
@@ -116,6 +146,7 @@ class ControllerSettings:
     effort_limit: np.ndarray
     effort_rate: np.ndarray
     compensation: Tuple[float, float] = (0.0, 0.0)
+    task: TaskSettings = TaskSettings()
 
     @classmethod
     def parse(cls, tree: Dict[str, Any], model: Any) -> 'ControllerSettings':
@@ -147,6 +178,7 @@ class ControllerSettings:
         if safe_mode == 'hold' and mode == 'pressure':
             raise ConfigError('safe_mode', "'hold' needs output.mode 'effort'; PMAs are "
                                            "vented ('zero') instead")
+        task = read_task(top.namespace('task'), model)
         settings = cls(
             joints=joints, order=order,
             state_timeout=_field(top, 'state_timeout'),
@@ -154,9 +186,10 @@ class ControllerSettings:
             resume_count=_field(top, 'resume_count'),
             velocity_filter=_field(top, 'velocity_filter'),
             kp=kp, kd=kd,
-            reference=_reference(top.namespace('reference'), vec, model),
+            reference=_reference(top.namespace('reference'), vec, model, task),
             mode=mode, actuation=actuation,
-            effort_limit=effort, effort_rate=rate, compensation=compensation)
+            effort_limit=effort, effort_rate=rate, compensation=compensation,
+            task=task)
         top.finish()
         return settings
 
@@ -237,7 +270,29 @@ class JointVectors:
         return self.per_joint(reader, name) if reader.has(name) else None
 
 
-def _reference(ref, vec, model):
+def read_task(task, model):
+    """
+    Read the `task` namespace into TaskSettings.
+
+    `task.frame` defaults to the last section tip of a continuum arm (a model with a
+    backbone) and to None (no task space) for other arms; a frame the model does not have is
+    an error naming the key.
+    """
+    names = model.frame_names()
+    default = names[-1] if names and hasattr(model, 'backbone') else None
+    frame = task.string('frame', default) if task.has('frame') else default
+    if frame is not None and frame not in names:
+        raise ConfigError(task.key('frame'), str(model.frame_error(frame)))
+    settings = TaskSettings(frame=frame, **{
+        name: _field(task, name) for name in ('base_frame', 'orientation_weight', 'duration',
+                                              'max_speed')})
+    if not settings.base_frame:
+        raise ConfigError(task.key('base_frame'), 'must not be empty')
+    task.finish()
+    return settings
+
+
+def _reference(ref, vec, model, task):
     kind = ref.string('type', FIELDS['reference.type'].default, REFERENCE_TYPES)
     low, high = (np.asarray(b, dtype=float) for b in model.joint_limits())
     if kind == 'hold':
@@ -259,6 +314,8 @@ def _reference(ref, vec, model):
     elif kind == 'min_jerk':
         spec = ReferenceSpec(kind, position=vec.per_joint(ref, 'goal'),
                              duration=ref.number('duration', low=FIELDS['reference.duration'].low))
+    elif kind in TASK_REFERENCE_TYPES:
+        spec = _tip_reference(ref, kind, task)
     else:
         times = np.array(ref.numbers('times', FIELDS['reference.times'].default, low=0.0,
                                      strict_low=True))
@@ -274,6 +331,31 @@ def _reference(ref, vec, model):
     _finish_namespace(ref)
     _check_inside(spec, ref, low, high)
     return spec
+
+
+def _tip_reference(ref, kind, task):
+    """Read a tip_circle or tip_waypoints reference (needs `task.frame`)."""
+    if task.frame is None:
+        raise ConfigError('task.frame', f"is required for reference.type '{kind}' on an arm "
+                                        'that is not a continuum arm')
+    if kind == 'tip_circle':
+        center = (np.array(ref.numbers('tip_center', length=3)) if ref.has('tip_center')
+                  else None)
+        normal = np.array(ref.numbers('tip_normal', FIELDS['reference.tip_normal'].default,
+                                      length=3))
+        if np.linalg.norm(normal) < 1e-9:
+            raise ConfigError(ref.key('tip_normal'), f'must not be zero, got {normal.tolist()}')
+        return ReferenceSpec(kind, tip_center=center,
+                             tip_radius=ref.number('tip_radius', low=0.0, strict_low=True),
+                             tip_normal=normal,
+                             frequency=np.array([_field(ref, 'tip_frequency')]))
+    times = np.array(ref.numbers('times', FIELDS['reference.times'].default, low=0.0,
+                                 strict_low=True))
+    if len(times) == 0 or np.any(np.diff(times) <= 0.0):
+        raise ConfigError(ref.key('times'), f'must be one or more strictly increasing times, '
+                                            f'got {times.tolist()}')
+    flat = ref.numbers('tip_positions', length=3 * len(times))
+    return ReferenceSpec(kind, times=times, tip_positions=np.reshape(flat, (-1, 3)))
 
 
 def _finish_namespace(reader):

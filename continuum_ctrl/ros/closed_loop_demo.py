@@ -26,6 +26,7 @@ from continuum_ctrl.ros.controller_node import LATE_FACTOR
 from continuum_ctrl.ros.conversion import REJECT_KINDS
 from continuum_ctrl.ros.node_settings import check_parameter_file
 from continuum_ctrl.ros.recorder import Recorder
+from continuum_ctrl.ros.task_plot import plot_task, task_model
 
 #: seconds allowed for the nodes to start (model set-up, JIT compilation)
 START_TIMEOUT = 60.0
@@ -153,6 +154,17 @@ def last_error(log_paths):
     return lines[-1].strip() if lines else None
 
 
+def plot_task_space(controller, out, names, t, q_des, q):
+    """With a task frame: write `task_space.png`; return a summary line (else None)."""
+    model, frame = task_model(controller.parameters[0], controller.name)
+    if frame is None:
+        return None
+    index = [names.index(name) for name in model.joint_names]      # joints -> model order
+    error = plot_task(out / 'task_space.png', model, frame, t, q_des[:, index], q[:, index])
+    return (f'tip ({frame}): RMS error {np.sqrt(np.mean(error ** 2)) * 1e3:.3f} mm, largest '
+            f'{np.max(error) * 1e3:.3f} mm; wrote {out / "task_space.png"}')
+
+
 def main(argv=None):
     """Run the demo; return 0 on success, 2 for a bad parameter file, 1 when the nodes fail."""
     parser = argparse.ArgumentParser(prog='continuum-ctrl demo', description=__doc__.split(
@@ -208,6 +220,7 @@ def main(argv=None):
     error = q - q_des
     write_csv(out / 'closed_loop.csv', names, t, q_des, q, effort, command)
     plot(out / 'closed_loop.png', names, t, q_des, q, command)
+    task_png = plot_task_space(nodes[0], out, names, t, q_des, q)
     scale, unit, _, _ = units(names, command)
     digits = 3 if unit == 'mm' else 4
     ticks, late = tick_counts(t)
@@ -229,6 +242,8 @@ def main(argv=None):
           f'{plant.get("rejected_commands", "?")}; controller: rejected joint_states '
           f'{sum(int(diagnostics[-1].get(f"rejected_{k}", 0)) for k in REJECT_KINDS)}, state '
           f'timeouts {stale_episodes(out / f"{nodes[0].name}.log")}')
+    if task_png:
+        print(task_png)
     print(f'wrote {out / "closed_loop.png"}, {out / "closed_loop.csv"} (CSV: t, q_des_*, q_*, '
           f'effort_*, command_* per joint, SI units), {out / "closed_loop.mcap"} (rosbag2)')
     return 0

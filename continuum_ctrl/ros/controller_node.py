@@ -43,9 +43,15 @@ loop misses a deadline when it starts half a period late or more; more than
 `loop.max_missed_share` of them over 0.5 s makes it `degraded` (with `loop.safe_on_overrun`,
 the safe command until it recovers). Under ``use_sim_time`` an executor timer runs the same
 tick on the ROS clock instead (a wall-clock thread cannot follow ``/clock``).
+
+Task space (with a `task.frame`): sub ``~/tip_target`` (geometry_msgs/PoseStamped, size-bounded
+and checked on the executor; a worker thread clamps it to the closest reachable point and posts
+the new reference into the slot trajectories use); pub ``~/tip_pose`` and ``~/shape``
+(executor timers reading the loop's cycle view).
 """
 
 import collections
+import threading
 import time
 from typing import Any, Dict, Optional, Tuple
 
@@ -54,8 +60,10 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
+from geometry_msgs.msg import PoseStamped
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from visualization_msgs.msg import MarkerArray
 
 from continuum_ctrl.control.loop import ACTIVE, ControlLoop, TrajectoryRejected
 from continuum_ctrl.control.settings import ControllerSettings, FIELDS
@@ -70,12 +78,21 @@ from continuum_ctrl.ros.loop_thread import LoopThread, SnapshotRing, StateHandof
 from continuum_ctrl.ros.node_settings import CONTROLLER_NODE_FIELDS, ControllerNodeSettings
 from continuum_ctrl.ros.parameters import NodeParameters
 from continuum_ctrl.ros.plumbing import settle_heap, spin, Throttle
-from continuum_ctrl.ros.raw_input import commands_reader, joint_states_reader, trajectory_reader
+from continuum_ctrl.ros.raw_input import (commands_reader, joint_states_reader,
+                                          tip_target_reader, trajectory_reader)
 from continuum_ctrl.ros.scheduling import set_node_priority, set_thread_priority
+from continuum_ctrl.ros.task_messages import read_tip_target, Shape, TipPose
 from continuum_ctrl.ros.timing import Durations
 
 __all__ = ['ControllerNode', 'main', 'NODE_NAME']
 
+#: rate of `~/shape`, Hz
+SHAPE_RATE_HZ = 30.0
+#: `~/tip_pose` follows `~/state` (every `state_decimation` ticks) up to this rate, Hz: the
+#: executor that runs it is the loop's
+TIP_POSE_MAX_RATE_HZ = 100.0
+#: backbone points per section in `~/shape`
+SHAPE_POINTS = 10
 #: a tick is late when its period exceeds the nominal one by this factor
 LATE_FACTOR = 1.5
 #: every parameter the node declares besides `model.*`
@@ -109,6 +126,9 @@ class ControllerNode(LifecycleNode):
         self.running = False                # active: the loop publishes commands
         self.diag_timer = self.state_timer = None
         self.command_out = self.state_pub = self.diag_pub = None
+        self.tip_pose_pub = self.shape_pub = None
+        self.task_timers: list = []
+        self._tip_target_serial = 0
         self._quiet_failure = False
         self._throttle = Throttle()
         self._pressure_throttle = Throttle()   # the loop thread's own
@@ -217,7 +237,7 @@ class ControllerNode(LifecycleNode):
         self.pressure_input = commands_reader(n)
         self.handoff = StateHandoff()
         self.rejected = dict.fromkeys(
-            STATE_KINDS + ('trajectory', 'trajectory_size', 'pressures'), 0)
+            STATE_KINDS + ('trajectory', 'trajectory_size', 'pressures', 'tip_target'), 0)
         self._estimate_logged = False
         # what the executor hands to the loop: (settings, period, reanchors) and
         # (reference, start time); the loop applies each new one once (see `_take_slots`)
@@ -259,6 +279,7 @@ class ControllerNode(LifecycleNode):
         self.loop.warm_up()
         self.diag_timer = self.create_timer(1.0, self._diagnostics)
         self.state_timer = self.create_timer(STATE_INTERVAL, self._send_loop_output)
+        self._configure_task(settings)
         self.get_logger().info(
             f'configured: {n} joints {list(settings.joints)}, {node.rate_hz:g} Hz, output '
             f'{settings.mode}, model {type(self.model).__name__}')
@@ -278,10 +299,11 @@ class ControllerNode(LifecycleNode):
         EventsExecutor, after which the node answered no service.
         """
         self.params.unbind()
-        for timer in (self.diag_timer, self.state_timer):
+        for timer in (self.diag_timer, self.state_timer, *self.task_timers):
             if timer is not None:
                 self.destroy_timer(timer)
         self.diag_timer = self.state_timer = None
+        self.task_timers = []
         self.model, self.loop = None, None
 
     def _on_change(self, settings: Tuple[ControllerNodeSettings, ControllerSettings],
@@ -416,6 +438,7 @@ class ControllerNode(LifecycleNode):
         except (Rejected, TrajectoryRejected) as exc:
             self._reject('trajectory', str(exc), 'joint_trajectory')
             return
+        self._tip_target_serial += 1        # supersedes a tip target still being clamped
         self._reference_slot = (reference, now)
         self.get_logger().info(f'following a trajectory of {len(times)} points over '
                                f'{times[-1]:.3f} s')
@@ -430,6 +453,93 @@ class ControllerNode(LifecycleNode):
             self._reject('pressures', str(exc), '~/pressures')
             return
         self.pressures.append((np.array(msg.data, dtype=float), self._now()))
+
+    # -- task space ---------------------------------------------------------------------
+
+    def _configure_task(self, settings: ControllerSettings) -> None:
+        """
+        Make the task-space topics and timers when there is a task frame.
+
+        `~/tip_pose` every `state_decimation` ticks' time (at most TIP_POSE_MAX_RATE_HZ),
+        `~/shape` at SHAPE_RATE_HZ (continuum arms; rigid arms leave the shape to
+        robot_state_publisher) and `~/tip_target` (serialized, size-bounded); the timers run
+        on the executor and read the loop's cycle view.
+        """
+        if self.loop.task is None:
+            return
+        task = settings.task
+        if self.tip_pose_pub is None:       # made once, kept over cleanup, like the others
+            self.tip_pose_pub = self.create_publisher(PoseStamped, '~/tip_pose', 10)
+            self.shape_pub = self.create_publisher(MarkerArray, '~/shape', 1)
+            self.create_subscription(PoseStamped, '~/tip_target', self._on_tip_target,
+                                     QoSProfile(depth=10), raw=True)
+        self.tip_target_input = tip_target_reader(task.base_frame)
+        self.tip_pose = TipPose(task.base_frame)
+        self.shape = Shape(task.base_frame)
+        node = self.node_settings
+        self.task_timers = [self.create_timer(
+            max(node.period * node.state_decimation, 1.0 / TIP_POSE_MAX_RATE_HZ),
+            self._publish_tip_pose)]
+        if hasattr(self.model, 'backbone'):
+            self.task_timers.append(self.create_timer(1.0 / SHAPE_RATE_HZ, self._publish_shape))
+
+    def _task_ready(self):
+        return self.loop is not None and self.loop.task is not None
+
+    def _publish_tip_pose(self):
+        if self._task_ready():
+            q = self.loop.cycle.q.copy()
+            self.tip_pose_pub.publish(self.tip_pose.fill(self.loop.task.pose(q), self._now()))
+
+    def desired_tip_target(self):
+        """Return the tip position the reference heads for now, m (None: a joint reference)."""
+        reference = getattr(self.loop.reference, 'reference', None)
+        return getattr(reference, 'target', None)
+
+    def _publish_shape(self):
+        if not self._task_ready():
+            return
+        cycle = self.loop.cycle
+        q, q_des = cycle.q.copy(), cycle.q_des.copy()
+        target = self.desired_tip_target()
+        self.shape_pub.publish(self.shape.fill(
+            self.model.backbone(q, SHAPE_POINTS), self.model.backbone(q_des, SHAPE_POINTS),
+            None if target is None else target.copy(), self._now()))
+
+    def _on_tip_target(self, data):
+        """Bound and check a serialized tip target; clamp it on a worker thread."""
+        if not self._task_ready():
+            return
+        task = self.loop.task
+        try:
+            msg = self.tip_target_input.read(data)
+            position, rotation = read_tip_target(msg, task.settings.base_frame)
+            if self.loop.cycle.status != ACTIVE:
+                raise Rejected('tip_target', f'controller is {self.loop.cycle.status}')
+        except Rejected as exc:
+            self._reject('tip_target', str(exc), 'tip_target')
+            return
+        rotation = rotation if task.weight > 0.0 else None
+        self._tip_target_serial += 1
+        threading.Thread(target=self._clamp_tip_target, daemon=True, args=(
+            task, position, rotation, self.loop.cycle.q.copy(), self._tip_target_serial)).start()
+
+    def _clamp_tip_target(self, task, position, rotation, q, serial):
+        """
+        Clamp a tip target to the closest reachable point, aside from the executor.
+
+        An unreachable target takes IK a second or more; the loop keeps the current reference
+        meanwhile, and a newer target or trajectory supersedes this one. The reference goes to
+        the loop thread through the slot trajectories use (`_take_slots` installs it).
+        """
+        goal, distance, _ = task.closest(position, q)
+        if serial != self._tip_target_serial or not self._task_ready() or (
+                self.loop.task is not task or self.loop.cycle.status != ACTIVE):
+            return
+        reference = task.to_target(self.loop.cycle.q.copy(), goal, rotation, distance)
+        self._reference_slot = (reference, self._now())
+        self.get_logger().info(f'moving the tip to {np.round(goal, 4).tolist()} m over '
+                               f'{reference.path.duration:.3f} s')
 
     # -- the loop (loop thread) -----------------------------------------------------------
 
@@ -576,6 +686,7 @@ class ControllerNode(LifecycleNode):
             ('run_compute_max_us', self.compute.largest),
             ('nonfinite_efforts', self.loop.cycle.nonfinite),
             ('run_state_rows_dropped', self.states.dropped),
+            ('clamped_tip_targets', self.loop.clamped_targets),
         ]
         values += [(f'rejected_{kind}', count) for kind, count in self.rejected.items()]
         return values

@@ -15,9 +15,12 @@ Bounds, in bytes of the serialized (CDR) message:
 - `trajectory_bytes(joint_names, points)`: a JointTrajectory of the configured joints (a valid
   one names exactly those) with `points` points, every field filled;
 - `commands_bytes(n)`: the simulator's `commands`, a Float64MultiArray of `n` doubles with a
-  layout of at most one dimension labelled with `NAME_CHARS` characters.
+  layout of at most one dimension labelled with `NAME_CHARS` characters;
+- `tip_target_bytes(base_frame)`: a PoseStamped whose frame_id is `base_frame` or
+  `NAME_CHARS` characters, whichever is longer (a valid tip target names `base_frame`).
 """
 
+from geometry_msgs.msg import PoseStamped
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
@@ -71,6 +74,13 @@ def commands_bytes(n):
     return len(serialize_message(msg))
 
 
+def tip_target_bytes(base_frame):
+    """Return the serialized size of a PoseStamped in `base_frame` (see the module doc)."""
+    msg = PoseStamped()
+    msg.header.frame_id = 'f' * max(len(base_frame), NAME_CHARS)
+    return len(serialize_message(msg))
+
+
 class SizeBoundReader:
     """
     Deserialize `msg_type` messages of at most `max_bytes` serialized bytes.
@@ -108,3 +118,8 @@ def trajectory_reader(joint_names, max_points=MAX_TRAJECTORY_POINTS):
 def commands_reader(n):
     """Return a SizeBoundReader of Float64MultiArray commands of `n` doubles."""
     return SizeBoundReader(Float64MultiArray, commands_bytes(n))
+
+
+def tip_target_reader(base_frame):
+    """Return a SizeBoundReader of PoseStamped tip targets in `base_frame`."""
+    return SizeBoundReader(PoseStamped, tip_target_bytes(base_frame))

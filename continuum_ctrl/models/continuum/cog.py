@@ -19,10 +19,11 @@ expression rearranged so that all betas = 1 leaves the plain disc-at-CoG terms o
 that the largest terms are energies of positions (``x``, ``bbar``) or of a rigid body,
 whose Christoffel matrices have cheap closed forms (`terms.add_point_term`,
 `terms.add_rigid_term`); the rest go through the general `terms.add_term`. ``M`` follows from
-K, ``C`` from M's Christoffel symbols, gravity is exact. One compiled call, ``cog_run(arm, data,
-...)`` with the model's `data.Arm` and `data.ContinuumData`, fills everything.
+K, ``C`` from M's Christoffel symbols, gravity is exact. One compiled call, ``cog_run(arm, memory,
+...)`` with the model's `data.Arm` and workspace block, fills everything.
 """
 
+from continuum_ctrl.models.continuum.data import layout
 from continuum_ctrl.models.continuum.jit import compiled
 from continuum_ctrl.models.continuum.kinematics import (chain, cx, rotate_matrix,
                                                         rotate_tensor, section_cog,
@@ -209,8 +210,13 @@ def cog_evaluate(arm, data, q, qd, mode):
 
 
 @compiled()
-def cog_run(arm, data, q, qd, mode, task, v):
-    """Evaluate the CoG model, the passive forces and a `finish` task in one call; ``U_g``."""
+def cog_run(arm, memory, q, qd, mode, task, v):
+    """
+    Evaluate the CoG model, the passive forces and a `finish` task in one call; ``U_g``.
+
+    `memory`: the model's workspace block, carved into its `data.ContinuumData` by `layout`.
+    """
+    data = layout(memory, arm.length.shape[0])[1]
     U = cog_evaluate(arm, data, q, qd, mode)
     finish(arm, data.sums, q, qd, task, v)
     return U

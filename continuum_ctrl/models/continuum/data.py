@@ -3,14 +3,23 @@ The model/data split of the continuum kernels, as in Pinocchio: `Arm` and `Conti
 
 `Arm` is the immutable description of an arm (read-only arrays, SI units); `ContinuumData`
 is the workspace one evaluation writes, named buffers created once per model by `new_data`.
-Both are namedtuples of arrays, which the compiled kernels take as single arguments and read
-by field name. The kernels run without Numba's runtime (see `jit.py`), so the buffers are
+Both are namedtuples of arrays, read by field name. The workspace is one contiguous block
+(``memory``) which a model passes to its kernel as a single array; `layout`, the one definition
+of the buffers' names and shapes, carves the named views from it inside compiled code (pointer
+arithmetic, free) and in Python alike. Passing the ~75 arrays instead would cost about 1 us
+per call to unbox. The kernels run without Numba's runtime (see `jit.py`), so the buffers are
 never allocated, reference counted or freed inside them.
 """
 
 from collections import namedtuple
+import functools
 
+from numba.core import cgutils, types
+from numba.extending import intrinsic, overload
+from numba.np.arrayobj import make_array, populate_array
 import numpy as np
+
+from continuum_ctrl.models.continuum.jit import WITHOUT_RUNTIME
 
 #: an arm, immutable: per section (n,) length L, PMA radius r [m], mass [kg], fixed-joint
 #: offset sigma [m] and twist gamma [rad]; per PMA (3n, 4) `pma` rows: stiffness [N/m],
@@ -53,18 +62,161 @@ Sums = namedtuple('Sums', 'M C Md P dM g cq passive out')
 ContinuumData = namedtuple('ContinuumData', 'chain body section terms sums')
 
 
-class _Block:
-    """Zeroed float64 arrays carved in order from one contiguous block, for cache locality."""
+def take(memory, at, shape):
+    """
+    Return ``(at + size, view)``: the C-ordered view of `shape` at index `at` of `memory`.
 
-    def __init__(self, size):
-        self._memory = np.zeros(size)
-        self._used = 0
+    `memory`: a flat float64 block, or None to measure a layout (the view is then None).
+    """
+    size = int(np.prod(shape))
+    view = None if memory is None else memory[at:at + size].reshape(shape)
+    return at + size, view
 
-    def __call__(self, shape):
-        size = int(np.prod(shape))
-        out = self._memory[self._used:self._used + size].reshape(shape)
-        self._used += size
-        return out
+
+@intrinsic
+def _view(typingctx, memory, at, shape):
+    """Compiled ``memory[at:].reshape(shape)`` of a contiguous block: pointer arithmetic only."""
+    ndim = len(shape)
+    result = types.Array(types.float64, ndim, 'C')
+
+    def codegen(context, builder, signature, args):
+        block = make_array(signature.args[0])(context, builder, args[0])
+        out = make_array(result)(context, builder)
+        dims = [context.cast(builder, d, t, types.intp)
+                for d, t in zip(cgutils.unpack_tuple(builder, args[2], ndim), shape)]
+        stride = context.get_constant(types.intp, 8)
+        strides = []
+        for d in reversed(dims):
+            strides.insert(0, stride)
+            stride = builder.mul(stride, d)
+        offset = context.cast(builder, args[1], signature.args[1], types.intp)
+        populate_array(out, data=builder.gep(block.data, [offset]), shape=dims,
+                       strides=strides, itemsize=context.get_constant(types.intp, 8),
+                       meminfo=block.meminfo)
+        value = out._getvalue()
+        if context.enable_nrt:
+            context.nrt.incref(builder, result, value)
+        return value
+    return result(memory, at, shape), codegen
+
+
+@overload(take, jit_options=WITHOUT_RUNTIME)
+def _take(memory, at, shape):
+    def impl(memory, at, shape):
+        size = 1
+        for d in shape:
+            size *= d
+        return at + size, _view(memory, at, shape)
+    return impl
+
+
+def _also_compiled(function):
+    """Make `function` callable from compiled code too (inlined there), and return it."""
+    @functools.wraps(function)
+    def implementation(*args):
+        return function
+    overload(function, jit_options=WITHOUT_RUNTIME, inline='always')(implementation)
+    return function
+
+
+@_also_compiled
+def section_layout(memory, at):
+    """Carve a `SectionWork` from `memory` at index `at`; return ``(next index, work)``."""
+    at, f = take(memory, at, (8,))
+    at, d1 = take(memory, at, (8,))
+    at, d2 = take(memory, at, (8,))
+    at, vy = take(memory, at, (3, 3))
+    at, E = take(memory, at, (3, 3))
+    at, hy = take(memory, at, (3, 3, 3))
+    at, T = take(memory, at, (3, 3, 3))
+    at, th = take(memory, at, (3,))
+    at, x1 = take(memory, at, (3,))
+    at, x2 = take(memory, at, (3,))
+    at, y1 = take(memory, at, (3,))
+    at, y2 = take(memory, at, (3,))
+    at, y3 = take(memory, at, (3,))
+    at, thc = take(memory, at, (2, 3))
+    at, kc = take(memory, at, (2, 3))
+    at, dkc = take(memory, at, (2, 2, 3))
+    at, dkq = take(memory, at, (2, 3, 3))
+    return at, SectionWork(f, d1, d2, vy, E, hy, T, th, x1, x2, y1, y2, y3, thc, kc, dkc, dkq)
+
+
+@_also_compiled
+def layout(memory, n):
+    """
+    Return ``(size, data)``: the named views of an n-section model's workspace in `memory`.
+
+    The one definition of the `ContinuumData` layout: compiled kernels carve it from the
+    block they are given (no per-array cost at the call), Python calls it directly.
+    """
+    N = 3 * n
+    at, Rb = take(memory, 0, (n, 3, 3))
+    at, ob = take(memory, at, (n, 3))
+    at, tip_R = take(memory, at, (n, 3, 3))
+    at, tip_o = take(memory, at, (n, 3))
+    at, om = take(memory, at, (N, 3))
+    at, v0 = take(memory, at, (N, 3))
+    at, dom = take(memory, at, (N, 3, 3))
+    at, dv0 = take(memory, at, (N, 3, 3))
+    at, cp = take(memory, at, (3,))
+    at, cdp = take(memory, at, (3, 3))
+    at, cd2p = take(memory, at, (3, 3, 3))
+    at, cR = take(memory, at, (3, 3))
+    at, ckap = take(memory, at, (3, 3))
+    at, cdkap = take(memory, at, (3, 3, 3))
+    at, cdpw = take(memory, at, (3, 3))
+    at, cd2pw = take(memory, at, (3, 3, 3))
+    at, kw = take(memory, at, (3, 3))
+    at, dkw = take(memory, at, (3, 3, 3))
+    ch = Chain(Rb, ob, tip_R, tip_o, om, v0, dom, dv0, cp, cdp, cd2p, cR, ckap, cdkap, cdpw,
+               cd2pw, kw, dkw)
+    at, p = take(memory, at, (3,))
+    at, dp = take(memory, at, (3, 3))
+    at, d2p = take(memory, at, (3, 3, 3))
+    at, R = take(memory, at, (3, 3))
+    at, kap = take(memory, at, (3, 3))
+    at, dkap = take(memory, at, (3, 3, 3))
+    at, x = take(memory, at, (3,))
+    at, bbar = take(memory, at, (3,))
+    at, dpw = take(memory, at, (3, 3))
+    at, d2pw = take(memory, at, (3, 3, 3))
+    at, Rw = take(memory, at, (3, 3))
+    at, omt = take(memory, at, (N, 3))
+    at, J = take(memory, at, (N, 3))
+    at, JW = take(memory, at, (N, 3))
+    at, JO = take(memory, at, (N, 3))
+    at, dJ = take(memory, at, (N, N, 3))
+    at, dJW = take(memory, at, (N, N, 3))
+    at, dJO = take(memory, at, (N, N, 3))
+    at, Jd = take(memory, at, (N, 3))
+    at, wI = take(memory, at, (3,))
+    at, ones = take(memory, at, (3,))
+    at, Wc = take(memory, at, (n + 1, 3))
+    body = Body(p, dp, d2p, R, kap, dkap, x, bbar, dpw, d2pw, Rw, omt, J, JW, JO, dJ, dJW, dJO,
+                Jd, wI, ones, Wc)
+    at, work = section_layout(memory, at)
+    at, uA = take(memory, at, (3,))
+    at, uB = take(memory, at, (3,))
+    at, wuA = take(memory, at, (3,))
+    at, wuB = take(memory, at, (3,))
+    at, JdA = take(memory, at, (N, 3))
+    at, GA = take(memory, at, (N, 3))
+    at, JdB = take(memory, at, (N, 3))
+    at, GB = take(memory, at, (N, 3))
+    at, b = take(memory, at, (N, 3))
+    terms = TermWork(uA, uB, wuA, wuB, JdA, GA, JdB, GB, b)
+    at, M = take(memory, at, (N, N))
+    at, C = take(memory, at, (N, N))
+    at, Md = take(memory, at, (N, N))
+    at, P = take(memory, at, (N, N))
+    at, dM = take(memory, at, (N, N, N))
+    at, g = take(memory, at, (N,))
+    at, cq = take(memory, at, (N,))
+    at, passive = take(memory, at, (N,))
+    at, out = take(memory, at, (N,))
+    sums = Sums(M, C, Md, P, dM, g, cq, passive, out)
+    return at, ContinuumData(ch, body, work, terms, sums)
 
 
 def new_arm(spec):
@@ -81,32 +233,20 @@ def new_arm(spec):
     return Arm(*arrays)
 
 
-def section_work(z=np.zeros):
-    """Return a zeroed `SectionWork`; `z(shape)` makes each array."""
-    return SectionWork(z(8), z(8), z(8), z((3, 3)), z((3, 3)), z((3, 3, 3)), z((3, 3, 3)),
-                       z(3), z(3), z(3), z(3), z(3), z(3), z((2, 3)), z((2, 3)), z((2, 2, 3)),
-                       z((2, 3, 3)))
-
-
-def new_chain(n, z=np.zeros):
-    """Return a zeroed `Chain` for n sections; `z(shape)` makes each array."""
-    N = 3 * n
-    return Chain(z((n, 3, 3)), z((n, 3)), z((n, 3, 3)), z((n, 3)), z((N, 3)), z((N, 3)),
-                 z((N, 3, 3)), z((N, 3, 3)), z(3), z((3, 3)), z((3, 3, 3)), z((3, 3)),
-                 z((3, 3)), z((3, 3, 3)), z((3, 3)), z((3, 3, 3)), z((3, 3)), z((3, 3, 3)))
+def section_work():
+    """Return a zeroed `SectionWork` for Python callers of the section functions."""
+    size, _ = section_layout(None, 0)
+    return section_layout(np.zeros(size), 0)[1]
 
 
 def new_data(n):
-    """Return the zeroed `ContinuumData` of an n-section model (N = 3n joints)."""
-    N = 3 * n
-    z = _Block(4 * N * N * N + 64 * N * N + 64 * N + 1024)
-    body = Body(z(3), z((3, 3)), z((3, 3, 3)), z((3, 3)), z((3, 3)), z((3, 3, 3)), z(3), z(3),
-                z((3, 3)), z((3, 3, 3)), z((3, 3)), z((N, 3)), z((N, 3)), z((N, 3)), z((N, 3)),
-                z((N, N, 3)), z((N, N, 3)), z((N, N, 3)), z((N, 3)), z(3), z(3),
-                z((n + 1, 3)))
-    terms = TermWork(z(3), z(3), z(3), z(3), z((N, 3)), z((N, 3)), z((N, 3)), z((N, 3)),
-                     z((N, 3)))
-    sums = Sums(z((N, N)), z((N, N)), z((N, N)), z((N, N)), z((N, N, N)), z(N), z(N), z(N),
-                z(N))
-    body.ones[:] = 1.0
-    return ContinuumData(new_chain(n, z), body, section_work(z), terms, sums)
+    """
+    Return ``(memory, data)``: the zeroed workspace block of an n-section model and its views.
+
+    Kernels take `memory` and carve the same `ContinuumData` with `layout`.
+    """
+    size, _ = layout(None, n)
+    memory = np.zeros(size)
+    data = layout(memory, n)[1]
+    data.body.ones[:] = 1.0
+    return memory, data

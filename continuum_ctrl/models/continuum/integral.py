@@ -10,6 +10,7 @@ is exact.
 """
 
 from continuum_ctrl.models.christoffel import coriolis_from_dM
+from continuum_ctrl.models.continuum.data import layout
 from continuum_ctrl.models.continuum.jit import compiled
 from continuum_ctrl.models.continuum.kinematics import (chain, rotate_matrix, rotate_tensor,
                                                         section_cog, section_point,
@@ -27,13 +28,15 @@ def _point_vector(B, ob, p, x):
 
 
 @compiled()
-def integral_evaluate(arm, data, q, qd, mode, task, v):
+def integral_evaluate(arm, memory, q, qd, mode, task, v):
     """
     Fill ``data.sums``: M, g and (mode 2) dM of the disc-stack model; return ``U_g`` [J].
 
-    `arm`: the `data.Arm` (quadrature ``arm.nodes``, ``arm.weights``); then the `finish` task.
+    `arm`: the `data.Arm` (quadrature ``arm.nodes``, ``arm.weights``); `memory`: the model's
+    workspace block, carved into its `data.ContinuumData` by `layout`; then the `finish` task.
     """
     n = arm.length.shape[0]
+    data = layout(memory, n)[1]
     ch, body, sums, tw, work = data.chain, data.body, data.sums, data.terms, data.section
     J, JO, dJ, dJO = body.J, body.JO, body.dJ, body.dJO
     x, wI, ones, p, dp, d2p, dpw, d2pw = (body.x, body.wI, body.ones, body.p, body.dp,
@@ -89,7 +92,7 @@ class IntegralModel(ContinuumModel):
         if mode == 0:
             return super()._run(q, qd, 0, task, v)
         q, qd, v = self._vector(q), self._vector(qd), self._vector(v)
-        U = self._kernel(self.arm, self.data, q, qd, 2, TASK_NONE, v)
+        U = self._kernel(self.arm, self.memory, q, qd, 2, TASK_NONE, v)
         sums = self.data.sums
         if mode in (1, 3):
             sums.C[:] = coriolis_from_dM(sums.dM, qd)

@@ -19,12 +19,12 @@ kernel for a tuple of many arrays (about 8 us for 40 arrays, against 0.5 us to u
 from numba import njit, typeof
 from numba.core.cpu import CPUTargetOptions
 
-_WITHOUT_RUNTIME = {'_nrt': False} if hasattr(CPUTargetOptions, '_nrt') else {}
+WITHOUT_RUNTIME = {'_nrt': False} if hasattr(CPUTargetOptions, '_nrt') else {}
 
 
 def compiled(**options):
     """Return a decorator: ``njit(cache=True, **options)`` without the runtime, see the module."""
-    options = {**_WITHOUT_RUNTIME, **options}
+    options = {**WITHOUT_RUNTIME, **options}
 
     def decorate(function):
         try:

@@ -19,8 +19,9 @@ import numpy as np
 
 from continuum_ctrl.models.base import DynamicsModel
 from continuum_ctrl.models.continuum.data import new_arm, new_data
+from continuum_ctrl.models.continuum.frames import ik_scratch, ik_step, tip_frame_rate, tip_pose
 from continuum_ctrl.models.continuum.jit import compiled, entry_point
-from continuum_ctrl.models.continuum.kinematics import backbone_points, tip_frame
+from continuum_ctrl.models.continuum.kinematics import backbone_points
 from continuum_ctrl.models.continuum.params import LIMIT_ONSET
 
 
@@ -144,7 +145,8 @@ class ContinuumModel(DynamicsModel):
     A continuum arm (contract sections 1 to 4): coordinates are PMA length changes [m].
 
     ``arm`` is the immutable `data.Arm`, ``data`` the `data.ContinuumData` every evaluation
-    writes. Subclasses give `kernel`, compiled ``kernel(arm, data, q, qd, mode, task, v)``:
+    writes, named views of the one block ``memory``. Subclasses give `kernel`, compiled
+    ``kernel(arm, memory, q, qd, mode, task, v)``:
     one evaluation that fills ``data.sums``: ``M``, by mode ``C`` and ``C qd`` (1), ``dM``
     (2) or ``C qd`` alone (3), ``g``, the passive forces and the `finish` task into ``out``,
     and returns ``U_g``.
@@ -156,14 +158,15 @@ class ContinuumModel(DynamicsModel):
         self.spec = spec
         self.joint_names = list(spec.joint_names)
         self.arm = new_arm(spec)
-        self.data = new_data(spec.sections)
+        self.memory, self.data = new_data(spec.sections)
         self._zero = np.zeros(self.n)
-        self._kernel = entry_point(self.kernel, self.arm, self.data, self._zero, self._zero, 0,
+        self._kernel = entry_point(self.kernel, self.arm, self.memory, self._zero, self._zero, 0,
                                    TASK_NONE, self._zero)
         self._frames = {f'section{i}_tip': i - 1 for i in range(1, spec.sections + 1)}
         self._pose, self._jacobian = np.eye(4), np.zeros((6, self.n))
-        self._tip_frame = entry_point(tip_frame, self.arm, self._zero, self.data.chain,
-                                      self.data.section, 0, self._pose, self._jacobian)
+        self._tip_rate = None
+        self._tip_pose = entry_point(tip_pose, self.arm, self.memory, self._zero, 0, self._pose,
+                                     self._jacobian)
 
     def _vector(self, x):
         if x is None:
@@ -175,7 +178,7 @@ class ContinuumModel(DynamicsModel):
         return x
 
     def _run(self, q, qd=None, mode=0, task=TASK_NONE, v=None):
-        return self._kernel(self.arm, self.data, self._vector(q), self._vector(qd), mode, task,
+        return self._kernel(self.arm, self.memory, self._vector(q), self._vector(qd), mode, task,
                             self._vector(v))
 
     def mass_matrix(self, q):
@@ -224,13 +227,16 @@ class ContinuumModel(DynamicsModel):
         """``section{i}_tip``, i = 1..n: the tip frame of each section (contract section 3)."""
         return list(self._frames)
 
-    def frame_kinematics(self, q, frame):
-        """Return the pose (4, 4) and Jacobian (6, 3n) of a tip frame from one evaluation."""
+    def _section(self, frame):
         sec = self._frames.get(frame) if isinstance(frame, str) else None
         if sec is None:
             raise self.frame_error(frame)
-        self._tip_frame(self.arm, self._vector(q), self.data.chain, self.data.section, sec,
-                        self._pose, self._jacobian)
+        return sec
+
+    def frame_kinematics(self, q, frame):
+        """Return the pose (4, 4) and Jacobian (6, 3n) of a tip frame from one evaluation."""
+        sec = self._section(frame)
+        self._tip_pose(self.arm, self.memory, self._vector(q), sec, self._pose, self._jacobian)
         return self._pose.copy(), self._jacobian.copy()
 
     def frame_pose(self, q, frame):
@@ -240,6 +246,35 @@ class ContinuumModel(DynamicsModel):
     def frame_jacobian(self, q, frame):
         """Exact ``LOCAL_WORLD_ALIGNED`` Jacobian of a tip frame, (6, 3n) [1, rad/m]."""
         return self.frame_kinematics(q, frame)[1]
+
+    def frame_jacobian_rate(self, q, qd, frame):
+        """``Jdot qd`` of a tip frame's Jacobian, (6,) [m/s^2, rad/s^2], exact (see base)."""
+        sec = self._section(frame)
+        out = np.empty(6)
+        if self._tip_rate is None:
+            self._tip_rate = entry_point(tip_frame_rate, self.arm, self.memory, self._zero,
+                                         self._zero, 0, out)
+        self._tip_rate(self.arm, self.memory, self._vector(q), self._vector(qd), sec, out)
+        return out
+
+    def compiled_ik_step(self, frame):
+        """
+        Return the compiled IK step of a tip frame (`frames.ik_step`), see base.
+
+        Called ``step(q, target, rotation, weight, settings, bounds, out)``: C-contiguous
+        float64 arrays; returns the position error [m].
+        """
+        sec = self._section(frame)
+        buf, T, J = np.zeros(ik_scratch(self.n)), np.eye(4), np.zeros((6, self.n))
+        bounds = np.zeros((5, self.n))
+        kernel = entry_point(ik_step, self.arm, self.memory, self._zero, sec, T, J, np.zeros(3),
+                             np.eye(3), 0.0, np.ones(3), bounds, np.zeros(self.n), buf)
+        arm, memory = self.arm, self.memory
+
+        def step(q, target, rotation, weight, settings, bounds, out):
+            return kernel(arm, memory, q, sec, T, J, target, rotation, weight, settings, bounds,
+                          out, buf)
+        return step
 
     def backbone(self, q, points_per_section=10):
         """

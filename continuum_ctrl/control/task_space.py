@@ -1,0 +1,333 @@
+"""
+Task-space references: a tip path, followed by inverse kinematics, as a joint reference.
+
+`TaskSpace` knows the arm's kinematics of one frame (`task.frame`) and builds references from
+tip paths; `TaskReference` turns a path into ``sample(t) -> (q_d, qd_d, qdd_d)``, the interface
+of `continuum_ctrl.control.references`, so the control loop runs it unchanged:
+- ``q_d``: IK from the previous solution (predicted to `t`, then damped least-squares Newton
+  steps on the task error without the null-space pull, so the solution moves by minimum-norm
+  steps, as ``qd_d`` does);
+- ``qd_d = A^+ xd_d``;
+- ``qdd_d = A^+ (xdd_d - Adot qd_d)``, ``Adot qd_d`` the derivative of the task Jacobian along
+  ``qd_d`` (a central difference of two Jacobian evaluations: the models give no ``Jdot``);
+with ``A`` the task Jacobian (linear rows; and the angular rows times `orientation_weight` when
+that is > 0) restricted to the joints not held at a joint limit, so ``q_d`` never leaves the
+limits and ``qd_d`` never pushes out of them.
+
+Paths (positions [m] in the arm's base frame, times [s] from the start of the reference):
+- `MinimumJerk` (control.references) from the current tip to a target, over `task.duration`
+  or longer so that the peak tip speed stays within `task.max_speed`;
+- `TipCircle`: centre, radius, plane normal and frequency, its angular rate ramped up from
+  zero by a minimum-jerk ramp over `task.duration`;
+- `Waypoints` (control.references): a C2 spline through timed tip positions.
+A target (or waypoint, or circle point) the tip cannot reach is clamped to the closest
+reachable point (`InverseKinematics.solve`); the reference then says so (`clamped`, and
+`clamp_distance` [m], how far the farthest target was).
+"""
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import pinocchio as pin
+
+from continuum_ctrl.control.ik import InverseKinematics
+from continuum_ctrl.control.references import MinimumJerk, minimum_jerk_ramp, Reference, Waypoints
+
+#: a target farther than this from the closest reachable point is clamped, m
+REACH_TOLERANCE = 1e-5
+#: circle points checked for reachability when a circle is built
+CIRCLE_CHECKS = 24
+#: peak speed of a minimum-jerk move over its mean speed (15/8)
+MIN_JERK_PEAK = 1.875
+#: joint displacement of the central difference of the Jacobian, model units
+JDOT_STEP = 1e-6
+#: Newton steps per sample at most, and the task error they stop at (m; rad times weight)
+NEWTON_STEPS, NEWTON_TOLERANCE = 4, 1e-10
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    """
+    The `task.*` settings: the controlled frame and how tip moves are timed.
+
+    `frame`: the frame the task controls (None: no task space); `base_frame`: the frame_id of
+    tip messages; `orientation_weight`: weight of the orientation error, m/rad (0: position
+    only); `duration`: shortest tip move, s; `max_speed`: largest peak tip speed of a move,
+    m/s (0: no limit).
+    """
+
+    frame: Optional[str] = None
+    base_frame: str = 'base'
+    orientation_weight: float = 0.0
+    duration: float = 2.0
+    max_speed: float = 0.05
+
+
+class TipCircle:
+    """
+    A tip circle: ``x = c + r (cos th u + sin th v)``, ``th' = 2 pi f s(t)`` [m, s].
+
+    `s` is the minimum-jerk ramp from 0 to 1 over `ramp` seconds (the circle starts at rest
+    at angle 0, ``c + r u``); `u` and `v` span the plane normal to `normal`, with `u` the
+    normalized component of `start_direction` in that plane.
+    """
+
+    def __init__(self, center, radius, normal, frequency, ramp, start_direction=(1.0, 0.0, 0.0)):
+        self.center = np.asarray(center, dtype=float)
+        self.radius = float(radius)
+        n = np.asarray(normal, dtype=float)
+        n = n / np.linalg.norm(n)
+        u = np.asarray(start_direction, dtype=float)
+        u = u - (u @ n) * n
+        if np.linalg.norm(u) < 1e-6:
+            u = np.eye(3)[int(np.argmin(np.abs(n)))]
+            u = u - (u @ n) * n
+        self.u = u / np.linalg.norm(u)
+        self.v = np.cross(n, self.u)
+        self.omega = 2.0 * np.pi * float(frequency)
+        self.ramp = float(ramp)
+
+    def point(self, angle):
+        """Return the circle point at `angle` (rad)."""
+        return self.center + self.radius * (np.cos(angle) * self.u + np.sin(angle) * self.v)
+
+    def sample(self, t):
+        """Return tip position, velocity and acceleration at `t` (s)."""
+        T = self.ramp
+        if T > 0.0 and t < T:
+            x = max(t, 0.0) / T
+            phase = T * x ** 4 * (2.5 + x * (-3.0 + x))    # integral of the ramp
+            s, ds, _ = minimum_jerk_ramp(t, T)
+        else:
+            phase, s, ds = t - 0.5 * T, 1.0, 0.0
+        th, w, dw = self.omega * phase, self.omega * s, self.omega * ds
+        radial = np.cos(th) * self.u + np.sin(th) * self.v
+        tangent = -np.sin(th) * self.u + np.cos(th) * self.v
+        r = self.radius
+        return (self.center + r * radial, r * w * tangent,
+                r * dw * tangent - r * w * w * radial)
+
+
+class ChainedPath:
+    """`first` until `switch` s, then `second` on its own clock (second(t - switch))."""
+
+    def __init__(self, first, second, switch):
+        self.first, self.second, self.switch = first, second, float(switch)
+
+    def sample(self, t):
+        """Return tip position, velocity and acceleration at `t` (s)."""
+        if t < self.switch:
+            return self.first.sample(t)
+        return self.second.sample(t - self.switch)
+
+
+class TaskSpace:
+    """
+    The kinematics of `settings.frame` of `model`: tip poses, IK, and references from paths.
+
+    Raises FrameError (ValueError) when the model has no such frame.
+    """
+
+    def __init__(self, model, settings: TaskSettings):
+        self.model = model
+        self.settings = settings
+        self.frame = settings.frame
+        self.ik = InverseKinematics(model, settings.frame, settings.orientation_weight)
+        self.weight = settings.orientation_weight
+
+    def pose(self, q):
+        """Pose (4, 4) of the task frame in the base frame at `q` [m]."""
+        return self.model.frame_pose(q, self.frame)
+
+    def closest(self, position, q0):
+        """Return ``(reachable position, distance to it [m], joints there)`` of a target."""
+        result = self.ik.solve(position, q0=q0)
+        if result.position_error <= REACH_TOLERANCE:
+            return np.asarray(position, dtype=float), 0.0, result.q
+        return self.pose(result.q)[:3, 3], result.position_error, result.q
+
+    def move_duration(self, distance):
+        """Duration of a minimum-jerk tip move over `distance` m: duration, or speed-bound."""
+        speed = self.settings.max_speed
+        slow = MIN_JERK_PEAK * distance / speed if speed > 0.0 else 0.0
+        return max(self.settings.duration, slow)
+
+    def to_target(self, q_start, position, rotation=None, clamp_distance=None):
+        """
+        Return a minimum-jerk move of the tip from its pose at `q_start` to a target.
+
+        The target is clamped to the closest reachable point (`closest`, which can take a
+        second or more for an unreachable target: callers with a deadline run `closest`
+        aside and pass its point and distance as `position`, `clamp_distance`).
+        """
+        start = self.pose(q_start)
+        if clamp_distance is None:
+            goal, distance, _ = self.closest(position, q_start)
+        else:
+            goal, distance = np.asarray(position, dtype=float), clamp_distance
+        path = MinimumJerk(start[:3, 3], goal, 0.0,
+                           self.move_duration(float(np.linalg.norm(goal - start[:3, 3]))))
+        rotation = None if rotation is None else np.asarray(rotation, dtype=float)
+        return TaskReference(self, path, q_start, rotation, distance)
+
+    def circle(self, q_start, radius, normal, frequency, center=None):
+        """
+        Return a tip circle from the tip's pose at `q_start`.
+
+        Without `center` the circle passes through the current tip (the centre is `radius`
+        from it along the first in-plane axis); with it, the tip first moves to the circle's
+        start point, then circles.
+        """
+        tip = self.pose(q_start)[:3, 3]
+        if center is None:
+            probe = TipCircle(tip, radius, normal, frequency, self.settings.duration)
+            center = tip - radius * probe.u
+        circle = TipCircle(center, radius, normal, frequency, self.settings.duration)
+        distance, q = 0.0, q_start
+        for angle in np.linspace(0.0, 2.0 * np.pi, CIRCLE_CHECKS, endpoint=False):
+            _, gap, q = self.closest(circle.point(angle), q)    # warm start: the last point
+            distance = max(distance, gap)
+        start = circle.point(0.0)
+        gap = float(np.linalg.norm(start - tip))
+        if gap <= REACH_TOLERANCE:
+            return TaskReference(self, circle, q_start, None, distance)
+        duration = self.move_duration(gap)
+        path = ChainedPath(MinimumJerk(tip, start, 0.0, duration), circle, duration)
+        return TaskReference(self, path, q_start, None, distance)
+
+    def from_spec(self, spec, q_start):
+        """Return the reference of a tip_circle or tip_waypoints `ReferenceSpec` at `q_start`."""
+        if spec.kind == 'tip_circle':
+            return self.circle(q_start, spec.tip_radius, spec.tip_normal,
+                               float(spec.frequency[0]), spec.tip_center)
+        return self.waypoints(q_start, spec.times, spec.tip_positions)
+
+    def waypoints(self, q_start, times, positions):
+        """Return a C2 spline from the current tip through `positions` (m, 3) at `times` (s)."""
+        tip = self.pose(q_start)[:3, 3]
+        clamped = [self.closest(p, q_start)[:2] for p in np.asarray(positions, dtype=float)]
+        points = np.vstack([tip] + [p for p, _ in clamped])
+        distance = max((d for _, d in clamped), default=0.0)
+        path = Waypoints(np.concatenate(([0.0], times)), points, name='reference')
+        return TaskReference(self, path, q_start, None, distance)
+
+
+class TaskReference(Reference):
+    """
+    A tip path followed by IK: ``sample(t) -> (q_d, qd_d, qdd_d)`` (see the module).
+
+    Starts at `q_start` (the path must start at its tip). `rotation`: the target orientation
+    (3, 3), reached along the geodesic on the path's timing when `orientation_weight` > 0
+    (default: the start orientation, held). Successive samples continue from the previous
+    solution, so call it with times close together, as a control loop does.
+    """
+
+    def __init__(self, task: TaskSpace, path, q_start, rotation=None, clamp_distance=0.0):
+        self.task = task
+        self.path = path
+        self.n = task.model.n
+        self.clamp_distance = float(clamp_distance)
+        self.clamped = self.clamp_distance > 0.0
+        self.low, self.high = task.ik.lower, task.ik.upper
+        self.q = np.clip(np.asarray(q_start, dtype=float), self.low, self.high)
+        self.qd, self.qdd = np.zeros(self.n), np.zeros(self.n)
+        self.t = None
+        self._all = np.ones(self.n, dtype=bool)
+        self.tip_error = 0.0
+        self.target = None
+        start = task.pose(self.q)[:3, :3]
+        goal = start if rotation is None else rotation
+        self._r0 = start
+        self._w = pin.log3(start.T @ goal)            # body-frame rotation of the move
+        self._orient = task.weight > 0.0
+        self._with_rotation = self._orient and rotation is not None
+
+    def _rotation(self, t):
+        """Desired orientation, angular velocity and acceleration (base axes) at `t`."""
+        if not self._with_rotation:
+            return self._r0, np.zeros(3), np.zeros(3)
+        duration = getattr(self.path, 'duration', 1.0)
+        s, ds, dds = minimum_jerk_ramp(t, duration)
+        axis = self._r0 @ self._w
+        return self._r0 @ pin.exp3(s * self._w), ds * axis, dds * axis
+
+    def _task(self, J, pose, x, R):
+        """Task Jacobian and error at a pose (weighted orientation rows when used)."""
+        e = x - pose[:3, 3]
+        if not self._orient:
+            return J[:3], e
+        w = self.task.weight
+        return (np.vstack((J[:3], w * J[3:])),
+                np.concatenate((e, w * pin.log3(R @ pose[:3, :3].T))))
+
+    def _rows(self, J):
+        return np.vstack((J[:3], self.task.weight * J[3:])) if self._orient else J[:3]
+
+    def _solve(self, q, A, b):
+        """
+        Minimum-norm ``dq`` with ``A dq = b`` over the joints free to move that way.
+
+        Returns ``(dq, free, y, Hinv)`` with ``dq[free] = A_f^T y``, ``y = Hinv b`` and
+        ``Hinv = (A_f A_f^T)^-1``: joints at a limit that the solution would push beyond are
+        held (active set).
+        """
+        free = self._all
+        if self._at_limit(q):
+            free = free.copy()
+        dq = np.zeros(self.n)
+        for _ in range(self.n):
+            Af = A[:, free] if free is not self._all else A
+            H = Af @ Af.T
+            H.flat[::H.shape[0] + 1] += 1e-12
+            Hinv = np.linalg.inv(H)
+            y = Hinv @ b
+            dq[:] = 0.0
+            dq[free] = Af.T @ y
+            if free is self._all:
+                break
+            blocked = free & (((q <= self.low) & (dq < 0.0)) | ((q >= self.high) & (dq > 0.0)))
+            if not blocked.any():
+                break
+            free &= ~blocked
+            if not free.any():
+                return np.zeros(self.n), free, np.zeros_like(b), None
+        return dq, free, y, Hinv
+
+    def _at_limit(self, q):
+        return bool(np.any(q <= self.low) or np.any(q >= self.high))
+
+    def sample(self, t):
+        """Return ``(q_d, qd_d, qdd_d)`` at `t` (s), joints within their limits."""
+        x, xd, xdd = self.path.sample(t)
+        R, w, dw = self._rotation(t)
+        self.target = x
+        q = self.q
+        if self.t is not None:
+            dt = t - self.t
+            q = np.clip(q + dt * self.qd + 0.5 * dt * dt * self.qdd, self.low, self.high)
+        frame, model = self.task.frame, self.task.model
+        for _ in range(NEWTON_STEPS):
+            pose, J = model.frame_kinematics(q, frame)
+            A, e = self._task(J, pose, x, R)
+            if float(np.max(np.abs(e))) <= NEWTON_TOLERANCE:
+                break
+            q = np.clip(q + self._solve(q, A, e)[0], self.low, self.high)
+        else:
+            pose, J = model.frame_kinematics(q, frame)
+            A, e = self._task(J, pose, x, R)
+        self.tip_error = float(np.linalg.norm(x - pose[:3, 3]))
+        v = np.concatenate((xd, self.task.weight * w)) if self._orient else xd
+        qd, free, y, Hinv = self._solve(q, A, v)
+        qdd = np.zeros(self.n)
+        if free.any():
+            # exact derivative of qd = A^T (A A^T)^-1 v (free joints), Adot along qd
+            step = JDOT_STEP / max(float(np.max(np.abs(qd))), 1e-300)
+            Ad = self._rows(model.frame_jacobian(q + step * qd, frame)
+                            - model.frame_jacobian(q - step * qd, frame)) / (2.0 * step)
+            a = np.concatenate((xdd, self.task.weight * dw)) if self._orient else xdd
+            Af, Adf = A[:, free], Ad[:, free]
+            rhs = a - Ad @ qd - Af @ (Adf.T @ y)
+            qdd[free] = Adf.T @ y + Af.T @ (Hinv @ rhs)
+        self.q, self.qd, self.qdd, self.t = q, qd, qdd, t
+        return q, qd, qdd

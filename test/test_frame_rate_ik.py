@@ -1,0 +1,110 @@
+"""Frame Jacobian rates (``Jdot qd``) of every model and the compiled continuum IK step."""
+
+from pathlib import Path
+
+from continuum_reference import REFERENCE_ARM, SECOND_ARM
+import numpy as np
+import pytest
+
+from continuum_ctrl import load_model
+from continuum_ctrl.control.ik import InverseKinematics
+
+CONFIG = Path(__file__).resolve().parents[1] / 'config'
+
+
+def difference_rate(model, q, qd, frame, dt=1e-6):
+    """Central difference of ``J(q + qd t) qd`` at t = 0: ``Jdot qd``."""
+    ahead = model.frame_jacobian(q + dt * qd, frame) @ qd
+    behind = model.frame_jacobian(q - dt * qd, frame) @ qd
+    return (ahead - behind) / (2.0 * dt)
+
+
+@pytest.mark.parametrize('frame', ['section1_tip', 'section2_tip', 'section3_tip'])
+@pytest.mark.parametrize('bend', [0.03, 1e-7])
+def test_continuum_jacobian_rate_against_differences(frame, bend):
+    model = load_model(SECOND_ARM)
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        q = 0.01 + bend * rng.uniform(-0.5, 0.5, 9)
+        qd = rng.normal(size=9) * 0.05
+        rate = model.frame_jacobian_rate(q, qd, frame)
+        reference = difference_rate(model, q, qd, frame)
+        assert np.abs(reference).max() > 1e-4
+        np.testing.assert_allclose(rate, reference, rtol=0, atol=1e-6 * np.abs(reference).max())
+
+
+def test_continuum_jacobian_rate_is_the_tip_acceleration():
+    """``J qdd + Jdot qd`` is the second difference of the tip position along a path."""
+    model = load_model(SECOND_ARM)
+    rng = np.random.default_rng(2)
+    q, qd, qdd = rng.uniform(0.0, 0.03, 9), rng.normal(size=9) * 0.05, rng.normal(size=9) * 0.1
+    h = 1e-4
+
+    def tip(t):
+        return model.frame_pose(q + qd * t + 0.5 * qdd * t * t, 'section3_tip')[:3, 3]
+
+    acceleration = (tip(h) - 2.0 * tip(0.0) + tip(-h)) / (h * h)
+    predicted = (model.frame_jacobian(q, 'section3_tip') @ qdd
+                 + model.frame_jacobian_rate(q, qd, 'section3_tip'))[:3]
+    np.testing.assert_allclose(predicted, acceleration, atol=1e-5 * np.abs(acceleration).max())
+
+
+def test_rigid_jacobian_rate_against_differences():
+    model = load_model(str(CONFIG / 'panda.yaml'))
+    rng = np.random.default_rng(3)
+    lower, upper = model.joint_limits()
+    for frame in ('panda_hand', 'panda_link4'):
+        q = rng.uniform(np.maximum(lower, -2.0), np.minimum(upper, 2.0))
+        qd = rng.normal(size=model.n)
+        rate = model.frame_jacobian_rate(q, qd, frame)
+        reference = difference_rate(model, q, qd, frame)
+        np.testing.assert_allclose(rate, reference, atol=1e-6 * np.abs(reference).max())
+
+
+def test_jacobian_rate_of_unknown_frames_and_frameless_models_is_one_clear_error():
+    from continuum_ctrl.models.base import FrameError
+    with pytest.raises(FrameError, match='unknown frame'):
+        load_model(REFERENCE_ARM).frame_jacobian_rate(np.zeros(9), np.zeros(9), 'nope')
+    with pytest.raises(FrameError, match='has no frames'):
+        load_model(str(CONFIG / 'planar_2r.yaml')).frame_jacobian_rate([0, 0], [0, 0], 'tip')
+
+
+@pytest.mark.parametrize('weight', [0.0, 0.05])
+def test_compiled_ik_step_equals_the_numpy_step(weight):
+    model = load_model(SECOND_ARM)
+    ik = InverseKinematics(model, 'section3_tip', orientation_weight=weight)
+    assert model.compiled_ik_step('section3_tip') is not None
+    rng = np.random.default_rng(5)
+    lmax = ik.upper
+    limited = 0
+    for k in range(200):
+        q = rng.uniform(-0.2 * lmax, 1.2 * lmax)          # some start outside the limits
+        goal = model.frame_pose(rng.uniform(0.0, lmax), 'section3_tip')
+        position = goal[:3, 3] + rng.normal(size=3) * (0.05 if k % 2 else 1e-3)
+        rotation = goal[:3, :3] if k % 3 else None
+        compiled = ik.step(q, position, rotation)
+        reference = ik.numpy_step(q, position, rotation)
+        limited += int(np.any((reference == 0.0) | (reference == lmax)))
+        np.testing.assert_allclose(compiled, reference, rtol=0, atol=1e-12)
+    assert limited > 20                                  # the active set was exercised
+
+
+def test_compiled_ik_step_rejects_a_wrong_length_q():
+    ik = InverseKinematics(load_model(REFERENCE_ARM), 'section3_tip')
+    with pytest.raises(ValueError, match='shape'):
+        ik.step(np.zeros(4), [0.0, 0.0, 0.5])
+
+
+def test_compiled_log3_equals_pinocchio():
+    import pinocchio as pin
+    from continuum_ctrl.models.continuum.frames import log3
+    rng = np.random.default_rng(6)
+    w = np.empty(3)
+    for angle in (0.0, 1e-9, 1e-5, 0.3, 2.0, np.pi - 1e-3, np.pi - 1e-6, np.pi):
+        for _ in range(20):
+            axis = rng.normal(size=3)
+            R = pin.exp3(angle * axis / np.linalg.norm(axis))
+            log3(R, w)
+            np.testing.assert_allclose(pin.exp3(w), R, atol=1e-12)
+            if angle < 3.0:
+                np.testing.assert_allclose(w, pin.log3(R), atol=1e-12)
