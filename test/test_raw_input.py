@@ -4,6 +4,7 @@ import time
 
 import pytest
 import rclpy
+from geometry_msgs.msg import PoseStamped
 from rclpy.qos import qos_profile_sensor_data
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
@@ -13,7 +14,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from continuum_ctrl.ros.conversion import Rejected
 from continuum_ctrl.ros.raw_input import (BOUND_JOINTS, commands_reader, joint_states_bytes,
                                           joint_states_reader, MAX_JOINT_STATES_BYTES,
-                                          MAX_TRAJECTORY_POINTS, NAME_CHARS, trajectory_reader)
+                                          MAX_TRAJECTORY_POINTS, NAME_CHARS, tip_target_reader,
+                                          trajectory_reader)
 from continuum_ctrl.ros.node_settings import CONTROLLER_NODE_FIELDS
 
 
@@ -105,6 +107,18 @@ def test_commands_of_n_doubles_pass_with_or_without_a_layout_and_longer_ones_do_
         assert reader.read(serialize_message(msg)) == msg
     with pytest.raises(Rejected, match='above the bound'):
         reader.read(serialize_message(Float64MultiArray(data=[0.0] * 20)))
+
+
+def test_tip_targets_pass_in_the_base_frame_and_a_long_frame_id_does_not():
+    for base in ('base', 'b' * (3 * NAME_CHARS)):        # a long base frame raises the bound
+        reader = tip_target_reader(base)
+        target = PoseStamped()
+        target.header.frame_id = base
+        target.pose.position.x, target.pose.orientation.w = 0.1, 1.0
+        assert reader.read(serialize_message(target)) == target
+        target.header.frame_id = 'f' * 100_000
+        with pytest.raises(Rejected, match='above the bound'):
+            reader.read(serialize_message(target))
 
 
 @pytest.mark.ros
