@@ -47,19 +47,22 @@ def closed_loop(controller_files, plant_overrides, duration, controller_override
 def synthetic_run(setup, duration=10.0, rate=500.0, stiffness=1.2, damping=0.75, area=1.1,
                   deadzone=15e3, noise=0.0, seed=0, band=(0.2, 3.0)):
     """
-    Return a Run whose pressures make the controller's own model follow a multisine exactly.
+    Return a Run whose held pressures make the controller's own model follow a multisine.
 
     The true PMA parameters are the nominal ones scaled (stiffness, damping, area) and a dead
-    zone in Pa; a PMA that would have to pull is vented (0 Pa). Position noise in m.
+    zone in Pa; a PMA that would have to pull is vented (0 Pa). Each command holds for one
+    period and is the pressure the motion needs at the period's middle (the hold's
+    second-order approximation of the continuous pressure). Position noise in m.
     """
     n = setup.model.n
     reference = Multisine(np.full(n, 0.013), np.full(n, 0.006), band, 4)
     t = np.arange(int(round(duration * rate))) / rate
-    q, qd, qdd = (np.array(x) for x in zip(*(reference.sample(s) for s in t)))
-    h = np.array([setup.rigid.inverse_dynamics(*x) for x in zip(q, qd, qdd)])
+    q = np.array([reference.sample(s)[0] for s in t])
+    mid = np.array([reference.sample(s + 0.5 / rate) for s in t])
+    h = np.array([setup.rigid.inverse_dynamics(*x) for x in mid])
     k = stiffness * setup.stiffness[setup.section]
     d = damping * setup.damping[setup.section]
-    force = h + k * q + d * qd
+    force = h + k * mid[:, 0] + d * mid[:, 1]
     a = area * setup.actuation.area
     pressure = np.where(force > 0.0, force / a + deadzone, 0.0)
     measured = q + noise * np.random.default_rng(seed).standard_normal(q.shape)

@@ -11,7 +11,7 @@ scale. The right side's ``M qdd + C qd + g`` is the compiled model's inverse dyn
 stiffness and damping, one call per sample. Only samples whose pressure stays above the fitted
 dead zone (plus a margin) over the whole filter window enter the fit, and the dead zone is
 refitted until that set settles. ``p_j`` is the applied pressure predicted from the commands
-by the actuator's delay and first-order lag; for ``time_constant`` and ``delay`` the
+by the actuator's delay and first-order lag, averaged over each sample's grid cell; for ``time_constant`` and ``delay`` the
 regression stays linear per candidate, and a search over the two minimises the residual.
 Runs are fitted on their first 70 % and judged on the last 30 %.
 """
@@ -22,7 +22,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from continuum_ctrl.params import ConfigError
-from continuum_ctrl.identify.signals import applied, grid
+from continuum_ctrl.identify.signals import applied_mean, grid
 
 #: parameters `--fit` can name, and the default set
 PARAMETERS = ('stiffness', 'damping', 'area', 'deadzone', 'time_constant', 'delay')
@@ -115,7 +115,8 @@ class _Run:
 
     def pressure(self, time_constant, delay):
         """Return the smoothed applied pressure, its window minimum and where it is defined."""
-        p, defined = applied(self.command_t, self.command, self.grid.t, time_constant, delay)
+        p, defined = applied_mean(self.command_t, self.command, self.grid.t, time_constant,
+                                  delay)
         window = self.grid.window
         defined = np.convolve(~defined, np.ones(window), 'same') == 0  # whole window defined
         return self.grid.smooth(p), self.grid.lowest(p), defined

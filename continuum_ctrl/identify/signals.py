@@ -8,7 +8,8 @@ window, in seconds), and so is everything else on both sides of the dynamics: th
 filter on both sides keeps the equation exact, and smoothing the force after the nonlinear
 model (not the state before it) keeps fast motions from biasing it. Commands hold from
 their log time until the next one; `applied` predicts what the actuator makes of them: a pure
-delay, then a first-order lag ``T dp/dt = u - p`` (exact for piecewise-constant input).
+delay, then a first-order lag ``T dp/dt = u - p`` (exact for piecewise-constant input), and
+`applied_mean` its mean over each grid cell, which is what pairs with the sample there.
 """
 
 from dataclasses import dataclass
@@ -117,3 +118,32 @@ def applied(command_t, command, times, time_constant=0.0, delay=0.0):
     _lag(switch, np.ascontiguousarray(command, dtype=float), np.ascontiguousarray(times),
          float(time_constant), np.empty(command.shape[1]), out)
     return out, times >= switch[0]
+
+
+def held_integral(command_t, command, times):
+    """Return the integral (N, n) of the held commands from `command_t[0]` to `times`, Pa s."""
+    spans = np.diff(command_t)[:, None] * command[:-1]
+    at_switch = np.vstack((np.zeros((1, command.shape[1])), np.cumsum(spans, axis=0)))
+    k = np.clip(np.searchsorted(command_t, times, side='right') - 1, 0, len(command_t) - 1)
+    return at_switch[k] + command[k] * (times - command_t[k])[:, None]
+
+
+def applied_mean(command_t, command, times, time_constant=0.0, delay=0.0):
+    """
+    Return the applied pressure's mean over each grid cell (N, n), and where it is defined.
+
+    The cell of ``times[i]`` (a uniform grid) spans half a period either side: the mean is
+    what a smoother sees of a piecewise-constant command, and it pairs a command logged at a
+    sample's own time half with that sample (a point value would take the command before or
+    after it as rounding falls). Exact for the delayed lag: ``T dp/dt = u - p`` integrates to
+    ``mean p = (int u - T [p]) / dt`` over the cell.
+    """
+    dt = float(times[1] - times[0])
+    edges = np.append(times - 0.5 * dt, times[-1] + 0.5 * dt)
+    switch = command_t + delay
+    u = held_integral(switch, command, edges)
+    mean = np.diff(u, axis=0)
+    if time_constant > 0.0:
+        p, _ = applied(command_t, command, edges, time_constant, delay)
+        mean -= time_constant * np.diff(p, axis=0)
+    return mean / dt, edges[:-1] >= switch[0]
