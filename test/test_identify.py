@@ -18,7 +18,7 @@ from continuum_ctrl.identify.data import read_csv, read_mcap
 from continuum_ctrl.identify.fit import DEFAULT_FIT, identify, Options
 from continuum_ctrl.identify.report import fitted_yaml
 from continuum_ctrl.identify.setup import read_setup
-from continuum_ctrl.identify.signals import applied, applied_mean
+from continuum_ctrl.identify.signals import applied_mean
 from continuum_ctrl.ros.closed_loop_demo import write_csv
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -54,39 +54,45 @@ def test_multisine_stays_inside_and_has_exact_derivatives():
         np.testing.assert_allclose(qdd0, (qdp - qdm) / (2 * h), atol=1e-5)
 
 
-def test_applied_pressure_is_the_delayed_first_order_lag_of_held_commands():
-    times = np.arange(0.0, 0.3, 0.001)
+def _cell_means(times, dt, function):
+    """The mean of `function` over each cell ``times -+ dt / 2``, by a fine midpoint rule."""
+    fine = times[:, None] + dt * ((np.arange(1000) + 0.5) / 1000 - 0.5)[None, :]
+    return function(fine).mean(axis=1)
+
+
+def test_applied_pressure_is_the_cell_mean_of_the_delayed_first_order_lag():
+    dt = 0.001
+    times = np.arange(0.0, 0.3, dt)
     command_t = np.array([0.0, 0.05, 0.15])
     command = np.array([[0.0], [2.0e5], [1.0e5]])
-    p, defined = applied(command_t, command, times, time_constant=0.03, delay=0.005)
-    np.testing.assert_array_equal(defined, times >= 0.005)     # from the first arrival on
-    t = times
-    step1 = 2e5 * (1 - np.exp(-(t - 0.055) / 0.03))
+    p, defined = applied_mean(command_t, command, times, time_constant=0.03, delay=0.005)
+    np.testing.assert_array_equal(defined, times - 0.5 * dt >= 0.005)   # from the arrival on
     at_switch = 2e5 * (1 - np.exp(-(0.155 - 0.055) / 0.03))
-    step2 = 1e5 + (at_switch - 1e5) * np.exp(-(t - 0.155) / 0.03)
-    want = np.where(t < 0.055, 0.0, np.where(t < 0.155, step1, step2))
-    np.testing.assert_allclose(p[:, 0], want, atol=1e-6)
+
+    def closed_form(t):
+        step1 = 2e5 * (1 - np.exp(-(t - 0.055) / 0.03))
+        step2 = 1e5 + (at_switch - 1e5) * np.exp(-(t - 0.155) / 0.03)
+        return np.where(t < 0.055, 0.0, np.where(t < 0.155, step1, step2))
+
+    np.testing.assert_allclose(p[:, 0], _cell_means(times, dt, closed_form), atol=1.0)
 
 
 @pytest.mark.parametrize('time_constant, delay', [(0.0, 0.0), (0.0, 0.003), (0.03, 0.005)])
-def test_applied_mean_is_the_cell_mean_and_ignores_rounding_at_ties(time_constant, delay):
+def test_applied_mean_ignores_rounding_at_ties(time_constant, delay):
     """
-    The mean over each grid cell of the applied pressure, from a fine quadrature of the point
-    values; commands logged at the samples' own times (a hair before or after, as rounding
-    falls) give the same means: each counts half in its sample's cell.
+    Commands logged at the samples' own times, a hair before or after as rounding falls, give
+    the same cell means: each counts half in its sample's cell (a point value of the hold
+    would take the command before or after it, a whole period apart).
     """
     dt = 0.002
     times = dt * np.arange(200)
     command = np.random.default_rng(0).uniform(0.0, 3e5, (200, 2))
-    fine = times[:, None] + dt * (np.arange(400) + 0.5)[None, :] / 400 - 0.5 * dt
-    point, _ = applied(times, command, fine.ravel(), time_constant, delay)
-    want = point.reshape(200, 400, 2).mean(axis=1)
     mean, defined = applied_mean(times, command, times, time_constant, delay)
-    np.testing.assert_array_equal(defined, times - 0.5 * dt >= delay)
-    np.testing.assert_allclose(mean[defined], want[defined], rtol=0, atol=1e-6 * 3e5)
     for nudge in (-1e-12, 1e-12):
         nudged, _ = applied_mean(times + nudge, command, times, time_constant, delay)
         np.testing.assert_allclose(nudged[defined], mean[defined], rtol=0, atol=1.0)
+    if time_constant == delay == 0.0:        # the hold's mean: half of each of two commands
+        np.testing.assert_allclose(mean[1:], 0.5 * (command[:-1] + command[1:]), rtol=1e-12)
 
 
 def test_synthetic_run_recovers_the_truth(setup):

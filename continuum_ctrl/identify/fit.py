@@ -11,8 +11,9 @@ scale. The right side's ``M qdd + C qd + g`` is the compiled model's inverse dyn
 stiffness and damping, one call per sample. Only samples whose pressure stays above the fitted
 dead zone (plus a margin) over the whole filter window enter the fit, and the dead zone is
 refitted until that set settles. ``p_j`` is the applied pressure predicted from the commands
-by the actuator's delay and first-order lag, averaged over each sample's grid cell; for ``time_constant`` and ``delay`` the
-regression stays linear per candidate, and a search over the two minimises the residual.
+by the actuator's delay and first-order lag, averaged over each sample's grid cell; for
+``time_constant`` and ``delay`` the regression stays linear per candidate, and a search over
+the two minimises the residual on a fixed sample set.
 Runs are fitted on their first 70 % and judged on the last 30 %.
 """
 
@@ -117,9 +118,16 @@ class _Run:
         """Return the smoothed applied pressure, its window minimum and where it is defined."""
         p, defined = applied_mean(self.command_t, self.command, self.grid.t, time_constant,
                                   delay)
-        window = self.grid.window
-        defined = np.convolve(~defined, np.ones(window), 'same') == 0  # whole window defined
-        return self.grid.smooth(p), self.grid.lowest(p), defined
+        return self.grid.smooth(p), self.grid.lowest(p), self._whole_window(defined)
+
+    def _whole_window(self, defined):
+        return np.convolve(~defined, np.ones(self.grid.window), 'same') == 0
+
+    def searchable(self):
+        """Return the training samples defined for every delay of the search, (N,)."""
+        g = self.grid
+        first = self.command_t[0] + DELAY_RANGE[1]
+        return self.train & self._whole_window(g.t - 0.5 * g.dt >= first)
 
 
 class Identification:
@@ -277,35 +285,88 @@ class Identification:
             deadzone = self._deadzone(theta)
         return theta, inverse, condition, masks, blocks, deadzone
 
-    # -- the actuator lag --------------------------------------------------------------------
-    def _cost(self, time_constant, delay, deadzone):
-        """Return the mean squared residual (N^2) for one lag; inf where it cannot be fitted."""
-        data = self._stack('train', time_constant, delay)
-        try:
-            theta, _, _, _, blocks, _ = self._linear(data, deadzone, iterations=2)
-        except ConfigError:             # a far-off candidate: no samples above its dead zone
-            return np.inf
-        residuals = np.concatenate(self._residuals(theta, blocks))
-        return float(np.mean(residuals ** 2))
+    # -- the actuator lag ---------------------------------------------------------------------
+    def _lag_problem(self, lag, deadzone):
+        """
+        Return the cost of a candidate ``(time_constant, delay)`` on a fixed sample set.
+
+        The samples are those the linear fit at `lag` keeps above `deadzone`, among the
+        training samples every candidate defines, so that candidates are compared on the same
+        data. Each PMA's regressor and target are affine in its pressure ``p``:
+        ``X = X0 + p e^T``, ``y = y0 + c p``; the products of ``X0`` and ``y0`` are formed once,
+        so a candidate costs its applied pressure (the exact delayed lag of the held commands,
+        smoothed) and a few dot products per PMA.
+        """
+        keeps = [run.searchable() for run in self.runs]
+        stacked = []
+        for run, keep in zip(self.runs, keeps):
+            p, low, _ = run.pressure(*lag)
+            low = np.where(run.inside, low, -np.inf)
+            stacked.append((run.grid.q[keep], run.grid.qd[keep], run.h[keep], p[keep],
+                            low[keep]))
+        q, qd, h, p, low = (np.concatenate(column) for column in zip(*stacked))
+        _, _, masks, _ = self._solve((q, qd, h, p, low), deadzone)
+        P = len(self.names)
+        pmas, count = [], sum(int(np.count_nonzero(mask)) for mask in masks)
+        for j, mask in enumerate(masks):
+            args = (j, q[mask, j], qd[mask, j], h[mask, j])
+            index, X0, y0 = self._columns(*args, np.zeros(mask.sum()), deadzone[j])
+            _, X1, y1 = self._columns(*args, np.ones(mask.sum()), deadzone[j])
+            e, c = (X1 - X0)[0], float(y1[0] - y0[0])
+            pmas.append((np.flatnonzero(mask), index, X0, y0, e, c, X0.T @ X0, X0.T @ y0,
+                         y0 @ y0))
+
+        def cost(time_constant, delay):
+            p = np.concatenate([run.grid.smooth(applied_mean(
+                run.command_t, run.command, run.grid.t, time_constant, delay)[0])[keep]
+                for run, keep in zip(self.runs, keeps)]).T.copy()
+            A, b, parts = np.zeros((P, P)), np.zeros(P), []
+            for j, (rows, index, X0, y0, e, c, XX, Xy, yy) in enumerate(pmas):
+                pj = p[j].take(rows)
+                # einsum, not BLAS: a threaded BLAS woken for each small product costs
+                # ten times the arithmetic on a busy machine
+                Xp = np.einsum('ij,i->j', X0, pj)
+                py, pp = np.einsum('i,i', pj, y0), np.einsum('i,i', pj, pj)
+                XtX = XX + np.outer(Xp, e) + np.outer(e, Xp) + pp * np.outer(e, e)
+                Xty = Xy + c * Xp + py * e + c * pp * e
+                A[np.ix_(index, index)] += XtX
+                b[index] += Xty
+                parts.append((index, XtX, Xty, yy + 2.0 * c * py + c * c * pp))
+            try:
+                theta = self._theta(A, b)[0]
+            except ConfigError:         # a far-off candidate that cannot be fitted
+                return np.inf
+            sse = sum(yty - 2.0 * theta[index] @ Xty + theta[index] @ XtX @ theta[index]
+                      for index, XtX, Xty, yty in parts)
+            return float(sse) / count
+
+        return cost
 
     def _search_lag(self):
-        """Return the best ``(time_constant, delay)`` and their covariance, s and s^2."""
+        """
+        Return the best ``(time_constant, delay)`` (s), the cost's Hessian there, and a mask.
+
+        The mask says which of the two were searched. A coarse grid (lags 0-80 ms, delays every second sample up to DELAY_RANGE), then a
+        Nelder-Mead refinement from its best point on the samples that point keeps.
+        """
         fit = self.options.fit
         fit_lag, fit_delay = 'time_constant' in fit, 'delay' in fit
         dt = self.runs[0].grid.dt
-        _, _, _, _, _, deadzone = self._linear(self._stack('train', 0.0, 0.0))
+        deadzone = self._linear(self._stack('train', 0.0, 0.0))[5]
+        coarse = self._lag_problem((0.0, 0.0), deadzone)
         lags = np.array([0.0, 0.01, 0.02, 0.04, 0.08]) if fit_lag else [0.0]
         delays = np.arange(0.0, DELAY_RANGE[1] + 1e-12, 2 * dt) if fit_delay else [0.0]
-        costs = {(T, d): self._cost(T, d, deadzone) for T in lags for d in delays}
+        costs = {(T, d): coarse(T, d) for T in lags for d in delays}
         start = np.array(min(costs, key=costs.get))
-        tolerance = 1e-4 * costs[tuple(start)]      # N^2: far below what sets the estimates
+        fine = self._lag_problem(tuple(start), deadzone)
+        tolerance = 1e-4 * fine(*start)      # N^2: far below what sets the estimates
         mask = np.array([fit_lag, fit_delay])
         bounds = np.array([LAG_RANGE, DELAY_RANGE])
 
         def cost(x):
             full = start.copy()
             full[mask] = np.clip(x, bounds[mask, 0], bounds[mask, 1])
-            return self._cost(full[0], full[1], deadzone)
+            return fine(*full)
 
         simplex = np.vstack((start[mask], start[mask] + np.diag([dt, dt][:mask.sum()])))
         found = minimize(cost, start[mask], method='Nelder-Mead',

@@ -7,9 +7,9 @@ dynamics, nonlinear in the state) are then smoothed by a longer Savitzky-Golay f
 window, in seconds), and so is everything else on both sides of the dynamics: the same linear
 filter on both sides keeps the equation exact, and smoothing the force after the nonlinear
 model (not the state before it) keeps fast motions from biasing it. Commands hold from
-their log time until the next one; `applied` predicts what the actuator makes of them: a pure
-delay, then a first-order lag ``T dp/dt = u - p`` (exact for piecewise-constant input), and
-`applied_mean` its mean over each grid cell, which is what pairs with the sample there.
+their log time until the next one; `applied_mean` predicts what the actuator makes of them: a
+pure delay, then a first-order lag ``T dp/dt = u - p``, averaged exactly over each grid cell,
+which is what pairs with the sample there.
 """
 
 from dataclasses import dataclass
@@ -84,66 +84,60 @@ def grid(run, window=None):
 
 
 @compiled()
-def _lag(switch, values, times, time_constant, p, out):
-    """Fill `out` with the first-order lag of the piecewise-constant input at `times`."""
+def _cell_means(switch, values, edges, time_constant, work, out):
+    """
+    Fill `out` (len(edges) - 1, n) with the first-order lag's mean between consecutive edges.
+
+    The input holds ``values[k]`` from ``switch[k]`` (``values[0]`` before); the lag starts at
+    rest at ``values[0]``. One pass over edges and switches, exact between switches:
+    ``mean p = (int u - T [p]) / cell``. `work`: (3, n) scratch.
+    """
+    n = work.shape[1]
+    p, total, p_start = work[0], work[1], work[2]
+    for j in range(n):
+        total[j] = 0.0
     k = 0
-    t_now = switch[0]
-    for j in range(p.shape[0]):
+    t_now = min(switch[0], edges[0])
+    for j in range(n):
         p[j] = values[0, j]
-    for i in range(times.shape[0]):
-        while k + 1 < switch.shape[0] and switch[k + 1] <= times[i]:
-            a = np.exp(-(switch[k + 1] - t_now) / time_constant) if time_constant > 0.0 else 0.0
-            for j in range(p.shape[0]):
-                p[j] = values[k, j] + (p[j] - values[k, j]) * a
-            t_now = switch[k + 1]
+    for i in range(edges.shape[0]):
+        while True:
+            last = k + 1 >= switch.shape[0] or switch[k + 1] > edges[i]
+            t_next = edges[i] if last else switch[k + 1]
+            span = t_next - t_now
+            if span > 0.0:
+                a = np.exp(-span / time_constant) if time_constant > 0.0 else 0.0
+                for j in range(n):
+                    total[j] += values[k, j] * span
+                    p[j] = values[k, j] + (p[j] - values[k, j]) * a
+                t_now = t_next
+            if last:
+                break
             k += 1
-        if times[i] > t_now:
-            a = np.exp(-(times[i] - t_now) / time_constant) if time_constant > 0.0 else 0.0
-            for j in range(p.shape[0]):
-                p[j] = values[k, j] + (p[j] - values[k, j]) * a
-            t_now = times[i]
-        for j in range(p.shape[0]):
-            out[i, j] = p[j]
-
-
-def applied(command_t, command, times, time_constant=0.0, delay=0.0):
-    """
-    Return the predicted applied pressure (N, n) at `times`, and where it is defined (N,).
-
-    The commands (held from `command_t`, s) reach the actuator after `delay` s and pass a
-    first-order lag of `time_constant` s starting at rest at the first command's value.
-    """
-    switch = np.ascontiguousarray(command_t + delay, dtype=float)
-    out = np.empty((len(times), command.shape[1]))
-    _lag(switch, np.ascontiguousarray(command, dtype=float), np.ascontiguousarray(times),
-         float(time_constant), np.empty(command.shape[1]), out)
-    return out, times >= switch[0]
-
-
-def held_integral(command_t, command, times):
-    """Return the integral (N, n) of the held commands from `command_t[0]` to `times`, Pa s."""
-    spans = np.diff(command_t)[:, None] * command[:-1]
-    at_switch = np.vstack((np.zeros((1, command.shape[1])), np.cumsum(spans, axis=0)))
-    k = np.clip(np.searchsorted(command_t, times, side='right') - 1, 0, len(command_t) - 1)
-    return at_switch[k] + command[k] * (times - command_t[k])[:, None]
+        if i > 0:
+            cell = edges[i] - edges[i - 1]
+            for j in range(n):
+                out[i - 1, j] = (total[j] - time_constant * (p[j] - p_start[j])) / cell
+        for j in range(n):
+            total[j] = 0.0
+            p_start[j] = p[j]
 
 
 def applied_mean(command_t, command, times, time_constant=0.0, delay=0.0):
     """
     Return the applied pressure's mean over each grid cell (N, n), and where it is defined.
 
-    The cell of ``times[i]`` (a uniform grid) spans half a period either side: the mean is
-    what a smoother sees of a piecewise-constant command, and it pairs a command logged at a
-    sample's own time half with that sample (a point value would take the command before or
-    after it as rounding falls). Exact for the delayed lag: ``T dp/dt = u - p`` integrates to
-    ``mean p = (int u - T [p]) / dt`` over the cell.
+    The commands (held from `command_t`, s) reach the actuator after `delay` s and pass a
+    first-order lag of `time_constant` s starting at rest at the first command's value. The
+    cell of ``times[i]`` (a uniform grid) spans half a period either side: the mean is what a
+    smoother sees of a piecewise-constant command, and a command logged at a sample's own time
+    counts half in its cell (a point value would take the command before or after it as
+    rounding falls).
     """
     dt = float(times[1] - times[0])
     edges = np.append(times - 0.5 * dt, times[-1] + 0.5 * dt)
-    switch = command_t + delay
-    u = held_integral(switch, command, edges)
-    mean = np.diff(u, axis=0)
-    if time_constant > 0.0:
-        p, _ = applied(command_t, command, edges, time_constant, delay)
-        mean -= time_constant * np.diff(p, axis=0)
-    return mean / dt, edges[:-1] >= switch[0]
+    switch = np.ascontiguousarray(command_t + delay, dtype=float)
+    out = np.empty((len(times), command.shape[1]))
+    _cell_means(switch, np.ascontiguousarray(command, dtype=float), edges,
+                float(time_constant), np.empty((3, command.shape[1])), out)
+    return out, edges[:-1] >= switch[0]
