@@ -1,5 +1,5 @@
 """
-`continuum-ctrl identify`: fit stiffness, damping, PMA area and dead zone to recorded runs.
+`continuum-ctrl identify`: fit an arm's model parameters to recorded runs.
 
     continuum-ctrl identify PARAMS.yaml DATA... [--out FITTED.yaml] [--report DIR]
         [--states-topic /joint_states] [--commands-topic /continuum_controller/commands]
@@ -7,9 +7,11 @@
         [--window S]
 
 PARAMS.yaml is the nominal parameter file, read as the controller node reads it; DATA are
-rosbag2 MCAP bags (directories or single .mcap files) or the demo's CSV. Prints the report;
-writes the fitted parameter file to --out and the report, fitted file and held-out plot to
---report.
+rosbag2 MCAP bags (directories or single .mcap files) or the demo's CSV. Continuum arms get
+PMA stiffness, damping, area and dead zone (and the valves' lag); URDF arms (effort mode) their
+identifiable (base) inertial parameters, with ``--fit inertia,friction`` also viscous joint
+friction. Prints the report; writes the fitted parameter file to --out (continuum arms) and
+the report, fitted file and held-out plot to --report.
 """
 
 import argparse
@@ -20,7 +22,8 @@ from continuum_ctrl.params import ConfigError
 from continuum_ctrl.identify.data import COMMANDS_TOPIC, read_run, STATES_TOPIC
 from continuum_ctrl.identify.fit import DEFAULT_FIT, identify, Options
 from continuum_ctrl.identify.report import fitted_yaml, text, write_report
-from continuum_ctrl.identify.setup import read_setup
+from continuum_ctrl.identify.rigid import DEFAULT_FIT as RIGID_FIT, identify_rigid
+from continuum_ctrl.identify.setup import read_setup, RigidSetup
 
 
 def _window(value):
@@ -43,9 +46,10 @@ def parse(argv):
     parser.add_argument('--report', help='write report.txt, fitted.yaml, held_out.png here')
     parser.add_argument('--states-topic', default=STATES_TOPIC)
     parser.add_argument('--commands-topic', default=COMMANDS_TOPIC)
-    parser.add_argument('--fit', default=','.join(DEFAULT_FIT),
+    parser.add_argument('--fit', default=None,
                         help='comma-separated subset of stiffness, damping, area, deadzone, '
-                             f'time_constant, delay (default {",".join(DEFAULT_FIT)})')
+                             f'time_constant, delay (default {",".join(DEFAULT_FIT)}); URDF '
+                             f'arms: inertia[,friction] (default {",".join(RIGID_FIT)})')
     parser.add_argument('--per-pma', action='store_true',
                         help='one area and dead zone per PMA (default: one for all)')
     parser.add_argument('--window', type=_window, default=None,
@@ -58,12 +62,23 @@ def main(argv=None):
     """Run the identification; ConfigError (bad input) exits with status 2 via the CLI."""
     args = parse(sys.argv[1:] if argv is None else argv)
     setup = read_setup(args.params)
-    runs = [read_run(path, setup.joints, args.states_topic, args.commands_topic)
-            for path in args.data]
-    fit = tuple(name.strip() for name in args.fit.split(',') if name.strip())
+    rigid = isinstance(setup, RigidSetup)
+    if rigid and args.out:
+        raise ConfigError('--out', "a URDF arm's inertial parameters have no parameter-file "
+                                   'keys (they live in the URDF): use --report and correct '
+                                   "the URDF's <inertial> elements (README)")
+    if args.fit is None:
+        fit = RIGID_FIT if rigid else DEFAULT_FIT
+    else:
+        fit = tuple(name.strip() for name in args.fit.split(',') if name.strip())
     if not fit:
         raise ConfigError('--fit', 'names no parameter')
-    result = identify(runs, setup, Options(fit, args.per_pma, args.window))
+    runs = [read_run(path, setup.joints, args.states_topic, args.commands_topic)
+            for path in args.data]
+    if rigid:
+        result = identify_rigid(runs, setup, fit, args.window)
+    else:
+        result = identify(runs, setup, Options(fit, args.per_pma, args.window))
     print(text(result, setup, args.data))
     if args.out:
         Path(args.out).write_text(fitted_yaml(result, args.data))

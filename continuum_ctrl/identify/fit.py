@@ -86,6 +86,11 @@ class Result:
     samples: int
     held_out: list = field(default_factory=list)   # per run: (t, measured, predicted) (N, n)
     scale_note: str = ''
+    unit: str = 'N'                 # of the generalized forces
+    per: str = 'PMA'                # what a coordinate is called
+    plot_labels: tuple = ('measured area (p - deadzone)',
+                          'predicted M qdd + C qd + g + k q + d qd')
+    details: list = field(default_factory=list)    # further report lines
 
     def values(self, key):
         """Return the estimates of one parameter-file key, in index order."""
@@ -346,8 +351,9 @@ class Identification:
         """
         Return the best ``(time_constant, delay)`` (s), the cost's Hessian there, and a mask.
 
-        The mask says which of the two were searched. A coarse grid (lags 0-80 ms, delays every second sample up to DELAY_RANGE), then a
-        Nelder-Mead refinement from its best point on the samples that point keeps.
+        The mask says which of the two were searched. A coarse grid (lags 0-80 ms, delays
+        every second sample up to DELAY_RANGE), then a Nelder-Mead refinement from its best
+        point on the samples that point keeps.
         """
         fit = self.options.fit
         fit_lag, fit_delay = 'time_constant' in fit, 'delay' in fit

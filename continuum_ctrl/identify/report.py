@@ -20,13 +20,15 @@ def text(result, setup, sources):
     for e in result.estimates:
         lines.append(f'{e.label:<34}{e.value:>14.6g}{e.se:>12.3g}{e.nominal:>14.6g}  {e.unit}')
     lines.append(f'condition number of the scaled regressor: {result.condition:.3g}')
-    lines.append(f'RMS residual force: {result.rms_train:.3g} N (fit, {result.samples} samples),'
-                 f' {result.rms_test:.3g} N (held out)')
-    per_pma = ' '.join(f'{r:.3f}' for r in result.r2_test)
+    unit = result.unit
+    lines.append(f'RMS residual force: {result.rms_train:.3g} {unit} (fit, {result.samples} '
+                 f'samples), {result.rms_test:.3g} {unit} (held out)')
+    per_coordinate = ' '.join(f'{r:.3f}' for r in result.r2_test)
     lines.append(f'R^2 on the held-out last 30 % of each run: {result.r2_test_all:.4f} '
-                 f'(per PMA: {per_pma})')
+                 f'(per {result.per}: {per_coordinate})')
     if result.scale_note:
         lines.append(f'note: {result.scale_note}')
+    lines.extend(result.details)
     return '\n'.join(lines)
 
 
@@ -76,9 +78,9 @@ def plot(result, joint_names, path):
     for j, (ax, name) in enumerate(zip(axes, joint_names)):
         for k, (t, measured, predicted) in enumerate(result.held_out):
             ax.plot(t, measured[:, j], color='tab:blue', linewidth=1.0,
-                    label='measured area (p - deadzone)' if k == 0 else None)
+                    label=result.plot_labels[0] if k == 0 else None)
             ax.plot(t, predicted[:, j], '--', color='tab:orange', linewidth=1.0,
-                    label='predicted M qdd + C qd + g + k q + d qd' if k == 0 else None)
+                    label=result.plot_labels[1] if k == 0 else None)
         ax.set_title(f'{name}: R^2 {result.r2_test[j]:.3f}', fontsize='small')
         ax.grid(True, alpha=0.3)
     axes[0].legend(fontsize='x-small', loc='best')
@@ -86,18 +88,26 @@ def plot(result, joint_names, path):
         ax.set_xlabel('time in run (s)')
     for ax in axes[n:]:
         ax.set_visible(False)
-    figure.supylabel('generalized force (N)')
+    figure.supylabel(f'generalized force ({result.unit})')
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=90)
     return path
 
 
+def has_keys(result):
+    """Return whether any estimate has a parameter-file key (a fitted file can be written)."""
+    return any(e.key for e in result.estimates)
+
+
 def write_report(result, setup, sources, directory):
-    """Write report.txt, fitted.yaml and held_out.png into `directory`; return their paths."""
+    """Write report.txt, fitted.yaml (if any key) and held_out.png into `directory`."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / 'report.txt').write_text(text(result, setup, sources) + '\n')
-    (directory / 'fitted.yaml').write_text(fitted_yaml(result, sources))
-    image = plot(result, setup.joints.model_names, directory / 'held_out.png')
-    return [directory / 'report.txt', directory / 'fitted.yaml', image]
+    written = [directory / 'report.txt']
+    written[0].write_text(text(result, setup, sources) + '\n')
+    if has_keys(result):
+        written.append(directory / 'fitted.yaml')
+        written[-1].write_text(fitted_yaml(result, sources))
+    written.append(plot(result, setup.joints.model_names, directory / 'held_out.png'))
+    return written

@@ -1,6 +1,8 @@
 """
 What identification needs from the nominal parameter file, read as the controller node reads it.
 
+Continuum arms in pressure mode and URDF arms in effort mode.
+
 The file's ``/**`` section merged with the ``continuum_controller`` section gives the model
 (geometry and masses are taken as known), `joints` (command order) and `output.*` (nominal
 area, dead zone, pressure range).
@@ -15,6 +17,7 @@ from continuum_ctrl.identify.data import Joints
 from continuum_ctrl.launch_description import CONTROLLER
 from continuum_ctrl.models import load_model
 from continuum_ctrl.models.continuum.model import ContinuumModel
+from continuum_ctrl.models.rigid import RigidModel
 from continuum_ctrl.params import ConfigError, file_parameters, Reader
 
 
@@ -44,16 +47,34 @@ class Setup:
         return len(self.stiffness)
 
 
+@dataclass
+class RigidSetup:
+    """A rigid (URDF) arm as the parameter file describes it: `model` (RigidModel), `joints`."""
+
+    path: str
+    model: object
+    joints: Joints
+
+
 def read_setup(path):
-    """Read the nominal parameter file `path`; ConfigError names what is missing or bad."""
+    """
+    Read the nominal parameter file `path`: a Setup (continuum) or RigidSetup (URDF arm).
+
+    ConfigError names what is missing or bad.
+    """
     tree, model_ns = file_parameters(path, CONTROLLER)
     model = load_model(model_ns)
-    if not isinstance(model, ContinuumModel):
+    if not isinstance(model, (ContinuumModel, RigidModel)):
         raise ConfigError('model.type', f"identify supports continuum arms (continuum_cog, "
-                                        f"continuum_integral), got {model_ns.get('type')!r}")
+                                        f"continuum_integral) and URDF arms (urdf), got "
+                                        f"{model_ns.get('type')!r}")
     top = Reader(tree, '')
     vec = JointVectors.read(top, model.joint_names)
     mode, actuation = read_output(top, vec)
+    if isinstance(model, RigidModel):
+        if mode != 'effort':
+            raise ConfigError('output.mode', "identify needs 'effort' for a URDF arm")
+        return RigidSetup(str(path), model, Joints(model.joint_names, vec.joints))
     if mode != 'pressure':
         raise ConfigError('output.mode', "identify needs 'pressure' for a continuum arm")
     sections = dict(model_ns.get('sections', {}))
