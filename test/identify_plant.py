@@ -67,3 +67,37 @@ def synthetic_run(setup, duration=10.0, rate=500.0, stiffness=1.2, damping=0.75,
     pressure = np.where(force > 0.0, force / a + deadzone, 0.0)
     measured = q + noise * np.random.default_rng(seed).standard_normal(q.shape)
     return Run('synthetic', t, measured, t.copy(), pressure)
+
+
+#: a rigid arm for identification tests, its excitation and its plant's known mismatch
+RIGID_PARAMS = 'config/panda.yaml'
+RIGID_EXCITATION = {'reference.type': 'multisine', 'reference.amplitude': [0.4],
+                    'reference.band': [0.2, 2.0], 'reference.components': 4}
+RIGID_MASS_SCALE = 1.3
+
+
+def rigid_closed_loop(plant_overrides, duration, params=RIGID_PARAMS):
+    """Run the controller's loop with the excitation on a URDF plant; return its Run."""
+    loop = controller_loop(params, RIGID_EXCITATION)
+    log = simulate_nodes(loop, plant_of(params, plant_overrides), duration)
+    model_order = np.empty_like(log.command)
+    model_order[:, loop.settings.order] = log.command
+    return Run('rigid', log.t, log.measured, log.t.copy(), model_order)
+
+
+def synthetic_rigid_run(arm, theta, duration=8.0, rate=500.0, friction=None):
+    """
+    Return a Run whose held efforts make the rigid `arm` (parameters `theta`) follow a multisine.
+
+    Each effort holds for one period and is the one the motion needs at the period's middle;
+    `friction`: viscous joint friction (N m s/rad per joint) added to it.
+    """
+    low, high = (np.asarray(b, dtype=float) for b in arm.model.joint_limits())
+    reference = Multisine(0.5 * (low + high), 0.2 * (high - low), (0.2, 2.0), 4)
+    t = np.arange(int(round(duration * rate))) / rate
+    q = np.array([reference.sample(s)[0] for s in t])
+    mid = [reference.sample(s + 0.5 / rate) for s in t]
+    effort = np.array([arm.regressor(*x) @ theta for x in mid])
+    if friction is not None:
+        effort += np.array([x[1] for x in mid]) * friction
+    return Run('synthetic rigid', t, q, t.copy(), effort)

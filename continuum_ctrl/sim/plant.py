@@ -10,7 +10,8 @@ The arm rests at its initial pose until the first valid command arrives (`wait_f
 as a paused simulator would: no arm falls while the nodes discover each other); from then on
 a command older than `command_timeout` means zero input (vented PMAs). The plant is the model
 given in `model.*` with `mismatch.mass_scale`, `mismatch.stiffness_scale` and
-`mismatch.damping_scale` applied to `model.sections.mass`, `.stiffness` and `.damping`; the
+`mismatch.damping_scale` applied to `model.sections.mass`, `.stiffness` and `.damping` (a URDF
+plant: `mass_scale` scales every link's mass and rotational inertia, CoM kept); the
 controller's `output.*` keys say how commands turn into generalized forces (the same
 ActuationMap), with the PMA area scaled by `mismatch.area_scale` and the dead zone replaced by
 `mismatch.deadzone` where given.
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
+import pinocchio as pin
 
 from continuum_ctrl.control.actuation import ActuationMap
 from continuum_ctrl.control.settings import FIELDS as CONTROLLER_FIELDS, JointVectors, read_output
@@ -101,7 +103,7 @@ class PlantSettings:
         top = Reader(tree, '')
         mismatch = top.namespace('mismatch')
         spec = _scaled(model_namespace, mismatch)
-        model = load_model(spec)
+        model = _scaled_links(load_model(spec), spec, mismatch)
         vec = JointVectors.read(top, model.joint_names)
         mode, actuation = read_output(top, vec)
         actuation = _mismatched_actuation(actuation, mismatch)
@@ -164,7 +166,7 @@ def _scaled(spec, mismatch):
     spec = {k: (dict(v) if isinstance(v, dict) else v) for k, v in spec.items()}
     for option, key in MISMATCH_KEYS.items():
         scale = _field(mismatch, option)
-        if scale == 1.0:
+        if scale == 1.0 or (option == 'mass_scale' and spec.get('type') == 'urdf'):
             continue
         sections = spec.get('sections', {})
         if key not in sections:
@@ -172,6 +174,19 @@ def _scaled(spec, mismatch):
                                                     f"model does not have")
         sections[key] = [scale * float(v) for v in np.atleast_1d(sections[key])]
     return spec
+
+
+def _scaled_links(model, spec, mismatch):
+    """Return a URDF plant with every link's mass and inertia times `mass_scale` (CoM kept)."""
+    scale = _field(mismatch, 'mass_scale')
+    if scale != 1.0 and spec.get('type') == 'urdf':
+        inertias = model.model.inertias
+        for i in range(1, len(inertias)):
+            inertia = inertias[i]
+            inertias[i] = pin.Inertia(scale * inertia.mass, inertia.lever,
+                                      scale * inertia.inertia)
+        model.data = model.model.createData()
+    return model
 
 
 class Plant:

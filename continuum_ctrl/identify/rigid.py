@@ -1,0 +1,202 @@
+"""
+Least-squares identification of a rigid (URDF) arm's inertial parameters from recorded runs.
+
+The joint efforts are linear in the links' inertial parameters (per moving body, Pinocchio's
+dynamic parameters ``m, m c_x, m c_y, m c_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz``, the
+rotational inertia about the joint frame's origin):
+
+    tau = Y(q, qd, qdd) theta  (+ diag(qd) f_v  with --fit inertia,friction)
+
+with ``Y`` Pinocchio's ``computeJointTorqueRegressor``. Only some combinations of ``theta``
+move the joints: QR with column pivoting of ``Y`` stacked over random states finds a base set
+of columns, and each base parameter is its column's parameter plus the combination of the
+dependent parameters that the data cannot tell apart from it (``beta = theta_B + K theta_D``).
+The regression then runs on the base columns: the regressor per sample, then both sides through
+the same smoothing filter (as for continuum arms), the commanded efforts as their mean over
+each sample's cell. Runs are fitted on their first 70 % and judged on the last 30 %.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+from scipy.linalg import qr
+
+from continuum_ctrl.params import ConfigError
+from continuum_ctrl.identify.fit import (_correlation_time, COND_LIMIT, Estimate, HELD_OUT,
+                                         Result)
+from continuum_ctrl.identify.signals import applied_mean, grid
+
+#: what `--fit` can name for a rigid arm, and the default
+PARAMETERS = ('inertia', 'friction')
+DEFAULT_FIT = ('inertia',)
+#: names and units of Pinocchio's ten dynamic parameters of a body
+DYNAMIC = (('m', 'kg'), ('mc_x', 'kg m'), ('mc_y', 'kg m'), ('mc_z', 'kg m'),
+           ('I_xx', 'kg m^2'), ('I_xy', 'kg m^2'), ('I_yy', 'kg m^2'), ('I_xz', 'kg m^2'),
+           ('I_yz', 'kg m^2'), ('I_zz', 'kg m^2'))
+#: random states per parameter for the structural QR, and the rank tolerance (relative)
+STATES_PER_PARAMETER = 4
+RANK_TOLERANCE = 1e-8
+#: terms of a base parameter's combination shown in the report
+SHOWN_TERMS = 4
+
+
+@dataclass
+class Base:
+    """Base parameters: columns `base` and `dependent`, ``beta = theta_B + K theta_D``."""
+
+    base: np.ndarray
+    dependent: np.ndarray
+    K: np.ndarray
+
+    def of(self, theta):
+        """Return the base parameters of full parameters `theta`."""
+        return theta[self.base] + self.K @ theta[self.dependent]
+
+
+class RigidArm:
+    """The regressor of a RigidModel in the model's joint order, and its nominal parameters."""
+
+    def __init__(self, model):
+        self.model = model
+        pm = model.model
+        self.pin_model, self.data = pm, pm.createData()
+        self.bodies = [pm.names[i] for i in range(1, pm.njoints)]
+        self.theta = np.concatenate([pm.inertias[i].toDynamicParameters()
+                                     for i in range(1, pm.njoints)])
+        self.labels = [(f'{body} {name}', unit) for body in self.bodies for name, unit in DYNAMIC]
+        names = list(model.joint_names)
+        self.order = np.array([pm.joints[pm.getJointId(name)].idx_v for name in names])
+
+    def regressor(self, q, qd, qdd):
+        """Return ``Y`` (n, 10 bodies): efforts in the model's joint order per parameter."""
+        to_pin = np.empty(len(q), dtype=int)
+        to_pin[self.order] = np.arange(len(q))
+        Y = pin.computeJointTorqueRegressor(self.pin_model, self.data, q[to_pin], qd[to_pin],
+                                            qdd[to_pin])
+        return Y[self.order]
+
+    def base(self, seed=0):
+        """Return the Base found by pivoted QR of the regressor at random states."""
+        rng = np.random.default_rng(seed)
+        low, high = (np.asarray(b, dtype=float) for b in self.model.joint_limits())
+        low = np.where(np.isfinite(low), low, -np.pi)
+        high = np.where(np.isfinite(high), high, np.pi)
+        n, count = len(low), STATES_PER_PARAMETER * self.theta.size // len(low) + 1
+        W = np.vstack([self.regressor(rng.uniform(low, high), rng.standard_normal(n),
+                                      rng.standard_normal(n)) for _ in range(count)])
+        R, pivot = qr(W, mode='r', pivoting=True)
+        diagonal = np.abs(np.diag(R))
+        rank = int(np.count_nonzero(diagonal > RANK_TOLERANCE * diagonal[0]))
+        K = np.linalg.solve(R[:rank, :rank], R[:rank, rank:])
+        return Base(pivot[:rank], pivot[rank:], K)
+
+    def combination(self, base, k):
+        """Return the report's text of base parameter `k`: its column plus dependent terms."""
+        terms = sorted(((c, self.labels[j][0]) for c, j in zip(base.K[k], base.dependent)
+                        if abs(c) > 1e-9), key=lambda term: -abs(term[0]))
+        text = ' '.join(f'{"+" if c > 0 else "-"} {abs(c):.4g} {name}'
+                        for c, name in terms[:SHOWN_TERMS])
+        more = f' ... ({len(terms) - SHOWN_TERMS} more)' if len(terms) > SHOWN_TERMS else ''
+        return f'{self.labels[base.base[k]][0]} {text}{more}'.strip()
+
+
+class _Run:
+    """One run on its grid: base regressor and efforts, smoothed alike, split fit / test."""
+
+    def __init__(self, run, arm, base, friction, window):
+        g = grid(run, window)
+        self.grid = g
+        rows = np.array([arm.regressor(*x)[:, base.base] for x in zip(*g.state)])
+        if friction:
+            rows = np.concatenate((rows, np.array([np.diag(qd) for qd in g.state[1]])), axis=2)
+        count, n, width = rows.shape
+        self.Y = g.smooth(rows.reshape(count, n * width)).reshape(count, n, width)
+        tau, defined = applied_mean(run.command_t, run.command, g.t)
+        self.tau = g.smooth(tau)
+        defined = np.convolve(~defined, np.ones(g.window), 'same') == 0
+        edge, split = g.window // 2, int(round((1.0 - HELD_OUT) * count))
+        self.train = np.zeros(count, dtype=bool)
+        self.test = np.zeros(count, dtype=bool)
+        self.train[edge:split - edge] = True
+        self.test[split + edge:count - edge] = True
+        self.train &= defined
+        self.test &= defined
+
+
+def identify_rigid(runs, setup, fit=DEFAULT_FIT, window=None):
+    """Identify the base inertial parameters (and viscous friction) of a rigid arm; a Result."""
+    unknown = set(fit) - set(PARAMETERS)
+    if unknown or 'inertia' not in fit:
+        raise ConfigError('--fit', f'a rigid arm fits {list(PARAMETERS)} (inertia always), got '
+                                   f'{sorted(fit)}')
+    friction = 'friction' in fit
+    arm = RigidArm(setup.model)
+    base = arm.base()
+    prepared = [_Run(run, arm, base, friction, window) for run in runs]
+    n = setup.model.n
+    names = [arm.labels[j] for j in base.base]
+    if friction:
+        names += [(f'{name} viscous friction', 'N m s/rad') for name in setup.model.joint_names]
+    X = np.concatenate([r.Y[r.train].reshape(-1, len(names)) for r in prepared])
+    y = np.concatenate([r.tau[r.train].reshape(-1) for r in prepared])
+    scale = np.sqrt(np.sum(X ** 2, axis=0))
+    if np.any(scale == 0.0):
+        _unexcited(arm, base, int(np.flatnonzero(scale == 0.0)[0]), np.inf, names)
+    scaled = X / scale
+    singular, vectors = np.linalg.svd(scaled, full_matrices=False)[1:]
+    condition = float(singular[0] / max(singular[-1], 1e-300))
+    if condition > COND_LIMIT:
+        _unexcited(arm, base, int(np.argmax(np.abs(vectors[-1]))), condition, names)
+    solution = np.linalg.lstsq(scaled, y, rcond=None)[0]
+    theta = solution / scale
+    residual = y - X @ theta
+    per_run = [(r.tau[r.train] - r.Y[r.train] @ theta).reshape(-1) for r in prepared]
+    inflation = _correlation_time(per_run)
+    sigma2 = float(residual @ residual) / max(residual.size - theta.size, 1) * inflation
+    inverse = np.linalg.inv(scaled.T @ scaled) / np.outer(scale, scale)
+    se = np.sqrt(np.maximum(np.diag(sigma2 * inverse), 0.0))
+    nominal = np.concatenate((base.of(arm.theta), np.zeros(n if friction else 0)))
+    estimates = [Estimate('', k, label, float(v), float(e), float(nom), unit)
+                 for k, ((label, unit), v, e, nom) in enumerate(zip(names, theta, se, nominal))]
+    result = _judge(prepared, theta, estimates, condition, residual, n)
+    result.details = ['base parameters (each its column plus what the data cannot tell apart '
+                      'from it):'] + [f'  {arm.combination(base, k)}'
+                                      for k in range(len(base.base))]
+    result.details.append(RIGID_NOTE)
+    return result
+
+
+#: what the user does with the numbers (no parameter-file key holds inertial parameters)
+RIGID_NOTE = ("note: a URDF arm's inertial parameters live in its URDF, not in parameter-file "
+              "keys, so no fitted file is written: compare the estimates with the nominal "
+              "values and correct the URDF's <inertial> elements where they differ by more than "
+              "a few standard errors (a base parameter fixes only its combination)")
+
+
+def _unexcited(arm, base, k, condition, names):
+    label = names[k][0]
+    if k < len(base.base):
+        label = f'base parameter {arm.combination(base, k)}'
+    raise ConfigError('', f'the data do not excite {label} (condition number '
+                          f'{condition:.3g}): run an excitation reference (reference.type: '
+                          f'multisine)')
+
+
+def _judge(prepared, theta, estimates, condition, residual, n):
+    """Return the Result with held-out R^2 per joint and the data of the held-out plot."""
+    held_out, measured, predicted = [], [], []
+    for r in prepared:
+        tau, model = r.tau[r.test], r.Y[r.test] @ theta
+        held_out.append((r.grid.t[r.test] - r.grid.t[0], tau, model))
+        measured.append(tau)
+        predicted.append(model)
+    measured, predicted = np.concatenate(measured), np.concatenate(predicted)
+    error = measured - predicted
+    spread = np.sum((measured - measured.mean(axis=0)) ** 2, axis=0)
+    r2 = 1.0 - np.sum(error ** 2, axis=0) / np.where(spread > 0.0, spread, np.nan)
+    total = 1.0 - float(np.sum(error ** 2)) / float(np.sum((measured - measured.mean()) ** 2))
+    return Result(estimates, condition, float(np.sqrt(np.mean(residual ** 2))),
+                  float(np.sqrt(np.mean(error ** 2))), r2, total, residual.size // n, held_out,
+                  unit='N m', per='joint',
+                  plot_labels=('measured effort (commands)', 'predicted Y(q, qd, qdd) beta'))
