@@ -9,7 +9,9 @@ the mismatched plant behind valves with a 30 ms lag and a 5 ms dead time (1 ms p
 the lag search. Timed: `identify` from the recorded arrays (grid, differentiation, one compiled
 inverse dynamics per sample, the fit with its dead-zone refits, the held-out judgement), and
 the same with the actuator lag and delay searched. Baseline in the same run: the bare
-per-sample inverse-dynamics calls alone. Target: under 15 s.
+per-sample inverse-dynamics calls alone. Target: under 15 s. Also timed: a rigid arm, 60 s of
+the Panda's exact efforts at 500 Hz (base inertial parameters and friction), against its
+per-sample regressor calls.
 """
 
 import sys
@@ -21,9 +23,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'test'))
 
-from identify_plant import closed_loop, MISMATCH, NOISE, PARAMS, synthetic_run  # noqa: E402
+from identify_plant import (closed_loop, MISMATCH, NOISE, PARAMS, RIGID_PARAMS,  # noqa: E402
+                            synthetic_rigid_run, synthetic_run)
 
 from continuum_ctrl.identify.fit import DEFAULT_FIT, identify, Options  # noqa: E402
+from continuum_ctrl.identify.rigid import identify_rigid, RigidArm  # noqa: E402
 from continuum_ctrl.identify.setup import read_setup  # noqa: E402
 
 REPEATS = 3
@@ -59,6 +63,13 @@ def main():
           f'target < 15 s)')
     print(f'  valves 30 ms lag, 5 ms delay: found {found["output.time_constant"].value * 1e3:.2f}'
           f' ms, {found["output.delay"].value * 1e3:.2f} ms')
+    rigid = read_setup(ROOT / RIGID_PARAMS)
+    arm = RigidArm(rigid.model)
+    panda = synthetic_rigid_run(arm, arm.theta, duration=60.0, friction=np.full(7, 0.5))
+    regressor = seconds(lambda: [arm.regressor(q, q, q) for q in panda.q])
+    fitted = seconds(lambda: identify_rigid([panda], rigid, ('inertia', 'friction')))
+    print(f'Panda, 60 s at 500 Hz, base inertial parameters and friction: {fitted:.2f} s '
+          f'({fitted / regressor:.1f} x its regressor calls, {regressor:.2f} s)')
 
 
 if __name__ == '__main__':

@@ -45,6 +45,7 @@ ENTRY_POINTS = {
     'derive': (lambda arg, out: ['derive', str(arg)], ('any', 'symbolic'), []),
     'fit-betas': (lambda arg, out: ['fit-betas', str(arg), '--samples', '50', '--held-out',
                                     '20'], ('any', 'continuum'), []),
+    'identify': (lambda arg, out: ['identify', str(arg), str(out / 'run.csv')], ALL, []),
 }
 CASES = [pytest.param(entry, name, id=f'{entry}-{name}', marks=marks)
          for entry, (_, kinds, marks) in ENTRY_POINTS.items()

@@ -140,21 +140,21 @@ def identify_rigid(runs, setup, fit=DEFAULT_FIT, window=None):
         names += [(f'{name} viscous friction', 'N m s/rad') for name in setup.model.joint_names]
     X = np.concatenate([r.Y[r.train].reshape(-1, len(names)) for r in prepared])
     y = np.concatenate([r.tau[r.train].reshape(-1) for r in prepared])
-    scale = np.sqrt(np.sum(X ** 2, axis=0))
+    A = X.T @ X
+    scale = np.sqrt(np.diag(A))
     if np.any(scale == 0.0):
         _unexcited(arm, base, int(np.flatnonzero(scale == 0.0)[0]), np.inf, names)
-    scaled = X / scale
-    singular, vectors = np.linalg.svd(scaled, full_matrices=False)[1:]
-    condition = float(singular[0] / max(singular[-1], 1e-300))
+    scaled = A / np.outer(scale, scale)
+    eig, vectors = np.linalg.eigh(scaled)
+    condition = float(np.sqrt(eig[-1] / max(eig[0], 1e-300)))
     if condition > COND_LIMIT:
-        _unexcited(arm, base, int(np.argmax(np.abs(vectors[-1]))), condition, names)
-    solution = np.linalg.lstsq(scaled, y, rcond=None)[0]
-    theta = solution / scale
+        _unexcited(arm, base, int(np.argmax(np.abs(vectors[:, 0]))), condition, names)
+    inverse = np.linalg.inv(scaled) / np.outer(scale, scale)
+    theta = inverse @ (X.T @ y)
     residual = y - X @ theta
     per_run = [(r.tau[r.train] - r.Y[r.train] @ theta).reshape(-1) for r in prepared]
     inflation = _correlation_time(per_run)
     sigma2 = float(residual @ residual) / max(residual.size - theta.size, 1) * inflation
-    inverse = np.linalg.inv(scaled.T @ scaled) / np.outer(scale, scale)
     se = np.sqrt(np.maximum(np.diag(sigma2 * inverse), 0.0))
     nominal = np.concatenate((base.of(arm.theta), np.zeros(n if friction else 0)))
     estimates = [Estimate('', k, label, float(v), float(e), float(nom), unit)
