@@ -6,7 +6,7 @@
     continuum-ctrl derive      print/export C(q, qd) and g(q) of a symbolic model
     continuum-ctrl fit-betas   fit the CoG model's energy-shaping coefficients
     continuum-ctrl launch      run a launch description's nodes without `ros2 launch`
-    continuum-ctrl identify    fit PMA stiffness, damping, area and dead zone to recorded runs
+    continuum-ctrl identify    fit PMA parameters or a URDF arm's inertia to recorded runs
     continuum-ctrl record      record topics into a rosbag2 MCAP file without ros2cli
     continuum-ctrl warm        compile the continuum kernels once, after installing
     continuum-ctrl echo        print the messages of a topic (no ros2cli needed)
@@ -29,7 +29,7 @@ COMMANDS = {
     'launch': ('continuum_ctrl.launch_runner',
                "run a launch description's nodes as processes, without ros2 launch"),
     'identify': ('continuum_ctrl.identify.command',
-                 'fit PMA stiffness, damping, area and dead zone to recorded runs'),
+                 "fit PMA parameters or a URDF arm's inertial parameters to recorded runs"),
     'record': ('continuum_ctrl.ros.record', 'record topics into a rosbag2 MCAP file'),
     'warm': ('continuum_ctrl.models.continuum.warm',
              'compile the continuum Numba kernels into their cache (after installing)'),
