@@ -77,6 +77,19 @@ def test_mismatch_scales_the_model(arm):
     assert np.allclose(stiff.passive_forces(q, zero), 1.5 * arm.model.passive_forces(q, zero))
 
 
+def test_mass_scale_scales_every_link_of_a_urdf_plant():
+    """A URDF plant's links all heavier: M(q) and g(q) scale, the nominal model is untouched."""
+    tree, model = file_parameters(config_path('panda.yaml'), 'continuum_simulator')
+    _, tree = SimulatorNodeSettings.split(tree)
+    nominal = PlantSettings.parse(tree, model).model
+    heavy = PlantSettings.parse(dict(tree, mismatch={'mass_scale': 1.3}), model).model
+    q = np.array([0.1, -0.5, 0.2, -2.0, 0.3, 1.5, 0.8])
+    assert np.allclose(heavy.mass_matrix(q), 1.3 * nominal.mass_matrix(q))
+    assert np.allclose(heavy.gravity_vector(q), 1.3 * nominal.gravity_vector(q))
+    again = PlantSettings.parse(tree, model).model
+    assert np.allclose(again.gravity_vector(q), nominal.gravity_vector(q))
+
+
 @pytest.mark.parametrize('wait', [True, False])
 def test_plant_rests_until_the_first_command_when_asked(arm, wait):
     tree, model = file_parameters(config_path('continuum_3section.yaml'),
