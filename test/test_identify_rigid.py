@@ -126,6 +126,7 @@ BAD_INPUTS = [
     ('unexcited', _still, [], 'run an excitation reference'),
     ('--out for a URDF arm', _good, ['--out', 'fitted.yaml'], 'live in the URDF'),
     ('continuum parameters', _good, ['--fit', 'stiffness'], "a rigid arm fits ['inertia'"),
+    ('--per-pma for a URDF arm', _good, ['--per-pma'], 'is for continuum arms'),
 ]
 
 

@@ -67,6 +67,8 @@ def main(argv=None):
         raise ConfigError('--out', "a URDF arm's inertial parameters have no parameter-file "
                                    'keys (they live in the URDF): use --report and correct '
                                    "the URDF's <inertial> elements (README)")
+    if rigid and args.per_pma:
+        raise ConfigError('--per-pma', 'is for continuum arms (PMA area and dead zone)')
     if args.fit is None:
         fit = RIGID_FIT if rigid else DEFAULT_FIT
     else:
