@@ -15,8 +15,9 @@ the command after `delay` through a first-order lag of `time_constant` (s).
   predicted for then: the model's forward dynamics from the measured state, driven by the
   applied pressures that the commands already sent will make meanwhile (the valve model fed
   with every command sent; where measured pressures arrive they replace its estimate). The
-  prediction starts at the time the state was received, so its age is predicted over too, and
-  runs on past ``t + delay`` by one control period (the command is held that long) and by
+  prediction starts at the time the state was measured (its header stamp), so its age in
+  transport and in the node's queue is predicted over too (at most MAX_AGE), and runs on past
+  ``t + delay`` by one control period (the command is held that long) and by
   LEAD_FRACTION of the lag. The reference is taken at ``t + delay``.
 - **Lag.** ``p_cmd = p_des + T dp_des/dt``, in forces (the same above the dead zone, where
   the map is affine). ``dp_des/dt`` is the time derivative of the law under perfect tracking:
@@ -43,6 +44,9 @@ from continuum_ctrl.sim.integrators import implicit_damping_euler_step
 
 #: the prediction runs this fraction of the valves' time constant past the dead time
 LEAD_FRACTION = 0.1
+#: s; a state older than this is predicted from this long ago (bounds the tick's work: about
+#: 50 forward steps at 500 Hz; the loop's `state_timeout` is 0.1 s by default)
+MAX_AGE = 0.1
 
 
 class Compensation:
@@ -76,12 +80,12 @@ class Compensation:
         """
         Return ``(q, qd)`` measured at `measured_at` predicted to ``t + horizon`` (s).
 
-        The applied pressures before `t` are taken as the estimate at `t` (the state is at
-        most a control period or two old, the valves' lag is longer).
+        The applied pressures before `t` are taken as the estimate at `t` (the state is
+        usually a few ms old, the valves' lag is longer).
         """
         self.valves.advance(t)
         valves = self.valves.copy()
-        start = min(measured_at, t)
+        start = min(max(measured_at, t - MAX_AGE), t)
         steps = max(math.ceil((t + self.horizon - start) / self.period - 1e-9), 1)
         h = (t + self.horizon - start) / steps
         for k in range(steps):
