@@ -22,7 +22,11 @@ the command after `delay` through a first-order lag of `time_constant` (s).
 - **Lag.** ``p_cmd = p_des + T dp_des/dt``, in forces (the same above the dead zone, where
   the map is affine). ``dp_des/dt`` is the time derivative of the law under perfect tracking:
   the model's inverse dynamics along the (smooth) reference, a central difference over one
-  control period. It holds no measurement, so sensor noise cannot turn into chatter.
+  control period. It holds no measurement, so sensor noise cannot turn into chatter. That
+  force is clamped to what the PMAs can push, and where it leaves a bound (a PMA's force
+  rising from zero, as in section 1 during the blend at activation) its derivative steps
+  from 0 to the full slope; so the lead is limited to the clamped force's distance from the
+  bound it leaves: it ramps in as the force moves away, and the command has no step.
 
 The feedback part of the law, above all its cancellation of the PMAs' stiffness and damping
 by the measured state, closes a fast loop of gain about one through the valves (the arm's
@@ -115,7 +119,10 @@ class Compensation:
         h = self.period
         early = self._feedforward(reference, t_act - 0.5 * h, bounds)
         late = self._feedforward(reference, t_act + 0.5 * h, bounds)
-        return tau + (self.time_constant / h) * (late - early)
+        middle = 0.5 * (early + late)
+        low, high = bounds
+        lead = np.clip((self.time_constant / h) * (late - early), middle - high, middle - low)
+        return tau + lead
 
     def _feedforward(self, reference, t, bounds):
         """Return the clamped force of perfect tracking at `t`: inverse dynamics of the ref."""
