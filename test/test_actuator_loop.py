@@ -55,13 +55,11 @@ def test_compensation_wins_back_the_tracking_lost_to_the_valves(figures):
     # the control case: the uncompensated valves cost millimetres (issue 14: 5.3 mm RMS at
     # 30 ms without a delay), several times the arm's error without valves
     assert figures['uncompensated'][0] > max(2.5e-3, 4.0 * baseline)
-    # compensated, a tenth of the uncompensated error or less; issue 14 asks for at most twice
-    # the error without valves: met in the one-process loop (test_compensation.py); through
-    # the nodes 0.53-0.69 mm against 0.14-0.37 mm without valves (1.7x to 3.8x) on a loaded
-    # 2-core machine, where the figure without valves varies most
-    assert compensated < min(0.2 * figures['uncompensated'][0], 1.5e-3)
-    # a 20 % short time constant tracks about as well (0.57-0.62 mm RMS measured)
-    assert figures['time constant 20 % short'][0] < 0.2 * figures['uncompensated'][0]
+    # issue 14's target: compensated, at most twice the error without valves (measured:
+    # 0.11-0.27 mm against 0.14-0.41 mm without valves, also with two bursty SCHED_FIFO loads)
+    assert compensated <= 2.0 * baseline
+    # a 20 % short time constant stays bounded: 0.17-0.37 mm measured
+    assert figures['time constant 20 % short'][0] <= 3.0 * baseline
 
 
 def test_compensation_adds_no_chatter(figures):
