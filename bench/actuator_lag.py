@@ -1,7 +1,7 @@
 """
 Tracking of the continuum demo behind lagging PMA valves, compensated or not (issue 14's table).
 
-    ./run bench bench/actuator_lag.py [--nodes] [--free] [--rows LAG,DELAY,T,D ...]
+    ./run shell python bench/actuator_lag.py [--nodes] [--free] [--rows LAG,DELAY,T,D ...]
 
 Each row runs config/continuum_3section.yaml with the simulator's valves at `actuator.
 time_constant` LAG and `actuator.delay` DELAY (s), and the controller's `output.

@@ -7,11 +7,13 @@ simulator's plant rests until the first command, the controller sends its safe c
 and blends into it over `reference.blend_time`.
 
 The continuum arm runs without its valves (simulator `actuator.*` and controller
-`output.time_constant`/`output.delay` at 0): the compensation's lead differentiates the
-feedforward force after the PMAs' push-only clamp, so a PMA whose force leaves that clamp
-during the blend (section 1 near zero length) steps the command by the lead's share, a jump of
-the actuator, not of the blend.
+`output.time_constant`/`output.delay` at 0) and, separately, behind 30 ms valves with a 5 ms
+dead time that the controller compensates: there a PMA's force leaves the push-only clamp
+during the blend (section 1 near zero length), where the compensation's lead must ramp in,
+not step (control/compensation.py).
 """
+
+import functools
 
 import numpy as np
 import pytest
@@ -22,21 +24,30 @@ from node_pair import node_pair
 #: (parameter file, controller overrides, simulator overrides)
 NO_VALVES = ({'output.time_constant': 0.0, 'output.delay': 0.0},
              {'actuator.time_constant': 0.0, 'actuator.delay': 0.0})
+VALVES = ({'output.time_constant': 0.03, 'output.delay': 0.005},
+          {'actuator.time_constant': 0.03, 'actuator.delay': 0.005})
 ARMS = {'planar_2r': ('planar_2r.yaml', None, None), 'panda': ('panda.yaml', None, None),
-        'continuum': ('continuum_3section.yaml', *NO_VALVES)}
+        'continuum': ('continuum_3section.yaml', *NO_VALVES),
+        'continuum_valves': ('continuum_3section.yaml', *VALVES)}
 #: run length after activation, s: the blend, then at least two seconds of steady tracking
 DURATION = 4.0
 #: steady tracking: from this long after the blend on, s
 SETTLE = 0.5
 
 
-@pytest.fixture(scope='module', params=sorted(ARMS))
-def run(request):
+@functools.lru_cache(maxsize=None)
+def activation(arm):
     """Return ``(loop, log, first)``: the loop, its log and the index of the first active tick."""
-    loop, plant = node_pair(*ARMS[request.param])
+    loop, plant = node_pair(*ARMS[arm])
     log = simulate_nodes(loop, plant, DURATION)
     assert log.active.any() and log.active[np.argmax(log.active):].all()
     return loop, log, int(np.argmax(log.active))
+
+
+@pytest.fixture(scope='module', params=sorted(ARMS))
+def run(request):
+    """Return `activation` of each arm."""
+    return activation(request.param)
 
 
 def test_the_first_command_after_activation_holds_the_measured_pose(run):
@@ -60,12 +71,35 @@ def test_the_first_command_after_activation_holds_the_measured_pose(run):
 def test_the_command_changes_during_the_blend_no_faster_than_in_steady_tracking(run):
     """Largest change per tick during the blend <= 4 x the largest in steady tracking."""
     loop, log, k = run
+    if loop.compensation is not None:
+        pytest.skip('behind compensated valves steady tracking changes the command less (0.056 '
+                    'against 0.083 N per tick): the blend is compared with the arm without '
+                    'valves instead (test_the_valve_compensation_adds_no_step_to_the_blend)')
     blend = loop.settings.reference.blend_time
     change = np.max(np.abs(np.diff(log.effort, axis=0)), axis=1)    # change into tick i + 1
     t = log.t[1:] - log.t[k]
     during = change[(t > 0.0) & (t <= blend)]
     steady = change[t > blend + SETTLE]
     assert during.max() <= 4.0 * steady.max()
+
+
+def largest_change_in_blend(arm):
+    """Return the largest change of the effort in one tick during the blend, N."""
+    loop, log, k = activation(arm)
+    change = np.max(np.abs(np.diff(log.effort, axis=0)), axis=1)    # change into tick i + 1
+    t = log.t[1:] - log.t[k]
+    return change[(t > 0.0) & (t <= loop.settings.reference.blend_time)].max()
+
+
+def test_the_valve_compensation_adds_no_step_to_the_blend():
+    """
+    Behind compensated valves the command changes during the blend as it does without them.
+
+    Before the lead ramped in at the clamp, section 1's command stepped by 0.77 N when its
+    force left zero, 3.2 times the largest change per tick of the blend without valves.
+    """
+    assert largest_change_in_blend('continuum_valves') <= 1.25 * largest_change_in_blend(
+        'continuum')
 
 
 def test_the_largest_error_is_at_most_twice_the_largest_after_the_blend(run):

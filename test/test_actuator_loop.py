@@ -37,11 +37,6 @@ def closed_loop(tmp_path, lag, delay, time_constant, predicted):
 
 @pytest.fixture(scope='module')
 def figures(tmp_path_factory):
-    """Run the four closed loops once: no lag, compensated, 20 % wrong, uncompensated."""
-    return figures_of(tmp_path_factory)
-
-
-def figures_of(tmp_path_factory):
     """Return ``{case: (rms error, m; command variation, Pa/s)}`` of the four closed loops."""
     tmp = tmp_path_factory.mktemp('valves')
     return {
@@ -52,35 +47,19 @@ def figures_of(tmp_path_factory):
     }
 
 
-def check_tracking(figures):
-    """Assert issue 14's tracking figures through the nodes (see the comments)."""
+def test_compensation_wins_back_the_tracking_lost_to_the_valves(figures):
+    """Issue 14's tracking figures through the nodes (see the comments)."""
     print({case: f'RMS {rms * 1e3:.2f} mm, TV {tv:.3g} Pa/s'
            for case, (rms, tv) in figures.items()})
     baseline, compensated = figures['no lag'][0], figures['compensated'][0]
     # the control case: the uncompensated valves cost millimetres (issue 14: 5.3 mm RMS at
     # 30 ms without a delay), several times the arm's error without valves
     assert figures['uncompensated'][0] > max(2.5e-3, 4.0 * baseline)
-    # compensated, a tenth of the uncompensated error or less; issue 14 asks for at most twice
-    # the error without valves: met in the one-process loop (test_compensation.py); through
-    # the nodes 0.53-0.69 mm against 0.14-0.37 mm without valves (1.7x to 3.8x) on a loaded
-    # 2-core machine, where the figure without valves varies most
-    assert compensated < min(0.2 * figures['uncompensated'][0], 1.5e-3)
-    # a 20 % short time constant tracks about as well (0.57-0.62 mm RMS measured)
-    assert figures['time constant 20 % short'][0] < 0.2 * figures['uncompensated'][0]
-
-
-def test_compensation_wins_back_the_tracking_lost_to_the_valves(figures, tmp_path_factory):
-    """
-    The figures of one run, or else of a second run with the same bounds.
-
-    One loaded run in about five lost the arm in one case (11.6 mm RMS with the time constant
-    20 % short, once): an open instability of the compensation through the nodes, recorded
-    in the closing note of issue 14, not a tolerance of this test.
-    """
-    try:
-        check_tracking(figures)
-    except AssertionError:
-        check_tracking(figures_of(tmp_path_factory))
+    # issue 14's target: compensated, at most twice the error without valves (measured:
+    # 0.11-0.27 mm against 0.14-0.41 mm without valves, also with two bursty SCHED_FIFO loads)
+    assert compensated <= 2.0 * baseline
+    # a 20 % short time constant stays bounded: 0.17-0.37 mm measured
+    assert figures['time constant 20 % short'][0] <= 3.0 * baseline
 
 
 def test_compensation_adds_no_chatter(figures):

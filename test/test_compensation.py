@@ -17,10 +17,11 @@ def controller(time_constant, delay, config=CONFIG):
                                     'output.delay': delay})
 
 
-def closed_loop(lag, delay, time_constant, predicted):
+def closed_loop(lag, delay, time_constant, predicted, delay_ticks=0, stamped=True):
     """Return (RMS error m, command total variation per second Pa/s) after SETTLE."""
     plant = plant_of(CONFIG, {'actuator.time_constant': lag, 'actuator.delay': delay})
-    log = simulate_nodes(controller(time_constant, predicted), plant, SETTLE + DURATION)
+    log = simulate_nodes(controller(time_constant, predicted), plant, SETTLE + DURATION,
+                         delay_ticks, stamped)
     late = log.t >= SETTLE
     rms = np.sqrt(np.mean((log.q - log.q_des)[late] ** 2))
     return rms, np.sum(np.abs(np.diff(log.command[late], axis=0))) / DURATION
@@ -39,7 +40,7 @@ def test_compensation_tracks_within_twice_the_error_without_valves(figures):
     rms = {case: value[0] for case, value in figures.items()}
     assert rms['uncompensated'] > 3e-3 and rms['uncompensated'] > 8.0 * rms['no valves']
     assert rms['compensated'] <= 2.0 * rms['no valves']
-    assert rms['time constant 20 % short'] <= 2.5 * rms['no valves']
+    assert rms['time constant 20 % short'] <= 2.0 * rms['no valves']
 
 
 def test_compensation_adds_no_chatter(figures):
@@ -48,6 +49,23 @@ def test_compensation_adds_no_chatter(figures):
     # stricter: no more than the arm without valves either (the uncompensated loop chatters)
     assert variation['compensated'] <= 1.5 * variation['no valves']
     assert variation['uncompensated'] > 5.0 * variation['no valves']
+
+
+def test_the_prediction_covers_the_time_a_state_waited_before_the_loop_read_it(figures):
+    """
+    States that reach the loop 10 ms after they were measured (the p99 of joint_states
+    latency measured in the controller node under CPU load) track nearly as fresh ones do, as
+    the loop predicts from the time they were measured (the header stamp). The control
+    case: predicted from the time they arrived, the prediction falls 10 ms short, and the
+    cancellation of the PMAs' stiffness and damping through the valves chatters (the node
+    pair's "lost arm" under load; here 5 mm RMS and 30 times the command variation).
+    """
+    rms, variation = figures['compensated']
+    stamped = closed_loop(0.03, 0.005, 0.03, 0.005, delay_ticks=5)
+    # 0.24 -> 0.32 mm measured: a longer prediction on the controller's CoG model
+    assert stamped[0] <= 1.5 * rms and stamped[1] <= 1.2 * variation
+    received = closed_loop(0.03, 0.005, 0.03, 0.005, delay_ticks=5, stamped=False)
+    assert received[0] > 3.0 * rms and received[1] > 10.0 * variation
 
 
 def test_effort_output_refuses_the_compensation_keys():

@@ -15,13 +15,18 @@ the command after `delay` through a first-order lag of `time_constant` (s).
   predicted for then: the model's forward dynamics from the measured state, driven by the
   applied pressures that the commands already sent will make meanwhile (the valve model fed
   with every command sent; where measured pressures arrive they replace its estimate). The
-  prediction starts at the time the state was received, so its age is predicted over too, and
-  runs on past ``t + delay`` by one control period (the command is held that long) and by
-  LEAD_FRACTION of the lag. The reference is taken at ``t + delay``.
+  prediction starts at the time the state was measured (its header stamp), so its age in
+  transport and in the node's queue is predicted over too (at most MAX_AGE), and runs on past
+  ``t + delay`` by one control period, to the end of the period over which the command, held
+  until the next one, acts. The reference is taken at ``t + delay``.
 - **Lag.** ``p_cmd = p_des + T dp_des/dt``, in forces (the same above the dead zone, where
   the map is affine). ``dp_des/dt`` is the time derivative of the law under perfect tracking:
   the model's inverse dynamics along the (smooth) reference, a central difference over one
-  control period. It holds no measurement, so sensor noise cannot turn into chatter.
+  control period. It holds no measurement, so sensor noise cannot turn into chatter. That
+  force is clamped to what the PMAs can push, and where it leaves a bound (a PMA's force
+  rising from zero, as in section 1 during the blend at activation) its derivative steps
+  from 0 to the full slope; so the lead is limited to the clamped force's distance from the
+  bound it leaves: it ramps in as the force moves away, and the command has no step.
 
 The feedback part of the law, above all its cancellation of the PMAs' stiffness and damping
 by the measured state, closes a fast loop of gain about one through the valves (the arm's
@@ -29,9 +34,14 @@ by the measured state, closes a fast loop of gain about one through the valves (
 prediction is what keeps it quiet. Leading the feedback part as well (the law differentiated
 along its commanded acceleration, the stiffness term along the measured velocity, or a
 filtered difference of the feedback) chattered or, with a 20 % wrong time constant, lost
-the arm, in the one-process loop at 30 ms lag and 5 ms delay. Predicting over the bare dead
-time left 1.6 mm RMS once 3 ms of unmodelled latency were added; the extra control period and
-a tenth of the lag brought it to 0.65 mm without chatter (0.36 mm without valves).
+the arm, in the one-process loop at 30 ms lag and 5 ms delay. The horizon is a trade: each
+ms it runs past the middle of the held command costs about 0.1 mm RMS there (to the middle:
+0.14 mm; to the end: 0.25 mm; a tenth of the lag further: 0.74 mm, against 0.42 mm without
+valves), and latency it does not know of brings the loop closer to chatter (states predicted
+from their arrival, not their stamp, lost the arm under load). Through the nodes, the end of
+the period kept the loop quiet with a loaded simulator that delayed commands by several ms;
+the middle did not. So `delay` must hold every latency between the command and the valves
+(driver, bus), rounded up.
 """
 
 import math
@@ -41,8 +51,11 @@ import numpy as np
 from continuum_ctrl.sim.actuator import Actuator
 from continuum_ctrl.sim.integrators import implicit_damping_euler_step
 
-#: the prediction runs this fraction of the valves' time constant past the dead time
-LEAD_FRACTION = 0.1
+#: the prediction runs this many control periods past the dead time (see the module doc)
+HORIZON_PERIODS = 1.0
+#: s; a state older than this is predicted from this long ago (bounds the tick's work: about
+#: 50 forward steps at 500 Hz; the loop's `state_timeout` is 0.1 s by default)
+MAX_AGE = 0.1
 
 
 class Compensation:
@@ -60,7 +73,7 @@ class Compensation:
         self.time_constant = time_constant
         self.delay = delay
         self.period = period
-        self.horizon = delay + period + LEAD_FRACTION * time_constant
+        self.horizon = delay + HORIZON_PERIODS * period
         self.valves = Actuator(time_constant, delay, 0.0, actuation.p_min)
 
     def sent(self, pressures, t):
@@ -76,12 +89,12 @@ class Compensation:
         """
         Return ``(q, qd)`` measured at `measured_at` predicted to ``t + horizon`` (s).
 
-        The applied pressures before `t` are taken as the estimate at `t` (the state is at
-        most a control period or two old, the valves' lag is longer).
+        The applied pressures before `t` are taken as the estimate at `t` (the state is
+        usually a few ms old, the valves' lag is longer).
         """
         self.valves.advance(t)
         valves = self.valves.copy()
-        start = min(measured_at, t)
+        start = min(max(measured_at, t - MAX_AGE), t)
         steps = max(math.ceil((t + self.horizon - start) / self.period - 1e-9), 1)
         h = (t + self.horizon - start) / steps
         for k in range(steps):
@@ -106,7 +119,10 @@ class Compensation:
         h = self.period
         early = self._feedforward(reference, t_act - 0.5 * h, bounds)
         late = self._feedforward(reference, t_act + 0.5 * h, bounds)
-        return tau + (self.time_constant / h) * (late - early)
+        middle = 0.5 * (early + late)
+        low, high = bounds
+        lead = np.clip((self.time_constant / h) * (late - early), middle - high, middle - low)
+        return tau + lead
 
     def _feedforward(self, reference, t, bounds):
         """Return the clamped force of perfect tracking at `t`: inverse dynamics of the ref."""

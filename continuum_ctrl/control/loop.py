@@ -2,7 +2,8 @@
 The controller's cycle without ROS: watchdog, reference, computed torque, limits, command.
 
     loop = ControlLoop(model, settings, period)    # period: the tick period, s
-    loop.set_state(q, qd, t)     # a validated measurement (model order), t: receive time, s
+    loop.set_state(q, qd, t, measured_at)   # a validated measurement (model order), t:
+                                 # receive time, measured_at: when it was measured (s)
     command = loop.tick(t)       # in `settings.joints` order: N, N m or Pa
     loop.cycle                   # what the tick produced (CycleView), for publishing
     loop.stop(t)                 # the safe command, once; ticks stay safe until `start`
@@ -164,6 +165,7 @@ class ControlLoop:
         self.status = WAITING
         self.reference: Optional[Anchored] = None
         self.last_state_time = -np.inf
+        self.measured_at = -np.inf
         self.valid_streak = 0
         self.nonfinite = 0
         self.events: List[Tuple[str, str]] = []
@@ -287,10 +289,14 @@ class ControlLoop:
             raise TrajectoryRejected('its interpolation is not finite')
         return reference
 
-    def set_state(self, q: np.ndarray, qd: np.ndarray, t: float) -> None:
+    def set_state(self, q: np.ndarray, qd: np.ndarray, t: float,
+                  measured_at: Optional[float] = None) -> None:
         """
         Take a validated measurement at receive time `t` (s); may (re)start control.
 
+        `measured_at` (s, same clock, at most `t`; default `t`): when the state held, for
+        instance its header stamp. The valve compensation predicts from then, so the time
+        the message spent in transport and in the executor's queue is predicted over too.
         With `velocity_filter` > 0 the velocity passes a first-order low-pass while active.
         The streak of valid states needed to resume restarts after a gap longer than
         `state_timeout`: the states must be consecutive and fresh.
@@ -304,6 +310,7 @@ class ControlLoop:
         else:
             self.qd[:] = qd
         self.last_state_time = t
+        self.measured_at = t if measured_at is None else min(measured_at, t)
         self.valid_streak += 1
         if self.status in (WAITING, STALE) and self.valid_streak >= self.settings.resume_count:
             self.events.append(('info', 'valid joint states: control active, reference '
@@ -391,7 +398,7 @@ class ControlLoop:
             if self.compensation is None:
                 tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
             else:
-                tau = self.compensation.effort(self.q, self.qd, self.last_state_time,
+                tau = self.compensation.effort(self.q, self.qd, self.measured_at,
                                                self.reference, t, self._effort_range)
         except Exception as exc:  # noqa: B902 - any failure must end in the safe command
             tau, problem = self._nan, f'{type(exc).__name__}: {exc}'

@@ -415,7 +415,9 @@ class ControllerNode(LifecycleNode):
         sent = stamp_seconds(msg.header.stamp)
         if sent > 0.0:
             self.transport.add(max(time.time() - sent, 0.0) * 1e6)
-        self.handoff.post(q, qd, t)
+        # the stamp says when the state held (checked against `stamp_tolerance`); the valve
+        # compensation predicts from then, over the time the message waited to be read here
+        self.handoff.post(q, qd, t, sent if sent > 0.0 else t)
 
     def _on_trajectory(self, data):
         """Bound and check a serialized JointTrajectory; the next tick installs it."""

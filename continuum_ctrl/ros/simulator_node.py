@@ -10,7 +10,9 @@
   generalized force, behind the valves of `actuator.*` in pressure mode) at
   `publish_rate_hz`, reliable, keep last 10 (as joint_state_broadcaster publishes them:
   default-QoS and best-effort subscribers both match); the plant integrates with the fixed
-  `step` in between, following the wall clock.
+  `step` in between, following the wall clock. The header stamp is the plant's time, the
+  moment the state holds (up to one `step` before publication), as a driver stamps the
+  moment it read the sensors.
 - pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands; the same totals are logged
   once more when the node stops (`run totals: ...`).
 """
@@ -21,6 +23,7 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
+from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -113,7 +116,8 @@ class SimulatorNode(Node):
         self._step_time += time.perf_counter() - start
         q, qd = self.plant.measure()
         msg = self.msg
-        msg.header.stamp = self.get_clock().now().to_msg()
+        held = t if self.plant.t is None else self.plant.t
+        msg.header.stamp = Time(nanoseconds=round(held * 1e9)).to_msg()
         set_doubles(msg.position, q)
         set_doubles(msg.velocity, qd)
         set_doubles(msg.effort, self.plant.effort(t))

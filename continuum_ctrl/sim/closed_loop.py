@@ -128,14 +128,16 @@ class NodeLoopLog:
     active: np.ndarray
 
 
-def simulate_nodes(loop, plant, duration, delay_ticks=0):
+def simulate_nodes(loop, plant, duration, delay_ticks=0, stamped=True):
     """
     Run a control loop against the simulator's plant tick by tick, as the two nodes do.
 
     `loop`: a control.loop.ControlLoop; `plant`: a sim.plant.Plant (it rests until the first
     command, then integrates in fixed steps). At each tick ``t_k = k * period`` the loop gets
-    the plant's state measured `delay_ticks` ticks earlier, and its command drives the plant
-    until the next tick. Returns a NodeLoopLog of `duration` seconds.
+    the plant's state measured `delay_ticks` ticks earlier, with the time it was measured (as
+    the controller node passes the header stamp; `stamped` False: only the receive time
+    ``t_k``), and its command drives the plant until the next tick. Returns a NodeLoopLog of
+    `duration` seconds.
     """
     period = loop.period
     ticks = int(round(duration / period))
@@ -146,9 +148,9 @@ def simulate_nodes(loop, plant, duration, delay_ticks=0):
     plant.advance(0.0)
     for k, t in enumerate(log.t):
         q, qd = plant.measure()
-        measured.append((q.copy(), qd.copy()))
-        q, qd = measured[max(len(measured) - 1 - delay_ticks, 0)]
-        loop.set_state(q, qd, t)
+        measured.append((q.copy(), qd.copy(), t))
+        q, qd, measured_at = measured[max(len(measured) - 1 - delay_ticks, 0)]
+        loop.set_state(q, qd, t, measured_at if stamped else t)
         log.measured[k] = q
         log.command[k] = loop.tick(t)
         plant.command(log.command[k], t)
