@@ -90,8 +90,8 @@ def test_jacobian_derivative_of_unknown_frames_and_frameless_models_is_one_clear
         load_model(str(CONFIG / 'panda.yaml')).frame_jacobian_derivative(
             np.zeros(7), np.zeros(7), 'nope')
     with pytest.raises(FrameError, match='has no frames'):
-        load_model(str(CONFIG / 'planar_2r.yaml')).frame_jacobian_derivative([0, 0], [0, 0],
-                                                                               'tip')
+        planar = load_model(str(CONFIG / 'planar_2r.yaml'))
+        planar.frame_jacobian_derivative([0, 0], [0, 0], 'tip')
 
 
 @pytest.mark.parametrize('weight', [0.0, 0.05])

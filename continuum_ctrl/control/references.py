@@ -247,7 +247,7 @@ class Waypoints(Reference):
 
     def pieces(self):
         """
-        Return ``(knots, coefficients)``: the interpolant's polynomial pieces (m > 1 points).
+        Return the polynomial pieces ``(knots, coefficients)`` of the interpolant (m > 1 points).
 
         Piece i holds from ``knots[i]`` to ``knots[i + 1]``; its ascending coefficients (k, n)
         are those of ``t - knots[i]`` [model units / s^j].

@@ -1,10 +1,13 @@
 """
-Compiled per-tick work on a section's tip frame: its Jacobian rate and one damped IK step.
+Compiled per-tick work on a section's tip frame: its Jacobian's rate, IK, task-space samples.
 
-`tip_frame_rate` is ``Jdot qd`` of `kinematics.tip_frame`'s Jacobian (the point's classical
-acceleration at ``qdd = 0``), exact, from the chain's derivative terms. `ik_step` is one step
-of `continuum_ctrl.control.ik` (damped least squares with active-set joint limits and a
-null-space pull) after `kinematics.tip_frame`, the same arithmetic in one compiled call.
+`tip_frame_derivative` is the exact time derivative ``Jdot`` of `kinematics.tip_frame`'s
+Jacobian, from the chain's q-derivatives. `ik_step` is one step of `continuum_ctrl.control.ik`
+(damped least squares with active-set joint limits and a null-space pull) after
+`kinematics.tip_frame`, the same arithmetic in one compiled call. `task_step` is one sample of
+`control.task_space.TaskReference` (tip path point, Newton IK from the previous solution,
+``qd_d``, ``qdd_d``) in one call, its path given as a table of polynomial segments
+(`path_segment`, `path_sample`).
 """
 
 import math
