@@ -15,9 +15,10 @@ in-process (no other node, no executor). Then, at 1 kHz with the EventsExecutor,
 threads under SCHED_FIFO (`realtime_priority`), and the same-run baseline: `floor_node.py`, a
 node that only publishes at 1 kHz against the same simulator, with and without SCHED_FIFO
 (what rclpy and this machine allow any Python loop). Run: `./run bench bench/bench_node.py`
-(about 2 min). `--task [ROUNDS]` instead compares the controller in task space (the tip
-circle of continuum_task.yaml) with joint space at 500 Hz, side by side in one run. Prints medians, the ratio EventsExecutor / SingleThreadedExecutor and the ratio
-controller / floor.
+(about 2 min). Prints medians, the ratio EventsExecutor / SingleThreadedExecutor and the ratio
+controller / floor. `--task [ROUNDS]` instead compares the controller in task space (the tip
+circle of continuum_task.yaml) with joint space at 500 Hz, side by side in one run (about 5
+min for two rounds).
 """
 
 import contextlib
