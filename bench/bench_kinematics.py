@@ -6,8 +6,10 @@ Kinematics cost: microseconds per call (median and best of many repeats).
 The tip frame of the three-section reference arm (compiled continuum kernels) and the Panda's
 hand (Pinocchio): pose, Jacobian, both from one evaluation, and FK plus one IK step from the
 previous solution towards a target 1 mm away, the per-tick work of a task-space controller
-(ik.step is compiled for continuum models; ik.numpy_step is the same step in NumPy).
-Target (issue 12): FK + IK step <= 20 us median for the three-section arm.
+(ik.step is compiled for continuum models; ik.numpy_step is the same step in NumPy), and for
+the continuum arm the whole task-space sample of a tick (`TaskReference.sample` on a tip
+circle: path point, FK, Newton IK from the previous solution, qd_d, qdd_d with the exact Jdot,
+one compiled call). Target (issue 12): FK + IK <= 20 us median for the three-section arm.
 """
 
 from pathlib import Path
@@ -17,6 +19,7 @@ import numpy as np
 
 from continuum_ctrl import load_model
 from continuum_ctrl.control.ik import InverseKinematics
+from continuum_ctrl.control.task_space import TaskSettings, TaskSpace
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 
@@ -41,6 +44,16 @@ def bench(title, model, frame, number=2000):
             ('IK step in NumPy (ik.numpy_step)', microseconds(
                 lambda: ik.numpy_step(q, target), number)),
             ('FK + IK step, one tick', microseconds(tick, number))]
+    task = TaskSpace(model, TaskSettings(frame=frame))
+    if task.compiled_step is not None:
+        reference = task.circle(np.clip(q, ik.lower, ik.upper), 0.01, [0.0, 0.0, 1.0], 0.2)
+        clock = [0.0]
+
+        def sample():
+            clock[0] += 0.002
+            reference.sample(clock[0])
+
+        rows.append(('task sample: path + FK + IK + qd, qdd', microseconds(sample, number)))
     print(f'\n{title}, frame {frame}  (us, median and best)')
     for label, (median, best) in rows:
         print(f'  {label:<36} {median:8.2f}   (best {best:8.2f})')

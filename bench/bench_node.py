@@ -16,7 +16,9 @@ threads under SCHED_FIFO (`realtime_priority`), and the same-run baseline: `floo
 node that only publishes at 1 kHz against the same simulator, with and without SCHED_FIFO
 (what rclpy and this machine allow any Python loop). Run: `./run bench bench/bench_node.py`
 (about 2 min). Prints medians, the ratio EventsExecutor / SingleThreadedExecutor and the ratio
-controller / floor.
+controller / floor. `--task [ROUNDS]` instead compares the controller in task space (the tip
+circle of continuum_task.yaml) with joint space at 500 Hz, side by side in one run (about 5
+min for two rounds).
 """
 
 import contextlib
@@ -64,19 +66,25 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
-def params(directory, rate, priority=0):
+def params(directory, rate, priority=0, task=False):
     """
     Write the continuum parameters, controller at `rate` Hz; return the path.
 
     `priority`: the `realtime_priority` of both nodes' loop threads (0: normal scheduling).
+    `task`: the controller in task space, its `task` and `reference` (the tip circle) from
+    continuum_task.yaml, all else (valve compensation included) as in joint space.
     """
     data = read_yaml(config_path('continuum_3section.yaml'))
     data['/**']['ros__parameters']['realtime_priority'] = priority
     section = data['continuum_controller']['ros__parameters']
+    if task:
+        tip = read_yaml(config_path('continuum_task.yaml'))['continuum_controller']
+        section['task'] = tip['ros__parameters']['task']
+        section['reference'] = tip['ros__parameters']['reference']
     section['rate_hz'] = rate
     section['state_timeout'] = 1.0
     section['state_decimation'] = STATE_DECIMATION
-    path = Path(directory) / f'bench_{int(rate)}_{priority}.yaml'
+    path = Path(directory) / f'bench_{int(rate)}_{priority}{"_task" if task else ""}.yaml'
     path.write_text(yaml.safe_dump(data))
     return path
 
@@ -220,14 +228,59 @@ def tick_cost(path, ticks=5000):
         return np.percentile(times[ticks // 10:], (50.0, 99.0))
 
 
+def task_against_joint(rounds=2):
+    """
+    Task space against joint space at 500 Hz, side by side in one run; print both.
+
+    In-process tick cost of each, then for `realtime_priority` 50 and 0 `rounds` interleaved
+    runs of each against the simulator (EventsExecutor), medians over the rounds.
+    """
+    with tempfile.TemporaryDirectory() as directory:
+        for task in (False, True):
+            p50, p99 = tick_cost(params(directory, 500.0, 0, task))
+            print(f'one tick in-process, {"task" if task else "joint"} space: p50 {p50:.0f} '
+                  f'us, p99 {p99:.0f} us')
+        results = {}
+        for priority in (PRIORITY, 0):
+            for _ in range(rounds):
+                for task in (False, True):
+                    figures = measure(params(directory, 500.0, priority, task), 'events')
+                    results.setdefault((task, priority), []).append(figures)
+                    print(f'measured {"task" if task else "joint"} rt{priority}: '
+                          + ('failed' if figures is None else
+                             f'{figures["on_time"]:.2%} on time, '
+                             f'{figures["rate_hz"]:.1f} Hz'), file=sys.stderr, flush=True)
+    table = {}
+    for (task, priority), runs in results.items():
+        runs = [r for r in runs if r is not None]
+        name = ('task' if task else 'joint', 500.0, 'events', priority)
+        table[name] = ({key: float(np.median([r[key] for r in runs])) for key in runs[0]}
+                       if runs else None)
+    print_table(table)
+    for priority in (PRIORITY, 0):
+        a, b = table[('task', 500.0, 'events', priority)], table[
+            ('joint', 500.0, 'events', priority)]
+        if a and b:
+            print(f'500 Hz, priority {priority}, task/joint: compute p50 '
+                  f'{a["compute_p50_us"] / b["compute_p50_us"]:.2f}, p99 '
+                  f'{a["compute_p99_us"] / b["compute_p99_us"]:.2f}, on time '
+                  f'{a["on_time"]:.2%} vs {b["on_time"]:.2%}, rate {a["rate_hz"]:.1f} vs '
+                  f'{b["rate_hz"]:.1f} Hz')
+
+
 def main():
     """
     Measure every case; print a table and the ratios.
 
     ``--floor``: only the floor cases (no controller), for comparing loop and publish kinds.
     ``--baseline CHECKOUT``: this controller against the one of CHECKOUT and the floor.
+    ``--task [ROUNDS]``: task space against joint space at 500 Hz (`task_against_joint`).
     """
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    if '--task' in sys.argv[1:]:
+        rest = sys.argv[sys.argv.index('--task') + 1:]
+        task_against_joint(int(rest[0]) if rest else 2)
+        return
     floor_only = '--floor' in sys.argv[1:]
     baseline = (sys.argv[sys.argv.index('--baseline') + 1] if '--baseline' in sys.argv
                 else None)

@@ -3,12 +3,17 @@ Task-space tick against joint-space tick, in-process (us, median of interleaved 
 
     python bench/bench_task_space.py
 
-The three-section reference arm under `ControlLoop`, back to back, measured in one run:
-- joint space: `loop.tick` with the shipped sinusoid reference (config/continuum_3section.yaml);
-- task space: `loop.tick` with the tip circle of config/continuum_task.yaml (FK, IK from the
-  previous solution, qd_d, qdd_d, then the same law);
-- the tip reference's `sample` alone (FK + IK + velocity + acceleration per tick).
-Target (issue 12): FK + IK <= 20 us median per tick (compiled kernels).
+The three-section reference arm under `ControlLoop`, back to back, measured in one run, with
+the controller settings of config/continuum_3section.yaml:
+- joint space: `loop.tick` with its sinusoid reference;
+- task space: the same settings with the `task` and the tip circle `reference` of
+  config/continuum_task.yaml (path point, FK, IK from the previous solution, qd_d, qdd_d,
+  then the same law);
+each with the valve compensation of continuum_3section.yaml (which samples the reference
+three times per tick) and without it (as continuum_task.yaml ships); and the tip reference's
+`sample` alone (one compiled call per tick on continuum arms).
+Target (issue 12): FK + IK <= 20 us median per tick (compiled kernels); the task tick close to
+the joint tick.
 """
 
 from pathlib import Path
@@ -26,10 +31,15 @@ CONFIG = Path(__file__).resolve().parents[1] / 'config'
 ROUNDS, CALLS, PERIOD = 5, 1000, 0.002
 
 
-def active_loop(name):
-    """Return a ControlLoop of the config `name`, active at the mid-stroke pose."""
-    tree, spec = file_parameters(CONFIG / name, 'continuum_controller')
+def active_loop(task, compensated):
+    """Return a ControlLoop of continuum_3section.yaml, active at the mid-stroke pose."""
+    tree, spec = file_parameters(CONFIG / 'continuum_3section.yaml', 'continuum_controller')
     _, tree = ControllerNodeSettings.split(tree)
+    if task:
+        tip, _ = file_parameters(CONFIG / 'continuum_task.yaml', 'continuum_controller')
+        tree['task'], tree['reference'] = tip['task'], tip['reference']
+    if not compensated:
+        del tree['output']['time_constant'], tree['output']['delay']
     model = load_model(spec)
     loop = ControlLoop(model, ControllerSettings.parse(tree, model), PERIOD)
     loop.warm_up()
@@ -52,8 +62,13 @@ def ticker(loop):
 
 
 def main():
-    """Print the medians and the ratio task/joint."""
-    joint, task = active_loop('continuum_3section.yaml'), active_loop('continuum_task.yaml')
+    """Print the medians and the ratios task/joint."""
+    functions = {}
+    for compensated in (True, False):
+        label = 'with' if compensated else 'without'
+        joint, task = active_loop(False, compensated), active_loop(True, compensated)
+        functions[f'joint-space tick, {label} valve compensation'] = ticker(joint)
+        functions[f'task-space tick, {label} valve compensation'] = ticker(task)
     reference = task.reference.reference
     clock = [0.0]
 
@@ -61,19 +76,18 @@ def main():
         clock[0] += PERIOD
         reference.sample(clock[0])
 
-    functions = {'joint-space tick (set_state + tick)': ticker(joint),
-                 'task-space tick (set_state + tick)': ticker(task),
-                 'tip reference sample (FK + IK + qd, qdd)': sample}
+    functions['tip reference sample (path, FK, IK, qd, qdd)'] = sample
     rounds = {name: [] for name in functions}
     for _ in range(ROUNDS):
         for name, function in functions.items():
             rounds[name].append(microseconds(function, CALLS)[0])
-    print('\nContinuum reference arm, 3 sections (us, median of round medians)')
+    print('\nContinuum reference arm, 3 sections, set_state + tick (us, median of round medians)')
     for name, values in rounds.items():
-        print(f'  {name:<44} {np.median(values):8.1f}')
-    ratio = np.median(rounds['task-space tick (set_state + tick)']) / np.median(
-        rounds['joint-space tick (set_state + tick)'])
-    print(f'  task / joint tick: {ratio:.2f} x')
+        print(f'  {name:<48} {np.median(values):8.1f}')
+    for label in ('with', 'without'):
+        ratio = (np.median(rounds[f'task-space tick, {label} valve compensation'])
+                 / np.median(rounds[f'joint-space tick, {label} valve compensation']))
+        print(f'  task / joint tick, {label} valve compensation: {ratio:.2f} x')
 
 
 if __name__ == '__main__':

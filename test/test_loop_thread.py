@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.control.loop import ACTIVE, ControlLoop, WAITING
+from continuum_ctrl.control.references import Hold
 from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.launch_description import config_path
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import file_parameters
-from continuum_ctrl.ros.loop_thread import (LoopThread, MAX_SPIN_BEFORE, StateHandoff,
+from continuum_ctrl.ros.loop_thread import (LoopThread, MAX_SPIN_BEFORE, ReferenceSlot,
+                                            StateHandoff,
                                             SWITCH_INTERVAL)
 from continuum_ctrl.ros.node_settings import ControllerNodeSettings
 
@@ -162,3 +164,53 @@ def test_handoff_between_threads_never_mixes_two_states():
             assert np.all(loop.qd == loop.last_state_time)
     writer.join()
     assert taken > 0 and loop.last_state_time == 19999.0 and loop.status == WAITING
+
+
+def test_reference_slot_refuses_a_plan_overtaken_by_a_newer_reference():
+    """A tip target clamped aside loses to a trajectory posted meanwhile; each installs once."""
+    loop = continuum_loop(resume_count=1)
+    slot = ReferenceSlot()
+    planned, newer = Hold(np.zeros(loop.model.n)), Hold(np.full(loop.model.n, 0.01))
+    ticket = slot.claim()
+    assert slot.current(ticket)
+    assert slot.post(newer, 1.0)                        # the executor's trajectory
+    assert not slot.current(ticket)
+    assert not slot.post(planned, 2.0, ticket)          # the worker's late plan
+    assert slot.take(loop) and loop.reference.reference is newer and loop.reference.t0 == 1.0
+    assert not slot.take(loop)                          # installed once
+    assert slot.post(planned, 3.0, slot.claim())        # a plan nothing overtook
+    assert slot.take(loop) and loop.reference.reference is planned
+
+
+def test_reference_slot_check_and_store_are_one_step_between_threads():
+    """
+    A worker posts with its ticket while the executor posts a newer reference at the same time.
+
+    Whatever the interleaving, the newer reference must win: the ticket predates it. A check
+    and a store in two steps lose it when the executor posts between them.
+    """
+    loop = continuum_loop(resume_count=1)
+    references = [Hold(np.full(loop.model.n, k)) for k in range(2)]
+    slot = ReferenceSlot()
+    start = threading.Barrier(2)
+    lost = []
+
+    def worker(ticket):
+        start.wait()
+        slot.post(references[0], 0.0, ticket)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(2000):
+            thread = threading.Thread(target=worker, args=(slot.claim(),))
+            thread.start()
+            start.wait()
+            slot.post(references[1], 0.0)
+            thread.join()
+            if slot.latest[0] is not references[1]:
+                lost.append(1)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not lost
+    assert slot.take(loop) and loop.reference.reference is references[1]

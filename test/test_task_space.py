@@ -200,3 +200,88 @@ def test_orientation_is_followed_when_weighted():
     final = model.frame_pose(q, TIP)
     assert np.allclose(final[:3, 3], goal[:3, 3], atol=1e-8)
     assert np.allclose(final[:3, :3], goal[:3, :3], atol=1e-8)
+
+
+def numpy_twin(make):
+    """Return two references from `make`: the compiled one and one forced onto NumPy."""
+    compiled, numpy = make(), make()
+    assert compiled._table is not None
+    numpy._table = None
+    return compiled, numpy
+
+
+@pytest.mark.parametrize('case', ['circle', 'move', 'waypoints', 'limits', 'orientation'])
+def test_compiled_sample_equals_the_numpy_sample(task, case):
+    """The one-call compiled sample (continuum arms) is TaskReference's NumPy method."""
+    q0 = np.array([0.01, 0.02, 0.015, 0.012, 0.008, 0.01, 0.02, 0.01, 0.013])
+    tip = task.pose(q0)[:3, 3]
+    weighted = TaskSpace(task.model, TaskSettings(frame=TIP, duration=0.5,
+                                                  orientation_weight=0.5))
+    goal = task.model.frame_pose(q0 + 1e-3 * np.array([1.0, -0.5, -0.5, 0.0, 0.5, -0.5, 0.3,
+                                                       0.0, -0.3]), TIP)
+    low = np.full(9, 0.002)
+    make = {
+        'circle': lambda: task.circle(np.full(9, 0.013), 0.03, [0.2, 0.1, 1.0], 0.2),
+        'move': lambda: task.to_target(q0, tip + [0.03, -0.02, -0.01]),
+        'waypoints': lambda: task.waypoints(q0, [0.5, 1.0, 1.5], tip + np.array(
+            [[0.01, 0.0, 0.0], [0.01, 0.02, -0.005], [0.0, 0.01, 0.0]])),
+        'limits': lambda: task.to_target(low, task.pose(low)[:3, 3] + [0.0, 0.0, -0.01]),
+        'orientation': lambda: weighted.to_target(q0, goal[:3, 3], goal[:3, :3]),
+    }[case]
+    compiled, numpy = numpy_twin(make)
+    assert compiled.target is None
+    for s in np.arange(0.0, 2.0, DT):
+        ours = [np.array(a) for a in compiled.sample(s)]
+        theirs = numpy.sample(s)
+        for a, b, scale in zip(ours, theirs, (1.0, 1.0, 10.0)):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-9 * scale)
+        np.testing.assert_allclose(compiled.target, numpy.target, rtol=0, atol=1e-12)
+        assert compiled.tip_error == pytest.approx(numpy.tip_error, abs=1e-12)
+
+
+def test_rigid_arm_follows_a_tip_move_with_exact_derivatives():
+    """A URDF arm (Pinocchio, NumPy path): FK(q_d) = x, J qd_d = xd, finite differences."""
+    model = load_model(str(CONFIG / 'panda.yaml'))
+    panda = TaskSpace(model, TaskSettings(frame='panda_hand', duration=0.5))
+    assert panda.compiled_step is None
+    q0 = np.array([0.0, -0.4, 0.0, -2.0, 0.0, 1.6, 0.8])
+    tip = panda.pose(q0)[:3, 3]
+    reference = panda.to_target(q0, tip + [0.03, -0.02, 0.02])
+    assert not reference.clamped
+    t, q, qd, qdd, x, xd = run(reference, reference.path.duration + 0.1)
+    for k in range(0, len(t), 25):
+        pose, J = model.frame_kinematics(q[k], 'panda_hand')
+        assert np.allclose(pose[:3, 3], x[k], atol=1e-9)
+        assert np.allclose(J[:3] @ qd[k], xd[k], atol=1e-9)
+    fd_a = (qd[2:] - qd[:-2]) / (2 * DT)
+    snap = np.max(np.abs(np.diff(qdd, 2, axis=0))) / DT ** 2
+    assert np.max(np.abs(fd_a - qdd[1:-1])) <= DT ** 2 / 3 * snap + 1e-6 * np.max(np.abs(qdd))
+
+
+def test_frame_kinematics_from_threads_stay_consistent(task):
+    """The executor, a clamping worker and the loop share one model: no crossed results."""
+    import sys
+    import threading
+    model = task.model
+    rng = np.random.default_rng(7)
+    poses = [rng.uniform(0.0, 0.04, 9) for _ in range(4)]
+    expected = [model.frame_kinematics(q, TIP) for q in poses]
+    wrong = []
+
+    def hammer(k):
+        for _ in range(3000):
+            T, J = model.frame_kinematics(poses[k], TIP)
+            if not (np.array_equal(T, expected[k][0]) and np.array_equal(J, expected[k][1])):
+                wrong.append(k)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)             # switch threads as often as the GIL allows
+    try:
+        threads = [threading.Thread(target=hammer, args=(k,)) for k in range(len(poses))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not wrong

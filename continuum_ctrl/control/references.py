@@ -245,6 +245,15 @@ class Waypoints(Reference):
         """Return the time of the last waypoint (s)."""
         return float(self.times[-1])
 
+    def pieces(self):
+        """
+        Return the polynomial pieces ``(knots, coefficients)`` of the interpolant (m > 1 points).
+
+        Piece i holds from ``knots[i]`` to ``knots[i + 1]``; its ascending coefficients (k, n)
+        are those of ``t - knots[i]`` [model units / s^j].
+        """
+        return self.times[:-1], self._coefficients[0][:, ::-1, :]
+
     def sample(self, t):
         """Return position, velocity and acceleration of the interpolant at `t`."""
         knots = self._knots

@@ -8,11 +8,15 @@ of `continuum_ctrl.control.references`, so the control loop runs it unchanged:
   steps on the task error without the null-space pull, so the solution moves by minimum-norm
   steps, as ``qd_d`` does);
 - ``qd_d = A^+ xd_d``;
-- ``qdd_d = A^+ (xdd_d - Adot qd_d)``, ``Adot qd_d`` the derivative of the task Jacobian along
-  ``qd_d`` (a central difference of two Jacobian evaluations: the models give no ``Jdot``);
+- ``qdd_d``, the exact time derivative of ``qd_d = A^T (A A^T)^-1 xd_d``: ``A^+ (xdd_d -
+  Adot qd_d) + (I - A^+ A) Adot^T y`` with ``y = (A A^T)^-1 xd_d`` and ``Adot`` from the
+  model's `frame_jacobian_derivative`;
 with ``A`` the task Jacobian (linear rows; and the angular rows times `orientation_weight` when
 that is > 0) restricted to the joints not held at a joint limit, so ``q_d`` never leaves the
-limits and ``qd_d`` never pushes out of them.
+limits and ``qd_d`` never pushes out of them. Where the model offers `compiled_task_step`
+(continuum arms), one compiled call per sample does all of it, path point included, on the
+reference's own arrays (`path_table` gives the path's polynomials); otherwise the same
+arithmetic runs in NumPy on the frame interface.
 
 Paths (positions [m] in the arm's base frame, times [s] from the start of the reference):
 - `MinimumJerk` (control.references) from the current tip to a target, over `task.duration`
@@ -33,6 +37,7 @@ import pinocchio as pin
 
 from continuum_ctrl.control.ik import InverseKinematics
 from continuum_ctrl.control.references import MinimumJerk, minimum_jerk_ramp, Reference, Waypoints
+from continuum_ctrl.models.continuum.frames import NEWTON_STEPS, NEWTON_TOLERANCE, path_segment
 
 #: a target farther than this from the closest reachable point is clamped, m
 REACH_TOLERANCE = 1e-5
@@ -40,10 +45,6 @@ REACH_TOLERANCE = 1e-5
 CIRCLE_CHECKS = 24
 #: peak speed of a minimum-jerk move over its mean speed (15/8)
 MIN_JERK_PEAK = 1.875
-#: joint displacement of the central difference of the Jacobian, model units
-JDOT_STEP = 1e-6
-#: Newton steps per sample at most, and the task error they stop at (m; rad times weight)
-NEWTON_STEPS, NEWTON_TOLERANCE = 4, 1e-10
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,7 @@ class TaskSpace:
         self.frame = settings.frame
         self.ik = InverseKinematics(model, settings.frame, settings.orientation_weight)
         self.weight = settings.orientation_weight
+        self.compiled_step = model.compiled_task_step(settings.frame)
 
     def pose(self, q):
         """Pose (4, 4) of the task frame in the base frame at `q` [m]."""
@@ -220,7 +222,8 @@ class TaskReference(Reference):
     Starts at `q_start` (the path must start at its tip). `rotation`: the target orientation
     (3, 3), reached along the geodesic on the path's timing when `orientation_weight` > 0
     (default: the start orientation, held). Successive samples continue from the previous
-    solution, so call it with times close together, as a control loop does.
+    solution, so call it with times close together, as a control loop does. The returned
+    arrays are read-only views of the reference's state, overwritten by the next sample.
     """
 
     def __init__(self, task: TaskSpace, path, q_start, rotation=None, clamp_distance=0.0):
@@ -230,25 +233,44 @@ class TaskReference(Reference):
         self.clamp_distance = float(clamp_distance)
         self.clamped = self.clamp_distance > 0.0
         self.low, self.high = task.ik.lower, task.ik.upper
-        self.q = np.clip(np.asarray(q_start, dtype=float), self.low, self.high)
-        self.qd, self.qdd = np.zeros(self.n), np.zeros(self.n)
-        self.t = None
+        self._bounds = np.ascontiguousarray(np.vstack((self.low, self.high)))
+        self._state = np.zeros((3, self.n))             # q_d, qd_d, qdd_d of the last sample
+        self._state[0] = np.clip(np.asarray(q_start, dtype=float), self.low, self.high)
+        self._clock = np.full(1, np.nan)                # time of the last sample, s
+        self._sample = np.zeros((3, 3))                 # the path's x, xd, xdd there
+        self._out = tuple(_read_only(row) for row in self._state)
         self._all = np.ones(self.n, dtype=bool)
         self.tip_error = 0.0
-        self.target = None
-        start = task.pose(self.q)[:3, :3]
+        start = task.pose(self._state[0])[:3, :3]
         goal = start if rotation is None else rotation
         self._r0 = start
         self._w = pin.log3(start.T @ goal)            # body-frame rotation of the move
         self._orient = task.weight > 0.0
         self._with_rotation = self._orient and rotation is not None
+        self._goal = np.concatenate((start.ravel(), self._w if self._with_rotation
+                                     else np.zeros(3), [getattr(path, 'duration', 1.0)]))
+        self._table = None if task.compiled_step is None else path_table(path)
+
+    @property
+    def target(self):
+        """Return the path's tip position at the last sample, m (None before the first)."""
+        return None if np.isnan(self._clock[0]) else self._sample[0]
+
+    def sample(self, t):
+        """Return ``(q_d, qd_d, qdd_d)`` at `t` (s), joints within their limits."""
+        if self._table is None:
+            self._numpy_sample(t)
+        else:
+            self.tip_error = self.task.compiled_step(
+                float(t), self._table, self._goal, self.task.weight, self._state, self._clock,
+                self._bounds, self._sample)
+        return self._out
 
     def _rotation(self, t):
         """Desired orientation, angular velocity and acceleration (base axes) at `t`."""
         if not self._with_rotation:
             return self._r0, np.zeros(3), np.zeros(3)
-        duration = getattr(self.path, 'duration', 1.0)
-        s, ds, dds = minimum_jerk_ramp(t, duration)
+        s, ds, dds = minimum_jerk_ramp(t, self._goal[12])
         axis = self._r0 @ self._w
         return self._r0 @ pin.exp3(s * self._w), ds * axis, dds * axis
 
@@ -297,15 +319,14 @@ class TaskReference(Reference):
     def _at_limit(self, q):
         return bool(np.any(q <= self.low) or np.any(q >= self.high))
 
-    def sample(self, t):
-        """Return ``(q_d, qd_d, qdd_d)`` at `t` (s), joints within their limits."""
+    def _numpy_sample(self, t):
+        """`sample` in NumPy on the model's frame interface (any model; see the module)."""
         x, xd, xdd = self.path.sample(t)
         R, w, dw = self._rotation(t)
-        self.target = x
-        q = self.q
-        if self.t is not None:
-            dt = t - self.t
-            q = np.clip(q + dt * self.qd + 0.5 * dt * dt * self.qdd, self.low, self.high)
+        q, qd, qdd = self._state
+        if not np.isnan(self._clock[0]):
+            dt = t - self._clock[0]
+            q = np.clip(q + dt * qd + 0.5 * dt * dt * qdd, self.low, self.high)
         frame, model = self.task.frame, self.task.model
         for _ in range(NEWTON_STEPS):
             pose, J = model.frame_kinematics(q, frame)
@@ -322,12 +343,54 @@ class TaskReference(Reference):
         qdd = np.zeros(self.n)
         if free.any():
             # exact derivative of qd = A^T (A A^T)^-1 v (free joints), Adot along qd
-            step = JDOT_STEP / max(float(np.max(np.abs(qd))), 1e-300)
-            Ad = self._rows(model.frame_jacobian(q + step * qd, frame)
-                            - model.frame_jacobian(q - step * qd, frame)) / (2.0 * step)
+            Ad = self._rows(model.frame_jacobian_derivative(q, qd, frame))
             a = np.concatenate((xdd, self.task.weight * dw)) if self._orient else xdd
             Af, Adf = A[:, free], Ad[:, free]
             rhs = a - Ad @ qd - Af @ (Adf.T @ y)
             qdd[free] = Adf.T @ y + Af.T @ (Hinv @ rhs)
-        self.q, self.qd, self.qdd, self.t = q, qd, qdd, t
-        return q, qd, qdd
+        self._state[:] = q, qd, qdd
+        self._sample[:] = x, xd, xdd
+        self._clock[0] = t
+
+
+def _read_only(array):
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+def path_table(path):
+    """
+    Return the compiled tip path table (`frames.path_segment` rows) of `path`, or None.
+
+    MinimumJerk, TipCircle, ChainedPath and Waypoints paths (positions only) have one; their
+    polynomials in time are the same functions `sample` evaluates.
+    """
+    if isinstance(path, MinimumJerk):
+        T, d = path.duration, path.delta
+        coefficients = np.zeros((6, 3))
+        coefficients[0] = path.q0
+        coefficients[3:] = np.outer([10.0 / T ** 3, -15.0 / T ** 4, 6.0 / T ** 5], d)
+        return np.vstack((path_segment(path.t0, coefficients),
+                          path_segment(path.t0 + T, path.q0 + d)))
+    if isinstance(path, TipCircle):
+        c, r, w, T = path.center, path.radius, path.omega, path.ramp
+        rows = [path_segment(T, c, r, (0.5 * w * T, w), path.u, path.v)]
+        if T > 0.0:     # ramp: phase w T x^4 (2.5 - 3 x + x^2), x = t/T
+            rows.insert(0, path_segment(0.0, c, r, (0.0, 0.0, 0.0, 0.0, 2.5 * w / T ** 3,
+                                                    -3.0 * w / T ** 4, w / T ** 5),
+                                        path.u, path.v))
+        return np.vstack(rows)
+    if isinstance(path, ChainedPath):
+        first, second = path_table(path.first), path_table(path.second)
+        if first is None or second is None:
+            return None
+        second = second.copy()
+        second[:, 0] += path.switch
+        return np.ascontiguousarray(np.vstack((first[first[:, 0] < path.switch], second)))
+    if isinstance(path, Waypoints) and path.n == 3:
+        knots, coefficients = path.pieces()
+        rows = [path_segment(k, c) for k, c in zip(knots, coefficients)]
+        end = path.end_time
+        return np.vstack(rows + [path_segment(end, path.sample(end)[0])])
+    return None

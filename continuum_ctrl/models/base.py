@@ -90,17 +90,21 @@ class DynamicsModel(ABC):
         """Return ``(frame_pose, frame_jacobian)`` of `frame` at q; may share work."""
         return self.frame_pose(q, frame), self.frame_jacobian(q, frame)
 
-    def frame_jacobian_rate(self, q: Array, qd: Array, frame: str) -> Array:
+    def frame_jacobian_derivative(self, q: Array, qd: Array, frame: str) -> Array:
         """
-        ``Jdot qd`` of `frame_jacobian`, (6,) [m/s^2, rad/s^2], base axes at the frame origin.
+        ``Jdot = dJ/dt`` of `frame_jacobian` along ``qd``, (6, n) [1/s, rad/(m s)], same axes.
 
-        The frame's classical acceleration (origin's linear, then angular) at ``qdd = 0``, so
-        ``J qdd + Jdot qd`` is its acceleration.
+        Exact; ``Jdot qd`` is the frame's classical acceleration (origin's linear, then
+        angular) at ``qdd = 0``, so ``J qdd + Jdot qd`` is its acceleration.
         """
         raise self.frame_error(frame)
 
     def compiled_ik_step(self, frame: str):
         """Return a compiled one-step IK of `frame` for `control.ik`, or None (none here)."""
+        return None
+
+    def compiled_task_step(self, frame: str):
+        """Return a compiled task-space sample of `frame` for `control.task_space`, or None."""
         return None
 
     def frame_error(self, frame: str) -> 'FrameError':

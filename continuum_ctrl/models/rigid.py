@@ -205,18 +205,14 @@ class RigidModel(DynamicsModel):
                                      pin.LOCAL_WORLD_ALIGNED)
         return J if self._order is None else J[:, self._order]
 
-    def frame_jacobian_rate(self, q, qd, frame):
-        """
-        ``Jdot qd``, (6,): Pinocchio's classical frame acceleration at ``qdd = 0``.
-
-        ``getFrameClassicalAcceleration`` (``LOCAL_WORLD_ALIGNED``): the origin's acceleration
-        ``d/dt (J qd)``; the spatial acceleration would lack ``omega x v``.
-        """
+    def frame_jacobian_derivative(self, q, qd, frame):
+        """Pinocchio's ``getFrameJacobianTimeVariation`` (``LOCAL_WORLD_ALIGNED``), (6, n)."""
         fid = self._frame_id(frame)
-        v = self._in(qd)
-        pin.forwardKinematics(self.model, self.data, self._in(q), v, np.zeros_like(v))
-        return pin.getFrameClassicalAcceleration(self.model, self.data, fid,
-                                                 pin.LOCAL_WORLD_ALIGNED).vector.copy()
+        pin.computeJointJacobiansTimeVariation(self.model, self.data, self._in(q), self._in(qd))
+        pin.updateFramePlacement(self.model, self.data, fid)
+        Jdot = pin.getFrameJacobianTimeVariation(self.model, self.data, fid,
+                                                 pin.LOCAL_WORLD_ALIGNED)
+        return Jdot if self._order is None else Jdot[:, self._order]
 
     def frame_kinematics(self, q, frame):
         """Return ``(frame_pose, frame_jacobian)`` from one Pinocchio pass."""

@@ -74,7 +74,7 @@ from continuum_ctrl.params import ConfigError
 from continuum_ctrl.ros.conversion import (JointStateReader, REJECT_KINDS, Rejected,
                                            stamp_seconds, trajectory_arrays)
 from continuum_ctrl.ros.fast_publish import CommandPublisher
-from continuum_ctrl.ros.loop_thread import LoopThread, SnapshotRing, StateHandoff
+from continuum_ctrl.ros.loop_thread import LoopThread, ReferenceSlot, SnapshotRing, StateHandoff
 from continuum_ctrl.ros.node_settings import CONTROLLER_NODE_FIELDS, ControllerNodeSettings
 from continuum_ctrl.ros.parameters import NodeParameters
 from continuum_ctrl.ros.plumbing import settle_heap, spin, Throttle
@@ -128,7 +128,6 @@ class ControllerNode(LifecycleNode):
         self.command_out = self.state_pub = self.diag_pub = None
         self.tip_pose_pub = self.shape_pub = None
         self.task_timers: list = []
-        self._tip_target_serial = 0
         self._quiet_failure = False
         self._throttle = Throttle()
         self._pressure_throttle = Throttle()   # the loop thread's own
@@ -243,7 +242,7 @@ class ControllerNode(LifecycleNode):
         # (reference, start time); the loop applies each new one once (see `_take_slots`)
         self._settings_slot = self._settings_seen = None
         self._reanchors = 0
-        self._reference_slot = self._reference_seen = None
+        self.reference_slot = ReferenceSlot()
         self.pressures: collections.deque = collections.deque(maxlen=64)  # (Pa, t) to apply
 
         self.state_msg = JointTrajectory()
@@ -440,8 +439,7 @@ class ControllerNode(LifecycleNode):
         except (Rejected, TrajectoryRejected) as exc:
             self._reject('trajectory', str(exc), 'joint_trajectory')
             return
-        self._tip_target_serial += 1        # supersedes a tip target still being clamped
-        self._reference_slot = (reference, now)
+        self.reference_slot.post(reference, now)    # supersedes a tip target being clamped
         self.get_logger().info(f'following a trajectory of {len(times)} points over '
                                f'{times[-1]:.3f} s')
 
@@ -522,11 +520,11 @@ class ControllerNode(LifecycleNode):
             self._reject('tip_target', str(exc), 'tip_target')
             return
         rotation = rotation if task.weight > 0.0 else None
-        self._tip_target_serial += 1
         threading.Thread(target=self._clamp_tip_target, daemon=True, args=(
-            task, position, rotation, self.loop.cycle.q.copy(), self._tip_target_serial)).start()
+            task, position, rotation, self.loop.cycle.q.copy(),
+            self.reference_slot.claim())).start()
 
-    def _clamp_tip_target(self, task, position, rotation, q, serial):
+    def _clamp_tip_target(self, task, position, rotation, q, ticket):
         """
         Clamp a tip target to the closest reachable point, aside from the executor.
 
@@ -535,11 +533,13 @@ class ControllerNode(LifecycleNode):
         the loop thread through the slot trajectories use (`_take_slots` installs it).
         """
         goal, distance, _ = task.closest(position, q)
-        if serial != self._tip_target_serial or not self._task_ready() or (
+        slot = self.reference_slot
+        if not slot.current(ticket) or not self._task_ready() or (
                 self.loop.task is not task or self.loop.cycle.status != ACTIVE):
             return
         reference = task.to_target(self.loop.cycle.q.copy(), goal, rotation, distance)
-        self._reference_slot = (reference, self._now())
+        if not slot.post(reference, self._now(), ticket):
+            return
         self.get_logger().info(f'moving the tip to {np.round(goal, 4).tolist()} m over '
                                f'{reference.path.duration:.3f} s')
 
@@ -556,10 +556,7 @@ class ControllerNode(LifecycleNode):
             seen, self._settings_seen = self._settings_seen, posted
             settings, period, reanchors = posted
             loop.configure(settings, reanchors != (seen[2] if seen else 0), period)
-        posted = self._reference_slot
-        if posted is not self._reference_seen:
-            self._reference_seen = posted
-            loop.install(*posted)
+        self.reference_slot.take(loop)
         while self.pressures:                   # every one, in order: each may be rejected
             try:
                 loop.set_pressures(*self.pressures.popleft())

@@ -322,6 +322,12 @@ def tip_frame(arm, q, ch, work, sec, T, J):
     through the straight pose, from the motion columns of `chain` (without q-derivatives).
     """
     chain(arm, q, ch, work, False)
+    frame_from_chain(ch, sec, T, J)
+
+
+@compiled()
+def frame_from_chain(ch, sec, T, J):
+    """Fill `tip_frame`'s ``T`` and ``J`` of section `sec` from a filled `Chain` `ch`."""
     R, o = ch.tip_R[sec], ch.tip_o[sec]
     for r in range(3):
         for c in range(3):

@@ -19,7 +19,9 @@ import numpy as np
 
 from continuum_ctrl.models.base import DynamicsModel
 from continuum_ctrl.models.continuum.data import new_arm, new_data
-from continuum_ctrl.models.continuum.frames import ik_scratch, ik_step, tip_frame_rate, tip_pose
+from continuum_ctrl.models.continuum.frames import (ik_scratch, ik_step, path_segment,
+                                                    task_scratch, task_step,
+                                                    tip_frame_derivative, tip_pose)
 from continuum_ctrl.models.continuum.jit import compiled, entry_point
 from continuum_ctrl.models.continuum.kinematics import backbone_points
 from continuum_ctrl.models.continuum.params import LIMIT_ONSET
@@ -163,10 +165,9 @@ class ContinuumModel(DynamicsModel):
         self._kernel = entry_point(self.kernel, self.arm, self.memory, self._zero, self._zero, 0,
                                    TASK_NONE, self._zero)
         self._frames = {f'section{i}_tip': i - 1 for i in range(1, spec.sections + 1)}
-        self._pose, self._jacobian = np.eye(4), np.zeros((6, self.n))
-        self._tip_rate = None
-        self._tip_pose = entry_point(tip_pose, self.arm, self.memory, self._zero, 0, self._pose,
-                                     self._jacobian)
+        self._tip_derivative = None
+        self._tip_pose = entry_point(tip_pose, self.arm, self.memory, self._zero, 0, np.eye(4),
+                                     np.zeros((6, self.n)))
 
     def _vector(self, x):
         if x is None:
@@ -236,8 +237,9 @@ class ContinuumModel(DynamicsModel):
     def frame_kinematics(self, q, frame):
         """Return the pose (4, 4) and Jacobian (6, 3n) of a tip frame from one evaluation."""
         sec = self._section(frame)
-        self._tip_pose(self.arm, self.memory, self._vector(q), sec, self._pose, self._jacobian)
-        return self._pose.copy(), self._jacobian.copy()
+        T, J = np.eye(4), np.empty((6, self.n))   # fresh: other threads may call it meanwhile
+        self._tip_pose(self.arm, self.memory, self._vector(q), sec, T, J)
+        return T, J
 
     def frame_pose(self, q, frame):
         """Pose of a ``section{i}_tip`` frame in the arm's base frame, (4, 4) [m]."""
@@ -247,15 +249,16 @@ class ContinuumModel(DynamicsModel):
         """Exact ``LOCAL_WORLD_ALIGNED`` Jacobian of a tip frame, (6, 3n) [1, rad/m]."""
         return self.frame_kinematics(q, frame)[1]
 
-    def frame_jacobian_rate(self, q, qd, frame):
-        """``Jdot qd`` of a tip frame's Jacobian, (6,) [m/s^2, rad/s^2], exact (see base)."""
+    def frame_jacobian_derivative(self, q, qd, frame):
+        """Exact ``dJ/dt`` of a tip frame's Jacobian along ``qd``, (6, 3n) (see base)."""
         sec = self._section(frame)
-        out = np.empty(6)
-        if self._tip_rate is None:
-            self._tip_rate = entry_point(tip_frame_rate, self.arm, self.memory, self._zero,
-                                         self._zero, 0, out)
-        self._tip_rate(self.arm, self.memory, self._vector(q), self._vector(qd), sec, out)
-        return out
+        T, J, Jdot = np.eye(4), np.empty((6, self.n)), np.empty((6, self.n))
+        if self._tip_derivative is None:
+            self._tip_derivative = entry_point(tip_frame_derivative, self.arm, self.memory,
+                                               self._zero, self._zero, 0, T, J, Jdot)
+        self._tip_derivative(self.arm, self.memory, self._vector(q), self._vector(qd), sec, T,
+                             J, Jdot)
+        return Jdot
 
     def compiled_ik_step(self, frame):
         """
@@ -274,6 +277,28 @@ class ContinuumModel(DynamicsModel):
         def step(q, target, rotation, weight, settings, bounds, out):
             return kernel(arm, memory, q, sec, T, J, target, rotation, weight, settings, bounds,
                           out, buf)
+        return step
+
+    def compiled_task_step(self, frame):
+        """
+        Return the compiled task-space sample of a tip frame (`frames.task_step`), see base.
+
+        Called ``step(t, path, goal, weight, state, clock, bounds, sample)``: `t` and
+        `weight` floats, the rest C-contiguous float64 arrays; returns the tip error [m].
+        """
+        sec = self._section(frame)
+        n = self.n
+        T, J, Jdot, buf = np.eye(4), np.zeros((6, n)), np.zeros((6, n)), np.zeros(task_scratch(n))
+        goal = np.concatenate((np.eye(3).ravel(), np.zeros(3), [1.0]))
+        kernel = entry_point(task_step, self.arm, self.memory, sec, 0.0,
+                             path_segment(0.0, np.zeros(3))[None], goal, 0.0, np.zeros((3, n)),
+                             np.full(1, np.nan), np.vstack(self.joint_limits()), T, J, Jdot,
+                             np.zeros((3, 3)), buf)
+        arm, memory = self.arm, self.memory
+
+        def step(t, path, goal, weight, state, clock, bounds, sample):
+            return kernel(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, J,
+                          Jdot, sample, buf)
         return step
 
     def backbone(self, q, points_per_section=10):

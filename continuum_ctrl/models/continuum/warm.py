@@ -32,7 +32,8 @@ def warm(params='continuum'):
         model.forward_dynamics(q, qd, qd)
         model.kinetic_energy(q, qd), model.potential_energy(q), model.coriolis_matrix(q, qd)
         tip = model.frame_names()[-1]
-        model.frame_jacobian_rate(q, qd, tip), model.compiled_ik_step(tip), model.backbone(q)
+        model.frame_jacobian_derivative(q, qd, tip), model.compiled_ik_step(tip), model.backbone(q)
+        model.compiled_task_step(tip)
     return time.perf_counter() - start
 
 

@@ -1,4 +1,4 @@
-"""Frame Jacobian rates (``Jdot qd``) of every model and the compiled continuum IK step."""
+"""Frame Jacobian time derivatives (``Jdot``) of every model and the compiled continuum IK step."""
 
 from pathlib import Path
 
@@ -12,28 +12,43 @@ from continuum_ctrl.control.ik import InverseKinematics
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 
 
-def difference_rate(model, q, qd, frame, dt=1e-6):
-    """Central difference of ``J(q + qd t) qd`` at t = 0: ``Jdot qd``."""
-    ahead = model.frame_jacobian(q + dt * qd, frame) @ qd
-    behind = model.frame_jacobian(q - dt * qd, frame) @ qd
+def difference_derivative(model, q, qd, frame, dt=1e-6):
+    """Central difference of ``J(q + qd t)`` at t = 0: ``Jdot``, (6, n)."""
+    ahead = model.frame_jacobian(q + dt * qd, frame)
+    behind = model.frame_jacobian(q - dt * qd, frame)
     return (ahead - behind) / (2.0 * dt)
 
 
 @pytest.mark.parametrize('frame', ['section1_tip', 'section2_tip', 'section3_tip'])
-@pytest.mark.parametrize('bend', [0.03, 1e-7])
-def test_continuum_jacobian_rate_against_differences(frame, bend):
+@pytest.mark.parametrize('bend', [0.03, 1e-7, 0.0])
+def test_continuum_jacobian_derivative_against_differences(frame, bend):
+    """Bent, near-straight and straight poses (bend 0: every section straight)."""
     model = load_model(SECOND_ARM)
     rng = np.random.default_rng(1)
     for _ in range(3):
         q = 0.01 + bend * rng.uniform(-0.5, 0.5, 9)
         qd = rng.normal(size=9) * 0.05
-        rate = model.frame_jacobian_rate(q, qd, frame)
-        reference = difference_rate(model, q, qd, frame)
-        assert np.abs(reference).max() > 1e-4
-        np.testing.assert_allclose(rate, reference, rtol=0, atol=1e-6 * np.abs(reference).max())
+        Jdot = model.frame_jacobian_derivative(q, qd, frame)
+        reference = difference_derivative(model, q, qd, frame)
+        assert Jdot.shape == (6, 9) and np.abs(reference).max() > 1e-4
+        np.testing.assert_allclose(Jdot, reference, rtol=0,
+                                   atol=1e-7 * np.abs(reference).max())
 
 
-def test_continuum_jacobian_rate_is_the_tip_acceleration():
+def test_continuum_jacobian_derivative_is_smooth_through_the_straight_pose():
+    """On a line through the straight pose, Jdot is locally linear: no jump, no blow-up."""
+    model = load_model(SECOND_ARM)
+    rng = np.random.default_rng(4)
+    direction, qd = rng.normal(size=9), rng.normal(size=9) * 0.05
+    direction -= direction.reshape(3, 3).mean(axis=1).repeat(3)     # bends, no extension
+    values = [model.frame_jacobian_derivative(0.01 + s * direction, qd, 'section3_tip')
+              for s in np.linspace(-1e-6, 1e-6, 21)]
+    first, second = np.diff(values, axis=0), np.diff(values, 2, axis=0)
+    assert np.all(np.isfinite(values)) and np.abs(first).max() > 0.0
+    assert np.abs(second).max() <= 1e-3 * np.abs(first).max()       # locally linear
+
+
+def test_continuum_jacobian_derivative_gives_the_tip_acceleration():
     """``J qdd + Jdot qd`` is the second difference of the tip position along a path."""
     model = load_model(SECOND_ARM)
     rng = np.random.default_rng(2)
@@ -45,28 +60,38 @@ def test_continuum_jacobian_rate_is_the_tip_acceleration():
 
     acceleration = (tip(h) - 2.0 * tip(0.0) + tip(-h)) / (h * h)
     predicted = (model.frame_jacobian(q, 'section3_tip') @ qdd
-                 + model.frame_jacobian_rate(q, qd, 'section3_tip'))[:3]
+                 + model.frame_jacobian_derivative(q, qd, 'section3_tip') @ qd)[:3]
     np.testing.assert_allclose(predicted, acceleration, atol=1e-5 * np.abs(acceleration).max())
 
 
-def test_rigid_jacobian_rate_against_differences():
+def test_rigid_jacobian_derivative_against_differences_and_pinocchio():
+    """Pinocchio's Jdot: finite differences, and ``Jdot qd`` its classical acceleration."""
+    import pinocchio as pin
     model = load_model(str(CONFIG / 'panda.yaml'))
     rng = np.random.default_rng(3)
     lower, upper = model.joint_limits()
     for frame in ('panda_hand', 'panda_link4'):
         q = rng.uniform(np.maximum(lower, -2.0), np.minimum(upper, 2.0))
         qd = rng.normal(size=model.n)
-        rate = model.frame_jacobian_rate(q, qd, frame)
-        reference = difference_rate(model, q, qd, frame)
-        np.testing.assert_allclose(rate, reference, atol=1e-6 * np.abs(reference).max())
+        Jdot = model.frame_jacobian_derivative(q, qd, frame)
+        reference = difference_derivative(model, q, qd, frame)
+        np.testing.assert_allclose(Jdot, reference, atol=1e-6 * np.abs(reference).max())
+        pin.forwardKinematics(model.model, model.data, q, qd, np.zeros(model.n))
+        classical = pin.getFrameClassicalAcceleration(
+            model.model, model.data, model.model.getFrameId(frame), pin.LOCAL_WORLD_ALIGNED)
+        np.testing.assert_allclose(Jdot @ qd, classical.vector, atol=1e-9)
 
 
-def test_jacobian_rate_of_unknown_frames_and_frameless_models_is_one_clear_error():
+def test_jacobian_derivative_of_unknown_frames_and_frameless_models_is_one_clear_error():
     from continuum_ctrl.models.base import FrameError
     with pytest.raises(FrameError, match='unknown frame'):
-        load_model(REFERENCE_ARM).frame_jacobian_rate(np.zeros(9), np.zeros(9), 'nope')
+        load_model(REFERENCE_ARM).frame_jacobian_derivative(np.zeros(9), np.zeros(9), 'nope')
+    with pytest.raises(FrameError, match='unknown frame'):
+        load_model(str(CONFIG / 'panda.yaml')).frame_jacobian_derivative(
+            np.zeros(7), np.zeros(7), 'nope')
     with pytest.raises(FrameError, match='has no frames'):
-        load_model(str(CONFIG / 'planar_2r.yaml')).frame_jacobian_rate([0, 0], [0, 0], 'tip')
+        planar = load_model(str(CONFIG / 'planar_2r.yaml'))
+        planar.frame_jacobian_derivative([0, 0], [0, 0], 'tip')
 
 
 @pytest.mark.parametrize('weight', [0.0, 0.05])
