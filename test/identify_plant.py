@@ -12,6 +12,7 @@ import numpy as np
 
 from continuum_ctrl.control.references import Multisine
 from continuum_ctrl.identify.data import Run
+from continuum_ctrl.ros.closed_loop_demo import write_csv
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from node_pair import controller_loop, plant_of
 
@@ -101,3 +102,15 @@ def synthetic_rigid_run(arm, theta, duration=8.0, rate=500.0, friction=None):
     if friction is not None:
         effort += np.array([x[1] for x in mid]) * friction
     return Run('synthetic rigid', t, q, t.copy(), effort)
+
+
+def still_csv(setup, tmp, run, position, command):
+    """
+    Write ``tmp/a.csv``: `run`'s times with the arm held at `position` (plus 1e-6 noise) and a
+    constant `command`, which excites nothing; return it as the DATA argument list.
+    """
+    still = np.full_like(run.q, position) + 1e-6 * np.random.default_rng(1).standard_normal(
+        run.q.shape)
+    write_csv(tmp / 'a.csv', setup.joints.model_names, run.t, still, still, still,
+              np.full_like(run.command, command))
+    return [str(tmp / 'a.csv')]

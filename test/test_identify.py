@@ -22,7 +22,7 @@ from continuum_ctrl.identify.signals import applied_mean
 from continuum_ctrl.ros.closed_loop_demo import write_csv
 
 sys.path.insert(0, str(Path(__file__).parent))
-from identify_plant import closed_loop, MISMATCH, PARAMS, synthetic_run  # noqa: E402
+from identify_plant import closed_loop, MISMATCH, PARAMS, still_csv, synthetic_run  # noqa: E402
 
 EXCITATION = 'config/identify_excitation.yaml'
 #: sensor noise of the acceptance runs: m and m/s standard deviations
@@ -225,11 +225,7 @@ def _too_little(setup, tmp, run):
 
 
 def _unexcited(setup, tmp, run):
-    still = np.full_like(run.q, 0.013) + 1e-6 * np.random.default_rng(1).standard_normal(
-        run.q.shape)
-    write_csv(tmp / 'a.csv', setup.joints.model_names, run.t, still, still, still,
-              np.full_like(run.command, 2.2e5))
-    return [str(tmp / 'a.csv')]
+    return still_csv(setup, tmp, run, 0.013, 2.2e5)
 
 
 def _below_deadzone(setup, tmp, run):

@@ -18,7 +18,7 @@ from continuum_ctrl.ros.closed_loop_demo import write_csv
 
 sys.path.insert(0, str(Path(__file__).parent))
 from identify_plant import (rigid_closed_loop, RIGID_MASS_SCALE, RIGID_PARAMS,  # noqa: E402
-                            synthetic_rigid_run)
+                            still_csv, synthetic_rigid_run)
 
 NOISE = {'noise.position': 1e-4, 'noise.velocity': 1e-3, 'noise.seed': 1}
 
@@ -109,11 +109,7 @@ def test_cli_writes_the_report_and_no_fitted_file(arm, setup, tmp_path, capsys):
 
 
 def _still(setup, tmp, run):
-    still = np.full_like(run.q, 0.3) + 1e-6 * np.random.default_rng(1).standard_normal(
-        run.q.shape)
-    write_csv(tmp / 'a.csv', setup.joints.model_names, run.t, still, still, still,
-              np.full_like(run.command, 1.0))
-    return [str(tmp / 'a.csv')]
+    return still_csv(setup, tmp, run, 0.3, 1.0)
 
 
 def _good(setup, tmp, run):
