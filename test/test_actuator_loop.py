@@ -17,6 +17,8 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 #: seconds recorded after the controller went active; errors count from SETTLE on
 DURATION, SETTLE = 6.0, 2.0
 LAG, DELAY = 0.03, 0.005
+#: m; issue 14's RMS error of the arm without valves (its table, measured without ROS)
+NO_VALVES_RMS = 0.21e-3
 
 
 def closed_loop(tmp_path, lag, delay, time_constant, predicted):
@@ -55,11 +57,15 @@ def test_compensation_wins_back_the_tracking_lost_to_the_valves(figures):
     # the control case: the uncompensated valves cost millimetres (issue 14: 5.3 mm RMS at
     # 30 ms without a delay), several times the arm's error without valves
     assert figures['uncompensated'][0] > max(2.5e-3, 4.0 * baseline)
-    # issue 14's target: compensated, at most twice the error without valves (measured:
-    # 0.11-0.27 mm against 0.14-0.41 mm without valves, also with two bursty SCHED_FIFO loads)
-    assert compensated <= 2.0 * baseline
+    # issue 14's target: compensated, at most twice the error without valves. Through the
+    # nodes that error depends on the phase of the two nodes' timers (one or two plant steps
+    # between a state and its command; README, Repeatability): 0.05-0.41 mm measured, against
+    # a steady 0.22-0.27 mm compensated. So the target is judged against the larger of this
+    # run's figure and the issue's own no-valve figure, 0.21 mm RMS.
+    no_valves = max(baseline, NO_VALVES_RMS)
+    assert compensated <= 2.0 * no_valves
     # a 20 % short time constant stays bounded: 0.17-0.37 mm measured
-    assert figures['time constant 20 % short'][0] <= 3.0 * baseline
+    assert figures['time constant 20 % short'][0] <= 3.0 * no_valves
 
 
 def test_compensation_adds_no_chatter(figures):
