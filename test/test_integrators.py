@@ -8,7 +8,8 @@ from scipy.integrate import solve_ivp
 
 from continuum_ctrl.simulate import motion_range
 from continuum_ctrl.models import load_model
-from continuum_ctrl.sim.integrators import (implicit_damping_euler_step, INTEGRATORS, rk4_step,
+from continuum_ctrl.sim.integrators import (implicit_damping_euler_step,
+                                            implicit_damping_euler_stepper, INTEGRATORS, rk4_step,
                                             semi_implicit_euler_step)
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
@@ -132,3 +133,24 @@ def test_every_integrator_takes_a_force_callable_of_time_and_state(name):
         assert all(np.array_equal(a, b) for a, b in zip(as_array, as_callable))
     else:                               # RK4 samples the force at its four stages
         assert np.allclose(calls, [2.0, 2.0005, 2.0005, 2.001], rtol=0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize('config, compiled', [('continuum_3section', True),
+                                              ('planar_2r', False)])
+def test_stepper_runs_the_implicit_damping_step_in_a_row(config, compiled):
+    """One compiled call where the model has one (the CoG model), the step in a loop else."""
+    model = load_model(CONFIG / f'{config}.yaml')
+    assert (model.compiled_damped_steps() is not None) == compiled
+    rng = np.random.default_rng(5)
+    center, amplitude = motion_range(model)
+    q = center + rng.uniform(-1.0, 1.0, model.n) * amplitude
+    qd = rng.uniform(-0.2, 0.2, model.n)
+    forces = model.gravity_vector(q) + rng.uniform(-5.0, 5.0, (7, model.n))
+    expected_q, expected_qd = q, qd
+    for force in forces:
+        expected_q, expected_qd = implicit_damping_euler_step(model, expected_q, expected_qd,
+                                                              force, 1e-3)
+    got_q, got_qd = implicit_damping_euler_stepper(model)(q, qd, forces, 1e-3)
+    assert np.allclose(got_q, expected_q, rtol=1e-12, atol=1e-15)
+    assert np.allclose(got_qd, expected_qd, rtol=1e-10, atol=1e-13)
+    assert not np.allclose(got_qd, qd, rtol=1e-3)      # the forces moved the arm

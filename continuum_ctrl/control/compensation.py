@@ -49,7 +49,7 @@ import math
 import numpy as np
 
 from continuum_ctrl.sim.actuator import Actuator
-from continuum_ctrl.sim.integrators import implicit_damping_euler_step
+from continuum_ctrl.sim.integrators import implicit_damping_euler_stepper
 
 #: the prediction runs this many control periods past the dead time (see the module doc)
 HORIZON_PERIODS = 1.0
@@ -75,6 +75,7 @@ class Compensation:
         self.period = period
         self.horizon = delay + HORIZON_PERIODS * period
         self.valves = Actuator(time_constant, delay, 0.0, actuation.p_min)
+        self._steps = implicit_damping_euler_stepper(model)
 
     def sent(self, pressures, t):
         """Feed the valve model the command sent at `t` (model order, Pa)."""
@@ -97,11 +98,9 @@ class Compensation:
         start = min(max(measured_at, t - MAX_AGE), t)
         steps = max(math.ceil((t + self.horizon - start) / self.period - 1e-9), 1)
         h = (t + self.horizon - start) / steps
-        for k in range(steps):
-            mid = start + (k + 0.5) * h
-            force = self.actuation.force(valves.advance(max(mid, t)))
-            q, qd = implicit_damping_euler_step(self.model, q, qd, force, h)
-        return q, qd
+        pressures = np.array([valves.advance(max(start + (k + 0.5) * h, t))
+                              for k in range(steps)])
+        return self._steps(q, qd, self.actuation.force(pressures), h)
 
     def effort(self, q, qd, measured_at, reference, t, bounds):
         """

@@ -107,6 +107,15 @@ class DynamicsModel(ABC):
         """Return a compiled task-space sample of `frame` for `control.task_space`, or None."""
         return None
 
+    def compiled_damped_steps(self):
+        """
+        Return compiled `sim.integrators.implicit_damping_euler_step` runs, or None (none here).
+
+        Called ``steps(q, qd, forces, dt, out)``: C-contiguous float64 arrays, `forces`
+        (k, n) held one per step of `dt` s; fills `out` (2, n) with the final q and qd.
+        """
+        return None
+
     def frame_error(self, frame: str) -> 'FrameError':
         """Return the `FrameError` for a frame this model does not have."""
         names = self.frame_names()

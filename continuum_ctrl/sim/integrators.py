@@ -64,6 +64,29 @@ def implicit_damping_euler_step(model, q, qd, tau, dt, t=0.0):
     return q + dt * qd_next, qd_next
 
 
+def implicit_damping_euler_stepper(model):
+    """
+    Return ``steps(q, qd, forces, dt) -> (q, qd)``: `implicit_damping_euler_step`s in a row.
+
+    One step of `dt` s per row of `forces` (k, n), each held over its step: one compiled
+    call where the model offers `compiled_damped_steps`, else the step in a Python loop.
+    """
+    compiled = model.compiled_damped_steps()
+    if compiled is None:
+        def steps(q, qd, forces, dt):
+            for force in forces:
+                q, qd = implicit_damping_euler_step(model, q, qd, force, dt)
+            return q, qd
+        return steps
+    out = np.zeros((2, model.n))
+
+    def compiled_steps(q, qd, forces, dt):
+        compiled(np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float),
+                 np.ascontiguousarray(forces, dtype=float), float(dt), out)
+        return out[0].copy(), out[1].copy()
+    return compiled_steps
+
+
 #: integrator name (as in parameters) -> step function
 INTEGRATORS = {
     'rk4': rk4_step,

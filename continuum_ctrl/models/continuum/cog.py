@@ -23,12 +23,15 @@ K, ``C`` from M's Christoffel symbols, gravity is exact. One compiled call, ``co
 ...)`` with the model's `data.Arm` and workspace block, fills everything.
 """
 
+import numpy as np
+
 from continuum_ctrl.models.continuum.data import layout
-from continuum_ctrl.models.continuum.jit import compiled
+from continuum_ctrl.models.continuum.jit import compiled, entry_point
 from continuum_ctrl.models.continuum.kinematics import (chain, cx, rotate_matrix,
                                                         rotate_tensor, section_cog,
                                                         section_rotation)
-from continuum_ctrl.models.continuum.model import ContinuumModel, finish
+from continuum_ctrl.models.continuum.model import (add_damping, ContinuumModel, finish, forward,
+                                                   passive)
 from continuum_ctrl.models.continuum.params import read_spec
 from continuum_ctrl.models.continuum.terms import (add_gravity, add_point_term, add_rigid_term,
                                                    add_term, angular_jacobian, angular_rate,
@@ -222,10 +225,54 @@ def cog_run(arm, memory, q, qd, mode, task, v):
     return U
 
 
+@compiled()
+def cog_damped_steps(arm, memory, q, qd, forces, dt, out):
+    """
+    Run ``forces.shape[0]`` implicit-damping Euler steps of `dt` s from `q`, `qd`.
+
+    Each step as `sim.integrators.implicit_damping_euler_step`, with ``forces[k]`` [N] held:
+    ``(M + dt D) qdd = forces[k] - C qd - passive - g``, ``qd += dt qdd``, ``q += dt qd``.
+    Fills `out` (2, n) with the final q [m] and qd [m/s].
+    """
+    data = layout(memory, arm.length.shape[0])[1]
+    sums = data.sums
+    x, v = out[0], out[1]
+    n = q.shape[0]
+    for i in range(n):
+        x[i] = q[i]
+        v[i] = qd[i]
+    for k in range(forces.shape[0]):
+        cog_evaluate(arm, data, x, v, 3)
+        passive(x, v, arm.pma, sums.passive)
+        # a call: subscripted writes to a `layout` view, in the function that made it, were
+        # not seen by the reads after them (Numba 0.68 without its runtime)
+        add_damping(sums.M, arm.pma, dt)
+        forward(sums.M, sums.g, sums.passive, sums.cq, forces[k], sums.out)
+        for i in range(n):
+            v[i] += dt * sums.out[i]
+            x[i] += dt * v[i]
+
+
 class CogModel(ContinuumModel):
     """The CoG continuum model with energy-shaping coefficients ``spec.beta``."""
 
     kernel = staticmethod(cog_run)
+    _damped_steps = None
+
+    def compiled_damped_steps(self):
+        """Return the compiled `cog_damped_steps` on this model's data (see the base)."""
+        if self._damped_steps is None:
+            self._damped_steps = self._compile_damped_steps()
+        return self._damped_steps
+
+    def _compile_damped_steps(self):
+        kernel = entry_point(cog_damped_steps, self.arm, self.memory, self._zero, self._zero,
+                             np.zeros((1, self.n)), 1e-3, np.zeros((2, self.n)))
+        arm, memory = self.arm, self.memory
+
+        def steps(q, qd, forces, dt, out):
+            kernel(arm, memory, q, qd, forces, dt, out)
+        return steps
 
     @property
     def beta(self):

@@ -120,6 +120,13 @@ def forward(M, g, pas, cq, tau, qdd):
         qdd[i] = s / M[i, i]
 
 
+@compiled()
+def add_damping(M, pma, dt):
+    """Add ``dt D`` to `M` (D = diag of the PMA dampings, `pma` column 1): implicit damping."""
+    for i in range(M.shape[0]):
+        M[i, i] += dt * pma[i, 1]
+
+
 #: what `finish` computes into `out` after an evaluation
 TASK_NONE, TASK_BIAS, TASK_INVERSE, TASK_FORWARD = 0, 1, 2, 3
 
