@@ -51,6 +51,26 @@ def test_actuator_follows_a_step_as_the_closed_form_says(time_constant, delay, m
         assert np.max(np.abs(rates)) > 0.9 * max_rate     # the limit is reached
 
 
+@pytest.mark.parametrize('max_rate', [0.0, 4e6])
+def test_pressures_ahead_are_those_advance_reaches(max_rate):
+    """`pressures_at` sees the pending commands act as `advance` does, and changes nothing."""
+    rng = np.random.default_rng(8)
+    valves = Actuator(0.02, 0.0035, max_rate, np.full(3, P0))
+    valves.advance(0.0)
+    for k in range(6):        # commands 1 ms apart, pending up to 3.5 ms ahead
+        valves.command(rng.uniform(P0, P1, 3), 1e-3 * k)
+    valves.advance(4e-3)
+    # from the clock on, at the pending switch times (4.5 to 8.5 ms) and between them
+    times = np.sort(np.concatenate(([4e-3, 5.5e-3, 6.5e-3],
+                                    4e-3 + np.cumsum(rng.uniform(1e-4, 2e-3, 12)))))
+    pending = len(valves.pending)
+    ahead = valves.pressures_at(times)
+    assert len(valves.pending) == pending and valves.t == 4e-3
+    expected = np.array([valves.advance(t).copy() for t in times])
+    np.testing.assert_allclose(ahead, expected, rtol=1e-12)
+    assert np.ptp(expected[:, 0]) > 0.1 * (P1 - P0)         # the pressures moved
+
+
 def continuum_plant_settings(**actuator):
     """The continuum config's plant (CoG model, 1 ms step) with only the valves given."""
     valves = {'time_constant': 0.0, 'delay': 0.0, 'max_rate': 0.0, **actuator}

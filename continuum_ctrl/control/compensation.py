@@ -94,12 +94,11 @@ class Compensation:
         usually a few ms old, the valves' lag is longer).
         """
         self.valves.advance(t)
-        valves = self.valves.copy()
         start = min(max(measured_at, t - MAX_AGE), t)
         steps = max(math.ceil((t + self.horizon - start) / self.period - 1e-9), 1)
         h = (t + self.horizon - start) / steps
-        pressures = np.array([valves.advance(max(start + (k + 0.5) * h, t))
-                              for k in range(steps)])
+        middles = np.maximum(start + (np.arange(steps) + 0.5) * h, t)
+        pressures = self.valves.pressures_at(middles)
         return self._steps(q, qd, self.actuation.force(pressures), h)
 
     def effort(self, q, qd, measured_at, reference, t, bounds):

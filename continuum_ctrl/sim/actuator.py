@@ -4,6 +4,7 @@ Valve dynamics of pneumatic muscle actuators: the pressure applied behind a comm
     valves = Actuator(time_constant=0.02, delay=0.005, max_rate=0.0, initial=p0)   # per PMA
     valves.command(p_cmd, t)        # a commanded pressure (Pa) held from time t (s) on
     p_applied = valves.advance(t)   # the applied pressures at time t (s)
+    ahead = valves.pressures_at(times)   # at later times, with the commands pending (Pa)
 
 Each PMA's applied pressure ``p_a`` follows ``u(t) = p_cmd(t - delay)`` through a first-order
 lag ``T dp_a/dt = u - p_a``, slew-limited to ``|dp_a/dt| <= max_rate`` (Pa/s): proportional
@@ -88,10 +89,20 @@ class Actuator:
                                   self.max_rate)
             self.t = t
 
-    def copy(self):
-        """Return an independent twin: state, clock and pending commands."""
-        twin = Actuator(self.time_constant, self.delay, self.max_rate, self.pressure)
-        twin.input = self.input.copy()
-        twin.pending = deque(self.pending)
-        twin.t = self.t
-        return twin
+    def pressures_at(self, times):
+        """
+        Return the applied pressures (len(times), n) at increasing `times` (s), each at least
+        the clock ``t``, without advancing: the commands pending then act as in `advance`.
+        """
+        times = np.asarray(times, dtype=float)
+        out = np.empty((len(times), len(self.pressure)))
+        p, u, since, first = self.pressure, self.input, self.t, 0
+        for switch, values in (*self.pending, (np.inf, None)):
+            last = np.searchsorted(times, switch, side='right')
+            out[first:last] = relax(p, u, (times[first:last] - since)[:, None],
+                                    self.time_constant, self.max_rate)
+            if last == len(times):
+                break
+            p, u, since, first = (relax(p, u, switch - since, self.time_constant,
+                                        self.max_rate), values, switch, last)
+        return out
