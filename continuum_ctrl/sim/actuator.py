@@ -99,8 +99,9 @@ class Actuator:
         p, u, since, first = self.pressure, self.input, self.t, 0
         for switch, values in (*self.pending, (np.inf, None)):
             last = np.searchsorted(times, switch, side='right')
-            out[first:last] = relax(p, u, (times[first:last] - since)[:, None],
-                                    self.time_constant, self.max_rate)
+            if last > first:
+                out[first:last] = relax(p, u, (times[first:last] - since)[:, None],
+                                        self.time_constant, self.max_rate)
             if last == len(times):
                 break
             p, u, since, first = (relax(p, u, switch - since, self.time_constant,
