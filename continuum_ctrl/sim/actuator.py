@@ -91,8 +91,10 @@ class Actuator:
 
     def pressures_at(self, times):
         """
-        Return the applied pressures (len(times), n) at increasing `times` (s), each at least
-        the clock ``t``, without advancing: the commands pending then act as in `advance`.
+        Return the applied pressures (len(times), n) at `times` (s), without advancing.
+
+        `times` increase from the clock ``t`` on; the commands pending then act as in
+        `advance`.
         """
         times = np.asarray(times, dtype=float)
         out = np.empty((len(times), len(self.pressure)))
