@@ -51,11 +51,15 @@ def test_actuator_follows_a_step_as_the_closed_form_says(time_constant, delay, m
         assert np.max(np.abs(rates)) > 0.9 * max_rate     # the limit is reached
 
 
-@pytest.mark.parametrize('max_rate', [0.0, 4e6])
-def test_pressures_ahead_are_those_advance_reaches(max_rate):
+@pytest.mark.parametrize('time_constant, max_rate', [
+    (0.02, 0.0),            # linear: the sum of step responses
+    (0.0, 0.0),             # dead time alone
+    (0.02, 4e6),            # slew-limited: segment by segment
+])
+def test_pressures_ahead_are_those_advance_reaches(time_constant, max_rate):
     """`pressures_at` sees the pending commands act as `advance` does, and changes nothing."""
     rng = np.random.default_rng(8)
-    valves = Actuator(0.02, 0.0035, max_rate, np.full(3, P0))
+    valves = Actuator(time_constant, 0.0035, max_rate, np.full(3, P0))
     valves.advance(0.0)
     for k in range(6):        # commands 1 ms apart, pending up to 3.5 ms ahead
         valves.command(rng.uniform(P0, P1, 3), 1e-3 * k)

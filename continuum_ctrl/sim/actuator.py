@@ -97,6 +97,8 @@ class Actuator:
         `advance`.
         """
         times = np.asarray(times, dtype=float)
+        if self.max_rate == 0.0:
+            return self._linear_pressures_at(times)
         out = np.empty((len(times), len(self.pressure)))
         p, u, since, first = self.pressure, self.input, self.t, 0
         for switch, values in (*self.pending, (np.inf, None)):
@@ -109,3 +111,24 @@ class Actuator:
             p, u, since, first = (relax(p, u, switch - since, self.time_constant,
                                         self.max_rate), values, switch, last)
         return out
+
+    def _linear_pressures_at(self, times):
+        """
+        Return `pressures_at` without a slew limit, in one expression.
+
+        The lag is then linear: its response is the free decay towards the current input plus
+        a step response per pending command.
+        """
+        switches = np.array([switch for switch, _ in self.pending])
+        inputs = np.array([self.input, *(values for _, values in self.pending)])
+        elapsed = (times - self.t)[:, None]
+        after = times[:, None] - switches            # (len(times), pending)
+        if self.time_constant > 0.0:
+            decay = np.exp(-elapsed / self.time_constant)
+            rise = np.where(after > 0.0, -np.expm1(-np.maximum(after, 0.0)
+                                                   / self.time_constant), 0.0)
+        else:
+            decay = (elapsed <= 0.0).astype(float)
+            rise = (after > 0.0).astype(float)
+        return (self.input + (self.pressure - self.input) * decay
+                + rise @ np.diff(inputs, axis=0))
