@@ -94,39 +94,20 @@ class Actuator:
         Return the applied pressures (len(times), n) at `times` (s), without advancing.
 
         `times` increase from the clock ``t`` on; the commands pending then act as in
-        `advance`.
+        `advance`. Without a slew limit only (the controller's valve model): the lag is then
+        linear, so the response is the free decay towards the current input plus a step
+        response per pending command, one expression for all times.
         """
+        if self.max_rate > 0.0:
+            raise ValueError('pressures_at: valves without a slew limit only (max_rate 0)')
         times = np.asarray(times, dtype=float)
-        if self.max_rate == 0.0:
-            return self._linear_pressures_at(times)
-        out = np.empty((len(times), len(self.pressure)))
-        p, u, since, first = self.pressure, self.input, self.t, 0
-        for switch, values in (*self.pending, (np.inf, None)):
-            last = np.searchsorted(times, switch, side='right')
-            if last > first:
-                out[first:last] = relax(p, u, (times[first:last] - since)[:, None],
-                                        self.time_constant, self.max_rate)
-            if last == len(times):
-                break
-            p, u, since, first = (relax(p, u, switch - since, self.time_constant,
-                                        self.max_rate), values, switch, last)
-        return out
-
-    def _linear_pressures_at(self, times):
-        """
-        Return `pressures_at` without a slew limit, in one expression.
-
-        The lag is then linear: its response is the free decay towards the current input plus
-        a step response per pending command.
-        """
         switches = np.array([switch for switch, _ in self.pending])
         inputs = np.array([self.input, *(values for _, values in self.pending)])
         elapsed = (times - self.t)[:, None]
-        after = times[:, None] - switches            # (len(times), pending)
+        after = np.maximum(times[:, None] - switches, 0.0)     # (len(times), pending)
         if self.time_constant > 0.0:
             decay = np.exp(-elapsed / self.time_constant)
-            rise = np.where(after > 0.0, -np.expm1(-np.maximum(after, 0.0)
-                                                   / self.time_constant), 0.0)
+            rise = -np.expm1(-after / self.time_constant)
         else:
             decay = (elapsed <= 0.0).astype(float)
             rise = (after > 0.0).astype(float)
