@@ -21,8 +21,10 @@ the command after `delay` through a first-order lag of `time_constant` (s).
   until the next one, acts. The reference is taken at ``t + delay``.
 - **Lag.** ``p_cmd = p_des + T dp_des/dt``, in forces (the same above the dead zone, where
   the map is affine). ``dp_des/dt`` is the time derivative of the law under perfect tracking:
-  the model's inverse dynamics along the (smooth) reference, a central difference over one
-  control period. It holds no measurement, so sensor noise cannot turn into chatter. That
+  the model's inverse dynamics along the (smooth) reference, the secant over the control
+  period that holds ``t + delay`` on a grid of periods from the reference's start (linear in
+  between for its value). Ticks a period apart share a grid time, so a tick pays one inverse
+  dynamics for it. It holds no measurement, so sensor noise cannot turn into chatter. That
   force is clamped to what the PMAs can push, and where it leaves a bound (a PMA's force
   rising from zero, as in section 1 during the blend at activation) its derivative steps
   from 0 to the full slope; so the lead is limited to the clamped force's distance from the
@@ -48,6 +50,7 @@ import math
 
 import numpy as np
 
+from continuum_ctrl.control.clipping import clip
 from continuum_ctrl.sim.actuator import Actuator
 from continuum_ctrl.sim.integrators import implicit_damping_euler_stepper
 
@@ -76,6 +79,8 @@ class Compensation:
         self.horizon = delay + HORIZON_PERIODS * period
         self.valves = Actuator(time_constant, delay, 0.0, actuation.p_min)
         self._steps = implicit_damping_euler_stepper(model)
+        self._grid_reference = None
+        self._grid = {}                 # grid time index -> force of perfect tracking, N
 
     def sent(self, pressures, t):
         """Feed the valve model the command sent at `t` (model order, Pa)."""
@@ -106,22 +111,37 @@ class Compensation:
         Return the force (model order, N) to command at time `t` (s).
 
         `q`, `qd`: the state received at time `measured_at` (s); `reference` samples
-        ``(q_d, qd_d, qdd_d)`` inside the joint limits (the loop's `Anchored` clamps);
-        `bounds` = (low, high) forces the loop clamps to (the lead acts on clamped forces).
+        ``(q_d, qd_d, qdd_d)`` inside the joint limits from its start `t0` (s; the loop's
+        `Anchored` clamps); `bounds` = (low, high) forces the loop clamps to (the lead acts on
+        clamped forces).
         """
         q, qd = self.predict(q, qd, measured_at, t)
         t_act = t + self.delay
-        tau = np.clip(self.law(q, qd, *reference.sample(t_act)), *bounds)
+        low, high = bounds
+        tau = clip(self.law(q, qd, *reference.sample(t_act)), low, high)
         if self.time_constant == 0.0:
             return tau
-        h = self.period
-        early = self._feedforward(reference, t_act - 0.5 * h, bounds)
-        late = self._feedforward(reference, t_act + 0.5 * h, bounds)
-        middle = 0.5 * (early + late)
-        low, high = bounds
-        lead = np.clip((self.time_constant / h) * (late - early), middle - high, middle - low)
-        return tau + lead
+        cell, share = divmod((t_act - reference.t0) / self.period, 1.0)
+        early = clip(self._feedforward(reference, int(cell)), low, high)
+        late = clip(self._feedforward(reference, int(cell) + 1), low, high)
+        rise = late - early
+        middle = early + share * rise
+        return tau + clip((self.time_constant / self.period) * rise, middle - high, middle - low)
 
-    def _feedforward(self, reference, t, bounds):
-        """Return the clamped force of perfect tracking at `t`: inverse dynamics of the ref."""
-        return np.clip(self.model.inverse_dynamics(*reference.sample(t)), *bounds)
+    def _feedforward(self, reference, cell):
+        """
+        Return the force of perfect tracking at grid time `cell` (N): inverse dynamics of the ref.
+
+        Grid time k is ``reference.t0 + k period``; those next to `cell` are kept (for one
+        reference).
+        """
+        if reference is not self._grid_reference:
+            self._grid_reference = reference
+            self._grid.clear()
+        force = self._grid.get(cell)
+        if force is None:
+            sample = reference.sample(reference.t0 + cell * self.period)
+            force = self._grid[cell] = self.model.inverse_dynamics(*sample).copy()
+            for old in [k for k in self._grid if abs(k - cell) > 1]:
+                del self._grid[old]
+        return force

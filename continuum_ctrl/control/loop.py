@@ -29,6 +29,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from continuum_ctrl.control.actuation import clamp_effort
+from continuum_ctrl.control.clipping import clip
 from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
 from continuum_ctrl.control.references import (blend_ramp, Hold, MinimumJerk,
@@ -114,7 +115,7 @@ class Anchored:
         """Return the reference at `elapsed` clipped to the limits, at rest where clipped."""
         q, qd, qdd = self.reference.sample(elapsed)
         r, rd, rdd = self.clamped
-        np.clip(q, self.low, self.high, out=r)
+        clip(q, self.low, self.high, out=r)
         inside = np.equal(r, q, out=self._inside)
         np.multiply(qd, inside, out=rd)
         np.multiply(qdd, inside, out=rdd)
@@ -412,11 +413,10 @@ class ControlLoop:
         self._failing = False
         low, high = self._effort_range
         if self._step is None:
-            np.clip(tau, low, high, out=self.effort)
+            clip(tau, low, high, out=self.effort)
         else:
-            np.clip(tau, low, high, out=self._tau)
-            np.clip(self._tau, self.effort - self._step, self.effort + self._step,
-                    out=self.effort)
+            clip(tau, low, high, out=self._tau)
+            clip(self._tau, self.effort - self._step, self.effort + self._step, out=self.effort)
         return self._output()
 
     def safe_command(self) -> np.ndarray:

@@ -15,13 +15,14 @@ import numpy as np
 from continuum_ctrl.params import model_spec
 from continuum_ctrl.launch_description import arm_config
 from continuum_ctrl.models import load_model
+from continuum_ctrl.sim.actuator import Actuator
 
 #: the model kinds whose kernels are compiled, with the plant's stiffening outside the limits
 KINDS = ('continuum_cog', 'continuum_integral')
 
 
 def warm(params='continuum'):
-    """Evaluate every compiled entry point of both continuum models once; return seconds."""
+    """Evaluate every compiled entry point of both continuum models and the valves; return s."""
     start = time.perf_counter()
     spec = model_spec(arm_config(params))
     for kind in KINDS:
@@ -34,6 +35,7 @@ def warm(params='continuum'):
         tip = model.frame_names()[-1]
         model.frame_jacobian_derivative(q, qd, tip), model.compiled_ik_step(tip), model.backbone(q)
         model.compiled_task_step(tip), model.compiled_damped_steps()
+    Actuator(0.01, 0.0, 0.0, np.zeros(1))           # compiles the valves' walk
     return time.perf_counter() - start
 
 
