@@ -7,7 +7,7 @@ as processes over DDS (launch description command lines). For each rate and exec
 controller's /diagnostics and /proc:
 - achieved rate (median of 1 s windows), ticks on time (period < 1.5 x nominal);
 - period p50 / p99 / max and compute p99 (median of 1 s windows; max: worst window);
-- CPU share of the controller and simulator processes (one core = 1.0);
+- CPU share of the controller and simulator processes (one core = 1.0; the floor's own too);
 - latency joint_states -> command: transport (stamp to receipt) + wait for the tick
   (input age) + compute, medians; the p99 sum is printed too.
 ~/state is published every STATE_DECIMATION ticks. First it measures the cost of one tick
@@ -321,6 +321,14 @@ def main():
                   f'{a["cpu_controller"] / b["cpu_controller"]:.2f}, latency p50 '
                   f'{a["latency_p50_us"] / b["latency_p50_us"]:.2f}, on time '
                   f'{a["on_time"]:.2%} vs {b["on_time"]:.2%}')
+    for priority in (0, PRIORITY):
+        floor = results.get(('floor', 1000.0, 'events', priority))
+        for node in ('controller', 'baseline'):
+            a = results.get((node, 1000.0, 'events', priority))
+            if a and floor:
+                print(f'1000 Hz, priority {priority}, {node}/floor: CPU '
+                      f'{a["cpu_controller"] / floor["cpu_controller"]:.2f} (target <= 1.5), '
+                      f'on time {a["on_time"]:.2%} vs {floor["on_time"]:.2%}')
     if floor_only or baseline:
         return
     for rate in RATES:

@@ -9,7 +9,8 @@ Float64MultiArray, default) or `bytes` (`CommandPublisher`, pre-serialized). LOO
 executor timer, default) or `thread` (a `LoopThread` at PRIORITY, the executor and the
 middleware's threads one below). Run against the
 simulator, it measures what rclpy, DDS and this machine's scheduling alone cost the loop: ticks
-on time, period and tick-duration percentiles, printed as one JSON line after SECONDS. It is
+on time, period and tick-duration percentiles and its CPU share (one core = 1.0), printed as
+one JSON line after SECONDS. It is
 the same-run baseline of bench_node.py.
 """
 
@@ -68,9 +69,11 @@ def main():
     else:
         problem = set_node_priority(max(priority - 1, 1)) if priority else None
         thread.start()
-    end = time.monotonic() + WARMUP + seconds
-    while time.monotonic() < end:
-        spinner.spin_once(timeout_sec=0.1)
+    for phase in (WARMUP, seconds):     # the process's CPU share over the second phase
+        cpu, wall = time.process_time(), time.monotonic()
+        while time.monotonic() < wall + phase:
+            spinner.spin_once(timeout_sec=0.1)
+    cpu = (time.process_time() - cpu) / (time.monotonic() - wall)
     if thread is not None:
         thread.stop()
         problem = problem or thread.priority_problem
@@ -85,6 +88,7 @@ def main():
         'period_max_us': float(np.max(period)),
         'compute_p50_us': float(np.median(duration)),
         'compute_p99_us': float(np.percentile(duration, 99)),
+        'cpu_controller': cpu,
         'priority_problem': problem}))
     node.destroy_node()
     rclpy.shutdown()
