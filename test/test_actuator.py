@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.params import ConfigError
-from continuum_ctrl.sim.actuator import Actuator
+from continuum_ctrl.sim.actuator import Actuator, PENDING_ROWS
 from continuum_ctrl.sim.plant import Plant
 from node_pair import plant_settings
 
@@ -83,9 +83,9 @@ def test_pressures_ahead_are_those_advance_reaches(time_constant, max_rate):
     # from the clock on, at the pending switch times (4.5 to 8.5 ms) and between them
     times = np.sort(np.concatenate(([4e-3, 5.5e-3, 6.5e-3],
                                     4e-3 + np.cumsum(rng.uniform(1e-4, 2e-3, 12)))))
-    pending = len(valves.pending)
+    pending = valves.pending
     ahead = valves.pressures_at(times)
-    assert len(valves.pending) == pending and valves.t == 4e-3
+    assert valves.pending == pending and valves.t == 4e-3
     expected = np.array([valves.advance(t).copy() for t in times])
     np.testing.assert_allclose(ahead, expected, rtol=1e-12)
     assert np.ptp(expected[:, 0]) > 0.1 * (P1 - P0)         # the pressures moved
@@ -143,3 +143,16 @@ def test_valve_keys_are_checked():
         continuum_plant_settings(lag=0.1)
     with pytest.raises(ConfigError, match="'actuator.time_constant'.*'pressure'"):
         plant_settings('planar_2r.yaml', {'actuator.time_constant': 0.02})
+
+
+def test_a_long_dead_time_keeps_every_command_in_order():
+    """More commands pending than the rows kept at first (PENDING_ROWS): each acts in turn."""
+    valves = Actuator(0.0, 0.2, 0.0, np.zeros(2))
+    valves.advance(0.0)
+    count = 3 * PENDING_ROWS
+    for k in range(count):
+        valves.command(np.full(2, float(k + 1)), 1e-3 * k)
+    assert valves.pending == count
+    seen = [valves.advance(0.2 + 1e-3 * k + 5e-4)[0] for k in range(count)]
+    assert seen == [float(k + 1) for k in range(count)]
+    assert valves.pending == 0

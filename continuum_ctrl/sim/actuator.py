@@ -19,11 +19,13 @@ calls both every tick (about 3 us, against 15-35 us for the same in NumPy).
 
 import functools
 import math
-from collections import deque
 
 import numpy as np
 
 from continuum_ctrl.models.continuum.jit import compiled, entry_point
+
+#: rows of pending commands kept (more as needed): 50 ms of dead time at 1 kHz
+PENDING_ROWS = 64
 
 
 class Actuator:
@@ -31,7 +33,8 @@ class Actuator:
     Applied pressures (Pa) of `initial`'s PMAs; see the module documentation.
 
     `pressure` is the applied pressure at time `t` (None before the first `advance`, which
-    only sets the clock); `time_constant` (s), `delay` (s) and `max_rate` (Pa/s) are >= 0.
+    only sets the clock); `pending` the number of commands not yet acting; `time_constant`
+    (s), `delay` (s) and `max_rate` (Pa/s) are >= 0.
     """
 
     def __init__(self, time_constant, delay, max_rate, initial):
@@ -40,8 +43,12 @@ class Actuator:
         self.max_rate = float(max_rate)
         self.pressure = np.array(initial, dtype=float)
         self.input = self.pressure.copy()
-        self.pending = deque()          # (time the input switches, new input), time order
         self.t = None
+        # pending commands, time order: switch times (s) and inputs (Pa) in the first rows
+        self.pending = 0
+        self._switches = np.zeros(PENDING_ROWS)
+        self._inputs = np.zeros((PENDING_ROWS, self.pressure.size))
+        self._now = np.zeros(1)
         self._walk = _lag_walk()        # compiled or loaded now, not at the first command
 
     @property
@@ -53,22 +60,35 @@ class Actuator:
         """Forget the pending commands; the applied pressure and the input are `pressure`."""
         self.pressure[:] = pressure
         self.input[:] = pressure
-        self.pending.clear()
+        self.pending = 0
         self.t = t
 
     def command(self, values, t):
         """Command `values` (Pa) from time `t` (s) on; they act from ``t + delay``."""
-        self.pending.append((t + self.delay, np.array(values, dtype=float)))
+        k = self.pending
+        if k == self._switches.size:
+            self._switches = np.concatenate((self._switches, np.zeros(k)))
+            self._inputs = np.concatenate((self._inputs, np.zeros_like(self._inputs)))
+        self._switches[k] = t + self.delay
+        self._inputs[k] = values
+        self.pending = k + 1
 
     def advance(self, t):
         """Integrate exactly up to time `t` (s) and return the applied pressures there."""
         if self.t is None:
             self.t = t
         if t > self.t:
-            self.pressure = self.pressures_at(np.array([t]))[0]
+            self._now[0] = t
+            self.pressure = self.pressures_at(self._now)[0]
             self.t = t
-        while self.pending and self.pending[0][0] <= t:
-            self.input = self.pending.popleft()[1]
+        k, due = self.pending, 0
+        while due < k and self._switches[due] <= t:
+            due += 1
+        if due:
+            self.input = self._inputs[due - 1].copy()
+            self._switches[:k - due] = self._switches[due:k]
+            self._inputs[:k - due] = self._inputs[due:k]
+            self.pending = k - due
         return self.pressure
 
     def pressures_at(self, times):
@@ -79,16 +99,11 @@ class Actuator:
         commands pending then act as in `advance`.
         """
         times = np.ascontiguousarray(times, dtype=float)
-        n = self.pressure.size
-        if self.pending:
-            switches = np.array([switch for switch, _ in self.pending])
-            inputs = np.array([values for _, values in self.pending])
-        else:
-            switches, inputs = np.zeros(0), np.zeros((0, n))
-        out = np.empty((times.size, n))
+        k = self.pending
+        out = np.empty((times.size, self.pressure.size))
         clock = self.t if self.t is not None or not times.size else times[0]  # as `advance`
-        self._walk(clock, self.pressure, self.input, switches, inputs, times,
-                   self.time_constant, self.max_rate, out)
+        self._walk(clock, self.pressure, self.input, self._switches[:k], self._inputs[:k],
+                   times, self.time_constant, self.max_rate, out)
         return out
 
 
