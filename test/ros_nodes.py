@@ -19,13 +19,30 @@ from continuum_ctrl.ros.recorder import Recorder
 START_TIMEOUT = 90.0
 
 
-def call_service(rec, service_type, name, request, node=CONTROLLER, timeout=30.0):
-    """Call service `name` of `node` from the recorder's node; return the response."""
+#: seconds to wait for one service response before asking again (idempotent requests only)
+RESPONSE_WAIT = 5.0
+
+
+def call_service(rec, service_type, name, request, node=CONTROLLER, timeout=30.0,
+                 idempotent=True):
+    """
+    Call service `name` of `node` from the recorder's node; return the response (None: none).
+
+    A server drops its response when it has not yet matched a new client's response reader
+    (Fast DDS: "failed to send response (timeout)", ros2/rclcpp#2760), more often on a loaded
+    machine; the client then waits for ever. So an `idempotent` request is sent again every
+    RESPONSE_WAIT s until `timeout`; another is sent once, and None says that no response came.
+    """
     client = rec.node.create_client(service_type, f'/{node}/{name}')
     assert client.wait_for_service(timeout_sec=timeout), f'no service /{node}/{name}'
-    future = client.call_async(request)
-    assert rec.wait(future.done, timeout)
-    return future.result()
+    attempts = max(int(timeout // RESPONSE_WAIT), 1) if idempotent else 1
+    for _ in range(attempts):
+        future = client.call_async(request)
+        if rec.wait(future.done, timeout / attempts):
+            return future.result()
+        client.remove_pending_request(future)
+    assert not idempotent, f'no response from /{node}/{name} within {timeout} s'
+    return None
 
 
 def in_thread(function):

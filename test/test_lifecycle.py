@@ -32,10 +32,23 @@ def state(rec):
                         timeout=START_TIMEOUT).current_state.id
 
 
+#: the state each transition the tests ask for ends in when it succeeds
+GOAL = {Transition.TRANSITION_CONFIGURE: State.PRIMARY_STATE_INACTIVE,
+        Transition.TRANSITION_ACTIVATE: State.PRIMARY_STATE_ACTIVE,
+        Transition.TRANSITION_DEACTIVATE: State.PRIMARY_STATE_INACTIVE,
+        Transition.TRANSITION_INACTIVE_SHUTDOWN: State.PRIMARY_STATE_FINALIZED}
+
+
 def change(rec, transition):
-    """Ask the controller for a lifecycle transition; return whether it succeeded."""
+    """
+    Ask the controller for a lifecycle transition; return whether it succeeded.
+
+    A transition is not asked twice: when its response is lost (see `call_service`), the
+    state the controller is in then tells.
+    """
     request = ChangeState.Request(transition=Transition(id=transition))
-    return call_service(rec, ChangeState, 'change_state', request).success
+    response = call_service(rec, ChangeState, 'change_state', request, idempotent=False)
+    return state(rec) == GOAL[transition] if response is None else response.success
 
 
 def launched(tmp_path, nodes):
