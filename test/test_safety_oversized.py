@@ -18,7 +18,8 @@ as when it comes from another machine.
 
 Starvation: a burst the size check does not catch (small joint states naming only unknown
 joints, asked at 20,000 a second: a publisher sends about 1,400, since at full speed with no
-pause none reached the node here) must leave the loop alive. It did not starve the loop on
+pause none reached the node here) must leave the loop alive, and valid states must still get
+through (at most one diagnostics window `stale`, and not the last). It did not starve the loop on
 this machine (its own thread kept 500 Hz), so the detector itself is proven in process
 (`test_loop_starvation.py`).
 """
@@ -89,7 +90,11 @@ def rss_mb(pid):
 
 
 def phase(rec, processes, kind=None, rate=0.0, names=()):
-    """Run one phase (flooding `kind` at `rate`/s); return (median rate Hz, sent, statuses)."""
+    """
+    Run one phase (flooding `kind` at `rate`/s); return (median rate Hz, sent, statuses).
+
+    `statuses`: the controller's status in each diagnostics window of the phase, in order.
+    """
     count = len(rec.diagnostics)
     flooder = None
     if kind is not None:
@@ -105,7 +110,7 @@ def phase(rec, processes, kind=None, rate=0.0, names=()):
     windows = rec.diagnostics[count + 1:]
     assert windows and processes[0].poll() is None
     rates = [float(w['rate_hz']) for w in windows]
-    return float(np.median(rates)), sent, {w['status'] for w in windows}
+    return float(np.median(rates)), sent, [w['status'] for w in windows]
 
 
 @pytest.fixture(scope='module')
@@ -131,10 +136,10 @@ def test_oversized_floods_keep_the_command_rate(arm, kind, counter):
         commands = len(rec.commands)
         flooded, sent, statuses = phase(rec, procs, kind, rate, names)
         figures.append(f'{"10/s" if rate else "at once"}: {sent} sent, {flooded:.0f} Hz '
-                       f'({flooded / base:.0%}), statuses {sorted(statuses)}')
+                       f'({flooded / base:.0%}), statuses {sorted(set(statuses))}')
         assert flooded >= 0.9 * min(base, 500.0), (kind, rate, flooded, base)
         # the detector may see the machine starve the loop for a moment (reported only)
-        assert statuses <= {'active', DEGRADED}, statuses
+        assert set(statuses) <= {'active', DEGRADED}, statuses
         sent_commands = np.array([c for _, c in rec.commands[commands:]])
         assert len(sent_commands) and np.all(np.isfinite(sent_commands))
     grown = rss_mb(procs[0].pid) - memory
@@ -158,7 +163,12 @@ def test_a_flood_of_useless_small_states_leaves_the_loop_alive(arm):
     after = rejections(rec)
     rejected = after['rejected_names'] - before['rejected_names']
     print(f'\nunknown-joint states: {sent} sent, {rejected:.0f} rejected; {flooded:.0f} Hz '
-          f'against {base:.0f}; statuses {sorted(statuses)}; missed share '
+          f'against {base:.0f}; statuses {statuses}; missed share '
           f'{latest(rec, "missed_share")}; counters {after}')
-    assert rejected > 0 and statuses <= {'active', DEGRADED}
+    assert rejected > 0 and set(statuses) <= {'active', DEGRADED, 'stale'}, statuses
+    # The junk shares `joint_states` with the valid states, whose reader keeps the last 5: a
+    # stall of the executor (or of the machine) lets it crowd them out for the 0.1 s of
+    # `state_timeout` (the loop then sends its safe command). Valid states still get through:
+    # stale in at most one window, and not in the last.
+    assert statuses.count('stale') <= 1 and statuses[-1] != 'stale', statuses
     assert np.all(np.isfinite(np.array([c for _, c in rec.commands[-100:]])))
