@@ -101,9 +101,10 @@ class Actuator:
         times = np.ascontiguousarray(times, dtype=float)
         k = self.pending
         out = np.empty((times.size, self.pressure.size))
-        clock = self.t if self.t is not None or not times.size else times[0]  # as `advance`
-        self._walk(clock, self.pressure, self.input, self._switches[:k], self._inputs[:k],
-                   times, self.time_constant, self.max_rate, out)
+        if times.size:
+            clock = times[0] if self.t is None else self.t      # as `advance`
+            self._walk(clock, self.pressure, self.input, self._switches[:k], self._inputs[:k],
+                       times, self.time_constant, self.max_rate, out)
         return out
 
 
