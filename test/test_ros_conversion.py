@@ -27,6 +27,9 @@ def test_joint_states_are_mapped_by_name_every_time():
 
 
 @pytest.mark.parametrize('kind, msg', [
+    ('foreign', JointState(name=['x'], position=[0.0])),
+    ('foreign', JointState(name=['x', 'x'], position=[0.0])),   # not ours, whatever its shape
+    ('foreign', JointState()),
     ('names', JointState(name=['a', 'b'], position=[0.0, 0.0])),
     ('names', JointState(name=['a', 'b', 'a'], position=[0.0, 0.0, 0.0])),
     ('length', JointState(name=NAMES, position=[0.0, 0.0])),

@@ -17,11 +17,14 @@ test has no CAP_SYS_NICE), and the test is about what the flood costs the contro
 as when it comes from another machine.
 
 Starvation: a burst the size check does not catch (small joint states naming only unknown
-joints, asked at 20,000 a second: a publisher sends about 1,400, since at full speed with no
-pause none reached the node here) must leave the loop alive, and valid states must still get
-through (at most one diagnostics window `stale`, and not the last). It did not starve the loop on
-this machine (its own thread kept 500 Hz), so the detector itself is proven in process
-(`test_loop_starvation.py`).
+joints, asked at 20,000 a second: a publisher sends 1,400-4,000, since at full speed with no
+pause none reached the node here) must leave the loop alive, be counted as foreign, and let
+valid states through: at most one diagnostics window `stale`, and not the last. The junk
+shares `joint_states` (keep last 5) with the valid states, so an executor stall can let it
+crowd them out for a `state_timeout`; foreign states then must not keep the arm from resuming
+(they once did: each reset the streak of valid states needed to resume, and the loop stayed
+stale to the end of the flood). It did not starve the loop's own thread on this machine
+(500 Hz kept), so the detector itself is proven in process (`test_loop_starvation.py`).
 """
 
 import subprocess
@@ -161,14 +164,13 @@ def test_a_flood_of_useless_small_states_leaves_the_loop_alive(arm):
     before = rejections(rec)
     flooded, sent, statuses = phase(rec, procs, 'unknown', 20000.0)
     after = rejections(rec)
-    rejected = after['rejected_names'] - before['rejected_names']
+    rejected = after['rejected_foreign'] - before['rejected_foreign']
     print(f'\nunknown-joint states: {sent} sent, {rejected:.0f} rejected; {flooded:.0f} Hz '
           f'against {base:.0f}; statuses {statuses}; missed share '
           f'{latest(rec, "missed_share")}; counters {after}')
     assert rejected > 0 and set(statuses) <= {'active', DEGRADED, 'stale'}, statuses
-    # The junk shares `joint_states` with the valid states, whose reader keeps the last 5: a
-    # stall of the executor (or of the machine) lets it crowd them out for the 0.1 s of
-    # `state_timeout` (the loop then sends its safe command). Valid states still get through:
-    # stale in at most one window, and not in the last.
+    # an executor stall may let the junk crowd valid states out for a `state_timeout` (the
+    # loop then sends its safe command); the arm must resume at once after
     assert statuses.count('stale') <= 1 and statuses[-1] != 'stale', statuses
+    assert after['rejected_names'] == before['rejected_names']
     assert np.all(np.isfinite(np.array([c for _, c in rec.commands[-100:]])))

@@ -71,7 +71,7 @@ from continuum_ctrl.control.starvation import StarvationDetector
 from continuum_ctrl.launch_description import CONTROLLER as NODE_NAME
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import ConfigError
-from continuum_ctrl.ros.conversion import (JointStateReader, REJECT_KINDS, Rejected,
+from continuum_ctrl.ros.conversion import (FOREIGN, JointStateReader, REJECT_KINDS, Rejected,
                                            stamp_seconds, trajectory_arrays)
 from continuum_ctrl.ros.fast_publish import CommandPublisher
 from continuum_ctrl.ros.loop_thread import LoopThread, ReferenceSlot, SnapshotRing, StateHandoff
@@ -104,8 +104,11 @@ DEGRADED = 'degraded'
 STARVATION_WINDOW = 0.5
 #: interval at which the executor sends the loop's ~/state rows and log lines, s
 STATE_INTERVAL = 0.01
-#: rejection kinds of joint_states (they count against the streak needed to resume)
+#: rejection kinds of joint_states, counted in /diagnostics
 STATE_KINDS = REJECT_KINDS + ('size',)
+#: those of a bad measurement of this arm: they count against the streak needed to resume
+#: (foreign states, another robot's on a shared topic, do not)
+BAD_STATE_KINDS = tuple(kind for kind in STATE_KINDS if kind != FOREIGN)
 #: longest wait for the loop thread to end its tick before the safe command, s
 STOP_TIMEOUT = 5.0
 
@@ -389,8 +392,10 @@ class ControllerNode(LifecycleNode):
 
     def _reject(self, kind, reason, what='joint_states'):
         self.rejected[kind] += 1
-        if kind in STATE_KINDS:
+        if kind in BAD_STATE_KINDS:
             self.handoff.post_rejection()
+        elif kind == FOREIGN and self.loop.cycle.status == ACTIVE:
+            return          # normal traffic on a shared topic; worth a line only while waiting
         if self._throttle.ready():
             self.get_logger().warning(f'rejected {what} ({kind}): {reason}; totals '
                                       f'{self.rejected}')

@@ -3,6 +3,8 @@ ROS messages <-> arrays, by joint name, with whole-message rejection.
 
 A `sensor_msgs/JointState` is mapped by name on every message (order is not guaranteed; extra
 joints are ignored). It is rejected whole, with a reason kind counted by the caller, when:
+- ``foreign``: it names none of the model joints: another robot's states on a shared topic,
+  or joints misnamed in the configuration (the caller ignores it beyond counting it);
 - ``names``: a model joint is missing or a name repeats;
 - ``length``: `position` (or a non-empty `velocity`) differs in length from `name`;
 - ``nonfinite``: a used position or velocity is NaN or infinite;
@@ -28,7 +30,9 @@ VELOCITY_FILTER_TIME = 0.01
 #: latest accepted start of a trajectory after now, s (a stamp beyond is a clock mix-up)
 TRAJECTORY_HORIZON = 3600.0
 #: kinds of rejected joint states, in report order
-REJECT_KINDS = ('names', 'length', 'nonfinite', 'range', 'stamp')
+REJECT_KINDS = ('foreign', 'names', 'length', 'nonfinite', 'range', 'stamp')
+#: foreign states: someone else's, not a bad measurement of this arm
+FOREIGN = 'foreign'
 
 
 class Rejected(Exception):
@@ -72,11 +76,17 @@ class JointStateReader:
         if names == self._names:
             return self._index
         where = {}
+        twice = None
         for i, name in enumerate(names):
-            if name in where:
-                raise Rejected('names', f"joint '{name}' appears twice")
+            if twice is None and name in where:
+                twice = name
             where[name] = i
         missing = [name for name in self.joint_names if name not in where]
+        if len(missing) == self.n:
+            raise Rejected(FOREIGN, f'names none of the joints {self.joint_names} (first '
+                                    f'names: {list(names[:3])})')
+        if twice is not None:
+            raise Rejected('names', f"joint '{twice}' appears twice")
         if missing:
             raise Rejected('names', f'joints {missing} are missing')
         self._index = np.array([where[name] for name in self.joint_names], dtype=int)
@@ -86,10 +96,10 @@ class JointStateReader:
     def read(self, msg, t):
         """Return ``(q, qd)`` from `msg` received at `t` (s); raise Rejected (state kept)."""
         names, position, velocity = msg.name, msg.position, msg.velocity
+        index = self._map(names)            # first: a foreign message is no one's bad input
         if len(position) != len(names) or len(velocity) not in (0, len(names)):
             raise Rejected('length', f'{len(names)} names, {len(position)} positions, '
                                      f'{len(velocity)} velocities')
-        index = self._map(names)
         q = np.asarray(position)[index]
         qd = np.asarray(velocity)[index] if len(velocity) else None
         # fast path: one comparison each; NaN and inf fail it (finite bounds), then classify
