@@ -9,6 +9,7 @@ per-PMA arrays and broadcast against the force or pressure vector.
 
 import numpy as np
 
+from continuum_ctrl.control.clipping import clip
 from continuum_ctrl.params import ConfigError
 
 
@@ -21,7 +22,7 @@ def pressure_from_force(tau, area, deadzone, p_min, p_max):
     """
     tau = np.asarray(tau, dtype=float)
     p = np.where(tau > 0.0, tau / area + deadzone, p_min)
-    return np.minimum(np.maximum(p, p_min, out=p), p_max, out=p)
+    return clip(p, p_min, p_max, out=p)
 
 
 def force_from_pressure(p, area, deadzone):
@@ -31,7 +32,7 @@ def force_from_pressure(p, area, deadzone):
 
 def clamp_effort(tau, limits):
     """Return `tau` clamped to ``[-limits, limits]`` per joint (inf: unbounded)."""
-    return np.maximum(np.minimum(tau, limits), np.negative(limits))
+    return clip(tau, np.negative(limits), limits)
 
 
 class ActuationMap:
@@ -99,4 +100,4 @@ class ActuationMap:
         The bounds are `effort_range`. After this clamp ``force(pressure(tau)) == tau``
         whenever ``p_min <= deadzone``.
         """
-        return np.clip(tau, *self.effort_range(limits))
+        return clip(tau, *self.effort_range(limits))
