@@ -134,9 +134,10 @@ def simulate_nodes(loop, plant, duration, delay_ticks=0, stamped=True):
 
     `loop`: a control.loop.ControlLoop; `plant`: a sim.plant.Plant (it rests until the first
     command, then integrates in fixed steps). At each tick ``t_k = k * period`` the loop gets
-    the plant's state measured `delay_ticks` ticks earlier, with the time it was measured (as
-    the controller node passes the header stamp; `stamped` False: only the receive time
-    ``t_k``), and its command drives the plant until the next tick. Returns a NodeLoopLog of
+    the plant's state measured `delay_ticks` ticks earlier, with the time that state held (the
+    plant's clock, up to one plant step before the tick, as the simulator node stamps it and
+    the controller node passes the stamp on; `stamped` False: only the receive time ``t_k``),
+    and its command drives the plant until the next tick. Returns a NodeLoopLog of
     `duration` seconds.
     """
     period = loop.period
@@ -148,7 +149,7 @@ def simulate_nodes(loop, plant, duration, delay_ticks=0, stamped=True):
     plant.advance(0.0)
     for k, t in enumerate(log.t):
         q, qd = plant.measure()
-        measured.append((q.copy(), qd.copy(), t))
+        measured.append((q.copy(), qd.copy(), plant.t))
         q, qd, measured_at = measured[max(len(measured) - 1 - delay_ticks, 0)]
         loop.set_state(q, qd, t, measured_at if stamped else t)
         log.measured[k] = q
