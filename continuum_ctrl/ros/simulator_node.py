@@ -14,7 +14,11 @@
   moment the state holds (up to one `step` before publication), as a driver stamps the
   moment it read the sensors.
 - pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands; the same totals are logged
-  once more when the node stops (`run totals: ...`).
+  once more when the node stops (`run totals: ...`). Also `commands_per_step`, commands
+  accepted per plant step in the window: the plant holds one command over each step, so above
+  FAST_COMMANDS it cannot see the command's faster changes (at a 1 kHz controller and the
+  2 ms step, a period-2 alternation of the command has no effect on the plant, and nothing
+  damps it): one warning asks for a `step` at most the controller's period.
 """
 
 import time
@@ -40,6 +44,8 @@ __all__ = ['main', 'NODE_NAME', 'SimulatorNode']
 
 #: every simulator parameter besides `model.*`: the plant's and the node's own
 SIMULATOR_FIELDS = {**PLANT_FIELDS, **SIMULATOR_NODE_FIELDS}
+#: commands per plant step above which the node warns that the plant misses commands
+FAST_COMMANDS = 1.5
 
 
 class SimulatorNode(Node):
@@ -58,6 +64,9 @@ class SimulatorNode(Node):
         n = self.plant.model.n
         self.rejected = 0
         self.resets = 0
+        self.commands = 0
+        self._window_start = (0, 0)         # (commands, plant steps) at the window's start
+        self._fast_warned = False
         self._throttle = Throttle()
         self.msg = JointState()
         self.msg.name = list(self.plant.model.joint_names)
@@ -98,6 +107,7 @@ class SimulatorNode(Node):
     def _on_command(self, data):
         try:
             self.plant.command(self.command_input.read(data).data, self._now())
+            self.commands += 1
         except (Rejected, ValueError) as exc:
             self.rejected += 1
             if self._throttle.ready():
@@ -135,10 +145,29 @@ class SimulatorNode(Node):
                 f'{key} {value}' for key, value in self.totals().items()))
         super().destroy_node()
 
+    def commands_per_step(self):
+        """
+        Return the commands accepted per plant step since the last call (0 without steps).
+
+        Warns once when above FAST_COMMANDS (see the module documentation).
+        """
+        commands, steps = self.commands, self.plant.steps
+        counted = commands - self._window_start[0], steps - self._window_start[1]
+        self._window_start = (commands, steps)
+        ratio = counted[0] / counted[1] if counted[1] else 0.0
+        if ratio > FAST_COMMANDS and not self._fast_warned:
+            self._fast_warned = True
+            self.get_logger().warning(
+                f'{ratio:.1f} commands arrive per plant step of {self.plant.settings.step} s: '
+                f'the plant holds one per step and cannot see faster changes of the command; '
+                f'set `step` to at most the controller\'s period')
+        return ratio
+
     def _diagnostics(self):
         now = time.perf_counter()
         window, self._wall = now - self._wall, now
-        values = {**self.totals(), 'cpu_share_stepping': f'{self._step_time / window:.3f}'}
+        values = {**self.totals(), 'cpu_share_stepping': f'{self._step_time / window:.3f}',
+                  'commands_per_step': f'{self.commands_per_step():.2f}'}
         self._step_time = 0.0
         status = DiagnosticStatus(name=f'{self.get_name()}: plant',
                                   hardware_id=self.get_fully_qualified_name(),
