@@ -14,7 +14,9 @@ parameter then raises its ConfigError from the constructor, as a plain node woul
 
 Topics (relative names, remap as needed):
 - sub `joint_states` (sensor_msgs/JointState): measured state, mapped by joint name;
-  taken serialized and rejected unread above `input.max_joint_states_bytes`;
+  taken serialized and rejected unread above `input.max_joint_states_bytes`; a message naming
+  none of the arm's joints (another robot's, on a shared topic) is counted as foreign and
+  does not hold back the resume count;
 - sub `~/joint_trajectory` (trajectory_msgs/JointTrajectory): replaces the reference;
   rejected unread above `input.max_trajectory_points` full points;
 - sub `~/pressures` (std_msgs/Float64MultiArray, Pa, `joints` order): measured PMA pressures,
