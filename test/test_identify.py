@@ -13,7 +13,7 @@ import yaml
 
 from continuum_ctrl import cli
 from continuum_ctrl.control.references import Multisine
-from continuum_ctrl.identify.bag import write_run
+from continuum_ctrl.identify.bag import BagWriter, stamp, write_run
 from continuum_ctrl.identify.data import read_csv, read_mcap
 from continuum_ctrl.identify.fit import DEFAULT_FIT, identify, Options
 from continuum_ctrl.identify.report import fitted_yaml
@@ -177,6 +177,26 @@ def test_bag_written_by_the_package_reads_back_as_the_csv(setup, tmp_path):
     a, b = (identify([r], setup).estimates for r in (from_bag, from_csv))
     for x, y in zip(a, b):
         assert x.value == pytest.approx(y.value, rel=1e-6), x.label
+
+
+def test_another_robots_joint_states_in_the_bag_are_skipped_and_counted(setup, tmp_path):
+    """A gripper's states on the shared /joint_states, between the arm's: the same run."""
+    run = synthetic_run(setup, duration=2.0)
+    alone = read_mcap(write_run(tmp_path / 'alone.mcap', names(setup), run.t, run.q,
+                                run.command), setup.joints)
+    with BagWriter(tmp_path / 'shared.mcap') as bag:
+        for time, position, values in zip(run.t, run.q, run.command):
+            ns = int(round(time * 1e9))
+            for joints, q in ((names(setup), position), (['gripper_finger'], [0.01])):
+                bag.write('/joint_states', 'sensor_msgs/msg/JointState', {
+                    'header': {'stamp': stamp(time), 'frame_id': ''}, 'name': list(joints),
+                    'position': list(q), 'velocity': [], 'effort': []}, ns)
+            bag.write('/continuum_controller/commands', 'std_msgs/msg/Float64MultiArray',
+                      {'layout': {'dim': [], 'data_offset': 0}, 'data': list(values)}, ns)
+    shared = read_mcap(tmp_path / 'shared.mcap', setup.joints)
+    assert alone.foreign == 0 and shared.foreign == len(run.t)
+    for field in ('t', 'q', 'command_t', 'command'):
+        np.testing.assert_array_equal(getattr(shared, field), getattr(alone, field))
 
 
 def test_cli_writes_the_fitted_file_and_report(setup, tmp_path, capsys):

@@ -77,6 +77,10 @@ def main(argv=None):
         raise ConfigError('--fit', 'names no parameter')
     runs = [read_run(path, setup.joints, args.states_topic, args.commands_topic)
             for path in args.data]
+    for run in runs:
+        if run.foreign:
+            print(f"{run.name}: skipped {run.foreign} joint states on '{args.states_topic}' "
+                  f'that name none of the joints (another robot\'s)')
     if rigid:
         result = identify_rigid(runs, setup, fit, args.window)
     else:

@@ -32,6 +32,8 @@ class Run:
     q: np.ndarray
     command_t: np.ndarray
     command: np.ndarray
+    #: joint states skipped as foreign: naming none of the arm's joints (another robot's)
+    foreign: int = 0
 
 
 class Joints:
@@ -51,6 +53,10 @@ class Joints:
     def n(self):
         """Return the number of joints."""
         return len(self.model_names)
+
+    def foreign(self, names):
+        """Return whether recorded `names` include none of the model joints (another robot's)."""
+        return not set(self.model_names).intersection(names)
 
     def position_columns(self, names, source):
         """Return the columns of recorded `names` that give each model joint, in model order."""
@@ -138,7 +144,9 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
     Read a rosbag2 MCAP bag (directory or file): JointState positions and the commands.
 
     Log times (ns) become seconds after the bag's first message (float seconds since 1970
-    would keep only about 0.2 us); joint states are mapped by name on every message.
+    would keep only about 0.2 us); joint states are mapped by name on every message, and those
+    naming none of the arm's joints (another robot's, on a shared topic) are skipped and
+    counted (`Run.foreign`), as the controller skips them.
     """
     from mcap.exceptions import McapError
     from mcap.reader import make_reader
@@ -147,6 +155,7 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
     source = str(path)
     states, commands, topics = [], [], set()
     columns, names, origin = None, None, None
+    foreign, example = 0, None
     for file in mcap_files(path):
         try:
             with open(file, 'rb') as handle:
@@ -161,7 +170,12 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
                     if channel.topic == states_topic:
                         if list(decoded.name) != names:
                             names = list(decoded.name)
-                            columns = joints.position_columns(names, source)
+                            columns = (None if joints.foreign(names) else
+                                       joints.position_columns(names, source))
+                        if columns is None:
+                            foreign += 1
+                            example = example or names[:3]
+                            continue
                         position = np.asarray(decoded.position, dtype=float)
                         if position.size != len(names):
                             raise ConfigError('', f'{source}: a joint state has {position.size}'
@@ -173,6 +187,10 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
             if isinstance(exc, ConfigError):
                 raise
             raise ConfigError('', f"{file}: cannot read as MCAP: {exc}") from None
+    if foreign and not states:
+        raise ConfigError('', f"{source}: joint names {example} do not match the parameter "
+                              f"file's joints {joints.model_names}: none of the {foreign} "
+                              f"joint states on '{states_topic}' names one of them")
     for topic, rows in ((states_topic, states), (commands_topic, commands)):
         if not rows:
             raise ConfigError('', f"{source}: no messages on topic '{topic}' (topics in the "
@@ -187,7 +205,8 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
     t = np.array([row[0] for row in states])
     command_t = np.array([row[0] for row in commands])
     run = Run(Path(path).name, t, np.array([row[1] for row in states]), command_t,
-              joints.commands_to_model(np.array([row[1] for row in commands]), source))
+              joints.commands_to_model(np.array([row[1] for row in commands]), source),
+              foreign)
     return _finite(run, source)
 
 
