@@ -64,7 +64,6 @@ class SimulatorNode(Node):
         n = self.plant.model.n
         self.rejected = 0
         self.resets = 0
-        self.commands = 0
         self._window_start = (0, 0)         # (commands, plant steps) at the window's start
         self._fast_warned = False
         self._throttle = Throttle()
@@ -107,7 +106,6 @@ class SimulatorNode(Node):
     def _on_command(self, data):
         try:
             self.plant.command(self.command_input.read(data).data, self._now())
-            self.commands += 1
         except (Rejected, ValueError) as exc:
             self.rejected += 1
             if self._throttle.ready():
@@ -151,7 +149,7 @@ class SimulatorNode(Node):
 
         Warns once when above FAST_COMMANDS (see the module documentation).
         """
-        commands, steps = self.commands, self.plant.steps
+        commands, steps = self.plant.commands, self.plant.steps
         counted = commands - self._window_start[0], steps - self._window_start[1]
         self._window_start = (commands, steps)
         ratio = counted[0] / counted[1] if counted[1] else 0.0

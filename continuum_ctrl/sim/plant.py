@@ -196,7 +196,7 @@ class Plant:
     `q`, `qd` (model order) and `t` (s) are the current state; `tau` the held generalized
     force commanded. `valves` (pressure mode with `actuator.*` set, else None) holds the
     applied pressures, which make the force. `overruns` counts wake-ups that had to drop
-    simulated time.
+    simulated time, `steps` the integration steps and `commands` the commands accepted.
     """
 
     def __init__(self, settings):
@@ -206,6 +206,7 @@ class Plant:
         self.command_time = -np.inf
         self.overruns = 0
         self.steps = 0
+        self.commands = 0
         self.rng = np.random.default_rng(settings.noise_seed)
         self.valves: Optional[Actuator] = None
         self._vented = True
@@ -242,6 +243,7 @@ class Plant:
         """Hold new input values, joints order, from time `t` (s); ValueError keeps the old."""
         self.tau[:] = self.check(values)
         self.command_time = t
+        self.commands += 1
         if self.valves is not None:
             self.valves.command(self.settings.vectors.to_model(values), t)
             self._vented = False
