@@ -137,6 +137,26 @@ def test_the_desired_state_starts_at_the_measured_one_and_ends_on_the_reference(
         assert np.allclose((qd_plus - qd_minus) / (2 * h), qdd, atol=1e-4)
 
 
+def test_a_reference_that_vouches_for_the_limits_samples_as_a_clamped_one():
+    """Skipping the clip for a reference `within` the limits changes no value, blend or not."""
+    from continuum_ctrl.control.loop import Anchored
+    from continuum_ctrl.control.references import Sinusoid
+
+    class Unvouched(Sinusoid):
+        def within(self, low, high):
+            return False
+
+    arguments = ([0.1, 0.2], [0.3, 0.1], [0.5, 1.0])
+    low, high = np.array([-1.0, -1.0]), np.array([1.0, 0.4])
+    q0, qd0 = np.array([-0.2, 0.35]), np.array([0.5, -1.0])
+    vouched = Anchored(Sinusoid(*arguments), 2.0, q0, qd0, 0.8, low, high)
+    clamped = Anchored(Unvouched(*arguments), 2.0, q0, qd0, 0.8, low, high)
+    assert vouched.reference.within(low, high)
+    for t in np.linspace(1.9, 4.0, 211):
+        for fast, slow in zip(vouched.sample(t), clamped.sample(t)):
+            np.testing.assert_array_equal(fast, slow)
+
+
 def test_a_joint_the_bump_would_carry_outside_its_limits_starts_at_rest():
     """A PMA sagging below zero length: the desired pose brakes there, it does not sag on."""
     from continuum_ctrl.control.loop import Anchored

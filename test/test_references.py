@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.params import ConfigError
-from continuum_ctrl.control.references import (Hold, minimum_jerk_ramp, MinimumJerk, Sinusoid,
-                                               Waypoints)
+from continuum_ctrl.control.references import (Hold, minimum_jerk_ramp, MinimumJerk, Multisine,
+                                               Sinusoid, Waypoints)
 
 H = 1e-5  # central-difference step (s): truncation ~H^2 q''' and rounding ~1e-16/H
 
@@ -165,3 +165,36 @@ def test_minimum_jerk_ramp_derivatives_and_ends():
                                         - minimum_jerk_ramp(t - H, 2.0)[0]) / (2 * H), atol=1e-9)
         np.testing.assert_allclose(dds, (minimum_jerk_ramp(t + H, 2.0)[1]
                                          - minimum_jerk_ramp(t - H, 2.0)[1]) / (2 * H), atol=1e-8)
+
+
+WITHIN_CASES = {
+    'hold': (Hold([0.1, -0.2]), ([0.1, -0.2], [0.1, -0.2])),
+    'sinusoid': (Sinusoid([0.5, 0.3], [0.4, -0.2], [0.5, 2.0], [0.0, 1.0]),
+                 ([0.1, 0.1], [0.9, 0.5])),
+    'multisine': (Multisine([0.02, 0.03], [0.01, 0.02], [0.1, 2.0], 3), ([0.01, 0.01],
+                                                                         [0.03, 0.05])),
+    'min_jerk': (MinimumJerk([0.1, -0.4], [0.9, 0.2], 1.0, 2.0), ([0.1, -0.4], [0.9, 0.2])),
+}
+
+
+@pytest.mark.parametrize('case', sorted(WITHIN_CASES))
+def test_within_holds_for_declared_ranges_and_never_for_narrower_bounds(case):
+    """`within` says True for bounds around the declared range, False once a sample leaves."""
+    reference, (lowest, highest) = WITHIN_CASES[case]
+    lowest, highest = np.array(lowest), np.array(highest)
+    q = np.array([reference.sample(t)[0] for t in np.linspace(0.0, 20.0, 40001)])
+    margin = 1e-6
+    assert reference.within(lowest - margin, highest + margin)
+    assert reference.within(-np.inf, np.inf)
+    for joint in range(2):
+        for side in (0, 1):
+            low, high = lowest - margin, highest + margin
+            inner = q[:, joint].min() + margin if side == 0 else q[:, joint].max() - margin
+            (low if side == 0 else high)[joint] = inner     # one sample at least is outside
+            assert not reference.within(low, high)
+
+
+def test_waypoints_do_not_vouch_for_bounds():
+    """A spline may overshoot its points: the loop clamps it whatever the bounds."""
+    reference = Waypoints([0.0, 1.0, 2.0], [[0.0], [1.0], [0.0]])
+    assert not reference.within(-np.inf, np.inf)

@@ -82,6 +82,8 @@ def test_limits_are_never_left_and_velocities_stop_at_them(task):
     low, high = task.model.joint_limits()
     assert np.all(q >= low) and np.all(q <= high)
     assert np.any(q == low)                                # the move does reach a limit
+    assert reference.within(low, high)          # so the loop may skip its clip
+    assert not reference.within(low + 1e-4, high)
     assert not np.any((q <= low) & (qd < 0.0)) and not np.any((q >= high) & (qd > 0.0))
     assert np.isfinite(qd).all()
 

@@ -94,7 +94,8 @@ class Anchored:
     its limits starts at rest instead (``qd0 = 0``): a PMA sagging below zero length is braked
     where it is, not followed further out, where it can only be pushed. The rest of the blend
     is a convex combination, so a start outside the limits moves smoothly inside rather than
-    being clipped there in one tick.
+    being clipped there in one tick. A reference whose `within` vouches for the limits is
+    sampled without the clip (the same values, a few microseconds less per sample).
     """
 
     def __init__(self, reference, t0, q_start, qd_start, blend_time, low, high):
@@ -106,6 +107,7 @@ class Anchored:
         reach = self.q_start + BUMP_PEAK * blend_time * np.asarray(qd_start, dtype=float)
         self.qd_start = np.where((reach >= low) & (reach <= high), qd_start, 0.0)
         n = len(self.q_start)
+        self._free = reference.within(low, high)     # no sample to clamp
         self.clamped = tuple(np.zeros(n) for _ in range(3))
         self.out = tuple(np.zeros(n) for _ in range(3))
         self._inside = np.zeros(n, dtype=bool)
@@ -113,6 +115,8 @@ class Anchored:
 
     def _clamped(self, elapsed):
         """Return the reference at `elapsed` clipped to the limits, at rest where clipped."""
+        if self._free:
+            return self.reference.sample(elapsed)
         q, qd, qdd = self.reference.sample(elapsed)
         r, rd, rdd = self.clamped
         clip(q, self.low, self.high, out=r)
@@ -124,9 +128,9 @@ class Anchored:
     def sample(self, t):
         """Return ``(q_d, qd_d, qdd_d)`` at time `t` (s, same clock as `t0`)."""
         elapsed = max(t - self.t0, 0.0)
-        r, rd, rdd = self._clamped(elapsed)
+        clamped = r, rd, rdd = self._clamped(elapsed)
         if elapsed >= self.blend_time:
-            return self.clamped
+            return clamped
         s, ds, dds = blend_ramp(elapsed, self.blend_time)
         q_out, qd_out, qdd_out = self.out
         delta = np.subtract(r, self.q_start, out=self._delta)

@@ -37,6 +37,16 @@ def _array(value, key, shape=(None,)):
     return array
 
 
+def _inside(lowest, highest, low, high):
+    """
+    Return whether ``[lowest, highest]`` lies in ``[low, high]`` (per joint; arrays or scalars).
+
+    With a margin of 1e-9 relative: a sample computed from these bounds may round past them.
+    """
+    margin = 1e-9 * (np.abs(lowest) + np.abs(highest))
+    return bool(np.all(lowest - margin >= low) and np.all(highest + margin <= high))
+
+
 def _frozen(*arrays):
     for array in arrays:
         array.flags.writeable = False
@@ -52,6 +62,10 @@ class Reference(ABC):
     def sample(self, t):
         """Return ``(q_d, qd_d, qdd_d)`` at time `t` (s), each (n,)."""
 
+    def within(self, low, high):
+        """Return whether every sample's ``q_d`` lies in ``[low, high]`` (False: not known)."""
+        return False
+
 
 class Hold(Reference):
     """Hold a fixed position `q` with zero velocity and acceleration."""
@@ -64,6 +78,11 @@ class Hold(Reference):
     def sample(self, t):
         """Return the held position, zero velocity and zero acceleration."""
         return self._sample
+
+    def within(self, low, high):
+        """Return whether the held position lies in ``[low, high]``."""
+        q = self._sample[0]
+        return _inside(q, q, low, high)
 
 
 class Sinusoid(Reference):
@@ -97,6 +116,11 @@ class Sinusoid(Reference):
         angle += self.phase
         s = self.amplitude * np.sin(angle)
         return _frozen(self.center + s, self._rate * np.cos(angle), self._curvature * s)
+
+    def within(self, low, high):
+        """Return whether ``center +- amplitude`` lies in ``[low, high]``."""
+        swing = np.abs(self.amplitude)
+        return _inside(self.center - swing, self.center + swing, low, high)
 
 
 class Multisine(Reference):
@@ -138,6 +162,11 @@ class Multisine(Reference):
         c = self.weight * self.omega * np.cos(angle)
         return _frozen(self.center + s.sum(axis=1), c.sum(axis=1),
                        -(s * self.omega ** 2).sum(axis=1))
+
+    def within(self, low, high):
+        """Return whether ``center +- amplitude`` lies in ``[low, high]``."""
+        swing = np.abs(self.weight).sum(axis=1)
+        return _inside(self.center - swing, self.center + swing, low, high)
 
 
 def minimum_jerk_ramp(elapsed, duration):
@@ -191,6 +220,11 @@ class MinimumJerk(Reference):
         """Return position, velocity and acceleration of the move at `t`."""
         s, ds, dds = minimum_jerk_ramp(t - self.t0, self.duration)
         return _frozen(self.q0 + s * self.delta, ds * self.delta, dds * self.delta)
+
+    def within(self, low, high):
+        """Return whether both ends lie in ``[low, high]`` (the move runs between them)."""
+        ends = (self.q0, self.q0 + self.delta)
+        return _inside(np.minimum(*ends), np.maximum(*ends), low, high)
 
 
 class Waypoints(Reference):

@@ -251,6 +251,10 @@ class TaskReference(Reference):
                                      else np.zeros(3), [getattr(path, 'duration', 1.0)]))
         self._table = None if task.compiled_step is None else path_table(path)
 
+    def within(self, low, high):
+        """Return whether the IK's joint limits (which every sample keeps) lie in the bounds."""
+        return bool(np.all(self.low >= low) and np.all(self.high <= high))
+
     @property
     def target(self):
         """Return the path's tip position at the last sample, m (None before the first)."""

