@@ -71,13 +71,9 @@ def parts(node, msg):
     q_des, qd_des, qdd_des = loop.reference.sample(t)
     settings = loop.settings
     low, high = loop._effort_range
-    step = loop._step if loop._step is not None else np.full(loop.model.n, np.inf)
+    tau = loop.effort.copy()
     message_pub = node.create_publisher(Float64MultiArray, '~/commands_message', 10)
     message = Float64MultiArray()
-
-    def limit_effort():
-        np.clip(loop._tau, low, high, out=loop._tau)
-        np.clip(loop._tau, loop.effort - step, loop.effort + step, out=loop.effort)
 
     def publish_message():
         message.data = loop.command.tolist()
@@ -94,7 +90,8 @@ def parts(node, msg):
                                                      loop.qdd_des),
         'model call alone': lambda: loop.model.inverse_dynamics(loop.q, loop.qd,
                                                                 loop.qdd_des),
-        'effort clamp + rate limit': limit_effort,
+        'effort check, clamp + rate limit': lambda: loop._limit_effort(tau, low, high,
+                                                                       loop._step, loop.effort),
         'pressure map + order': lambda: np.take(settings.actuation.pressure(loop.effort),
                                                 settings.order, out=loop.command),
         'publish: message': publish_message,

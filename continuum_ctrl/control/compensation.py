@@ -46,11 +46,13 @@ the middle did not. So `delay` must hold every latency between the command and t
 (driver, bus), rounded up.
 """
 
+import functools
 import math
 
 import numpy as np
 
 from continuum_ctrl.control.clipping import clip
+from continuum_ctrl.models.continuum.jit import compiled, entry_point
 from continuum_ctrl.sim.actuator import Actuator
 from continuum_ctrl.sim.integrators import implicit_damping_euler_stepper
 
@@ -81,6 +83,8 @@ class Compensation:
         self._steps = implicit_damping_euler_stepper(model)
         self._grid_reference = None
         self._grid = {}                 # grid time index -> force of perfect tracking, N
+        self._effort = np.zeros(model.n)
+        self._lead = _leader()
 
     def sent(self, pressures, t):
         """Feed the valve model the command sent at `t` (model order, Pa)."""
@@ -113,20 +117,23 @@ class Compensation:
         `q`, `qd`: the state received at time `measured_at` (s); `reference` samples
         ``(q_d, qd_d, qdd_d)`` inside the joint limits from its start `t0` (s; the loop's
         `Anchored` clamps); `bounds` = (low, high) forces the loop clamps to (the lead acts on
-        clamped forces).
+        clamped forces; float64 arrays of the model's length). The returned force is a buffer
+        that the next call overwrites.
         """
         q, qd = self.predict(q, qd, measured_at, t)
         t_act = t + self.delay
         low, high = bounds
-        tau = clip(self.law(q, qd, *reference.sample(t_act)), low, high)
+        tau = np.ascontiguousarray(self.law(q, qd, *reference.sample(t_act)), dtype=float)
+        if tau.shape != self._effort.shape:         # the kernel below trusts the lengths
+            raise ValueError(f'the law gave {tau.shape} forces, expected {self._effort.shape}')
         if self.time_constant == 0.0:
-            return tau
+            return clip(tau, low, high)
         cell, share = divmod((t_act - reference.t0) / self.period, 1.0)
-        early = clip(self._feedforward(reference, int(cell)), low, high)
-        late = clip(self._feedforward(reference, int(cell) + 1), low, high)
-        rise = late - early
-        middle = early + share * rise
-        return tau + clip((self.time_constant / self.period) * rise, middle - high, middle - low)
+        early = self._feedforward(reference, int(cell))
+        late = self._feedforward(reference, int(cell) + 1)
+        self._lead(tau, early, late, share, self.time_constant / self.period, low, high,
+                   self._effort)
+        return self._effort
 
     def _feedforward(self, reference, cell):
         """
@@ -141,7 +148,32 @@ class Compensation:
         force = self._grid.get(cell)
         if force is None:
             sample = reference.sample(reference.t0 + cell * self.period)
-            force = self._grid[cell] = self.model.inverse_dynamics(*sample).copy()
+            force = self._grid[cell] = np.array(self.model.inverse_dynamics(*sample),
+                                                dtype=float)
             for old in [k for k in self._grid if abs(k - cell) > 1]:
                 del self._grid[old]
         return force
+
+
+@compiled()
+def _lead_kernel(tau, early, late, share, gain, low, high, out):
+    """
+    Fill `out` with the law's force `tau` clamped to ``[low, high]``, plus the lead (N).
+
+    `early`, `late`: the forces of perfect tracking at the grid times around ``t + delay``
+    (clamped here too), `share` its place between them, `gain` = time constant / period. A
+    NaN in `tau` stays NaN (Numba's ``max(x, b)`` returns `x` when it is NaN).
+    """
+    for i in range(tau.size):
+        lo, hi = low[i], high[i]
+        first = min(max(early[i], lo), hi)
+        rise = min(max(late[i], lo), hi) - first
+        middle = first + share * rise
+        out[i] = min(max(tau[i], lo), hi) + min(max(gain * rise, middle - hi), middle - lo)
+
+
+@functools.cache
+def _leader():
+    """Return the compiled `_lead_kernel` (compiled, or loaded from the cache, at first use)."""
+    zero = np.zeros(1)
+    return entry_point(_lead_kernel, zero, zero, zero, 0.0, 0.0, zero, zero, np.zeros(1))

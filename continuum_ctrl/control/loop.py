@@ -29,7 +29,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from continuum_ctrl.control.actuation import clamp_effort
-from continuum_ctrl.control.clipping import clip
+from continuum_ctrl.control.clipping import clip, effort_limiter
 from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
 from continuum_ctrl.control.references import (blend_ramp, Hold, MinimumJerk,
@@ -179,7 +179,7 @@ class ControlLoop:
         self.effort = np.zeros(n)
         self.command = np.zeros(n)
         self._nan = np.full(n, np.nan)
-        self._tau = np.zeros(n)
+        self._limit_effort = effort_limiter()       # compiled now, not in the first tick
         self._failing = False
         self._sent_time: Optional[float] = None
         self._pressures = np.zeros(n)
@@ -203,10 +203,11 @@ class ControlLoop:
         """Take `settings`; precompute the effort range and the largest change per tick."""
         self.settings = settings
         limit = settings.effort_limit
-        self._effort_range = (settings.actuation.effort_range(limit)
-                              if settings.actuation is not None else (-limit, limit))
-        step = settings.effort_rate * self.period
-        self._step = step if np.isfinite(step).any() else None     # None: no rate limit
+        bounds = (settings.actuation.effort_range(limit)
+                  if settings.actuation is not None else (-limit, limit))
+        low, high, self._step = (np.array(np.broadcast_to(v, (self.model.n,)), dtype=float)
+                                 for v in (*bounds, settings.effort_rate * self.period))
+        self._effort_range = (low, high)
         old: Optional[Compensation] = getattr(self, 'compensation', None)   # keeps its estimate
         time_constant, delay = settings.compensation
         if not (time_constant or delay):
@@ -407,7 +408,8 @@ class ControlLoop:
                                                self.reference, t, self._effort_range)
         except Exception as exc:  # noqa: B902 - any failure must end in the safe command
             tau, problem = self._nan, f'{type(exc).__name__}: {exc}'
-        if not np.isfinite(tau).all():
+        low, high = self._effort_range
+        if not self._limit_effort(tau, low, high, self._step, self.effort):
             self.nonfinite += 1
             if not self._failing:
                 self.events.append(('error', f'the control law gave {problem}: safe '
@@ -415,12 +417,6 @@ class ControlLoop:
             self._failing = True
             return self.safe_command()
         self._failing = False
-        low, high = self._effort_range
-        if self._step is None:
-            clip(tau, low, high, out=self.effort)
-        else:
-            clip(tau, low, high, out=self._tau)
-            clip(self._tau, self.effort - self._step, self.effort + self._step, out=self.effort)
         return self._output()
 
     def safe_command(self) -> np.ndarray:
