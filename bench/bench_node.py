@@ -9,7 +9,9 @@ controller's /diagnostics and /proc:
 - period p50 / p99 / max and compute p99 (median of 1 s windows; max: worst window);
 - CPU share of the controller and simulator processes (one core = 1.0; the floor's own too);
 - latency joint_states -> command: transport (stamp to receipt) + wait for the tick
-  (input age) + compute, medians; the p99 sum is printed too.
+  (input age) + compute, medians, with the first two apart; the p99 sum is printed too.
+  The stamp is the simulator's plant time, when the state held: up to one plant step before
+  it is published, as a driver stamps the moment it read the sensors.
 ~/state is published every STATE_DECIMATION ticks. First it measures the cost of one tick
 in-process (no other node, no executor). Then, at 1 kHz with the EventsExecutor, both loop
 threads under SCHED_FIFO (`realtime_priority`), and the same-run baseline: `floor_node.py`, a
@@ -164,6 +166,8 @@ ROWS = [('achieved rate [Hz]', 'rate_hz', '{:.1f}'), ('ticks on time', 'on_time'
         ('CPU controller', 'cpu_controller', '{:.2f}'),
         ('CPU simulator', 'cpu_simulator', '{:.2f}'),
         ('latency p50 [us]', 'latency_p50_us', '{:.0f}'),
+        ('  transport p50 [us]', 'state_latency_p50_us', '{:.0f}'),
+        ('  tick wait p50 [us]', 'input_age_p50_us', '{:.0f}'),
         ('latency p99 [us]', 'latency_p99_us', '{:.0f}')]
 
 

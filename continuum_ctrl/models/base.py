@@ -111,8 +111,10 @@ class DynamicsModel(ABC):
         """
         Return compiled `sim.integrators.implicit_damping_euler_step` runs, or None (none here).
 
-        Called ``steps(q, qd, forces, dt, out)``: C-contiguous float64 arrays, `forces`
-        (k, n) held one per step of `dt` s; fills `out` (2, n) with the final q and qd.
+        Called ``steps(q, qd, forces, dt, hold, out)``: C-contiguous float64 arrays, `forces`
+        (k, n) held one per step of `dt` s; ``M``, ``g`` and ``C qd`` evaluated every `hold`
+        (int >= 1) steps and held in between, the passive forces every step; fills `out`
+        (2, n) with the final q and qd.
         """
         return None
 

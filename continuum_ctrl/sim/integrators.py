@@ -66,23 +66,32 @@ def implicit_damping_euler_step(model, q, qd, tau, dt, t=0.0):
 
 def implicit_damping_euler_stepper(model):
     """
-    Return ``steps(q, qd, forces, dt) -> (q, qd)``: `implicit_damping_euler_step`s in a row.
+    Return ``steps(q, qd, forces, dt, hold=1) -> (q, qd)``: implicit damping Euler steps.
 
-    One step of `dt` s per row of `forces` (k, n), each held over its step: one compiled
-    call where the model offers `compiled_damped_steps`, else the step in a Python loop.
+    One step of `dt` s per row of `forces` (k, n), each held over its step. ``M``, ``g`` and
+    ``C qd`` are evaluated every `hold` steps and held in between; the passive forces, the
+    fast part of a PMA arm, every step. ``hold=1``: `implicit_damping_euler_step`s in a row.
+    One compiled call where the model offers `compiled_damped_steps`, else a Python loop.
     """
     compiled = model.compiled_damped_steps()
     if compiled is None:
-        def steps(q, qd, forces, dt):
-            for force in forces:
-                q, qd = implicit_damping_euler_step(model, q, qd, force, dt)
+        def steps(q, qd, forces, dt, hold=1):
+            q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
+            for k, force in enumerate(forces):
+                if k % hold == 0:
+                    M, _, bias = model.dynamics(q, qd)
+                    M += dt * model.damping_matrix(q)
+                    bias = bias - model.passive_forces(q, qd)          # C qd + g
+                rest = force - bias - model.passive_forces(q, qd)
+                qd = qd + np.linalg.solve(M, dt * rest)
+                q = q + dt * qd
             return q, qd
         return steps
     out = np.zeros((2, model.n))
 
-    def compiled_steps(q, qd, forces, dt):
+    def compiled_steps(q, qd, forces, dt, hold=1):
         compiled(np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float),
-                 np.ascontiguousarray(forces, dtype=float), float(dt), out)
+                 np.ascontiguousarray(forces, dtype=float), float(dt), int(hold), out)
         return out[0].copy(), out[1].copy()
     return compiled_steps
 

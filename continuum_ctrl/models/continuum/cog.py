@@ -30,8 +30,8 @@ from continuum_ctrl.models.continuum.jit import compiled, entry_point
 from continuum_ctrl.models.continuum.kinematics import (chain, cx, rotate_matrix,
                                                         rotate_tensor, section_cog,
                                                         section_rotation)
-from continuum_ctrl.models.continuum.model import (add_damping, ContinuumModel, finish, forward,
-                                                   passive)
+from continuum_ctrl.models.continuum.model import (add_damping, ContinuumModel, copy_matrix,
+                                                   finish, forward, passive)
 from continuum_ctrl.models.continuum.params import read_spec
 from continuum_ctrl.models.continuum.terms import (add_gravity, add_point_term, add_rigid_term,
                                                    add_term, angular_jacobian, angular_rate,
@@ -226,13 +226,14 @@ def cog_run(arm, memory, q, qd, mode, task, v):
 
 
 @compiled()
-def cog_damped_steps(arm, memory, q, qd, forces, dt, out):
+def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out):
     """
     Run ``forces.shape[0]`` implicit-damping Euler steps of `dt` s from `q`, `qd`.
 
     Each step as `sim.integrators.implicit_damping_euler_step`, with ``forces[k]`` [N] held:
-    ``(M + dt D) qdd = forces[k] - C qd - passive - g``, ``qd += dt qdd``, ``q += dt qd``.
-    Fills `out` (2, n) with the final q [m] and qd [m/s].
+    ``(M + dt D) qdd = forces[k] - C qd - passive - g``, ``qd += dt qdd``, ``q += dt qd``;
+    ``M``, ``g`` and ``C qd`` are evaluated every `hold` steps and held in between, the
+    passive forces every step. Fills `out` (2, n) with the final q [m] and qd [m/s].
     """
     data = layout(memory, arm.length.shape[0])[1]
     sums = data.sums
@@ -242,10 +243,15 @@ def cog_damped_steps(arm, memory, q, qd, forces, dt, out):
         x[i] = q[i]
         v[i] = qd[i]
     for k in range(forces.shape[0]):
-        cog_evaluate(arm, data, x, v, 3)
-        passive(x, v, arm.pma, sums.passive)
-        # a call: subscripted writes to a `layout` view, in the function that made it, were
+        # calls: subscripted writes to a `layout` view, in the function that made it, were
         # not seen by the reads after them (Numba 0.68 without its runtime)
+        if k % hold == 0:
+            cog_evaluate(arm, data, x, v, 3)
+            if hold > 1:
+                copy_matrix(sums.M, sums.held)
+        else:
+            copy_matrix(sums.held, sums.M)      # `forward` overwrote it with its factor
+        passive(x, v, arm.pma, sums.passive)
         add_damping(sums.M, arm.pma, dt)
         forward(sums.M, sums.g, sums.passive, sums.cq, forces[k], sums.out)
         for i in range(n):
@@ -267,11 +273,11 @@ class CogModel(ContinuumModel):
 
     def _compile_damped_steps(self):
         kernel = entry_point(cog_damped_steps, self.arm, self.memory, self._zero, self._zero,
-                             np.zeros((1, self.n)), 1e-3, np.zeros((2, self.n)))
+                             np.zeros((1, self.n)), 1e-3, 1, np.zeros((2, self.n)))
         arm, memory = self.arm, self.memory
 
-        def steps(q, qd, forces, dt, out):
-            kernel(arm, memory, q, qd, forces, dt, out)
+        def steps(q, qd, forces, dt, hold, out):
+            kernel(arm, memory, q, qd, forces, dt, hold, out)
         return steps
 
     @property

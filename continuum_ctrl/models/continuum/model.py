@@ -121,6 +121,14 @@ def forward(M, g, pas, cq, tau, qdd):
 
 
 @compiled()
+def copy_matrix(source, target):
+    """Copy `source` into `target` (same shape, 2-D)."""
+    for i in range(source.shape[0]):
+        for j in range(source.shape[1]):
+            target[i, j] = source[i, j]
+
+
+@compiled()
 def add_damping(M, pma, dt):
     """Add ``dt D`` to `M` (D = diag of the PMA dampings, `pma` column 1): implicit damping."""
     for i in range(M.shape[0]):
