@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from continuum_ctrl.models.joint_order import FOREIGN, joint_columns, JointOrderError
 from continuum_ctrl.params import ConfigError
 
 #: default topics, as `ros2 bag record /joint_states /continuum_controller/commands` names them
@@ -54,19 +55,21 @@ class Joints:
         """Return the number of joints."""
         return len(self.model_names)
 
-    def foreign(self, names):
-        """Return whether recorded `names` include none of the model joints (another robot's)."""
-        return not set(self.model_names).intersection(names)
+    def position_columns(self, names, source, foreign=False):
+        """
+        Return the columns of recorded `names` that give each model joint, in model order.
 
-    def position_columns(self, names, source):
-        """Return the columns of recorded `names` that give each model joint, in model order."""
-        index = {name: k for k, name in enumerate(names)}
-        missing = [name for name in self.model_names if name not in index]
-        if missing:
+        Names that hold none of the model joints (another robot's) give None when `foreign`
+        is allowed; any other mismatch raises ConfigError naming `source`.
+        """
+        try:
+            return joint_columns(names, self.model_names)
+        except JointOrderError as exc:
+            if foreign and exc.kind == FOREIGN:
+                return None
             raise ConfigError('', f"{source}: joint names {list(names)} do not match the "
-                                  f"parameter file's joints {self.model_names} (missing "
-                                  f"{missing})")
-        return np.array([index[name] for name in self.model_names], dtype=int)
+                                  f"parameter file's joints {self.model_names}: "
+                                  f"{exc}") from None
 
     def commands_to_model(self, values, source):
         """Return commands (M, n) in command order as model order; checks their length."""
@@ -170,8 +173,7 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
                     if channel.topic == states_topic:
                         if list(decoded.name) != names:
                             names = list(decoded.name)
-                            columns = (None if joints.foreign(names) else
-                                       joints.position_columns(names, source))
+                            columns = joints.position_columns(names, source, foreign=True)
                         if columns is None:
                             foreign += 1
                             example = example or names[:3]

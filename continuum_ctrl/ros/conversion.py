@@ -2,7 +2,8 @@
 ROS messages <-> arrays, by joint name, with whole-message rejection.
 
 A `sensor_msgs/JointState` is mapped by name on every message (order is not guaranteed; extra
-joints are ignored). It is rejected whole, with a reason kind counted by the caller, when:
+joints are ignored; models/joint_order.py). It is rejected whole, with a reason kind counted by
+the caller, when:
 - ``foreign``: it names none of the model joints: another robot's states on a shared topic,
   or joints misnamed in the configuration (the caller ignores it beyond counting it);
 - ``names``: a model joint is missing or a name repeats;
@@ -20,6 +21,8 @@ import array
 
 import numpy as np
 
+from continuum_ctrl.models.joint_order import FOREIGN, joint_columns, JointOrderError, NAMES
+
 #: largest accepted |velocity| in a joint state, rad/s or m/s
 MAX_SPEED = 1e3
 #: largest accepted |position| of an unbounded joint, rad or m: larger values only overflow
@@ -30,9 +33,7 @@ VELOCITY_FILTER_TIME = 0.01
 #: latest accepted start of a trajectory after now, s (a stamp beyond is a clock mix-up)
 TRAJECTORY_HORIZON = 3600.0
 #: kinds of rejected joint states, in report order
-REJECT_KINDS = ('foreign', 'names', 'length', 'nonfinite', 'range', 'stamp')
-#: foreign states: someone else's, not a bad measurement of this arm
-FOREIGN = 'foreign'
+REJECT_KINDS = (FOREIGN, NAMES, 'length', 'nonfinite', 'range', 'stamp')
 
 
 class Rejected(Exception):
@@ -75,21 +76,10 @@ class JointStateReader:
     def _map(self, names):
         if names == self._names:
             return self._index
-        where = {}
-        twice = None
-        for i, name in enumerate(names):
-            if twice is None and name in where:
-                twice = name
-            where[name] = i
-        missing = [name for name in self.joint_names if name not in where]
-        if len(missing) == self.n:
-            raise Rejected(FOREIGN, f'names none of the joints {self.joint_names} (first '
-                                    f'names: {list(names[:3])})')
-        if twice is not None:
-            raise Rejected('names', f"joint '{twice}' appears twice")
-        if missing:
-            raise Rejected('names', f'joints {missing} are missing')
-        self._index = np.array([where[name] for name in self.joint_names], dtype=int)
+        try:
+            self._index = joint_columns(names, self.joint_names)
+        except JointOrderError as exc:
+            raise Rejected(exc.kind, str(exc)) from None
         self._names = list(names)
         return self._index
 
