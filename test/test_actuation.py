@@ -4,8 +4,14 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.params import ConfigError
-from continuum_ctrl.control.actuation import (ActuationMap, clamp_effort, force_from_pressure,
-                                              pressure_from_force)
+from continuum_ctrl.control.actuation import ActuationMap, clamp_effort, force_from_pressure
+
+
+def pressure_from_force(tau, area, deadzone, p_min, p_max):
+    """`ActuationMap.pressure` of PMAs with these parameters, one per force."""
+    tau = np.atleast_1d(np.asarray(tau, dtype=float))
+    return ActuationMap(tau.size, area, deadzone, p_min, p_max).pressure(tau)
+
 
 # an 11 mm ID PMA (continuum-model.md section 6): ~90 kPa dead zone, 5 bar operating pressure
 AREA = np.pi * 5.5e-3 ** 2   # m^2
@@ -82,3 +88,21 @@ def test_map_rejects_bad_parameters(kwargs, key):
     args = dict(area=AREA, deadzone=DEADZONE, p_min=0.0, p_max=P_MAX) | kwargs
     with pytest.raises(ConfigError, match=key.replace('.', r'\.')):
         ActuationMap(3, **args)
+
+
+def test_the_compiled_pressure_map_is_the_formula_value_for_value():
+    """``where(tau > 0, tau/area + deadzone, p_min)`` clamped, on rows of forces; NaN vents."""
+    rng = np.random.default_rng(8)
+    area, deadzone = rng.uniform(1e-5, 1e-4, 9), rng.uniform(0.0, 1e5, 9)
+    p_min, p_max = rng.uniform(0.0, 1.5e5, 9), np.full(9, 6e5)
+    pmas = ActuationMap(9, area, deadzone, p_min, p_max)
+    tau = rng.normal(0.0, 30.0, (50, 9))
+    tau[0] = [0.0, -0.0, np.nan, np.inf, -np.inf, 1e-300, -1e-300, 1e300, 5.0]
+    with np.errstate(invalid='ignore'):
+        expected = np.clip(np.where(tau > 0.0, tau / area + deadzone, p_min), p_min, p_max)
+    np.testing.assert_array_equal(pmas.pressure(tau), expected)
+    out = np.zeros(9)
+    assert pmas.pressure(tau[7], out=out) is out
+    np.testing.assert_array_equal(out, expected[7])
+    with pytest.raises(ValueError, match='forces of 9 PMAs'):
+        pmas.pressure(np.zeros(8))

@@ -7,22 +7,13 @@ pull. Forces are in newtons, areas in m^2, pressures in pascals. Parameters are 
 per-PMA arrays and broadcast against the force or pressure vector.
 """
 
+import functools
+
 import numpy as np
 
 from continuum_ctrl.control.clipping import clip
+from continuum_ctrl.models.continuum.jit import compiled, entry_point
 from continuum_ctrl.params import ConfigError
-
-
-def pressure_from_force(tau, area, deadzone, p_min, p_max):
-    """
-    Return the commanded pressure per PMA (Pa) for a desired force `tau` (N).
-
-    ``p = tau/area + deadzone`` where ``tau > 0``, ``p_min`` where ``tau <= 0`` (a PMA cannot
-    pull, so it vents), then clamped to ``[p_min, p_max]``.
-    """
-    tau = np.asarray(tau, dtype=float)
-    p = np.where(tau > 0.0, tau / area + deadzone, p_min)
-    return clip(p, p_min, p_max, out=p)
 
 
 def force_from_pressure(p, area, deadzone):
@@ -59,6 +50,7 @@ class ActuationMap:
         self.p_min = values['p_min']
         self.p_max = values['p_max']
         self._low, self._high = self.force(self.p_min), self.force(self.p_max)
+        self._pressure = _pressure_map()
 
     @staticmethod
     def _vector(key, value, n, low):
@@ -72,9 +64,21 @@ class ActuationMap:
             raise ConfigError(key, f'must be > {low}, got {value!r}')
         return array
 
-    def pressure(self, tau):
-        """Return the commanded pressures (Pa) for forces `tau` (N); see `pressure_from_force`."""
-        return pressure_from_force(tau, self.area, self.deadzone, self.p_min, self.p_max)
+    def pressure(self, tau, out=None):
+        """
+        Return the commanded pressure per PMA (Pa) for forces `tau` (N), shape (..., n).
+
+        ``p = tau/area + deadzone`` where ``tau > 0``, ``p_min`` where ``tau <= 0`` or NaN (a
+        PMA cannot pull, so it vents), then clamped to ``[p_min, p_max]``. One compiled call;
+        `out`, if given, is a C-contiguous float64 array of `tau`'s shape.
+        """
+        tau = np.ascontiguousarray(tau, dtype=float)
+        if tau.shape[-1:] != (self.n,):
+            raise ValueError(f'expected forces of {self.n} PMAs, got shape {tau.shape}')
+        out = np.empty_like(tau) if out is None else out
+        self._pressure(tau.reshape(-1, self.n), self.area, self.deadzone, self.p_min,
+                       self.p_max, out.reshape(-1, self.n))
+        return out
 
     def force(self, p):
         """Return the PMA forces (N) at pressures `p` (Pa); see `force_from_pressure`."""
@@ -101,3 +105,20 @@ class ActuationMap:
         whenever ``p_min <= deadzone``.
         """
         return clip(tau, *self.effort_range(limits))
+
+
+@compiled()
+def _pressure_kernel(tau, area, deadzone, p_min, p_max, out):
+    """Fill `out` (m, n) with the pressures (Pa) of forces `tau` (m, n), N; see `pressure`."""
+    for row in range(tau.shape[0]):
+        for i in range(tau.shape[1]):
+            force = tau[row, i]
+            p = force / area[i] + deadzone[i] if force > 0.0 else p_min[i]
+            out[row, i] = min(max(p, p_min[i]), p_max[i])
+
+
+@functools.cache
+def _pressure_map():
+    """Return the compiled `_pressure_kernel` (compiled, or loaded from the cache, now)."""
+    one, row = np.zeros(1), np.zeros((1, 1))
+    return entry_point(_pressure_kernel, row, one, one, one, one, np.zeros((1, 1)))

@@ -183,6 +183,7 @@ class ControlLoop:
         self._failing = False
         self._sent_time: Optional[float] = None
         self._pressures = np.zeros(n)
+        self._pressure_out = np.zeros(n)
         self.task: Optional[TaskSpace] = None
         self.clamped_targets = 0
         self._task_space(settings)
@@ -444,7 +445,7 @@ class ControlLoop:
         settings = self.settings
         output = self.effort
         if settings.actuation is not None:
-            output = settings.actuation.pressure(self.effort)
+            output = settings.actuation.pressure(self.effort, out=self._pressure_out)
         return np.take(output, settings.order, out=self.command)
 
 
