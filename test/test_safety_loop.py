@@ -100,6 +100,21 @@ def test_nonfinite_law_gives_the_safe_command_and_one_error_then_recovers():
     assert np.all(np.isfinite(command)) and np.any(command != 0.0)
 
 
+def test_a_law_of_the_wrong_length_gives_the_safe_command_and_says_so():
+    """A model whose inverse dynamics drops a coordinate: safe command, one line naming it."""
+    tree, model_spec = file_parameters(config_path('planar_2r.yaml'), 'continuum_controller')
+    own, tree = ControllerNodeSettings.split(tree)
+    tree['resume_count'] = 1
+    model = load_model(model_spec)
+    whole = model.inverse_dynamics
+    model.inverse_dynamics = lambda q, qd, qdd: whole(q, qd, qdd)[:-1]     # the fault
+    loop = ControlLoop(model, ControllerSettings.parse(tree, model), own.period)
+    loop.set_state(np.array([0.2, 0.1]), np.zeros(2), 0.0)
+    assert np.array_equal(loop.tick(0.001), [0.0, 0.0]) and loop.nonfinite == 1
+    assert loop.take_events()[-1] == ('error', 'the control law gave 1 forces for 2 '
+                                               'coordinates: safe command')
+
+
 def test_resume_needs_consecutive_fresh_valid_states_and_reanchors():
     """resume_count states in a row, each within state_timeout of the previous one."""
     loop = loop_for('planar_2r.yaml', resume_count=5)

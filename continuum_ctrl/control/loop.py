@@ -411,6 +411,8 @@ class ControlLoop:
             tau, problem = self._nan, f'{type(exc).__name__}: {exc}'
         low, high = self._effort_range
         if not self._limit_effort(tau, low, high, self._step, self.effort):
+            if np.shape(tau) != self.effort.shape:
+                problem = f'{np.size(tau)} forces for {self.model.n} coordinates'
             self.nonfinite += 1
             if not self._failing:
                 self.events.append(('error', f'the control law gave {problem}: safe '
