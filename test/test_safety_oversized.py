@@ -7,7 +7,8 @@ can publish pre-serialized bytes:
 - `joint_states` of 100,000 names (3.2 MB), above `input.max_joint_states_bytes`;
 - `~/joint_trajectory` of 20,000 points, above `input.max_trajectory_points`.
 During each flood the controller keeps at least 90 % of its command rate without a flood
-(ticks per second from its own /diagnostics, measured in the same run), stays alive and active,
+(ticks per second from its own /diagnostics, measured in the same run), stays alive and active
+(but for at most one diagnostics window stale, not the last: see the small-state flood below),
 sends only finite commands, grows its resident memory by less than 50 MB, and counts what
 reached it under `rejected_size` (`rejected_trajectory_size`). Best-effort fragments of
 multi-MB messages are often lost on the way, so only a part of the flood reaches the node.
@@ -141,8 +142,7 @@ def test_oversized_floods_keep_the_command_rate(arm, kind, counter):
         figures.append(f'{"10/s" if rate else "at once"}: {sent} sent, {flooded:.0f} Hz '
                        f'({flooded / base:.0%}), statuses {sorted(set(statuses))}')
         assert flooded >= 0.9 * min(base, 500.0), (kind, rate, flooded, base)
-        # the detector may see the machine starve the loop for a moment (reported only)
-        assert set(statuses) <= {'active', DEGRADED}, statuses
+        resumes_at_once(statuses)
         sent_commands = np.array([c for _, c in rec.commands[commands:]])
         assert len(sent_commands) and np.all(np.isfinite(sent_commands))
     grown = rss_mb(procs[0].pid) - memory
@@ -151,6 +151,19 @@ def test_oversized_floods_keep_the_command_rate(arm, kind, counter):
           f'{grown:+.1f} MB; {rejected:.0f} reached the node and were rejected')
     assert grown < 50.0
     assert rejected > 0
+
+
+def resumes_at_once(statuses):
+    """
+    Check a flood's diagnostics windows: active throughout, or for a moment not.
+
+    The detector may see the machine starve the loop (degraded, reported only). The flood
+    shares `joint_states` (keep last 5) with the valid states, so an executor stall can let it
+    crowd them out for a `state_timeout`: the loop then sends its safe command (stale) and must
+    resume at once after, in at most one window and not the last.
+    """
+    assert set(statuses) <= {'active', DEGRADED, 'stale'}, statuses
+    assert statuses.count('stale') <= 1 and statuses[-1] != 'stale', statuses
 
 
 def rejections(rec):
@@ -168,9 +181,7 @@ def test_a_flood_of_useless_small_states_leaves_the_loop_alive(arm):
     print(f'\nunknown-joint states: {sent} sent, {rejected:.0f} rejected; {flooded:.0f} Hz '
           f'against {base:.0f}; statuses {statuses}; missed share '
           f'{latest(rec, "missed_share")}; counters {after}')
-    assert rejected > 0 and set(statuses) <= {'active', DEGRADED, 'stale'}, statuses
-    # an executor stall may let the junk crowd valid states out for a `state_timeout` (the
-    # loop then sends its safe command); the arm must resume at once after
-    assert statuses.count('stale') <= 1 and statuses[-1] != 'stale', statuses
+    assert rejected > 0
+    resumes_at_once(statuses)
     assert after['rejected_names'] == before['rejected_names']
     assert np.all(np.isfinite(np.array([c for _, c in rec.commands[-100:]])))
