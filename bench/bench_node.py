@@ -10,8 +10,11 @@ controller's /diagnostics and /proc:
 - CPU share of the controller and simulator processes (one core = 1.0; the floor's own too);
 - latency joint_states -> command: transport (stamp to receipt) + wait for the tick
   (input age) + compute, medians, with the first two apart; the p99 sum is printed too.
-  The stamp is the simulator's plant time, when the state held: up to one plant step before
-  it is published, as a driver stamps the moment it read the sensors.
+  The stamp is the simulator's plant time, when the state held (its timer's due time), as a
+  driver stamps the moment it read the sensors; the plant step and the wake-up lie between
+  it and the send. That part (stamp to the DDS send time, heard for 1 s after the window) is
+  printed, and the latency without it: from the state's send to the command, the part the
+  controller and DDS own.
 ~/state is published every STATE_DECIMATION ticks. First it measures the cost of one tick
 in-process (no other node, no executor). Then, at 1 kHz with the EventsExecutor, both loop
 threads under SCHED_FIFO (`realtime_priority`), and the same-run baseline: `floor_node.py`, a
@@ -58,6 +61,8 @@ FLOOR = Path(__file__).resolve().parent / 'floor_node.py'
 #: (for example /work/main) and the floor, at 1 kHz, SCHED_FIFO and normal
 BASELINE_CASES = [(node, 1000.0, 'events', p) for p in (PRIORITY, 0)
                   for node in ('controller', 'baseline', 'floor')]
+#: longest wait for a new node to hear the simulator, s
+DISCOVERY = 10.0
 #: ~/state is published every this many ticks (100 or 200 Hz), as a monitoring rate
 STATE_DECIMATION = 5
 
@@ -140,6 +145,7 @@ def measure(path, executor, baseline=None):
                        for p, c in zip(processes, cpu0)]
                 windows = rec.diagnostics[count:]
                 last = dict(rec.diagnostics[-1])
+                lag = stamp_lag_us()
         finally:
             stop(processes)
     ticks = float(last['run_ticks']) - float(first['run_ticks'])
@@ -154,7 +160,47 @@ def measure(path, executor, baseline=None):
                 latency_p50_us=median['state_latency_p50_us'] + median['input_age_p50_us']
                 + median['compute_p50_us'],
                 latency_p99_us=median['state_latency_p99_us'] + median['input_age_p99_us']
-                + median['compute_p99_us'])
+                + median['compute_p99_us'], stamp_lag_p50_us=lag,
+                sent_latency_p50_us=median['state_latency_p50_us'] - lag
+                + median['input_age_p50_us'] + median['compute_p50_us'])
+
+
+def stamp_lag_us(seconds=1.0):
+    """
+    Return the median time from the simulator's header stamp to its send, us, over `seconds`.
+
+    The send time is the DDS `source_timestamp` (the publisher's clock, the same system clock
+    as the stamp's here). Heard by a node of its own after the timed window, so its Python
+    callbacks cost the measured nodes nothing; it waits up to `DISCOVERY` s to be matched.
+    """
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import JointState
+    lags = []
+
+    def heard(msg, info):
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        lags.append((info['source_timestamp'] - stamp) * 1e-3)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = rclpy.create_node('stamp_lag', context=context)
+        node.create_subscription(JointState, 'joint_states', heard, qos_profile_sensor_data)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        end = time.monotonic() + DISCOVERY
+        while not lags and time.monotonic() < end:      # the new node must be discovered
+            executor.spin_once(timeout_sec=0.05)
+        lags.clear()
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.05)
+        executor.shutdown()
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
+    return float(np.median(lags)) if lags else float('nan')
 
 
 ROWS = [('achieved rate [Hz]', 'rate_hz', '{:.1f}'), ('ticks on time', 'on_time', '{:.2%}'),
@@ -167,7 +213,9 @@ ROWS = [('achieved rate [Hz]', 'rate_hz', '{:.1f}'), ('ticks on time', 'on_time'
         ('CPU simulator', 'cpu_simulator', '{:.2f}'),
         ('latency p50 [us]', 'latency_p50_us', '{:.0f}'),
         ('  transport p50 [us]', 'state_latency_p50_us', '{:.0f}'),
+        ('    of which stamp to send p50 [us]', 'stamp_lag_p50_us', '{:.0f}'),
         ('  tick wait p50 [us]', 'input_age_p50_us', '{:.0f}'),
+        ('latency from the send p50 [us]', 'sent_latency_p50_us', '{:.0f}'),
         ('latency p99 [us]', 'latency_p99_us', '{:.0f}')]
 
 
@@ -332,7 +380,8 @@ def main():
             if a and floor:
                 print(f'1000 Hz, priority {priority}, {node}/floor: CPU '
                       f'{a["cpu_controller"] / floor["cpu_controller"]:.2f} (target <= 1.5), '
-                      f'on time {a["on_time"]:.2%} vs {floor["on_time"]:.2%}')
+                      f'on time {a["on_time"]:.2%} vs {floor["on_time"]:.2%}; latency from '
+                      f'the send p50 {a["sent_latency_p50_us"]:.0f} us (target <= 1300)')
     if floor_only or baseline:
         return
     for rate in RATES:
@@ -361,11 +410,12 @@ def print_table(results):
     heads = [(f'{"" if n == "controller" else n + " "}{r:.0f} {e}' + (f' rt{p}' if p else '')
               + ''.join(f' {v[:3]}' for v in variant)) for n, r, e, p, *variant in keys]
     width = max(24, *(len(h) + 2 for h in heads))
-    print(f'{"":<20}' + ''.join(f'{h:>{width}}' for h in heads))
+    labels = max(len(label) for label, _, _ in ROWS)
+    print(f'{"":<{labels}}' + ''.join(f'{h:>{width}}' for h in heads))
     for label, key, form in ROWS:
         cells = [('failed' if results[k] is None else
                   form.format(results[k][key]) if key in results[k] else '-') for k in keys]
-        print(f'{label:<20}' + ''.join(f'{c:>{width}}' for c in cells))
+        print(f'{label:<{labels}}' + ''.join(f'{c:>{width}}' for c in cells))
 
 
 if __name__ == '__main__':

@@ -112,3 +112,29 @@ def test_wait_for_command_must_be_a_boolean(arm):
     _, tree = SimulatorNodeSettings.split(tree)
     with pytest.raises(ConfigError, match="'wait_for_command'"):
         PlantSettings.parse(dict(tree, wait_for_command='yes'), dict(model, type='continuum_cog'))
+
+
+def test_the_step_grid_follows_the_timer_at_wall_clock_times(arm):
+    """
+    Calls due every step, each 20 us late, at Unix times: every call makes exactly one step,
+    and the state it publishes holds at the call's due time (not one step before).
+
+    A running sum of steps drifted by about 0.1 us a step at these magnitudes: after 40 s
+    every call held a state one step old. A stall drops whole steps and keeps the grid.
+    """
+    plant, dt = Plant(arm), arm.step
+    due = 1.8e9 + 0.123456
+    plant.command(np.full(9, arm.actuation.p_min), due - 1.0)   # vented: the arm rests
+    plant.advance(due + 20e-6, start=due)
+    assert plant.t == due
+    for k in range(1, 20001):                                   # 40 s at 2 ms
+        late = due + k * dt + 20e-6
+        plant.command(np.full(9, arm.actuation.p_min), late)
+        assert plant.advance(late) == 1
+        assert abs(plant.t - (due + k * dt)) < 1e-6
+    stall = due + 20000 * dt + 0.3 + 0.7 * dt                  # beyond max_catch_up
+    overruns = plant.overruns
+    plant.advance(stall)
+    assert plant.overruns == overruns + 1
+    steps = (plant.t - due) / dt
+    assert abs(steps - round(steps)) < 1e-3 and stall - plant.t < dt

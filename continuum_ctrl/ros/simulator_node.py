@@ -10,9 +10,10 @@
   generalized force, behind the valves of `actuator.*` in pressure mode) at
   `publish_rate_hz`, reliable, keep last 10 (as joint_state_broadcaster publishes them:
   default-QoS and best-effort subscribers both match); the plant integrates with the fixed
-  `step` in between, following the wall clock. The header stamp is the plant's time, the
-  moment the state holds (up to one `step` before publication), as a driver stamps the
-  moment it read the sensors.
+  `step` in between, following the wall clock, on the timer's grid (a step ends when the
+  timer is due). The header stamp is the plant's time, the moment the state holds (the
+  timer's due time when `step` divides the publishing period; else up to one `step` before
+  publication), as a driver stamps the moment it read the sensors.
 - pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands; the same totals are logged
   once more when the node stops (`run totals: ...`). Also `commands_per_step`, commands
   accepted per plant step in the window: the plant holds one command over each step, so above
@@ -111,11 +112,23 @@ class SimulatorNode(Node):
             if self._throttle.ready():
                 self.get_logger().warning(f'rejected command: {exc}; {self.rejected} so far')
 
+    def _scheduled(self, t):
+        """
+        Return when the timer was due to call this tick (s on the node clock), at most `t`.
+
+        `t` was read before the timer is asked, so the result is at most the due time: a step
+        grid started there is never behind a later call.
+        """
+        until = self.timer.time_until_next_call()
+        if until is None:
+            return t
+        return min(t + until * 1e-9 - self.timer.timer_period_ns * 1e-9, t)
+
     def _tick(self):
         t = self._now()
         start = time.perf_counter()
         try:
-            self.plant.advance(t)
+            self.plant.advance(t, self._scheduled(t))
         except (ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:
             self.resets += 1
             self.get_logger().error(f'plant integration failed ({exc}): reset to the initial '

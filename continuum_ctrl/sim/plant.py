@@ -8,18 +8,19 @@ The simulator's plant without ROS: settings, model mismatch, commands in, real-t
 
 The arm rests at its initial pose until the first valid command arrives (`wait_for_command`,
 as a paused simulator would: no arm falls while the nodes discover each other); from then on
-a command older than `command_timeout` means zero input (vented PMAs). The plant is the model
-given in `model.*` with `mismatch.mass_scale`, `mismatch.stiffness_scale` and
-`mismatch.damping_scale` applied to `model.sections.mass`, `.stiffness` and `.damping` (a URDF
-plant: `mass_scale` scales every link's mass and rotational inertia, CoM kept); the
-controller's `output.*` keys say how commands turn into generalized forces (the same
-ActuationMap), with the PMA area scaled by `mismatch.area_scale` and the dead zone replaced by
-`mismatch.deadzone` where given.
+a command older than `command_timeout` means zero input (vented PMAs), from the step in which
+it turns stale. The plant is the model given in `model.*` with `mismatch.mass_scale`,
+`mismatch.stiffness_scale` and `mismatch.damping_scale` applied to `model.sections.mass`,
+`.stiffness` and `.damping` (a URDF plant: `mass_scale` scales every link's mass and
+rotational inertia, CoM kept); the controller's `output.*` keys say how commands turn into
+generalized forces (the same ActuationMap), with the PMA area scaled by `mismatch.area_scale`
+and the dead zone replaced by `mismatch.deadzone` where given.
 In pressure mode, `actuator.*` puts valve dynamics (sim/actuator.py) between the command and
 the pressure that pushes.
 """
 
 from dataclasses import dataclass
+import math
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
@@ -220,6 +221,7 @@ class Plant:
         self.q = self.settings.initial.copy()
         self.qd = np.zeros(self.model.n)
         self.t = None
+        self._grid = (0.0, 0)           # (origin s, steps since): t = origin + steps * step
         if self.valves is not None:
             self.valves.reset(self.settings.actuation.p_min)
 
@@ -248,26 +250,46 @@ class Plant:
             self.valves.command(self.settings.vectors.to_model(values), t)
             self._vented = False
 
-    def advance(self, t):
-        """Integrate with the fixed step up to time `t` (s); return the number of steps."""
+    def advance(self, t, start=None):
+        """
+        Integrate with the fixed step up to time `t` (s); return the number of steps.
+
+        While the plant has not started, it (re)starts its step grid at `start` (s, at most
+        `t`; default `t`). A node that calls this from a periodic timer passes the timer's
+        scheduled time: the grid then follows the timer's, and each call steps to just before
+        it publishes. From the first call's late wake-up instead, later (earlier) wake-ups
+        would miss their step boundary and publish a state about one step old.
+
+        The plant's time is the grid's origin plus a whole number of steps, never a running
+        sum: at wall-clock magnitudes (1.8e9 s) adding a 2 ms step rounds by about 0.1 us
+        each time, and the grid would drift from the timer's by a whole step in a minute.
+        Time dropped after a stall is dropped in whole steps, so the grid stays.
+        """
         if self.t is None or (self.settings.wait_for_command and self.command_time == -np.inf):
-            self.t = t
+            self.t = t if start is None else min(start, t)
+            self._grid = (self.t, 0)
             if self.valves is not None:
-                self.valves.advance(t)
+                self.valves.advance(self.t)
             return 0
         dt = self.settings.step
+        origin, count = self._grid
         if t - self.t > self.settings.max_catch_up:
             self.overruns += 1
-            self.t = t - self.settings.max_catch_up
+            count += math.floor((t - self.settings.max_catch_up - self.t) / dt) + 1
+            self.t = origin + count * dt
         steps = 0
-        while self.t + dt <= t:
-            fresh = self.t - self.command_time <= self.settings.command_timeout
+        while origin + (count + 1) * dt <= t:
+            # held over the whole step, or stale from within it (then the valves vent from
+            # the moment it turned stale, which lies ahead of them)
+            fresh = self.t + dt - self.command_time <= self.settings.command_timeout
             tau = self.tau if fresh else self.zero_input()
             if self.valves is not None:
                 tau = self._valve_force(fresh, dt)
             self.q, self.qd = self.settings.integrator(self.model, self.q, self.qd, tau, dt)
-            self.t += dt
+            count += 1
+            self.t = origin + count * dt
             steps += 1
+        self._grid = (origin, count)
         self.steps += steps
         return steps
 
