@@ -122,7 +122,8 @@ class LoopThread:
             self.priority_problem = set_thread_priority(self.priority)
         period, spin, clock, sleep = self.period, self.spin_before, time.monotonic, time.sleep
         late_after = LATE_SHARE * period
-        deadline = clock() + period             # the first deadline no tick has served yet
+        start, k = clock(), 1
+        deadline = start + period               # the first deadline no tick has served yet
         try:
             while self._running:
                 pause = deadline - clock() - spin
@@ -136,13 +137,15 @@ class LoopThread:
                 skipped = int(lateness // period)   # deadlines passed with no tick
                 if skipped:
                     self.missed += skipped
-                    deadline += skipped * period
+                    k += skipped
+                    deadline = start + k * period   # a product, not a sum: no drift
                 if lateness - skipped * period >= late_after:
                     self.late_ticks += 1
                 self.deadline = deadline
                 self.tick(lateness)
                 self.ticks += 1
-                deadline += period
+                k += 1
+                deadline = start + k * period
         except Exception as exc:  # noqa: B902 - kept for the owner, which decides what to do
             self.error = exc
         finally:
