@@ -7,12 +7,11 @@ pull. Forces are in newtons, areas in m^2, pressures in pascals. Parameters are 
 per-PMA arrays and broadcast against the force or pressure vector.
 """
 
-import functools
 
 import numpy as np
 
 from continuum_ctrl.control.clipping import clip
-from continuum_ctrl.models.continuum.jit import compiled, entry_point
+from continuum_ctrl.models.continuum.jit import cached_entry_point, compiled
 from continuum_ctrl.params import ConfigError
 
 
@@ -117,8 +116,5 @@ def _pressure_kernel(tau, area, deadzone, p_min, p_max, out):
             out[row, i] = min(max(p, p_min[i]), p_max[i])
 
 
-@functools.cache
-def _pressure_map():
-    """Return the compiled `_pressure_kernel` (compiled, or loaded from the cache, now)."""
-    one, row = np.zeros(1), np.zeros((1, 1))
-    return entry_point(_pressure_kernel, row, one, one, one, one, np.zeros((1, 1)))
+_pressure_map = cached_entry_point(_pressure_kernel, np.zeros((1, 1)), np.zeros(1),
+                                   np.zeros(1), np.zeros(1), np.zeros(1), np.zeros((1, 1)))

@@ -9,12 +9,11 @@ wrappers and argument checks on every call, a tick clips about ten times.
 non-finite values, the clamp and the rate limit, three to five NumPy calls otherwise.
 """
 
-import functools
 import math
 
 import numpy as np
 
-from continuum_ctrl.models.continuum.jit import compiled, entry_point
+from continuum_ctrl.models.continuum.jit import cached_entry_point, compiled
 
 _maximum, _minimum = np.maximum, np.minimum
 
@@ -36,7 +35,10 @@ def _limit_kernel(tau, low, high, step, effort):
     return True
 
 
-@functools.cache
+_limiter = cached_entry_point(_limit_kernel, np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1),
+                              np.zeros(1))
+
+
 def effort_limiter():
     """
     Return ``limit_effort(tau, low, high, step, effort) -> bool``, compiled (or loaded) now.
@@ -47,8 +49,7 @@ def effort_limiter():
     a non-finite value or has not the length of `effort`. `low`, `high`, `step` and `effort`
     are C-contiguous float64 arrays of one length.
     """
-    zero = np.zeros(1)
-    kernel = entry_point(_limit_kernel, zero, zero, zero, zero, np.zeros(1))
+    kernel = _limiter()
 
     def limit_effort(tau, low, high, step, effort):
         tau = np.ascontiguousarray(tau, dtype=float)    # a copy only for a model's odd return

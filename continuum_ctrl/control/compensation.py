@@ -52,13 +52,12 @@ the middle did not. So `delay` must hold every latency between the command and t
 (driver, bus), rounded up.
 """
 
-import functools
 import math
 
 import numpy as np
 
 from continuum_ctrl.control.clipping import clip
-from continuum_ctrl.models.continuum.jit import compiled, entry_point
+from continuum_ctrl.models.continuum.jit import cached_entry_point, compiled
 from continuum_ctrl.sim.actuator import Actuator
 from continuum_ctrl.sim.integrators import implicit_damping_euler_stepper
 
@@ -181,8 +180,5 @@ def _lead_kernel(tau, early, late, share, gain, low, high, out):
         out[i] = min(max(tau[i], lo), hi) + min(max(gain * rise, middle - hi), middle - lo)
 
 
-@functools.cache
-def _leader():
-    """Return the compiled `_lead_kernel` (compiled, or loaded from the cache, at first use)."""
-    zero = np.zeros(1)
-    return entry_point(_lead_kernel, zero, zero, zero, 0.0, 0.0, zero, zero, np.zeros(1))
+_leader = cached_entry_point(_lead_kernel, np.zeros(1), np.zeros(1), np.zeros(1), 0.0, 0.0,
+                             np.zeros(1), np.zeros(1), np.zeros(1))

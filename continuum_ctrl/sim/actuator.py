@@ -17,12 +17,11 @@ one compiled walk through the times and the switches each: the controller's valv
 compensation calls both every tick (about 1 us each, against 15-35 us for the same in NumPy).
 """
 
-import functools
 import math
 
 import numpy as np
 
-from continuum_ctrl.models.continuum.jit import compiled, entry_point
+from continuum_ctrl.models.continuum.jit import cached_entry_point, compiled
 
 #: rows of pending commands kept (more as needed): 50 ms of dead time at 1 kHz
 PENDING_ROWS = 64
@@ -183,16 +182,7 @@ def _advance_kernel(t, pressure, current, switches, inputs, pending, now, time_c
     return pending - due
 
 
-@functools.cache
-def _advancer():
-    """Return the compiled `_advance_kernel` (compiled, or loaded from the cache, at first use)."""
-    one = np.zeros(1)
-    return entry_point(_advance_kernel, 0.0, one, np.zeros(1), np.zeros(1), np.zeros((1, 1)),
-                       0, np.zeros(1), 0.0, 0.0, np.zeros((1, 1)))
-
-
-@functools.cache
-def _lag_walk():
-    """Return the compiled `_lag_kernel` (compiled, or loaded from the cache, at first use)."""
-    return entry_point(_lag_kernel, 0.0, np.zeros(1), np.zeros(1), np.zeros(1),
-                       np.zeros((1, 1)), np.zeros(1), 0.0, 0.0, np.zeros((1, 1)))
+_advancer = cached_entry_point(_advance_kernel, 0.0, np.zeros(1), np.zeros(1), np.zeros(1),
+                               np.zeros((1, 1)), 0, np.zeros(1), 0.0, 0.0, np.zeros((1, 1)))
+_lag_walk = cached_entry_point(_lag_kernel, 0.0, np.zeros(1), np.zeros(1), np.zeros(1),
+                               np.zeros((1, 1)), np.zeros(1), 0.0, 0.0, np.zeros((1, 1)))
