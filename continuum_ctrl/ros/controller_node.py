@@ -32,8 +32,9 @@ Topics (relative names, remap as needed):
   every `state_decimation`-th tick, sent from the executor thread in batches (every
   `STATE_INTERVAL` s);
 - pub `/diagnostics` (diagnostic_msgs/DiagnosticArray, ~1 Hz): loop rate, period and compute
-  time percentiles (window and whole run), input age at the tick, joint_states latency (header
-  stamp to receipt, wall clock), missed deadlines, rejected-input counts, status.
+  time percentiles (window and whole run), input age at every tick, the wait of a new state
+  for the first tick that uses it (`state_wait_*`: receipt to that tick), joint_states latency
+  (header stamp to receipt, wall clock), missed deadlines, rejected-input counts, status.
 
 Threads: while active, the loop runs on a thread of its own (`ros.loop_thread.LoopThread`,
 absolute deadlines at `rate_hz`, `realtime_priority`; the executor's and the middleware's
@@ -271,7 +272,9 @@ class ControllerNode(LifecycleNode):
         self.period = Durations(capacity)
         self.compute = Durations(capacity)
         self.age = Durations(capacity)
+        self.wait = Durations(capacity)
         self.transport = Durations(capacity)
+        self._used_state = -np.inf          # receive time of the state the last tick used
         self._last_tick = None
         self.late_ticks = 0
         self._ticks = 0
@@ -590,6 +593,10 @@ class ControllerNode(LifecycleNode):
                 self.late_ticks += 1
         self._last_tick = start
         t = self._now()
+        if loop.last_state_time != self._used_state:
+            self._used_state = loop.last_state_time     # a new state: its wait for a tick
+            if loop.status == ACTIVE:
+                self.wait.add(max(t - loop.last_state_time, 0.0) * 1e6)
         degraded = self.detector.record(lateness)
         if degraded != self.degraded:
             self._starvation_event(degraded)
@@ -674,6 +681,7 @@ class ControllerNode(LifecycleNode):
         p50, p99, pmax = self.period.window_stats()
         c50, c99, cmax = self.compute.window_stats()
         a50, a99, _ = self.age.window_stats()
+        w50, w99, _ = self.wait.window_stats()
         s50, s99, _ = self.transport.window_stats()
         thread = self.thread
         values = [
@@ -683,6 +691,7 @@ class ControllerNode(LifecycleNode):
             ('jitter_p99_us', p99 - nominal),
             ('compute_p50_us', c50), ('compute_p99_us', c99), ('compute_max_us', cmax),
             ('input_age_p50_us', a50), ('input_age_p99_us', a99),
+            ('state_wait_p50_us', w50), ('state_wait_p99_us', w99),
             ('state_latency_p50_us', s50), ('state_latency_p99_us', s99),
             ('missed_share', self.detector.share),
             ('run_ticks', self.compute.total),
