@@ -14,7 +14,8 @@ parameter then raises its ConfigError from the constructor, as a plain node woul
 
 Topics (relative names, remap as needed):
 - sub `joint_states` (sensor_msgs/JointState): measured state, mapped by joint name;
-  taken serialized and rejected unread above `input.max_joint_states_bytes`; a message naming
+  taken serialized and rejected unread above `input.max_joint_states_bytes`, then read in
+  place (ros/joint_state_cdr.py; rclpy deserializes what is not plain LE CDR); a message naming
   none of the arm's joints (another robot's, on a shared topic) is counted as foreign and
   does not hold back the resume count;
 - sub `~/joint_trajectory` (trajectory_msgs/JointTrajectory): replaces the reference;
@@ -414,9 +415,9 @@ class ControllerNode(LifecycleNode):
         if self.loop is None:
             return
         try:
-            msg = self.state_input.read(data)
+            fields = self.state_input.read(data)
             t = self._now()
-            q, qd = self.reader.read(msg, t)
+            q, qd = self.reader.read_fields(fields, t)
         except Rejected as exc:
             self._reject(exc.kind, str(exc))
             return
@@ -425,7 +426,7 @@ class ControllerNode(LifecycleNode):
             self.get_logger().info('joint_states carry no velocities: estimating them by a '
                                    'filtered difference of positions')
         self._receive_wall = time.perf_counter()
-        sent = stamp_seconds(msg.header.stamp)
+        sent = fields.stamp
         if sent > 0.0:
             self.transport.add(max(time.time() - sent, 0.0) * 1e6)
         # the stamp says when the state held (checked against `stamp_tolerance`); the valve

@@ -22,6 +22,7 @@ import array
 import numpy as np
 
 from continuum_ctrl.models.joint_order import FOREIGN, joint_columns, JointOrderError, NAMES
+from continuum_ctrl.ros.joint_state_cdr import decode_names, JointStateFields
 
 #: largest accepted |velocity| in a joint state, rad/s or m/s
 MAX_SPEED = 1e3
@@ -49,6 +50,12 @@ def stamp_seconds(stamp):
     return stamp.sec + 1e-9 * stamp.nanosec
 
 
+def fields_of(msg):
+    """Return the JointStateFields of a deserialized sensor_msgs/JointState."""
+    return JointStateFields(stamp_seconds(msg.header.stamp), msg.name, len(msg.name),
+                            msg.position, msg.velocity)
+
+
 class JointStateReader:
     """
     Convert JointState messages to ``(q, qd)`` in model order (internal buffers).
@@ -69,26 +76,46 @@ class JointStateReader:
         self.q = np.zeros(self.n)
         self.qd = np.zeros(self.n)
         self._names = None
+        self._section = None                # the serialized name section `_index` maps
         self._index = np.zeros(self.n, dtype=int)
         self._previous = None
         self.estimating = False
 
     def _map(self, names):
+        if isinstance(names, bytes):        # a serialized name section (ros/joint_state_cdr)
+            if names == self._section:
+                return self._index
+            try:
+                decoded = decode_names(names)
+            except UnicodeDecodeError:
+                raise Rejected(NAMES, 'a joint name is not UTF-8') from None
+            index = self._map(decoded)
+            self._section = names
+            return index
         if names == self._names:
             return self._index
         try:
             self._index = joint_columns(names, self.joint_names)
         except JointOrderError as exc:
             raise Rejected(exc.kind, str(exc)) from None
-        self._names = list(names)
+        self._names, self._section = list(names), None
         return self._index
 
     def read(self, msg, t):
         """Return ``(q, qd)`` from `msg` received at `t` (s); raise Rejected (state kept)."""
-        names, position, velocity = msg.name, msg.position, msg.velocity
-        index = self._map(names)            # first: a foreign message is no one's bad input
-        if len(position) != len(names) or len(velocity) not in (0, len(names)):
-            raise Rejected('length', f'{len(names)} names, {len(position)} positions, '
+        return self.read_fields(fields_of(msg), t)
+
+    def read_fields(self, fields, t):
+        """
+        Return ``(q, qd)`` from the `fields` of a JointState received at `t` (s).
+
+        `fields`: a ros.joint_state_cdr.JointStateFields, read from the serialized message or
+        from a deserialized one. Raises Rejected (the state kept).
+        """
+        position, velocity, count = fields.position, fields.velocity, fields.count
+        index = self._map(fields.names)     # first: a foreign message is no one's bad input
+        if len(position) != count or len(velocity) not in (0, count):
+            raise Rejected('length', f'{count} names, {len(position)} positions, '
                                      f'{len(velocity)} velocities')
         q = np.asarray(position)[index]
         qd = np.asarray(velocity)[index] if len(velocity) else None
@@ -96,7 +123,7 @@ class JointStateReader:
         if not ((self._finite_low <= q) & (q <= self._finite_high)).all() or (
                 qd is not None and not (np.abs(qd) <= MAX_SPEED).all()):
             self._classify(q, qd)
-        self._check_stamp(msg.header.stamp, t)
+        self._check_stamp(fields.stamp, t)
         if qd is None:
             qd = self._estimate(q, t)
             if not np.all(np.abs(qd) <= MAX_SPEED):
@@ -111,8 +138,7 @@ class JointStateReader:
             raise Rejected('nonfinite', 'non-finite position or velocity')
         raise Rejected('range', 'position or velocity out of range')
 
-    def _check_stamp(self, stamp, t):
-        sent = stamp_seconds(stamp)
+    def _check_stamp(self, sent, t):
         if self.stamp_tolerance > 0.0 and sent > 0.0 and abs(t - sent) > self.stamp_tolerance:
             where = 'in the future' if sent > t else 'old'
             raise Rejected('stamp', f'header stamp {abs(t - sent):.3g} s {where} (tolerance '

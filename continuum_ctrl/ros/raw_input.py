@@ -26,7 +26,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from continuum_ctrl.ros.conversion import Rejected
+from continuum_ctrl.ros.conversion import fields_of, Rejected
+from continuum_ctrl.ros.joint_state_cdr import parse
 
 #: characters allowed for each joint name (and the frame_id) in the default bounds
 NAME_CHARS = 64
@@ -105,9 +106,34 @@ class SizeBoundReader:
                                    f'{self.msg_type.__name__}: {exc}') from None
 
 
+class JointStateInput:
+    """
+    Read serialized JointStates of at most `max_bytes` bytes into JointStateFields.
+
+    ``read(data)`` rejects a longer message by its length (Rejected('size', ...)), then reads
+    plain little-endian CDR in place (ros/joint_state_cdr.py) and deserializes anything else
+    with rclpy (Rejected('size', ...) for bytes that are no JointState).
+    """
+
+    def __init__(self, max_bytes):
+        self.max_bytes = int(max_bytes)
+        self._deserializer = SizeBoundReader(JointState, max_bytes)
+        self._names = b''                   # the name section read last
+
+    def read(self, data):
+        """Return the JointStateFields of `data` (bytes); raise Rejected('size', reason)."""
+        if len(data) > self.max_bytes:
+            raise Rejected('size', f'{len(data)} bytes, above the bound of {self.max_bytes}')
+        fields = parse(data, self._names)
+        if fields is None:
+            return fields_of(self._deserializer.read(data))
+        self._names = fields.names
+        return fields
+
+
 def joint_states_reader(joint_names, max_bytes=MAX_JOINT_STATES_BYTES):
-    """Return a SizeBoundReader of JointState with `joint_states_bound(joint_names, ...)`."""
-    return SizeBoundReader(JointState, joint_states_bound(joint_names, max_bytes))
+    """Return a JointStateInput bounded by `joint_states_bound(joint_names, max_bytes)`."""
+    return JointStateInput(joint_states_bound(joint_names, max_bytes))
 
 
 def trajectory_reader(joint_names, max_points=MAX_TRAJECTORY_POINTS):
