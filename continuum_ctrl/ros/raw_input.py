@@ -5,7 +5,9 @@ rclpy turns a received message into Python objects (one `str` per joint name, ..
 GIL before any callback can look at it: a 5 MB `JointState` costs the process tens of ms
 whatever the callback then does. A subscription made with ``raw=True`` gets the serialized
 message as `bytes` instead; `SizeBoundReader.read` rejects it by its length alone and
-deserializes (`rclpy.serialization.deserialize_message`) only what passes.
+deserializes (`rclpy.serialization.deserialize_message`) only what passes. `JointStateInput`
+does the same for joint states, but reads those that pass in place when they are plain
+little-endian CDR (ros/joint_state_cdr.py), the controller's per-state path.
 
 Bounds, in bytes of the serialized (CDR) message:
 - `joint_states_bytes(count)`: a JointState of `count` joints, names of `NAME_CHARS` characters,
