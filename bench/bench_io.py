@@ -5,8 +5,8 @@ The cost of the controller's message handling, old and new side by side in one p
    `set_doubles`, against `CommandPublisher` (pre-serialized CDR bytes). Back to back, and
    woken from a 1 ms sleep before each publish (as a live tick is).
 2. joint_states input, per valid message through the executor (EventsExecutor) up to arrays in
-   model order (`JointStateReader.read`): a typed subscription, against a ``raw=True`` one
-   whose bytes pass `joint_states_reader` (size check, then deserialization).
+   model order (`JointStateReader`): a typed subscription, against a ``raw=True`` one whose
+   bytes pass `joint_states_reader` (size check, then plain CDR read in place).
 3. An oversized joint_states (100,000 names): the typed subscription's cost per message (rclpy
    builds every name before the callback) against the raw path's rejection by size.
 
@@ -101,7 +101,7 @@ def bench_input(context):
 
     def raw(data, counter=received['raw']):
         try:
-            raw_reader.read(bounded.read(data), 0.0)
+            raw_reader.read_fields(bounded.read(data), 0.0)
         except Rejected:
             pass
         counter[0] += 1
