@@ -97,10 +97,14 @@ class SizeBoundReader:
         self.msg_type = msg_type
         self.max_bytes = int(max_bytes)
 
-    def read(self, data):
-        """Return the message serialized in `data` (bytes); raise Rejected('size', reason)."""
+    def check(self, data):
+        """Raise Rejected('size', reason) if `data` (bytes) is longer than `max_bytes`."""
         if len(data) > self.max_bytes:
             raise Rejected('size', f'{len(data)} bytes, above the bound of {self.max_bytes}')
+
+    def read(self, data):
+        """Return the message serialized in `data` (bytes); raise Rejected('size', reason)."""
+        self.check(data)
         try:
             return deserialize_message(data, self.msg_type)
         except Exception as exc:  # noqa: B902 - rclpy raises its own types for bad bytes
@@ -108,7 +112,7 @@ class SizeBoundReader:
                                    f'{self.msg_type.__name__}: {exc}') from None
 
 
-class JointStateInput:
+class JointStateInput(SizeBoundReader):
     """
     Read serialized JointStates of at most `max_bytes` bytes into JointStateFields.
 
@@ -118,17 +122,15 @@ class JointStateInput:
     """
 
     def __init__(self, max_bytes):
-        self.max_bytes = int(max_bytes)
-        self._deserializer = SizeBoundReader(JointState, max_bytes)
+        super().__init__(JointState, max_bytes)
         self._names = b''                   # the name section read last
 
     def read(self, data):
         """Return the JointStateFields of `data` (bytes); raise Rejected('size', reason)."""
-        if len(data) > self.max_bytes:
-            raise Rejected('size', f'{len(data)} bytes, above the bound of {self.max_bytes}')
+        self.check(data)
         fields = parse(data, self._names)
         if fields is None:
-            return fields_of(self._deserializer.read(data))
+            return fields_of(super().read(data))
         self._names = fields.names
         return fields
 
