@@ -220,8 +220,7 @@ class Plant:
         """Return to the initial pose at rest; the clock restarts at the next `advance`."""
         self.q = self.settings.initial.copy()
         self.qd = np.zeros(self.model.n)
-        self.t = None
-        self._grid = (0.0, 0)           # (origin s, steps since): t = origin + steps * step
+        self._grid = None               # (origin s, steps since) once the clock runs
         if self.valves is not None:
             self.valves.reset(self.settings.actuation.p_min)
 
@@ -250,6 +249,14 @@ class Plant:
             self.valves.command(self.settings.vectors.to_model(values), t)
             self._vented = False
 
+    @property
+    def t(self):
+        """Return the plant's time, s: the grid's origin plus its steps (None until `advance`)."""
+        if self._grid is None:
+            return None
+        origin, count = self._grid
+        return origin + count * self.settings.step
+
     def advance(self, t, start=None):
         """
         Integrate with the fixed step up to time `t` (s); return the number of steps.
@@ -265,18 +272,18 @@ class Plant:
         each time, and the grid would drift from the timer's by a whole step in a minute.
         Time dropped after a stall is dropped in whole steps, so the grid stays.
         """
-        if self.t is None or (self.settings.wait_for_command and self.command_time == -np.inf):
-            self.t = t if start is None else min(start, t)
-            self._grid = (self.t, 0)
+        if self._grid is None or (self.settings.wait_for_command
+                                  and self.command_time == -np.inf):
+            self._grid = (t if start is None else min(start, t), 0)
             if self.valves is not None:
-                self.valves.advance(self.t)
+                self.valves.advance(self._grid[0])
             return 0
         dt = self.settings.step
         origin, count = self._grid
         if t - self.t > self.settings.max_catch_up:
             self.overruns += 1
             count += math.floor((t - self.settings.max_catch_up - self.t) / dt) + 1
-            self.t = origin + count * dt
+            self._grid = origin, count
         steps = 0
         while origin + (count + 1) * dt <= t:
             # held over the whole step, or stale from within it (then the valves vent from
@@ -287,9 +294,8 @@ class Plant:
                 tau = self._valve_force(fresh, dt)
             self.q, self.qd = self.settings.integrator(self.model, self.q, self.qd, tau, dt)
             count += 1
-            self.t = origin + count * dt
+            self._grid = origin, count
             steps += 1
-        self._grid = (origin, count)
         self.steps += steps
         return steps
 
