@@ -1,28 +1,45 @@
 """
-The computed-torque (inverse-dynamics) law of seed 001, extended by the passive forces.
+The computed-torque (inverse-dynamics) law, with the passive forces at the reference.
 
     e = q - q_des,  edot = qd - qd_des,  v = qdd_des - Kd edot - Kp e
-    tau = M(q) v + C(q, qd) qd + passive(q, qd) + g(q) = model.inverse_dynamics(q, qd, v)
+    tau = M(q) v + C(q, qd) qd + g(q) + passive(q_des, qd_des) + integral    ('reference')
+    tau = M(q) v + C(q, qd) qd + g(q) + passive(q, qd) + integral            ('measured')
 
-With the plant equal to the model, the tracking error obeys ``e'' + Kd e' + Kp e = 0``.
-Generalized forces are in the model's units (N m for revolute joints, N for PMA lengths).
+'measured' is the classical law, ``model.inverse_dynamics(q, qd, v)``: with the plant equal
+to the model the error obeys ``e'' + Kd e' + Kp e = 0``, but it cancels the arm's own
+stiffness and damping and puts back only ``M Kp``, which on PMA coordinates (grams of
+generalized inertia against kN/m of stiffness) leaves a model error almost unopposed.
+'reference' keeps the arm's spring and damper in the error dynamics,
+``M e'' + (D + M Kd) e' + (K + M Kp) e = model error`` (docs/law.md). For arms without
+passive forces (rigid ones) the two are the same call. The optional integral force
+(control.integral) is added in both. Generalized forces are in the model's units (N m for
+revolute joints, N for PMA lengths).
 """
 
 import numpy as np
 
+from typing import Optional
+
 from continuum_ctrl.control.gains import apply_gain, validate_gain
+from continuum_ctrl.control.integral import IntegralAction
 from continuum_ctrl.models.base import Array, ArrayLike, DynamicsModel
+from continuum_ctrl.params import ConfigError
+
+#: where the law compensates the passive (elastic and damping) forces: `law.passive` values
+PASSIVE_AT = ('reference', 'measured')
 
 
 def computed_torque(model: DynamicsModel, q: Array, qd: Array, q_des: Array, qd_des: Array,
-                    qdd_des: Array, kp: ArrayLike, kd: ArrayLike) -> Array:
+                    qdd_des: Array, kp: ArrayLike, kd: ArrayLike,
+                    passive: str = 'reference') -> Array:
     """
     Return the computed-torque generalized force, (n,), validating the gains on every call.
 
     `kp`, `kd`: n positive numbers, or (n, n) symmetric positive definite matrices (or n*n
-    numbers row-major). For a control loop build a `ComputedTorqueLaw` once instead.
+    numbers row-major); `passive`: one of PASSIVE_AT. For a control loop build a
+    `ComputedTorqueLaw` once instead.
     """
-    return ComputedTorqueLaw(model, kp, kd)(q, qd, q_des, qd_des, qdd_des)
+    return ComputedTorqueLaw(model, kp, kd, passive)(q, qd, q_des, qd_des, qdd_des)
 
 
 class ComputedTorqueLaw:
@@ -30,17 +47,27 @@ class ComputedTorqueLaw:
     Computed torque for one model and validated gains; calling it is the control-loop hot path.
 
     ``law(q, qd, q_des, qd_des, qdd_des)`` takes float64 arrays of length ``model.n`` and makes
-    exactly one ``model.inverse_dynamics(q, qd, v)`` call (one ``rnea`` for Pinocchio arms).
+    exactly one model call: ``model.inverse_dynamics_passive_at(q, qd, v, q_des, qd_des)``
+    for `passive` 'reference' on a model with passive forces, else
+    ``model.inverse_dynamics(q, qd, v)`` (one ``rnea`` for Pinocchio arms). With an
+    `integral` (control.integral.IntegralAction) whose gains are engaged, its force is added.
     Inputs are not validated there; gains are validated in the constructor and `set_gains`.
     ``law.acceleration(q, qd, q_des, qd_des, qdd_des)`` gives the commanded acceleration ``v``
     alone. Both reuse internal buffers: one law per control loop (not thread-safe), but
     `set_gains` swaps the gains in one assignment, so a parameter callback may call it.
     """
 
-    def __init__(self, model: DynamicsModel, kp: ArrayLike, kd: ArrayLike) -> None:
+    def __init__(self, model: DynamicsModel, kp: ArrayLike, kd: ArrayLike,
+                 passive: str = 'reference',
+                 integral: Optional[IntegralAction] = None) -> None:
         self.model = model
         self.n = model.n
-        self._inverse_dynamics = model.inverse_dynamics
+        if passive not in PASSIVE_AT:
+            raise ConfigError('law.passive', f"must be one of {', '.join(PASSIVE_AT)}, got "
+                                             f'{passive!r}')
+        self.passive = passive
+        self.integral = integral
+        self._with_integral = np.zeros(self.n)
         self.set_gains(kp, kd)
 
     @property
@@ -66,8 +93,16 @@ class ComputedTorqueLaw:
 
     def __call__(self, q: Array, qd: Array, q_des: Array, qd_des: Array,
                  qdd_des: Array) -> Array:
-        """Return ``tau = model.inverse_dynamics(q, qd, v)``, (n,)."""
-        return self._inverse_dynamics(q, qd, self.acceleration(q, qd, q_des, qd_des, qdd_des))
+        """Return the law's force ``tau``, (n,); see the class doc."""
+        v = self.acceleration(q, qd, q_des, qd_des, qdd_des)
+        if self.passive == 'reference' and self.model.has_passive_forces:
+            tau = self.model.inverse_dynamics_passive_at(q, qd, v, q_des, qd_des)
+        else:
+            tau = self.model.inverse_dynamics(q, qd, v)
+        integral = self.integral
+        if integral is None or not integral.engaged:
+            return tau
+        return np.add(tau, integral.force, out=self._with_integral)
 
 
 def _acceleration(kp, kd, n):

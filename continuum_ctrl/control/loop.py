@@ -32,6 +32,7 @@ from continuum_ctrl.control.actuation import clamp_effort
 from continuum_ctrl.control.clipping import clip, effort_limiter
 from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
+from continuum_ctrl.control.integral import IntegralAction
 from continuum_ctrl.control.references import (blend_ramp, Hold, MinimumJerk,
                                                Multisine, Sinusoid, Waypoints)
 from continuum_ctrl.control.settings import ControllerSettings, TASK_REFERENCE_TYPES
@@ -164,7 +165,9 @@ class ControlLoop:
         self.model = model
         self.period = period
         n = model.n
-        self.law = ComputedTorqueLaw(model, settings.kp, settings.kd)
+        self.integral = IntegralAction(n)
+        self.law = ComputedTorqueLaw(model, settings.kp, settings.kd, settings.passive,
+                                     self.integral)
         self.low, self.high = (np.asarray(b, dtype=float) for b in model.joint_limits())
         self._limits(settings)
         self.status = WAITING
@@ -179,6 +182,8 @@ class ControlLoop:
         self.effort = np.zeros(n)
         self.command = np.zeros(n)
         self._nan = np.full(n, np.nan)
+        self._error = np.zeros(n)
+        self._at_limit = np.zeros(n, dtype=bool)
         self._limit_effort = effort_limiter()       # compiled now, not in the first tick
         self._failing = False
         self._sent_time: Optional[float] = None
@@ -195,6 +200,7 @@ class ControlLoop:
         """Take new validated settings (gains, limits, reference, ...) from the next tick on."""
         self.period = self.period if period is None else period
         self.law.set_gains(settings.kp, settings.kd)
+        self.law.passive = settings.passive
         self._limits(settings)
         self._task_space(settings)
         if reanchor and self.status == ACTIVE:
@@ -209,6 +215,7 @@ class ControlLoop:
         low, high, self._step = (np.array(np.broadcast_to(v, (self.model.n,)), dtype=float)
                                  for v in (*bounds, settings.effort_rate * self.period))
         self._effort_range = (low, high)
+        self.integral.configure(settings.ki, settings.integral_limit)
         old: Optional[Compensation] = getattr(self, 'compensation', None)   # keeps its estimate
         time_constant, delay = settings.compensation
         if not (time_constant or delay):
@@ -323,6 +330,7 @@ class ControlLoop:
             self.events.append(('info', 'valid joint states: control active, reference '
                                         'anchored at the measured pose'))
             self.status = ACTIVE
+            self.integral.reset()
             self.anchor(t)
 
     def set_pressures(self, pressures: np.ndarray, t: float) -> None:
@@ -420,7 +428,19 @@ class ControlLoop:
             self._failing = True
             return self.safe_command()
         self._failing = False
+        if self.integral.engaged:
+            self._integrate(t, low, high)
         return self._output()
+
+    def _integrate(self, t, low, high):
+        """Integrate the tick's error, held while the reference blends in (control.integral)."""
+        reference = self.reference
+        if t - reference.t0 < reference.blend_time:  # type: ignore[union-attr]
+            return
+        np.subtract(self.q, self.q_des, out=self._error)
+        at_limit = np.logical_or(self.q_des <= self.low, self.q_des >= self.high,
+                                 out=self._at_limit)
+        self.integral.update(self._error, self.period, self.effort, low, high, at_limit)
 
     def safe_command(self) -> np.ndarray:
         """

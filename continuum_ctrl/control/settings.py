@@ -16,6 +16,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from continuum_ctrl.control.actuation import ActuationMap
+from continuum_ctrl.control.computed_torque import PASSIVE_AT
 from continuum_ctrl.control.gains import validate_gain
 from continuum_ctrl.control.task_space import TaskSettings
 from continuum_ctrl.params import ConfigError, Field, Reader
@@ -43,6 +44,12 @@ FIELDS = {
                       'n*n SPD matrix row-major, in joints order'),
     'gains.kd': Field('numbers', ..., 'derivative gain, 1/s: n per-joint values or an n*n '
                       'SPD matrix row-major, in joints order'),
+    'gains.ki': Field('numbers', [0.0], 'integral gain in force units, N/(m s) or N m/(rad s): '
+                      'n per-joint values >= 0 in joints order (0: no integral action)', 0.0),
+    'law.passive': Field('string', 'reference', "where the law compensates the passive "
+                         "(elastic and damping) forces: 'reference' (the arm keeps its own "
+                         "spring against model error) or 'measured' (the classical law); the "
+                         'same for arms without passive forces'),
     'reference.type': Field('string', 'hold', 'reference: ' + ' | '.join(REFERENCE_TYPES)),
     'reference.position': Field('numbers', ..., 'hold: pose to hold (default: the first '
                                 'measured state)'),
@@ -97,6 +104,9 @@ FIELDS = {
                           'controller predicts over, s (0: none)', 0.0, 1.0),
     'limits.effort': Field('numbers', ..., 'largest |effort| per joint, N or N m (default: '
                            'the model, e.g. URDF <limit effort>)', 0.0),
+    'limits.integral': Field('numbers', ..., 'largest |integral force| per joint, N or N m '
+                             '(default: a quarter of the effort range; required where that '
+                             'is unbounded and gains.ki > 0)', 0.0),
     'limits.effort_rate': Field('numbers', ..., 'largest effort change per second, N/s or '
                                 'N m/s (default: none)', 0.0),
 }
@@ -140,6 +150,9 @@ class ControllerSettings:
     velocity_filter: float
     kp: np.ndarray
     kd: np.ndarray
+    ki: np.ndarray
+    passive: str
+    integral_limit: np.ndarray
     reference: ReferenceSpec
     mode: str
     actuation: Optional[ActuationMap]
@@ -162,7 +175,11 @@ class ControllerSettings:
         gains = top.namespace('gains')
         kp = vec.gain(validate_gain(gains.numbers('kp'), n, 'gains.kp'))
         kd = vec.gain(validate_gain(gains.numbers('kd'), n, 'gains.kd'))
+        ki = vec.per_joint(gains, 'ki')
         gains.finish()
+        law = top.namespace('law')
+        passive = law.string('passive', FIELDS['law.passive'].default, PASSIVE_AT)
+        law.finish()
 
         mode, actuation = read_output(top, vec)
         compensation = _compensation(top.namespace('output'), mode)
@@ -172,6 +189,7 @@ class ControllerSettings:
                   else np.asarray(model.effort_limits(), dtype=float).copy())
         rate = (vec.per_joint(limits, 'effort_rate', strict_low=True)
                 if limits.has('effort_rate') else np.full(n, np.inf))
+        integral_limit = _integral_limit(limits, vec, ki, effort, actuation)
         limits.finish()
 
         safe_mode = top.string('safe_mode', FIELDS['safe_mode'].default, ('zero', 'hold'))
@@ -185,13 +203,32 @@ class ControllerSettings:
             safe_mode=safe_mode,
             resume_count=_field(top, 'resume_count'),
             velocity_filter=_field(top, 'velocity_filter'),
-            kp=kp, kd=kd,
+            kp=kp, kd=kd, ki=ki, passive=passive, integral_limit=integral_limit,
             reference=_reference(top.namespace('reference'), vec, model, task),
             mode=mode, actuation=actuation,
             effort_limit=effort, effort_rate=rate, compensation=compensation,
             task=task)
         top.finish()
         return settings
+
+
+def _integral_limit(limits, vec, ki, effort_limit, actuation):
+    """
+    Return `limits.integral` in model order: given, or a quarter of the effort range.
+
+    Raises ConfigError where the default is unbounded on a joint with integral action.
+    """
+    if limits.has('integral'):
+        return vec.per_joint(limits, 'integral', strict_low=True)
+    low, high = (actuation.effort_range(effort_limit) if actuation is not None
+                 else (-effort_limit, effort_limit))
+    limit = 0.25 * (np.asarray(high, dtype=float) - np.asarray(low, dtype=float))
+    unbounded = (ki > 0.0) & ~np.isfinite(limit)
+    if np.any(unbounded):
+        raise ConfigError(limits.key('integral'), 'is required with gains.ki > 0 where the '
+                                                  'effort range is unbounded (no '
+                                                  'limits.effort)')
+    return np.where(np.isfinite(limit), limit, 0.0)
 
 
 def _field(reader: Reader, name: str) -> Any:

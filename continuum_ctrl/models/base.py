@@ -32,6 +32,8 @@ class DynamicsModel(ABC):
 
     #: joint names in coordinate order
     joint_names: List[str]
+    #: whether `passive_forces` can be non-zero (continuum arms); False skips them in the law
+    has_passive_forces: bool = False
 
     @property
     def n(self) -> int:
@@ -140,6 +142,20 @@ class DynamicsModel(ABC):
     def inverse_dynamics(self, q: Array, qd: Array, qdd: Array) -> Array:
         """Generalized force for an acceleration: ``M qdd + C qd + passive + g``, (n,)."""
         return self.mass_matrix(q) @ qdd + self.bias_forces(q, qd)
+
+    def inverse_dynamics_passive_at(self, q: Array, qd: Array, qdd: Array, q_passive: Array,
+                                    qd_passive: Array) -> Array:
+        """
+        Generalized force with the passive forces taken at another state, (n,).
+
+        ``M(q) qdd + C(q, qd) qd + g(q) + passive(q_passive, qd_passive)``: the law's force
+        when it compensates the arm's stiffness and damping at the reference. Equal to
+        `inverse_dynamics` for a model without passive forces.
+        """
+        tau = self.inverse_dynamics(q, qd, qdd)
+        if not self.has_passive_forces:
+            return tau
+        return tau - self.passive_forces(q, qd) + self.passive_forces(q_passive, qd_passive)
 
     def forward_dynamics(self, q: Array, qd: Array, tau: Array) -> Array:
         """Acceleration under a generalized force: ``M^-1 (tau - C qd - passive - g)``, (n,)."""

@@ -121,6 +121,18 @@ def forward(M, g, pas, cq, tau, qdd):
 
 
 @compiled()
+def move_passive(pma, q, qd, included, scratch, out):
+    """
+    Replace the passive force `included` in `out` by the one at ``(q, qd)``: out += P - included.
+
+    `scratch` (3n,) receives ``P(q, qd)``.
+    """
+    passive(q, qd, pma, scratch)
+    for i in range(out.shape[0]):
+        out[i] += scratch[i] - included[i]
+
+
+@compiled()
 def copy_matrix(source, target):
     """Copy `source` into `target` (same shape, 2-D)."""
     for i in range(source.shape[0]):
@@ -170,6 +182,7 @@ class ContinuumModel(DynamicsModel):
     """
 
     kernel = None
+    has_passive_forces = True
 
     def __init__(self, spec):
         self.spec = spec
@@ -179,6 +192,9 @@ class ContinuumModel(DynamicsModel):
         self._zero = np.zeros(self.n)
         self._kernel = entry_point(self.kernel, self.arm, self.memory, self._zero, self._zero, 0,
                                    TASK_NONE, self._zero)
+        self._passive_at = np.zeros(self.n)
+        self._move_passive = entry_point(move_passive, self.arm.pma, self._zero, self._zero,
+                                         self._zero, self._passive_at, self._passive_at)
         self._frames = {f'section{i}_tip': i - 1 for i in range(1, spec.sections + 1)}
         self._tip_derivative = None
         self._tip_pose = entry_point(tip_pose, self.arm, self.memory, self._zero, 0, np.eye(4),
@@ -346,6 +362,14 @@ class ContinuumModel(DynamicsModel):
         """Generalized force ``M qdd + C qd + passive + g`` [N] from one evaluation."""
         self._run(q, qd, 3, TASK_INVERSE, qdd)
         return self.data.sums.out.copy()
+
+    def inverse_dynamics_passive_at(self, q, qd, qdd, q_passive, qd_passive):
+        """``M qdd + C qd + g`` at (q, qd) plus the passive forces at the other state [N]."""
+        self._run(q, qd, 3, TASK_INVERSE, qdd)
+        sums = self.data.sums
+        self._move_passive(self.arm.pma, self._vector(q_passive), self._vector(qd_passive),
+                           sums.passive, self._passive_at, sums.out)
+        return sums.out.copy()
 
     def forward_dynamics(self, q, qd, tau):
         """Acceleration ``M^-1 (tau - C qd - passive - g)`` [m/s^2] from one evaluation."""
