@@ -477,7 +477,8 @@ class CycleView:
 
     `status` (WAITING, ACTIVE, STALE, STOPPED); `q`, `qd` (last valid state), `q_des`,
     `qd_des`, `qdd_des` (reference, clamped to the joint limits) and `effort` (generalized
-    force sent or implied by the safe command), all in model order; `command` in joints order
+    force sent or implied by the safe command) and `integral` (the law's integral force, N or
+    N m), all in model order; `command` in joints order
     (N, N m or Pa); `order` (model index of each command entry); `nonfinite` (ticks whose law
     gave a non-finite effort). The arrays are the loop's buffers, overwritten by each tick.
     """
@@ -494,6 +495,7 @@ class CycleView:
     qd_des = property(lambda self: self._loop.qd_des)
     qdd_des = property(lambda self: self._loop.qdd_des)
     effort = property(lambda self: self._loop.effort)
+    integral = property(lambda self: self._loop.integral.force)
     command = property(lambda self: self._loop.command)
     order = property(lambda self: self._loop.settings.order)
     nonfinite = property(lambda self: self._loop.nonfinite)

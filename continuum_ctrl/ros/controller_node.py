@@ -27,8 +27,8 @@ Topics (relative names, remap as needed):
   order, as ros2_control's ForwardCommandController takes them;
 - pub `~/state` (trajectory_msgs/JointTrajectory, `joints` order): points are, like
   control_msgs/JointTrajectoryControllerState, [reference (positions, velocities,
-  accelerations), feedback (positions, velocities), error (positions, velocities), output
-  (effort: the generalized force sent)]; header stamp: the tick time; header frame_id: the
+  accelerations), feedback (positions, velocities), error (positions, velocities; effort:
+  the integral force, N or N m), output (effort: the generalized force sent)]; header stamp: the tick time; header frame_id: the
   loop status (waiting, active, stale, stopped, or degraded while the loop is starved);
   every `state_decimation`-th tick, sent from the executor thread in batches (every
   `STATE_INTERVAL` s);
@@ -106,6 +106,8 @@ SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FA
 DEGRADED = 'degraded'
 #: window of the starvation detector, s
 STARVATION_WINDOW = 0.5
+#: the CycleView arrays a ~/state row holds, in order (model order, n each)
+STATE_PARTS = ('q_des', 'qd_des', 'qdd_des', 'q', 'qd', 'effort', 'integral')
 #: interval at which the executor sends the loop's ~/state rows and log lines, s
 STATE_INTERVAL = 0.01
 #: rejection kinds of joint_states, counted in /diagnostics
@@ -255,7 +257,7 @@ class ControllerNode(LifecycleNode):
         self.state_msg = JointTrajectory()
         self.state_msg.joint_names = list(settings.joints)
         self.state_msg.points = [JointTrajectoryPoint() for _ in range(4)]
-        self.states = SnapshotRing(int(0.1 * node.rate_hz) + 16, 6 * n)
+        self.states = SnapshotRing(int(0.1 * node.rate_hz) + 16, len(STATE_PARTS) * n)
         self.events: collections.deque = collections.deque()
 
         if self.command_out is None:        # made once, kept over cleanup (see `_release`)
@@ -629,9 +631,8 @@ class ControllerNode(LifecycleNode):
         if row is None:
             return
         loop, n = self.loop, self.model.n
-        for k, part in enumerate((loop.q_des, loop.qd_des, loop.qdd_des, loop.q, loop.qd,
-                                  loop.effort)):
-            row[k * n:(k + 1) * n] = part
+        for k, name in enumerate(STATE_PARTS):
+            row[k * n:(k + 1) * n] = getattr(loop.cycle, name)
         self.states.commit(t, status)
 
     # -- output (executor thread) ---------------------------------------------------------
@@ -655,8 +656,8 @@ class ControllerNode(LifecycleNode):
 
     def _publish_state(self, t, status, row):
         order = self.loop.settings.order
-        q_des, qd_des, qdd_des, q, qd, effort = (part[order] for part in
-                                                 row.reshape(6, self.model.n))
+        q_des, qd_des, qdd_des, q, qd, effort, integral = (
+            part[order] for part in row.reshape(len(STATE_PARTS), self.model.n))
         msg = self.state_msg
         msg.header.stamp.sec = int(t)
         msg.header.stamp.nanosec = int((t - int(t)) * 1e9)
@@ -666,6 +667,7 @@ class ControllerNode(LifecycleNode):
         reference.accelerations = qdd_des.tolist()
         feedback.positions, feedback.velocities = q.tolist(), qd.tolist()
         error.positions, error.velocities = (q_des - q).tolist(), (qd_des - qd).tolist()
+        error.effort = integral.tolist()
         output.effort = effort.tolist()
         self.state_pub.publish(msg)
 
@@ -707,6 +709,8 @@ class ControllerNode(LifecycleNode):
             ('nonfinite_efforts', self.loop.cycle.nonfinite),
             ('run_state_rows_dropped', self.states.dropped),
             ('clamped_tip_targets', self.loop.clamped_targets),
+            ('integral_force_max', float(np.max(np.abs(self.loop.cycle.integral)))),
+            ('integral_held_joints', int(np.count_nonzero(self.loop.integral.held))),
         ]
         values += [(f'rejected_{kind}', count) for kind, count in self.rejected.items()]
         return values

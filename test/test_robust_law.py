@@ -1,0 +1,195 @@
+"""
+The law on an arm that is not its model: passive forces at the reference, integral action.
+
+The plant is the simulator's integral model with the mismatch a calibration of a real PMA
+leaves (20 % stiffness, 25 % damping, 10 % area, a 15 kPa dead zone the file does not know)
+behind the shipped valves (20 ms lag, 5 ms dead time), against the CoG-model controller of
+the nominal file, tick by tick as the two nodes run (`sim.closed_loop.simulate_nodes`).
+The classical law (`law.passive: measured`) is the control case: it cancels the arm's
+stiffness with the measured state and keeps only the weak ``M Kp`` feedback.
+"""
+
+import functools
+
+import numpy as np
+import pytest
+
+from continuum_ctrl.control import ComputedTorqueLaw
+from continuum_ctrl.control.integral import IntegralAction
+from continuum_ctrl.models import load_model
+from continuum_ctrl.params import ConfigError
+from continuum_ctrl.sim.closed_loop import simulate_nodes
+from identify_plant import MISMATCH, NOISE
+from node_pair import controller_loop, plant_of
+
+PARAMS = 'continuum_3section.yaml'
+#: s: the blend (1 s) and the integral's settling, then the time the errors are taken over
+SETTLE, DURATION = 4.0, 4.0
+
+
+def tracking(controller=(), plant=()):
+    """Return ``(RMS error per section, m; command variation per second, Pa/s)`` after SETTLE."""
+    return _tracking(repr(controller), repr(plant))
+
+
+@functools.lru_cache(maxsize=None)
+def _tracking(controller, plant):
+    loop = controller_loop(PARAMS, dict(eval(controller)))
+    arm = plant_of(PARAMS, {'initial.position': [0.013], **dict(eval(plant))})
+    log = simulate_nodes(loop, arm, SETTLE + DURATION)
+    late = log.t >= SETTLE
+    error = (log.q - log.q_des)[late]
+    rms = np.sqrt(np.mean(error.reshape(len(error), -1, 3) ** 2, axis=(0, 2)))
+    return rms, np.sum(np.abs(np.diff(log.command[late], axis=0))) / DURATION
+
+
+OFF = tuple(MISMATCH.items())
+CLASSICAL = (('law.passive', 'measured'), ('gains.ki', [0.0]))
+WITHOUT_INTEGRAL = (('gains.ki', [0.0]),)
+
+
+def test_the_nominal_file_tracks_the_mismatched_arm_within_half_a_millimetre():
+    rms, _ = tracking((), OFF)
+    assert np.all(rms <= 0.5e-3), rms                   # measured: 0.05 / 0.03 / 0.03 mm
+
+
+def test_without_integral_action_the_arm_keeps_its_own_spring_against_the_error():
+    rms, _ = tracking(WITHOUT_INTEGRAL, OFF)
+    assert np.all(rms <= 2.5e-3), rms                   # measured: 2.1 / 2.1 / 2.0 mm
+
+
+def test_the_classical_law_loses_the_mismatched_arm_to_centimetres():
+    """The control case: the same plant, the passive forces cancelled at the measured state."""
+    rms, _ = tracking(CLASSICAL, OFF)
+    assert rms.max() >= 5e-3, rms                       # measured: 10.2 / 2.1 / 9.8 mm
+    assert np.all(tracking((), OFF)[0] * 20 <= rms.max())
+
+
+def test_no_chatter_against_the_classical_law():
+    """Total variation per second at most 1.5 x the classical law's, matched and mismatched."""
+    for plant in ((), OFF, OFF + tuple(NOISE.items())):
+        assert tracking((), plant)[1] <= 1.5 * tracking(CLASSICAL, plant)[1], plant
+
+
+def test_on_the_nominal_arm_the_reference_law_tracks_better_than_the_classical_one():
+    """Plant equal in parameters (integral against CoG model): delays no longer cost mm."""
+    assert np.all(tracking((), ())[0] <= 0.2 * tracking(CLASSICAL, ())[0])
+
+
+# -- the pieces ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope='module')
+def continuum():
+    return load_model('config/continuum_3section.yaml')
+
+
+@pytest.fixture(scope='module')
+def panda():
+    return load_model('config/panda.yaml')
+
+
+def test_the_passive_forces_move_to_the_other_state_in_one_call(continuum, panda):
+    rng = np.random.default_rng(4)
+    for model in (continuum, load_model({**_integral_spec(), 'limit_stiffness': 5000.0})):
+        for _ in range(5):
+            q, qd, qdd, qp, qdp = (rng.uniform(-0.01, 0.05, model.n) for _ in range(5))
+            expected = (model.inverse_dynamics(q, qd, qdd) - model.passive_forces(q, qd)
+                        + model.passive_forces(qp, qdp))
+            np.testing.assert_allclose(model.inverse_dynamics_passive_at(q, qd, qdd, qp, qdp),
+                                       expected, rtol=1e-12, atol=1e-12)
+    q = rng.uniform(-1, 1, panda.n)
+    np.testing.assert_array_equal(panda.inverse_dynamics_passive_at(q, q, q, 2 * q, q),
+                                  panda.inverse_dynamics(q, q, q))
+
+
+def _integral_spec():
+    from continuum_ctrl.params import file_parameters
+    from continuum_ctrl.launch_description import config_path
+    _, model = file_parameters([config_path(PARAMS)], 'continuum_simulator')
+    return model
+
+
+def test_measured_is_the_classical_law_and_reference_moves_only_the_passive_forces(continuum):
+    rng = np.random.default_rng(5)
+    kp, kd = np.full(9, 700.0), np.full(9, 52.9)
+    classical = ComputedTorqueLaw(continuum, kp, kd, 'measured')
+    robust = ComputedTorqueLaw(continuum, kp, kd)
+    for _ in range(5):
+        q, qd, q_des, qd_des, qdd_des = (rng.uniform(0.0, 0.03, 9) for _ in range(5))
+        v = qdd_des - kd * (qd - qd_des) - kp * (q - q_des)
+        np.testing.assert_allclose(classical(q, qd, q_des, qd_des, qdd_des),
+                                   continuum.inverse_dynamics(q, qd, v), rtol=1e-14)
+        np.testing.assert_allclose(
+            robust(q, qd, q_des, qd_des, qdd_des) - classical(q, qd, q_des, qd_des, qdd_des),
+            continuum.passive_forces(q_des, qd_des) - continuum.passive_forces(q, qd),
+            rtol=1e-9, atol=1e-12)
+    with pytest.raises(ConfigError, match='law.passive'):
+        ComputedTorqueLaw(continuum, kp, kd, 'nowhere')
+
+
+def test_the_integral_force_integrates_the_error_and_stays_within_its_bound():
+    integral = IntegralAction(3)
+    integral.configure([100.0, 100.0, 0.0], [1.0, 1.0, 1.0])
+    assert integral.engaged
+    free, low, high, nowhere = np.zeros(3), np.full(3, -10.0), np.full(3, 10.0), np.zeros(3, bool)
+    for _ in range(10):
+        integral.update(np.array([0.01, -0.01, 0.01]), 0.1, free, low, high, nowhere)
+    np.testing.assert_allclose(integral.force, [-1.0, 1.0, 0.0])       # 10 x 0.1 N each
+    for _ in range(10):
+        integral.update(np.array([0.01, -0.01, 0.01]), 0.1, free, low, high, nowhere)
+    np.testing.assert_allclose(integral.force, [-1.0, 1.0, 0.0])       # bounded at 1 N
+    integral.reset()
+    assert not integral.force.any()
+
+
+def test_anti_windup_holds_a_joint_pushed_further_into_its_bound_or_at_a_joint_limit():
+    integral = IntegralAction(4)
+    integral.configure(np.full(4, 100.0), np.full(4, 5.0))
+    low, high = np.zeros(4), np.full(4, 10.0)
+    effort = np.array([10.0, 10.0, 0.0, 5.0])           # at high, at high, at low, free
+    error = np.array([-0.01, 0.01, 0.01, 0.01])         # pushes up, down, down, down
+    at_limit = np.array([False, False, False, True])
+    integral.update(error, 0.1, effort, low, high, at_limit)
+    np.testing.assert_allclose(integral.force, [0.0, -0.1, 0.0, 0.0])
+    assert integral.held.tolist() == [True, False, True, True]
+    integral.update(np.array([np.nan, 0.0, 0.0, 0.0]), 0.1, np.full(4, 5.0), low, high,
+                    np.zeros(4, bool))
+    assert np.all(np.isfinite(integral.force))
+
+
+def test_the_loop_resets_the_integral_at_activation_and_holds_it_during_the_blend():
+    loop = controller_loop(PARAMS, {'output.time_constant': 0.0, 'output.delay': 0.0})
+    arm = plant_of(PARAMS, {'initial.position': [0.013], 'actuator.time_constant': 0.0,
+                            'actuator.delay': 0.0, **MISMATCH})
+    blend = loop.settings.reference.blend_time
+    log = simulate_nodes(loop, arm, blend + 1.0)
+    assert np.any(loop.integral.force != 0.0)
+    first = int(np.argmax(log.active))
+    loop.integral.force[:] = 1.0
+    loop.tick(log.t[-1] + 1.0)                            # stale: the safe command
+    state = arm.measure()
+    for k in range(loop.settings.resume_count):
+        loop.set_state(*state, log.t[-1] + 1.1 + 0.002 * k)
+    assert not loop.integral.force.any()                  # reset at (re)activation
+    for k in range(50):                                   # inside the new blend: held
+        loop.tick(log.t[-1] + 1.11 + 0.002 * k)
+    assert not loop.integral.force.any()
+    assert log.t[first] + blend < log.t[-1]
+
+
+def test_integral_settings_are_validated(continuum):
+    from continuum_ctrl.control.settings import ControllerSettings
+    from node_pair import node_parameters
+
+    tree, _ = node_parameters(PARAMS, 'continuum_controller')
+    tree.pop('rate_hz'), tree.pop('realtime_priority', None)
+    for key, value, match in ((('gains', 'ki'), [-1.0], 'gains.ki'),
+                              (('law', 'passive'), 'somewhere', 'law.passive'),
+                              (('limits', 'integral'), [0.0], 'limits.integral')):
+        bad = {**tree, key[0]: {**tree.get(key[0], {}), key[1]: value}}
+        with pytest.raises(ConfigError, match=match):
+            ControllerSettings.parse(bad, continuum)
+    settings = ControllerSettings.parse(tree, continuum)
+    span = settings.actuation.force(np.full(9, settings.actuation.p_max))
+    np.testing.assert_allclose(settings.integral_limit, 0.25 * span)
