@@ -16,7 +16,7 @@ from continuum_ctrl.control.references import Multisine
 from continuum_ctrl.identify.bag import BagWriter, stamp, write_run
 from continuum_ctrl.identify.data import read_csv, read_mcap
 from continuum_ctrl.identify.fit import DEFAULT_FIT, identify, Options
-from continuum_ctrl.identify.report import fitted_yaml
+from continuum_ctrl.identify.report import fitted_yaml, text
 from continuum_ctrl.identify.setup import read_setup
 from continuum_ctrl.identify.signals import applied_mean
 from continuum_ctrl.ros.closed_loop_demo import write_csv
@@ -137,8 +137,27 @@ def test_recovers_damping(excitation_fit):
         assert e.value == pytest.approx(TRUTH['damping'], rel=0.15), e.label
 
 
+def test_samples_at_the_pressure_limit_or_outside_the_stroke_are_left_out_and_said(
+        excitation_fit, setup):
+    """
+    The excitation of the mismatched arm reaches p_max in places (section 1 carries the arm:
+    13 % of the samples) and leaves the stroke in few (2 %): both are left out and reported,
+    and the rest fits (R^2 > 0.99 on held-out data, estimates within 3 %: see above).
+    """
+    result, _ = excitation_fit
+    left_out = result.left_out
+    assert 0 < left_out['at the pressure limit'] <= 0.2 * result.samples, left_out
+    assert left_out['outside the stroke'] <= 0.05 * result.samples, left_out
+    assert result.r2_test_all > 0.99
+    report = text(result, setup, ['run'])
+    assert f"{left_out['at the pressure limit']} at the pressure limit" in report
+
+
 def test_fitted_file_halves_the_tracking_error(excitation_fit):
-    """The standard reference (the config's sinusoid) on the mismatched plant."""
+    """
+    The standard reference (the config's sinusoid) on the mismatched plant: excite, identify,
+    run with both files, within 0.3 mm RMS.
+    """
     _, fitted = excitation_fit
     data = yaml.safe_load(fitted.read_text())['/**']['ros__parameters']
     assert set(data) == {'model', 'output'}
@@ -148,12 +167,19 @@ def test_fitted_file_halves_the_tracking_error(excitation_fit):
         rms.append(float(np.sqrt(np.mean((q - q_des)[t > 2.0] ** 2))))
     print(f'\nRMS tracking error after 2 s: nominal {rms[0] * 1e3:.2f} mm, fitted '
           f'{rms[1] * 1e3:.2f} mm')
-    assert rms[1] <= 0.5 * rms[0]
+    assert rms[1] <= 0.5 * rms[0] and rms[1] <= 0.3e-3
 
 
 def test_identifies_actuator_lag_and_delay(setup):
-    """A 30 ms valve lag and 5 ms delay (1 ms plant step) on the mismatched plant."""
+    """
+    A 30 ms valve lag and 5 ms delay (1 ms plant step) on the mismatched plant, excited by
+    the controller as its file has it: compensating the 20 ms / 5 ms valves it believes in.
+    (Without any compensation the loop chatters behind the valves, and the chatter's content
+    above the lag's corner reads as one 37 ms lag without dead time.)
+    """
     run, *_ = closed_loop([PARAMS, EXCITATION], {**MISMATCH, **NOISE}, 20.0,
+                          controller_overrides={'output.time_constant': 0.02,
+                                                'output.delay': 0.005},
                           time_constant=0.03, delay=0.005, step=0.001)
     result = identify([run], setup, Options(DEFAULT_FIT + ('time_constant', 'delay')))
     lag, = result.values('output.time_constant')

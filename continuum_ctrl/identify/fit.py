@@ -91,6 +91,8 @@ class Result:
     plot_labels: tuple = ('measured area (p - deadzone)',
                           'predicted M qdd + C qd + g + k q + d qd')
     details: list = field(default_factory=list)    # further report lines
+    #: training samples (summed over PMAs) left out, by reason
+    left_out: dict = field(default_factory=dict)
 
     def values(self, key):
         """Return the estimates of one parameter-file key, in index order."""
@@ -120,10 +122,18 @@ class _Run:
                        & (-g.lowest(-g.q) < high - margin))
 
     def pressure(self, time_constant, delay):
-        """Return the smoothed applied pressure, its window minimum and where it is defined."""
+        """
+        Return the smoothed applied pressure, its window minimum and maximum, and where it
+        is defined.
+        """
         p, defined = applied_mean(self.command_t, self.command, self.grid.t, time_constant,
                                   delay)
-        return self.grid.smooth(p), self.grid.lowest(p), self._whole_window(defined)
+        return (self.grid.smooth(p), self.grid.lowest(p), -self.grid.lowest(-p),
+                self._whole_window(defined))
+
+    def usable(self, high, p_max):
+        """Return where a sample may enter a fit: inside the stroke, its window below `p_max`."""
+        return self.inside & (high < p_max)
 
     def _whole_window(self, defined):
         return np.convolve(~defined, np.ones(self.grid.window), 'same') == 0
@@ -149,6 +159,8 @@ class Identification:
         self.runs = [_Run(run, setup, window) for run in runs]
         act = setup.actuation
         self.margin = MARGIN * float(np.max(act.p_max - act.p_min))
+        #: a sample's window reaching this pressure (Pa) is clipped: left out
+        self.p_limit = act.p_max - self.margin
         self.groups = np.arange(setup.model.n) if options.per_pma else np.zeros(
             setup.model.n, dtype=int)
         self.names = self._parameter_names()
@@ -204,12 +216,23 @@ class Identification:
         return index, np.column_stack(columns) if columns else np.zeros((len(p), 0)), target
 
     def _stack(self, part, time_constant, delay):
-        """Return the concatenated ``q, qd, h, p, p_low, usable`` of one part of every run."""
+        """
+        Return the concatenated ``q, qd, h, p, p_low`` of one part of every run.
+
+        Samples whose window leaves the stroke, or reaches ``p_max`` (where the valves or the
+        controller clip the pressure the arm needed), get ``p_low = -inf``: never used, and
+        counted in `left_out` (per PMA, summed).
+        """
         rows = []
+        self.left_out = {'outside the stroke': 0, 'at the pressure limit': 0}
         for run in self.runs:
-            p, low, defined = run.pressure(time_constant, delay)
+            p, low, high, defined = run.pressure(time_constant, delay)
             keep = getattr(run, part) & defined
-            low = np.where(run.inside, low, -np.inf)      # out of the stroke: never used
+            usable = run.usable(high, self.p_limit)
+            self.left_out['outside the stroke'] += int(np.count_nonzero(~run.inside[keep]))
+            self.left_out['at the pressure limit'] += int(np.count_nonzero(
+                (run.inside & ~usable)[keep]))
+            low = np.where(usable, low, -np.inf)
             rows.append((run.grid.q[keep], run.grid.qd[keep], run.h[keep], p[keep], low[keep]))
         return [np.concatenate(column) for column in zip(*rows)]
 
@@ -305,8 +328,8 @@ class Identification:
         keeps = [run.searchable() for run in self.runs]
         stacked = []
         for run, keep in zip(self.runs, keeps):
-            p, low, _ = run.pressure(*lag)
-            low = np.where(run.inside, low, -np.inf)
+            p, low, high, _ = run.pressure(*lag)
+            low = np.where(run.usable(high, self.p_limit), low, -np.inf)
             stacked.append((run.grid.q[keep], run.grid.qd[keep], run.h[keep], p[keep],
                             low[keep]))
         q, qd, h, p, low = (np.concatenate(column) for column in zip(*stacked))
@@ -393,6 +416,7 @@ class Identification:
         if 'time_constant' in fit or 'delay' in fit:
             lag, hessian, searched = self._search_lag()
         data = self._stack('train', *lag)
+        left_out = dict(self.left_out)
         theta, inverse, condition, masks, blocks, deadzone = self._linear(data)
         residuals = self._residuals(theta, blocks)
         flat = np.concatenate(residuals)
@@ -408,6 +432,7 @@ class Identification:
         self._check_excited(estimates)
         result = self._judge(theta, deadzone, lag, estimates, condition, flat)
         result.scale_note = self._scale_note(estimates)
+        result.left_out = left_out
         return result
 
     def _estimates(self, theta, cov, lag, lag_cov):
@@ -475,12 +500,13 @@ class Identification:
         held_out, sse, sst, count = [], np.zeros(n), np.zeros(n), 0
         all_res, all_meas = [], []
         for run in self.runs:
-            p, low, defined = run.pressure(*lag)
+            p, low, high, defined = run.pressure(*lag)
             g = run.grid
             keep = run.test & defined
             measured = area * (p - deadzone)
             predicted = run.h + k[s.section] * g.q + d[s.section] * g.qd
-            usable = keep[:, None] & (low > deadzone + self.margin) & run.inside
+            usable = (keep[:, None] & (low > deadzone + self.margin)
+                      & run.usable(high, self.p_limit))
             measured_shown = np.where(usable, measured, np.nan)
             held_out.append((g.t[keep] - g.t[0], measured_shown[keep], predicted[keep]))
             res = np.where(usable, measured - predicted, 0.0)

@@ -26,6 +26,9 @@ def text(result, setup, sources):
     per_coordinate = ' '.join(f'{r:.3f}' for r in result.r2_test)
     lines.append(f'R^2 on the held-out last 30 % of each run: {result.r2_test_all:.4f} '
                  f'(per {result.per}: {per_coordinate})')
+    left_out = [f'{count} {reason}' for reason, count in result.left_out.items() if count]
+    if left_out:
+        lines.append(f'samples left out of the fit (per {result.per}): {", ".join(left_out)}')
     if result.scale_note:
         lines.append(f'note: {result.scale_note}')
     lines.extend(result.details)
