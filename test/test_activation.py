@@ -95,8 +95,8 @@ def test_the_valve_compensation_adds_no_step_to_the_blend():
     """
     Behind compensated valves the command changes during the blend as it does without them.
 
-    Before the lead ramped in at the clamp, section 1's command stepped by 0.77 N when its
-    force left zero, 3.2 times the largest change per tick of the blend without valves.
+    A lead that did not ramp in at the clamp would step section 1's command when its force
+    leaves zero, by several times the largest change per tick of the blend without valves.
     """
     assert largest_change_in_blend('continuum_valves') <= 1.25 * largest_change_in_blend(
         'continuum')

@@ -1,5 +1,5 @@
 """
-The computed-torque (inverse-dynamics) law of seed 001, extended by the passive forces.
+The computed-torque (inverse-dynamics) law, extended by the passive forces.
 
     e = q - q_des,  edot = qd - qd_des,  v = qdd_des - Kd edot - Kp e
     tau = M(q) v + C(q, qd) qd + passive(q, qd) + g(q) = model.inverse_dynamics(q, qd, v)
