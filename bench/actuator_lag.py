@@ -1,5 +1,7 @@
 """
-Tracking of the continuum demo behind lagging PMA valves, compensated or not (issue 14's table).
+Tracking of the continuum demo behind lagging PMA valves, compensated or not.
+
+The figures of docs/benchmarks.md (valves).
 
     ./run shell python bench/actuator_lag.py [--nodes] [--free] [--rows LAG,DELAY,T,D ...]
 
@@ -31,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
 from node_pair import controller_loop, plant_of  # noqa: E402
 
 CONFIG = 'continuum_3section.yaml'
-#: the issue's table: valve lag and delay, compensation time constant and delay (s)
+#: the table's rows: valve lag and delay, compensation time constant and delay (s)
 ROWS = [(0.0, 0.0, 0.0, 0.0), (0.01, 0.0, 0.0, 0.0), (0.03, 0.0, 0.0, 0.0),
         (0.05, 0.0, 0.0, 0.0), (0.03, 0.0, 0.03, 0.0), (0.01, 0.0, 0.01, 0.0),
         (0.03, 0.0, 0.025, 0.0), (0.03, 0.005, 0.0, 0.0), (0.03, 0.005, 0.03, 0.005),

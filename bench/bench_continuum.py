@@ -8,7 +8,7 @@ It is timed for the CoG and the integral model of the reference arm (three secti
 the single calls. Then the CoG model's cost for 1 to 8 sections, with the exponent p of a
 least-squares fit ``t = c n^p``, and the step rate of the simulator's RK4 on the three-section
 CoG model, beside the paper's 9.5 kHz (Matlab/Simulink). The speed ratio is the median of
-ratios timed in interleaved rounds. Targets (issue 3): CoG evaluation
+ratios timed in interleaved rounds. Targets: CoG evaluation
 <= 20 us, >= 10x faster than the integral model, p <= 2.2, RK4 > 10 kHz.
 """
 

@@ -9,7 +9,7 @@ previous solution towards a target 1 mm away, the per-tick work of a task-space 
 (ik.step is compiled for continuum models; ik.numpy_step is the same step in NumPy), and for
 the continuum arm the whole task-space sample of a tick (`TaskReference.sample` on a tip
 circle: path point, FK, Newton IK from the previous solution, qd_d, qdd_d with the exact Jdot,
-one compiled call). Target (issue 12): FK + IK <= 20 us median for the three-section arm.
+one compiled call). Target: FK + IK <= 20 us median for the three-section arm.
 """
 
 from pathlib import Path

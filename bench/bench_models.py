@@ -5,7 +5,7 @@ Model evaluation cost: microseconds per call, median of many repeats, with ratio
 
 Panda (Pinocchio): M, C, g separately, inverse dynamics and the computed-torque law against
 Pinocchio's own `rnea` called from Python (the baseline). Planar 2R (symbolic): the compiled
-functions against a naive `sympy.lambdify` of the unsimplified M, C and g (seed 000's way).
+functions against a naive `sympy.lambdify` of the unsimplified M, C and g.
 """
 
 from pathlib import Path

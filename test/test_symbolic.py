@@ -1,4 +1,4 @@
-"""Symbolic M(q)/U(q) arms: seed 000's closed form, Pinocchio, and the derive exports."""
+"""Symbolic M(q)/U(q) arms: the textbook closed form, Pinocchio, and the derive exports."""
 
 import ctypes
 from pathlib import Path
@@ -21,26 +21,26 @@ from continuum_ctrl.models.symbolic import derive
 PLANAR_2R = Path(__file__).resolve().parents[1] / 'config' / 'planar_2r.yaml'
 PENDULUM_URDF = 'package://double_pendulum_description/urdf/double_pendulum.urdf'
 
-# seed 001's numbers
+# the planar 2R arm of config/planar_2r.yaml
 m1 = m2 = 1.0
 l1 = 1.0
 lc1 = lc2 = 0.5
 I1 = I2 = 0.1
 G = 9.81
-# seed 000's constants for this arm: M = [[a1 + 2 a2 c2, a3 + a2 c2], [a3 + a2 c2, a3]]
+# the textbook constants for this arm: M = [[a1 + 2 a2 c2, a3 + a2 c2], [a3 + a2 c2, a3]]
 A1 = I1 + I2 + m1 * lc1**2 + m2 * (l1**2 + lc2**2)
 A2 = m2 * l1 * lc2
 A3 = I2 + m2 * lc2**2
 
 
-def seed_000_coriolis(q, qd):
-    """Return seed 000's closed-form C(q, qd) of the 2R arm."""
+def closed_form_coriolis(q, qd):
+    """Return the textbook closed-form C(q, qd) of the 2R arm, written out by hand."""
     h = -A2 * np.sin(q[1])
     return np.array([[h * qd[1], h * (qd[0] + qd[1])], [-h * qd[0], 0.0]])
 
 
-def seed_001_gravity(q):
-    """Return seed 001's g_vec(q) (angles from the horizontal, gravity along -y)."""
+def closed_form_gravity(q):
+    """Return the hand-written g(q) (angles from the horizontal, gravity along -y)."""
     c1, c12 = np.cos(q[0]), np.cos(q[0] + q[1])
     return np.array([(m1 * lc1 + m2 * l1) * G * c1 + m2 * lc2 * G * c12, m2 * lc2 * G * c12])
 
@@ -58,18 +58,18 @@ def planar():
     return load_model(PLANAR_2R)
 
 
-def test_planar_2r_is_seed_001_arm(planar):
+def test_planar_2r_is_the_closed_form_arm(planar):
     assert planar.joint_names == ['joint1', 'joint2']
     for q, qd, _ in states(2, 20):
         c2 = np.cos(q[1])
         M = np.array([[A1 + 2 * A2 * c2, A3 + A2 * c2], [A3 + A2 * c2, A3]])
         np.testing.assert_allclose(planar.mass_matrix(q), M, rtol=1e-12)
-        np.testing.assert_allclose(planar.coriolis_matrix(q, qd), seed_000_coriolis(q, qd),
+        np.testing.assert_allclose(planar.coriolis_matrix(q, qd), closed_form_coriolis(q, qd),
                                    rtol=1e-13, atol=1e-14)
-        np.testing.assert_allclose(planar.gravity_vector(q), seed_001_gravity(q), rtol=1e-13)
+        np.testing.assert_allclose(planar.gravity_vector(q), closed_form_gravity(q), rtol=1e-13)
 
 
-def test_symbolic_coriolis_is_seed_000_closed_form():
+def test_symbolic_coriolis_is_the_closed_form():
     derivation = derive(yaml.safe_load(PLANAR_2R.read_text())['/**']['ros__parameters']
                         ['model'])
     q1, q2 = derivation.coordinates
@@ -242,7 +242,7 @@ def test_exported_python_matches_the_model(tmp_path, which):
                                    model.inverse_dynamics(q, qd, qdd))
         if which == 'planar_2r':
             np.testing.assert_allclose(namespace['coriolis_matrix'](q, qd),
-                                       seed_000_coriolis(q, qd), rtol=1e-13, atol=1e-14)
+                                       closed_form_coriolis(q, qd), rtol=1e-13, atol=1e-14)
 
 
 @pytest.mark.skipif(shutil.which('gcc') is None, reason='needs gcc')

@@ -28,6 +28,10 @@ REFERENCE_TYPES = ('hold', 'sinusoid', 'min_jerk', 'trajectory', 'multisine', 't
                    'tip_waypoints')
 #: the reference types that move `task.frame` (control.task_space)
 TASK_REFERENCE_TYPES = ('tip_circle', 'tip_waypoints')
+#: safe_mode values: zero effort (or p_min), or hold gravity and elasticity (effort only)
+SAFE_MODES = ('zero', 'hold')
+#: output.mode values: generalized forces, or PMA pressures through the actuation map
+OUTPUT_MODES = ('effort', 'pressure')
 
 #: every parameter of the loop; the ROS node declares these, `model.*` and its own
 FIELDS = {
@@ -35,7 +39,8 @@ FIELDS = {
     'state_timeout': Field('number', 0.1, 'joint_states older than this (s) trigger the '
                            'safe command', 1e-3, 10.0),
     'safe_mode': Field('string', 'zero', "safe command: 'zero' (zero effort, or p_min) or "
-                       "'hold' (gravity + elastic compensation at the last state; effort only)"),
+                       "'hold' (gravity + elastic compensation at the last state; effort only)",
+                       choices=SAFE_MODES),
     'velocity_filter': Field('number', 0.0, 'time constant of a first-order low-pass on '
                              'measured velocities, s (0: none)', 0.0, 1.0),
     'resume_count': Field('integer', 5, 'consecutive valid joint_states needed to resume '
@@ -49,28 +54,31 @@ FIELDS = {
     'law.passive': Field('string', 'reference', "where the law compensates the passive "
                          "(elastic and damping) forces: 'reference' (the arm keeps its own "
                          "spring against model error) or 'measured' (the classical law); the "
-                         'same for arms without passive forces'),
-    'reference.type': Field('string', 'hold', 'reference: ' + ' | '.join(REFERENCE_TYPES)),
+                         'same for arms without passive forces', choices=PASSIVE_AT),
+    'reference.type': Field('string', 'hold', 'the reference the joints (or the tip, for '
+                            'tip_*) follow', choices=REFERENCE_TYPES),
     'reference.position': Field('numbers', ..., 'hold: pose to hold (default: the first '
                                 'measured state)'),
     'reference.center': Field('numbers', ..., 'sinusoid, multisine: centre (default: the '
                               'first measured state)'),
     'reference.amplitude': Field('numbers', ..., 'sinusoid: amplitude per joint; multisine: '
                                  'largest excursion per joint'),
-    'reference.band': Field('numbers', [0.2, 3.0], 'multisine: [f_low, f_high], Hz', 0.0),
+    'reference.band': Field('numbers', [0.2, 3.0], 'multisine: [f_low, f_high], Hz', 0.0,
+                            strict_low=True),
     'reference.components': Field('integer', 4, 'multisine: sines per joint', 1, 100),
     'reference.frequency': Field('numbers', ..., 'sinusoid: frequency per joint, Hz', 0.0),
     'reference.phase': Field('numbers', [0.0], 'sinusoid: phase per joint, rad'),
     'reference.goal': Field('numbers', ..., 'min_jerk: goal pose, from the first measured '
                             'state'),
     'reference.duration': Field('number', ..., 'min_jerk: duration of the motion, s', 1e-3),
-    'reference.times': Field('numbers', [], 'trajectory: waypoint times after the start, s, '
-                             'strictly increasing'),
+    'reference.times': Field('numbers', [], 'trajectory, tip_waypoints: waypoint times '
+                             'after the start, s, strictly increasing', 0.0, strict_low=True),
     'reference.positions': Field('numbers', [], 'trajectory: waypoint poses, len(times)*n '
                                  'values, one pose after another'),
     'reference.tip_center': Field('numbers', ..., 'tip_circle: centre [x, y, z], m, base '
                                   'frame (default: the circle passes through the tip)'),
-    'reference.tip_radius': Field('number', ..., 'tip_circle: radius, m', 0.0),
+    'reference.tip_radius': Field('number', ..., 'tip_circle: radius, m', 0.0,
+                                  strict_low=True),
     'reference.tip_normal': Field('numbers', [0.0, 0.0, 1.0], 'tip_circle: normal of the '
                                   "circle's plane, base frame"),
     'reference.tip_frequency': Field('number', ..., 'tip_circle: revolutions per second, Hz',
@@ -92,8 +100,10 @@ FIELDS = {
                            'a tip circle, s', 1e-3, 600.0),
     'task.max_speed': Field('number', 0.05, 'largest peak tip speed of a move to a target, '
                             'm/s (0: no limit; the move then lasts task.duration)', 0.0, 10.0),
-    'output.mode': Field('string', 'effort', "'effort' (N or N m) or 'pressure' (Pa)"),
-    'output.area': Field('numbers', ..., 'pressure: effective PMA area, m^2', 0.0),
+    'output.mode': Field('string', 'effort', "what ~/commands carries: 'effort' (N or N m) "
+                         "or 'pressure' (Pa)", choices=OUTPUT_MODES),
+    'output.area': Field('numbers', ..., 'pressure: effective PMA area, m^2', 0.0,
+                         strict_low=True),
     'output.deadzone': Field('numbers', [0.0], 'pressure: dead-zone pressure added to any '
                              'push, Pa', 0.0),
     'output.p_min': Field('number', 0.0, 'pressure: lowest command (vents the PMA), Pa'),
@@ -103,12 +113,12 @@ FIELDS = {
     'output.delay': Field('number', 0.0, 'pressure: dead time of the PMA valves that the '
                           'controller predicts over, s (0: none)', 0.0, 1.0),
     'limits.effort': Field('numbers', ..., 'largest |effort| per joint, N or N m (default: '
-                           'the model, e.g. URDF <limit effort>)', 0.0),
+                           'the model, e.g. URDF <limit effort>)', 0.0, strict_low=True),
     'limits.integral': Field('numbers', ..., 'largest |integral force| per joint, N or N m '
                              '(default: a quarter of the effort range; required where that '
-                             'is unbounded and gains.ki > 0)', 0.0),
+                             'is unbounded and gains.ki > 0)', 0.0, strict_low=True),
     'limits.effort_rate': Field('numbers', ..., 'largest effort change per second, N/s or '
-                                'N m/s (default: none)', 0.0),
+                                'N m/s (default: none)', 0.0, strict_low=True),
 }
 
 
@@ -192,7 +202,7 @@ class ControllerSettings:
         integral_limit = _integral_limit(limits, vec, ki, effort, actuation)
         limits.finish()
 
-        safe_mode = top.string('safe_mode', FIELDS['safe_mode'].default, ('zero', 'hold'))
+        safe_mode = _field(top, 'safe_mode')
         if safe_mode == 'hold' and mode == 'pressure':
             raise ConfigError('safe_mode', "'hold' needs output.mode 'effort'; PMAs are "
                                            "vented ('zero') instead")
@@ -242,7 +252,7 @@ def read_output(top: Reader, vec: 'JointVectors') -> Tuple[str, Optional[Actuati
     The simulator reads the same keys to turn the controller's commands into forces.
     """
     out = top.namespace('output')
-    mode = out.string('mode', FIELDS['output.mode'].default, ('effort', 'pressure'))
+    mode = _field(out, 'mode')
     actuation = None
     if mode == 'pressure':
         p_min = out.number('p_min', FIELDS['output.p_min'].default)
@@ -330,7 +340,7 @@ def read_task(task, model):
 
 
 def _reference(ref, vec, model, task):
-    kind = ref.string('type', FIELDS['reference.type'].default, REFERENCE_TYPES)
+    kind = _field(ref, 'type')
     low, high = (np.asarray(b, dtype=float) for b in model.joint_limits())
     if kind == 'hold':
         spec = ReferenceSpec(kind, position=vec.optional(ref, 'position'))

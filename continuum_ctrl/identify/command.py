@@ -66,7 +66,8 @@ def main(argv=None):
     if rigid and args.out:
         raise ConfigError('--out', "a URDF arm's inertial parameters have no parameter-file "
                                    'keys (they live in the URDF): use --report and correct '
-                                   "the URDF's <inertial> elements (README)")
+                                   "the URDF's <inertial> elements "
+                                   '(docs/identification.md)')
     if rigid and args.per_pma:
         raise ConfigError('--per-pma', 'is for continuum arms (PMA area and dead zone)')
     if args.fit is None:

@@ -8,10 +8,12 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
-from continuum_ctrl.params import ConfigError, model_spec
+from continuum_ctrl.params import ConfigError, model_spec, Reader
 from continuum_ctrl.models.base import DynamicsModel
+from continuum_ctrl.models.fields import MODEL_FIELDS
 
-#: model.type -> (module, factory taking the nested `model` namespace)
+#: model.type -> (module, factory taking the nested `model` namespace); the keys are the
+#: choices of MODEL_FIELDS['model.type']
 MODEL_TYPES = {
     'urdf': ('continuum_ctrl.models.rigid', 'from_spec'),
     'symbolic': ('continuum_ctrl.models.symbolic', 'from_spec'),
@@ -32,9 +34,7 @@ def load_model(spec: Union[str, Path, Dict[str, Any]],
     if 'area' in (spec.get('sections') or {}):
         raise ConfigError('model.sections.area', 'is not a model parameter: the PMA area '
                                                  'is output.area (controller and simulator)')
-    kind = spec.get('type')
-    if kind not in MODEL_TYPES:
-        raise ConfigError('model.type', f'must be one of {sorted(MODEL_TYPES)}, got {kind!r}')
+    kind = Reader(spec, 'model').field('type', MODEL_FIELDS['model.type'])
     module, factory = MODEL_TYPES[kind]
     return getattr(import_module(module), factory)(spec)
 

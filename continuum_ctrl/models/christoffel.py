@@ -1,5 +1,5 @@
 """
-Christoffel symbols and the Coriolis matrix from ``M`` and ``dM/dq`` (seed 000), numerically.
+Christoffel symbols and the Coriolis matrix from ``M`` and ``dM/dq``, numerically.
 
 ``dM[i, j, k] = dM_ij / dq_k``. The symbols of the first kind are
 ``c_ijk = 1/2 (dM_ij/dq_k + dM_ik/dq_j - dM_jk/dq_i)`` and ``C_ij = sum_k c_ijk qd_k``,

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
+from continuum_ctrl.models.fields import DEFAULT_GRAVITY
 from continuum_ctrl.params import ConfigError, Reader
 from continuum_ctrl.models.base import DynamicsModel
 
@@ -250,7 +251,7 @@ def from_spec(spec):
     reader = Reader(spec, 'model')
     reader.string('type', choices={'urdf'})
     path = resolve_urdf(reader.string('urdf'))
-    gravity = reader.numbers('gravity', [0.0, 0.0, -9.81], length=3)
+    gravity = reader.numbers('gravity', list(DEFAULT_GRAVITY), length=3)
     try:
         full = pin.buildModelFromUrdf(str(path))
     except (RuntimeError, ValueError) as exc:

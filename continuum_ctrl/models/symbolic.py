@@ -1,5 +1,5 @@
 """
-Arms given as ``M(q)`` and ``U(q)`` expressions (``model.type: symbolic``), seed 000's path.
+Arms given as ``M(q)`` and ``U(q)`` expressions (``model.type: symbolic``), derived in SymPy.
 
 Parameters (namespace ``model``):
 

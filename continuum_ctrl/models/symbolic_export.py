@@ -3,8 +3,8 @@
 
 Prints the derived Christoffel symbols, ``C(q, dq)`` and ``g(q)`` of a symbolic model
 (``text``), or exports M, C, g, U, the bias forces and the inverse dynamics as a
-self-contained Python module (``python``) or C99 source (``c``), seed 000's "generate, then
-embed" path. Both exports take the state in coordinate order and use SI units.
+self-contained Python module (``python``) or C99 source (``c``), to generate once and embed
+where SymPy is not at hand. Both exports take the state in coordinate order and use SI units.
 """
 
 import argparse

@@ -3,13 +3,14 @@ Parameter trees and typed, validated reads of them; every error names its full d
 
 Nested mappings and dotted ROS parameter names (``model.sections.length``) describe the same
 tree; `nest` and `flatten` convert between them. A `Field` describes one parameter of a
-schema (ROS type, default, bounds, description): the nodes declare their parameters from
-tables of Fields, and `Reader.field` reads one with its default and bounds.
+schema (ROS type, default, bounds, allowed names, description): the nodes declare their
+parameters from tables of Fields, `Reader.field` reads one with its default, bounds and
+choices, and `continuum_ctrl.params.reference` writes the parameter reference from the tables.
 """
 
 import difflib
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Collection, Dict, List, Optional, Tuple
 
 from continuum_ctrl.params.errors import ConfigError
 
@@ -19,13 +20,20 @@ REQUIRED: Any = ...
 
 @dataclass(frozen=True)
 class Field:
-    """One parameter: kind (ROS type), default (``...``: none), description, bounds."""
+    """
+    One parameter: kind (ROS type), default (``...``: none), description, bounds, choices.
+
+    `low` is excluded when `strict_low`; `choices` lists the names a string parameter may
+    take (None: any string).
+    """
 
     kind: str
     default: Any
     description: str
     low: Optional[float] = None
     high: Optional[float] = None
+    choices: Optional[Tuple[str, ...]] = None
+    strict_low: bool = False
 
 
 def nest(flat: Dict[str, Any]) -> Dict[str, Any]:
@@ -92,13 +100,15 @@ class Reader:
             return default
         return self.tree[name]
 
-    def string(self, name: str, default: Any = REQUIRED, choices: Any = None) -> str:
-        """Read a string, optionally one of `choices`."""
+    def string(self, name: str, default: Any = REQUIRED,
+               choices: Optional[Collection[str]] = None) -> str:
+        """Read a string, optionally one of `choices` (the error lists them in their order)."""
         value = self.raw(name, default)
         if not isinstance(value, str):
             raise ConfigError(self.key(name), f'must be a string, got {value!r}')
         if choices is not None and value not in choices:
-            raise ConfigError(self.key(name), f"must be one of {sorted(choices)}, got '{value}'")
+            raise ConfigError(self.key(name), f'must be one of {", ".join(choices)}; '
+                                              f'got {value!r}')
         return value
 
     def boolean(self, name: str, default: Any = REQUIRED) -> bool:
@@ -161,19 +171,20 @@ class Reader:
         return list(value)
 
     def field(self, name: str, field: Field) -> Any:
-        """Read `name` as `field` says: its kind, its default and its bounds."""
+        """Read `name` as `field` says: its kind, its default, its bounds and its choices."""
         if field.kind == 'number':
-            return self.number(name, field.default, field.low, field.high)
+            return self.number(name, field.default, field.low, field.high, field.strict_low)
         if field.kind == 'integer':
             low, high = (None if b is None else int(b) for b in (field.low, field.high))
             return self.integer(name, field.default, low, high)
         if field.kind == 'bool':
             return self.boolean(name, field.default)
         if field.kind == 'string':
-            return self.string(name, field.default)
+            return self.string(name, field.default, field.choices)
         if field.kind == 'strings':
             return self.strings(name, field.default)
-        return self.numbers(name, field.default, low=field.low, high=field.high)
+        return self.numbers(name, field.default, low=field.low, high=field.high,
+                            strict_low=field.strict_low)
 
     def namespace(self, name: str, default: Any = REQUIRED) -> 'Reader':
         """Return a nested Reader for the sub-namespace `name` (an empty one when absent)."""

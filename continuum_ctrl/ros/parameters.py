@@ -3,7 +3,8 @@ ROS parameters of a node from a table of Fields: declaration, collection, all-or
 
 The node is made with ``automatically_declare_parameters_from_overrides=True``, so what the
 parameter files and ``-p`` give is declared when the node starts; `NodeParameters` then
-re-declares every field with a ParameterDescriptor (description, range, type), showing its
+re-declares every field with a ParameterDescriptor (description, range, type, and the allowed
+names as additional constraints, which `ros2 param describe` prints), showing its
 default when not given; fields with no default and no value stay declared but unset (a static
 type), so they can be set later. Only values actually given reach the parser, which applies the
 defaults itself. `model.*` parameters are re-declared read-only. Integers given for float
@@ -49,8 +50,11 @@ def _coerce(kind, value):
 
 
 def _descriptor(name, field):
+    """Return the ROS descriptor of `field`: type, description, range and allowed names."""
     descriptor = ParameterDescriptor(name=name, type=TYPES[field.kind].value,
                                      description=field.description)
+    if field.choices is not None:
+        descriptor.additional_constraints = 'one of: ' + ', '.join(field.choices)
     if field.kind == 'number' and field.low is not None and field.high is not None:
         descriptor.floating_point_range = [FloatingPointRange(
             from_value=float(field.low), to_value=float(field.high))]

@@ -88,8 +88,8 @@ def make_executor(kind: Optional[str] = None) -> rclpy.executors.Executor:
     """
     Return the node's single-threaded executor: 'events' (EventsExecutor) or 'single'.
 
-    Default: the environment variable CONTINUUM_CTRL_EXECUTOR, else `EXECUTOR` (chosen by
-    bench/bench_node.py measurements; see README).
+    Default: the environment variable CONTINUUM_CTRL_EXECUTOR, else `EXECUTOR` (the one
+    that cost less CPU in bench/bench_node.py; see docs/benchmarks.md).
     """
     kind = kind or os.environ.get('CONTINUUM_CTRL_EXECUTOR', EXECUTOR)
     return single_threaded_executor(events=(kind == 'events'))

@@ -36,7 +36,9 @@ from continuum_ctrl.sim.integrators import INTEGRATORS
 #: the simulator's parameters besides `model.*` and the shared `joints` and `output.*`
 FIELDS = {
     'step': Field('number', 0.001, 'fixed integration step, s', 1e-5, 0.05),
-    'integrator': Field('string', 'rk4', 'integrator: ' + ' | '.join(INTEGRATORS)),
+    'integrator': Field('string', 'rk4', 'fixed-step integrator of the plant; '
+                        'implicit_damping_euler is stable for stiff PMA damping at 2 ms',
+                        choices=tuple(INTEGRATORS)),
     'publish_rate_hz': Field('number', 500.0, 'joint_states publication rate, Hz', 1.0,
                              10000.0),
     'command_timeout': Field('number', 0.1, 'a command older than this (s) means zero input',
@@ -117,7 +119,7 @@ class PlantSettings:
         settings = cls(
             model=model, vectors=vec, mode=mode, actuation=actuation,
             step=_field(top, 'step'),
-            integrator=INTEGRATORS[top.string('integrator', 'rk4', tuple(INTEGRATORS))],
+            integrator=INTEGRATORS[_field(top, 'integrator')],
             publish_rate_hz=_field(top, 'publish_rate_hz'),
             command_timeout=_field(top, 'command_timeout'),
             max_catch_up=_field(top, 'max_catch_up'),
@@ -133,7 +135,7 @@ class PlantSettings:
 
 
 def _field(reader: Reader, name: str) -> Any:
-    """Read `name` as its Field in `FIELDS` says (number, integer or bool)."""
+    """Read `name` as its Field in `FIELDS` says (its kind, default, bounds and choices)."""
     return reader.field(name, FIELDS[reader.key(name)])
 
 

@@ -11,22 +11,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from continuum_ctrl.models.fields import (DEFAULT_BETA, DEFAULT_GRAVITY, DEFAULT_QUADRATURE,
+                                          MODEL_FIELDS)
 from continuum_ctrl.params import ConfigError, Reader
-
-#: default energy-shaping coefficients [bv1, bv2, bv3, bw1, bw2, bw3] of the CoG model, from
-#: `continuum-ctrl fit-betas config/continuum_3section.yaml` (defaults: seed 0, 4000 training
-#: and 2000 held-out states) on the reference arm of the model contract, section 7. The
-#: angular betas carry < 0.1 % of the energy on this thin arm, so the fit holds them at 1.
-DEFAULT_BETA = (1.329519, 1.492308, 1.787884, 1.0, 1.0, 1.0)
-
-#: Gauss-Legendre points per section of the integral model (relative error about 1e-12 for
-#: bending angles up to about 4 rad per section, see test_continuum_models.py)
-DEFAULT_QUADRATURE = 10
 
 #: width of the smooth onset of the limit stiffening, as a share of the stroke l_max
 LIMIT_ONSET = 0.05
 
 MODEL_TYPES = ('continuum_cog', 'continuum_integral')
+
+__all__ = ['DEFAULT_BETA', 'DEFAULT_QUADRATURE', 'ContinuumSpec', 'read_spec']
 
 
 @dataclass(frozen=True)
@@ -80,7 +74,7 @@ def read_spec(spec):
     """
     top = Reader(spec, 'model')
     kind = top.string('type', choices=MODEL_TYPES)
-    gravity = np.array(top.numbers('gravity', [0.0, 0.0, -9.81], length=3))
+    gravity = np.array(top.numbers('gravity', list(DEFAULT_GRAVITY), length=3))
     sec = top.namespace('sections')
     length = sec.numbers('length', low=0.0, strict_low=True)
     n = len(length)
@@ -104,7 +98,7 @@ def read_spec(spec):
     joints = top.strings('joints', default_joint_names(n), length=3 * n)
     if len(set(joints)) != len(joints):
         raise ConfigError(top.key('joints'), 'must not repeat a name')
-    limit = top.number('limit_stiffness', 0.0, low=0.0)
+    limit = top.field('limit_stiffness', MODEL_FIELDS['model.limit_stiffness'])
     top.finish()
     arr = np.array
     return ContinuumSpec(kind=kind, length=arr(length), radius=arr(radius), mass=arr(mass),

@@ -1,0 +1,71 @@
+"""
+The `model.*` parameters of every model type, as one table of Fields.
+
+Each model's parser (`rigid.from_spec`, `symbolic.derive`, `continuum.params.read_spec`)
+validates its own keys and takes its defaults from here; the parameter reference is written
+from this table. A key ending in ``<name>`` stands for a namespace of free names (a joint, a
+constant). Units: SI (m, kg, N/m, N s/m, m/s^2, rad).
+"""
+
+from continuum_ctrl.params import Field
+
+#: model.type values, in the order of `continuum_ctrl.models.MODEL_TYPES`
+MODEL_TYPE_NAMES = ('urdf', 'symbolic', 'continuum_cog', 'continuum_integral')
+
+#: energy-shaping coefficients [bv1, bv2, bv3, bw1, bw2, bw3] of the CoG model, from
+#: `continuum-ctrl fit-betas config/continuum_3section.yaml` (defaults: seed 0, 4000 training
+#: and 2000 held-out states) on the reference arm of docs/continuum-model.md, section 7. The
+#: angular betas carry < 0.1 % of the energy on this thin arm, so the fit holds them at 1.
+DEFAULT_BETA = (1.329519, 1.492308, 1.787884, 1.0, 1.0, 1.0)
+
+#: Gauss-Legendre points per section of the integral model (relative error about 1e-12 for
+#: bending angles up to about 4 rad per section, see test_continuum_models.py)
+DEFAULT_QUADRATURE = 10
+
+#: gravity in the arm's base frame, m/s^2
+DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
+
+#: every `model.*` parameter; the description starts with the model types that read it
+MODEL_FIELDS = {
+    'model.type': Field('string', ..., 'which model: a URDF arm through Pinocchio, M(q) and '
+                        'U(q) given as expressions, or a continuum arm (fast CoG model or the '
+                        'integral reference model)', choices=MODEL_TYPE_NAMES),
+    'model.gravity': Field('numbers', list(DEFAULT_GRAVITY), 'urdf, continuum_*: gravity in '
+                           'the base frame, m/s^2, 3 values'),
+    'model.joints': Field('strings', ..., 'all types: joint names in model order; default: '
+                          "the URDF's movable joints, the coordinates, or section{i}_pma{j}"),
+    'model.urdf': Field('string', ..., 'urdf: a path, file:// or package://pkg/... (ament '
+                        'index, then ROS_PACKAGE_PATH, then the example-robot-data wheel)'),
+    'model.locked_positions.<joint>': Field('number', 0.0, 'urdf: position of a joint left '
+                                            'out of model.joints, rad or m'),
+    'model.coordinates': Field('strings', ..., 'symbolic: names of the coordinates q'),
+    'model.mass_matrix': Field('strings', ..., 'symbolic: the n*n entries of M(q) as '
+                               'expressions, row-major, symmetric'),
+    'model.potential': Field('string', ..., 'symbolic: U(q) as an expression (gravity and '
+                             'elastic potential), J'),
+    'model.constants.<name>': Field('number', ..., 'symbolic: a named constant of the '
+                                    'expressions'),
+    'model.sections.length': Field('numbers', ..., 'continuum_*: rest length per section, m '
+                                   '; its length is the number of sections n', 0.0,
+                                   strict_low=True),
+    'model.sections.radius': Field('numbers', ..., 'continuum_*: PMA distance from the '
+                                   'backbone per section, m', 0.0, strict_low=True),
+    'model.sections.mass': Field('numbers', ..., 'continuum_*: mass per section, kg', 0.0,
+                                 strict_low=True),
+    'model.sections.max_extension': Field('numbers', ..., 'continuum_*: PMA stroke l_max per '
+                                          'section, m', 0.0, strict_low=True),
+    'model.sections.stiffness': Field('numbers', ..., 'continuum_*: PMA stiffness, N/m, one '
+                                      'per section or one per PMA', 0.0),
+    'model.sections.damping': Field('numbers', ..., 'continuum_*: PMA damping, N s/m, one per '
+                                    'section or one per PMA', 0.0),
+    'model.sections.offset': Field('numbers', ..., 'continuum_*: fixed translation sigma '
+                                   'before each section, m, one per section (default: 0)'),
+    'model.sections.twist': Field('numbers', ..., 'continuum_*: fixed twist gamma before '
+                                  'each section, rad, one per section (default: 0)'),
+    'model.cog.beta': Field('numbers', list(DEFAULT_BETA), 'continuum_cog: the six '
+                            'energy-shaping coefficients [bv1, bv2, bv3, bw1, bw2, bw3]'),
+    'model.quadrature': Field('integer', DEFAULT_QUADRATURE, 'continuum_integral: '
+                              'Gauss-Legendre points per section', 1),
+    'model.limit_stiffness': Field('number', 0.0, 'continuum_*: stiffening outside [0, l_max] '
+                                   '(smooth, over 5 % of the stroke), N/m; for simulation', 0.0),
+}
