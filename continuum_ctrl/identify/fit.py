@@ -122,10 +122,7 @@ class _Run:
                        & (-g.lowest(-g.q) < high - margin))
 
     def pressure(self, time_constant, delay):
-        """
-        Return the smoothed applied pressure, its window minimum and maximum, and where it
-        is defined.
-        """
+        """Return the smoothed applied pressure, its window minimum and maximum, where defined."""
         p, defined = applied_mean(self.command_t, self.command, self.grid.t, time_constant,
                                   delay)
         return (self.grid.smooth(p), self.grid.lowest(p), -self.grid.lowest(-p),
