@@ -29,8 +29,8 @@ Topics (relative names, remap as needed):
   control_msgs/JointTrajectoryControllerState, [reference (positions, velocities,
   accelerations), feedback (positions, velocities), error (positions, velocities; effort:
   the integral force, N or N m), output (effort: the generalized force sent)]; header
-  stamp: the tick time; header frame_id: the loop status (waiting, active, stale, stopped, or degraded while the loop is starved);
-  every `state_decimation`-th tick, sent from the executor thread in batches (every
+  stamp: the tick time; header frame_id: the loop status (waiting, active, stale, stopped,
+  or degraded while the loop is starved); every `state_decimation`-th tick, sent from the executor thread in batches (every
   `STATE_INTERVAL` s);
 - pub `/diagnostics` (diagnostic_msgs/DiagnosticArray, ~1 Hz): loop rate, period and compute
   time percentiles (window and whole run), input age at every tick, the wait of a new state
