@@ -30,8 +30,8 @@ Topics (relative names, remap as needed):
   accelerations), feedback (positions, velocities), error (positions, velocities; effort:
   the integral force, N or N m), output (effort: the generalized force sent)]; header
   stamp: the tick time; header frame_id: the loop status (waiting, active, stale, stopped,
-  or degraded while the loop is starved); every `state_decimation`-th tick, sent from the executor thread in batches (every
-  `STATE_INTERVAL` s);
+  or degraded while the loop is starved); every `state_decimation`-th tick, sent from the
+  executor thread in batches (every `STATE_INTERVAL` s);
 - pub `/diagnostics` (diagnostic_msgs/DiagnosticArray, ~1 Hz): loop rate, period and compute
   time percentiles (window and whole run), input age at every tick, the wait of a new state
   for the first tick that uses it (`state_wait_*`: receipt to that tick), joint_states latency
