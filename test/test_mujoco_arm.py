@@ -1,0 +1,210 @@
+"""
+The MuJoCo disc-stack arm against the integral model: statics, gravity, convergence, contact.
+
+ROS-free. The integral model is the reference (models/continuum/integral.py); the disc stack is
+an independent model of the same arm (sim/mujoco_arm.py), so agreement is evidence for both.
+"""
+
+import mujoco
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.optimize
+
+from node_pair import plant_of
+from continuum_ctrl.models import load_model
+from continuum_ctrl.params import file_parameters
+from continuum_ctrl.launch_description import config_path, SIMULATOR
+from continuum_ctrl.sim.mujoco_arm import continuum_mjcf
+from continuum_ctrl.sim.mujoco_plant import MujocoArm
+
+FILE = 'continuum_3section.yaml'
+AREA, STIFFNESS = 1.33e-4, 2200.0
+#: the simulator's integral model without its limit stiffening (the disc stack has stops)
+_, SPEC = file_parameters(config_path(FILE), SIMULATOR)
+SPEC = {k: v for k, v in SPEC.items() if k != 'limit_stiffness'}
+BEND = np.array([3e5, 1e5, 1e5, 1e5, 3e5, 1e5, 2e5, 2e5, 2e5])     # Pa, sections bend apart
+
+
+def integral(gravity=None, damping=None):
+    """Return the integral model of the reference arm, with another gravity or damping."""
+    spec = dict(SPEC)
+    if gravity is not None:
+        spec['gravity'] = gravity
+    if damping is not None:
+        spec['sections'] = dict(spec['sections'], damping=damping)
+    return load_model(spec)
+
+
+def disc_stack(model, discs, timestep=1e-3):
+    """Return the MuJoCo arm of `model`'s spec with `discs` discs per section."""
+    xml = continuum_mjcf(model.spec, [discs] * model.spec.sections, timestep)
+    return MujocoArm(xml, model.spec, timestep)
+
+
+def rest(arm, tau, duration, dt=1e-3):
+    """Hold the PMA forces `tau` (N) for `duration` s; return the final ``(q, qd)``."""
+    for _ in range(round(duration / dt)):
+        q, qd = arm.step(tau, dt)
+    return q, qd
+
+
+def equilibrium(model, tau):
+    """Return the integral model's static pose under the PMA forces `tau` (N)."""
+    zero = np.zeros(model.n)
+    return scipy.optimize.fsolve(
+        lambda q: model.passive_forces(q, zero) + model.gravity_vector(q) - tau,
+        tau / STIFFNESS, xtol=1e-12)
+
+
+@pytest.mark.parametrize('pressure', [np.full(9, 3e5), BEND], ids=['extend', 'bend'])
+def test_statics_each_pma_stretches_by_its_force_over_its_stiffness(pressure):
+    """Zero gravity, constant pressures: every PMA ends at area (p - deadzone) / k (1 %)."""
+    deadzone = 2e4
+    plant = plant_of(FILE, {'engine': 'mujoco', 'model.gravity': [0.0, 0.0, 0.0],
+                            'output.deadzone': [deadzone], 'command_timeout': 10.0,
+                            'mismatch.damping_scale': 30.0})
+    plant.command(pressure, 0.0)
+    for t in np.arange(0.0, 3.0, 0.01):            # within the plant's largest catch-up
+        plant.advance(t)
+    assert plant.overruns == 0
+    expected = AREA * (pressure - deadzone) / STIFFNESS
+    assert np.all(np.abs(plant.q - expected) <= 0.01 * expected)
+    assert np.max(np.abs(plant.qd)) < 1e-4
+
+
+@pytest.mark.parametrize('discs', [1, 4])
+def test_an_upright_straight_arm_sags_exactly_as_the_integral_model(discs):
+    """
+    Equal pressures, gravity along the arm: each PMA carries the weight above it.
+
+    The load is linear in the arc length, which the trapezoidal lumping integrates exactly,
+    so the sag agrees with the integral model at any number of discs (0.1 % of the sag).
+    """
+    model = integral(damping=[300.0] * 3)
+    tau = np.full(9, AREA * 2e5)
+    expected = equilibrium(model, tau)
+    q, _ = rest(disc_stack(model, discs), tau, 2.0)
+    sag = expected - tau / STIFFNESS
+    assert np.all(sag < -5e-5)                                  # it does sag (0.07-0.37 mm)
+    assert np.max(np.abs(q - expected)) <= 1e-3 * np.max(np.abs(sag))
+
+
+def test_a_hanging_bent_arm_sags_as_the_integral_model_within_the_lumping_bound():
+    """
+    A hanging arm bent by unequal pressures sags by about 3 mm of PMA length.
+
+    Two errors part the disc stack from the integral model: the trapezoidal lumping of the
+    mass, O(1/N^2) (its share of the sag is at most 1/(2 N^2)), and the constant-curvature
+    shape the integral model imposes where gravity bends each section unevenly (the disc
+    stack's limit: about 2.6 % of the sag here). Tolerance: ``sag (0.04 + 0.5 / N^2)``.
+    """
+    model = integral(gravity=[0.0, 0.0, 9.81], damping=[300.0] * 3)
+    tau = AREA * BEND
+    expected = equilibrium(model, tau)
+    sag = np.max(np.abs(expected - tau / STIFFNESS))
+    assert sag > 2e-3
+    errors = []
+    for discs in (1, 2, 4):
+        arm = disc_stack(model, discs)
+        arm.reset(expected)
+        q, qd = rest(arm, tau, 3.0)
+        assert np.max(np.abs(qd)) < 1e-4
+        errors.append(np.max(np.abs(q - expected)))
+        assert errors[-1] <= sag * (0.04 + 0.5 / discs ** 2)
+    assert errors[0] > errors[1] > errors[2]
+
+
+def _lengths(arm, x):
+    """Set MuJoCo's joint positions to `x`; return the PMA length changes."""
+    m, d = arm.model, arm.data
+    d.qpos[:] = x
+    mujoco.mj_kinematics(m, d)
+    mujoco.mj_comPos(m, d)
+    mujoco.mj_tendon(m, d)
+    return arm.state()[0].copy()
+
+
+def constant_curvature_mass_matrix(arm, q):
+    """
+    Return the disc stack's mass matrix in PMA coordinates with its segments held equal.
+
+    Equal segments are the constant-curvature arc (to first order at a straight pose): the
+    joint velocities are ``T xd`` with one (x, y, slide) rate per section, and the PMA rates
+    ``G xd``; the reduced inertia in PMA rates is ``G^-T T^T M T G^-1``.
+    """
+    arm.reset(q)
+    m, d = arm.model, arm.data
+    T = np.zeros((m.nv, arm.n))
+    for i, dofs in enumerate(arm._section_dofs):
+        for c in range(3):
+            T[dofs[:, c], 3 * i + c] = 1.0
+    x0 = d.qpos.copy()
+    G = np.array([(_lengths(arm, x0 + 1e-7 * T[:, c]) - _lengths(arm, x0 - 1e-7 * T[:, c]))
+                  / 2e-7 for c in range(arm.n)]).T
+    _lengths(arm, x0)
+    mujoco.mj_forward(m, d)
+    M = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, M)
+    inverse = np.linalg.inv(G)
+    return inverse.T @ T.T @ M @ T @ inverse
+
+
+def test_the_disc_stack_held_to_arcs_converges_to_the_integral_models_inertia():
+    """
+    Held to equal segments, the disc stack's inertia tends to the integral model's.
+
+    Straight: as 1/N^2 (trapezoidal rule; 13 % at N = 1). Extended by 10 mm: the slide puts
+    a segment's extension beyond its pivot, so the error falls more slowly, about as 1/N.
+    """
+    model = integral()
+    for q, check in ((np.zeros(9), 'trapezoid'), (np.full(9, 0.01), 'extended')):
+        reference = model.mass_matrix(q)
+        errors = [np.linalg.norm(constant_curvature_mass_matrix(disc_stack(model, discs), q)
+                                 - reference) / np.linalg.norm(reference)
+                  for discs in (1, 2, 4, 8)]
+        assert errors[0] > errors[1] > errors[2] > errors[3]
+        if check == 'trapezoid':
+            assert np.all(np.abs(np.array(errors[:-1]) / errors[1:] - 4.0) < 0.2)
+        else:
+            assert errors[3] < 0.01
+
+
+def test_the_first_bending_mode_approaches_the_integral_models_from_below():
+    """
+    Free, the disc stack's first bending frequency rises with N towards the integral model's.
+
+    The integral model is the arm held to constant-curvature arcs, so by Rayleigh's principle
+    its frequencies are upper bounds; the disc stack's first mode converges to 2.2 % below it
+    (zero gravity, straight, springs relaxed, so no geometric stiffness).
+    """
+    model = integral(gravity=[0.0, 0.0, 0.0])
+    q = np.zeros(9)
+    reference = np.sqrt(scipy.linalg.eigh(STIFFNESS * np.eye(9), model.mass_matrix(q),
+                                          eigvals_only=True)[0])
+    first = []
+    for discs in (1, 2, 4, 8):
+        arm = disc_stack(model, discs)
+        arm.reset(q)
+        J = _piece_jacobian(arm, arm.data.qpos.copy())
+        mujoco.mj_forward(arm.model, arm.data)
+        M = np.zeros((arm.model.nv, arm.model.nv))
+        mujoco.mj_fullM(arm.model, arm.data, M)
+        K = J.T @ np.diag(arm.model.tendon_stiffness) @ J      # N k per piece
+        first.append(np.sqrt(scipy.linalg.eigh(K, M, eigvals_only=True)[0]))
+    first = np.array(first)
+    assert np.all(np.diff(first) > 0.0) and np.all(first < reference)
+    assert first[2] > 0.97 * reference
+
+
+def _piece_jacobian(arm, x0):
+    """Return d(piece tendon lengths)/d(joint positions) at `x0`."""
+    m, d = arm.model, arm.data
+
+    def pieces(x):
+        _lengths(arm, x)
+        return d.ten_length.copy()
+    J = np.array([(pieces(x0 + 1e-7 * e) - pieces(x0 - 1e-7 * e)) / 2e-7
+                  for e in np.eye(m.nv)]).T
+    pieces(x0)
+    return J
