@@ -16,11 +16,12 @@
   publication), as a driver stamps the moment it read the sensors.
 - pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands, the engine and, with
   MuJoCo, `contact_force_n` (the sum of the contact normal forces at that moment, N); the
-  totals are logged once more when the node stops (`run totals: ...`). Also `commands_per_step`, commands
-  accepted per plant step in the window: the plant holds one command over each step, so above
-  FAST_COMMANDS it cannot see the command's faster changes (at a 1 kHz controller and the
-  2 ms step, a period-2 alternation of the command has no effect on the plant, and nothing
-  damps it): one warning asks for a `step` at most the controller's period.
+  totals are logged once more when the node stops (`run totals: ...`). Also
+  `commands_per_step`, commands accepted per plant step in the window: the plant holds one
+  command over each step, so above FAST_COMMANDS it cannot see the command's faster changes
+  (at a 1 kHz controller and the 2 ms step, a period-2 alternation of the command has no
+  effect on the plant, and nothing damps it): one warning asks for a `step` at most the
+  controller's period.
 """
 
 import time

@@ -105,7 +105,7 @@ def continuum_mjcf(spec, discs: Sequence[int], step: float,
     lines = []
     tendons, actuators = [], []
     for i in range(n):
-        sec, L, r, h = i + 1, spec.length[i], spec.radius[i], spec.length[i] / N[i]
+        sec, r, h = i + 1, spec.radius[i], spec.length[i] / N[i]
         sigma, gamma = spec.offset[i], spec.twist[i]
         lines += _sites(sec, 0, r, sigma, gamma)    # base sites, in the parent body
         for k in range(1, N[i] + 1):

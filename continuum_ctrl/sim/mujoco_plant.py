@@ -59,7 +59,8 @@ class MujocoArm:
         """Return the number of discs of section `i` in the model."""
         mujoco = _mujoco()
         k = 0
-        while mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, body_name(i + 1, k + 1)) >= 0:
+        while mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY,
+                                body_name(i + 1, k + 1)) >= 0:
             k += 1
         return k
 

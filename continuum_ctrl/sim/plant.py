@@ -178,8 +178,8 @@ class MujocoOptions:
             raise ConfigError(reader.key('timestep'), f'must divide step {step} s, got '
                                                       f'{timestep} s')
         shapes = reader.namespace('obstacles')
-        boxes, spheres = (_groups(shapes, name, size) for name, size in (('boxes', 6),
-                                                                       ('spheres', 4)))
+        boxes = _groups(shapes, 'boxes', 6)
+        spheres = _groups(shapes, 'spheres', 4)
         shapes.finish()
         options = cls(discs=_field(reader, 'discs'), timestep=timestep,
                       obstacles=Obstacles(boxes, spheres))
@@ -311,8 +311,9 @@ class Plant:
 
     `q`, `qd` (model order) and `t` (s) are the current state; `tau` the held generalized
     force commanded. `valves` (pressure mode with `actuator.*` set, else None) holds the
-    applied pressures, which make the force; `engine` integrates (`new_engine`). `overruns` counts wake-ups that had to drop
-    simulated time, `steps` the integration steps and `commands` the commands accepted.
+    applied pressures, which make the force; `engine` integrates (`new_engine`). `overruns`
+    counts wake-ups that had to drop simulated time, `steps` the integration steps and
+    `commands` the commands accepted.
     """
 
     def __init__(self, settings):
