@@ -5,18 +5,23 @@ ROS-free. The integral model is the reference (models/continuum/integral.py); th
 an independent model of the same arm (sim/mujoco_arm.py), so agreement is evidence for both.
 """
 
+import subprocess
+import sys
+
 import mujoco
 import numpy as np
 import pytest
 import scipy.linalg
 import scipy.optimize
 
-from node_pair import plant_of
+from node_pair import node_pair, plant_of, plant_settings
 from continuum_ctrl.models import load_model
-from continuum_ctrl.params import file_parameters
+from continuum_ctrl.params import ConfigError, file_parameters
 from continuum_ctrl.launch_description import config_path, SIMULATOR
+from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.mujoco_arm import continuum_mjcf
 from continuum_ctrl.sim.mujoco_plant import MujocoArm
+from continuum_ctrl.sim.plant import Plant
 
 FILE = 'continuum_3section.yaml'
 AREA, STIFFNESS = 1.33e-4, 2200.0
@@ -208,3 +213,101 @@ def _piece_jacobian(arm, x0):
                   for e in np.eye(m.nv)]).T
     pieces(x0)
     return J
+
+
+def test_an_arm_driven_into_a_wall_stays_finite_and_its_pressures_in_range():
+    """
+    The controller's own reference sweeps the tip around a circle of about 0.19 m radius; a
+    wall at x = 0.12 m stops it. The closed loop (as the two nodes run it) stays finite, the
+    commands stay in [p_min, p_max], the wall pushes back and the disc capsules do not
+    pass through it.
+    """
+    loop, plant = node_pair(FILE, simulator={
+        'engine': 'mujoco', 'mujoco.obstacles.boxes': [0.17, 0.0, 0.6, 0.05, 0.3, 0.3]})
+    arm = plant.engine
+    tip = mujoco.mj_name2id(arm.model, mujoco.mjtObj.mjOBJ_BODY, 's3d4')
+    advance, forces, reach = plant.advance, [], []
+
+    def watched(t, start=None):
+        steps = advance(t, start)
+        forces.append(arm.contact_force())
+        reach.append(arm.data.xpos[tip, 0] + arm.spec.radius[2])
+        return steps
+    plant.advance = watched
+    log = simulate_nodes(loop, plant, 4.0)
+    assert np.all(np.isfinite(log.q)) and np.all(log.active[log.t > 0.1])
+    assert np.all((log.command >= 0.0) & (log.command <= 5e5))
+    assert max(forces) > 0.5 and np.mean(np.array(forces) > 0.0) > 0.1
+    assert max(reach) < 0.12 + 2e-3              # the contact's soft penetration only
+
+
+def test_without_obstacles_nothing_touches():
+    """No obstacles: contacts are off, the contact force is 0."""
+    plant = plant_of(FILE, {'engine': 'mujoco'})
+    assert plant.engine.contact_force() == 0.0 and plant.engine.model.opt.disableflags & (
+        mujoco.mjtDisableBit.mjDSBL_CONTACT)
+
+
+def test_the_mujoco_plant_rests_until_commanded_vents_when_stale_and_resets():
+    """The plant's rules hold with the MuJoCo engine as with the built-in one."""
+    plant = plant_of(FILE, {'engine': 'mujoco', 'initial.position': [0.01]})
+    assert np.allclose(plant.q, 0.01, atol=1e-12) and np.all(plant.qd == 0.0)
+    plant.advance(0.0)
+    plant.advance(0.05)
+    assert plant.steps == 0                               # waits for the first command
+    for t in np.arange(0.05, 0.3, 0.01):
+        plant.command(np.full(9, 3e5), t)
+        plant.advance(t)
+    pushed = plant.q.copy()
+    assert np.all(pushed > 0.012)
+    for t in np.arange(0.3, 0.6, 0.01):                   # stale after 0.1 s: vented
+        plant.advance(t)
+    assert np.all(plant.q < pushed)
+    plant.reset()
+    assert np.allclose(plant.q, 0.01, atol=1e-12) and plant.t is None
+
+
+@pytest.mark.parametrize('overrides, key', [
+    ({'engine': 'bullet'}, 'engine'),
+    ({'engine': 'mujoco', 'mujoco.timestep': 0.0003}, 'mujoco.timestep'),
+    ({'engine': 'mujoco', 'mujoco.obstacles.boxes': [0.1, 0.0, 0.5, 0.1]},
+     'mujoco.obstacles.boxes'),
+    ({'engine': 'mujoco', 'mujoco.obstacles.spheres': [0.1, 0.0, 0.5, -0.1]},
+     'mujoco.obstacles.spheres'),
+    ({'engine': 'mujoco', 'mujoco.discs': 0}, 'mujoco.discs'),
+    ({'mujoco.dicss': 3}, 'mujoco.dicss'),
+])
+def test_bad_engine_settings_name_their_key(overrides, key):
+    with pytest.raises(ConfigError, match=f"'{key}'"):
+        plant_of(FILE, overrides)
+
+
+def test_mujoco_needs_a_continuum_arm():
+    with pytest.raises(ConfigError, match="'engine'"):
+        plant_of('panda.yaml', {'engine': 'mujoco'})
+
+
+def test_the_builtin_engine_runs_without_mujoco():
+    """The plant and the simulator node import mujoco only for the mujoco engine."""
+    code = ('import sys; sys.modules["mujoco"] = None; sys.path.insert(0, "test")\n'
+            'from node_pair import plant_of\n'
+            'import continuum_ctrl.ros.simulator_node\n'
+            'plant = plant_of("continuum_3section.yaml")\n'
+            'plant.command([1e5] * 9, 0.0); plant.advance(0.0); plant.advance(0.01)\n'
+            'assert plant.steps == 5\n')
+    subprocess.run([sys.executable, '-c', code], check=True, timeout=120)
+
+
+def test_a_parameter_change_rebuilds_the_arm_at_its_pose():
+    """New disc count: a new MuJoCo model at the same PMA lengths; same settings: kept."""
+    settings = plant_settings(FILE, {'engine': 'mujoco'})
+    plant = Plant(settings)
+    plant.command(np.full(9, 2e5), 0.0)
+    for t in np.arange(0.0, 0.2, 0.01):
+        plant.advance(t)
+    engine, q = plant.engine, plant.q.copy()
+    plant.update(plant_settings(FILE, {'engine': 'mujoco'}))
+    assert plant.engine is engine
+    plant.update(plant_settings(FILE, {'engine': 'mujoco', 'mujoco.discs': 2}))
+    assert plant.engine is not engine and plant.engine.discs == [2, 2, 2]
+    assert np.allclose(plant.q, q, atol=1e-10) and np.all(plant.qd == 0.0)
