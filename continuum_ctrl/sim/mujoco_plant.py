@@ -95,7 +95,25 @@ class MujocoArm:
         if steps > 1:
             mujoco.mj_step(m, d, steps - 1)
         mujoco.mj_step1(m, d)
+        self._check()
         return self.state()
+
+    def _check(self):
+        """
+        Raise ArithmeticError when MuJoCo met a non-finite or huge state or input.
+
+        MuJoCo then resets its data to the model's rest pose and goes on; a plant that jumps
+        there would hide the divergence, so the plant's caller hears of it instead.
+        """
+        mujoco = _mujoco()
+        bad = [mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
+               mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADCTRL]
+        counts = [self.data.warning[int(w)].number for w in bad]
+        if any(counts):
+            for w in bad:
+                self.data.warning[int(w)].number = 0
+            raise ArithmeticError('MuJoCo: the simulation is unstable (non-finite or huge '
+                                  'state, acceleration or force)')
 
     def warm_up(self, tau, dt):
         """Do nothing: MuJoCo compiles nothing on its first step."""
