@@ -296,6 +296,7 @@ def new_engine(settings, q=None):
 
     `mujoco` is imported only for the mujoco engine.
     """
+    engine: Any
     if settings.engine == 'mujoco':
         from continuum_ctrl.sim.mujoco_plant import MujocoArm
         engine = MujocoArm(mujoco_xml(settings), settings.model.spec, settings.mujoco.timestep)
@@ -331,6 +332,8 @@ class Plant:
             time_constant, delay, max_rate = settings.actuator
             self.valves = Actuator(time_constant, delay, max_rate, settings.actuation.p_min)
         self.engine = new_engine(settings)
+        self.q: np.ndarray = self.engine.q
+        self.qd: np.ndarray = self.engine.qd
         self.reset()
 
     def update(self, settings):
