@@ -2,10 +2,13 @@
 `continuum-ctrl simulate`: an arm under computed torque in a closed loop in one process (no ROS).
 
     continuum-ctrl simulate [--arm 2r|panda|continuum|PARAMS.yaml] [--duration 5] [--out out/]
+                            [--engine builtin|mujoco]
 
 The gains are the controller's from the parameter file, unless --kp/--kd say otherwise. The
-plant is the model itself, the law runs at `--rate` Hz with its torque held in between,
-and the arm starts off its reference. Prints the RMS and largest tracking error per joint and
+plant is the model itself (`--engine builtin`) or, for a continuum arm, the simulator's
+MuJoCo disc stack of the same sections (`--engine mujoco`, with the file's `mujoco.*`
+simulator keys); the law runs at `--rate` Hz with its torque held in between, and the arm
+starts off its reference. Prints the RMS and largest tracking error per joint and
 writes ``<out>/<arm>_tracking.png`` (desired against actual positions, and the error).
 """
 
@@ -18,12 +21,13 @@ import numpy as np
 from continuum_ctrl.control import ComputedTorqueLaw
 from continuum_ctrl.control.references import MinimumJerk, Sinusoid
 from continuum_ctrl.control.settings import ControllerSettings
-from continuum_ctrl.launch_description import arm_config, ARMS, CONTROLLER
+from continuum_ctrl.launch_description import arm_config, ARMS, CONTROLLER, SIMULATOR
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import ConfigError, file_parameters
-from continuum_ctrl.ros.node_settings import ControllerNodeSettings
+from continuum_ctrl.ros.node_settings import ControllerNodeSettings, SimulatorNodeSettings
 from continuum_ctrl.sim.closed_loop import SimulationDiverged, simulate
 from continuum_ctrl.sim.integrators import INTEGRATORS
+from continuum_ctrl.sim.plant import ENGINES, new_engine, PlantSettings
 
 #: gains (1/s^2, 1/s, every joint) when neither the flags nor the file give any
 DEFAULT_KP, DEFAULT_KD = 50.0, 10.0
@@ -62,20 +66,38 @@ def demo_reference(model, kind, duration):
 
 
 def run(model, kind='sinusoid', duration=5.0, kp=50.0, kd=10.0, rate=1000.0,
-        integrator='rk4'):
+        integrator='rk4', engine=None):
     """
     Simulate `model` tracking a demo reference from an initial error of half its amplitude.
 
     Gains: one number for every joint, or validated per-joint gains (1/s^2, 1/s); the law runs
-    at `rate` Hz and the plant is integrated with the same step. Returns the ClosedLoopLog.
+    at `rate` Hz and the plant is integrated with the same step: by `integrator`, or by
+    `engine` (an engine of sim/plant.py, `new_engine`) when given. Returns the ClosedLoopLog.
     """
     reference, amplitude = demo_reference(model, kind, duration)
     law = ComputedTorqueLaw(model, *(np.full(model.n, g) if np.ndim(g) == 0 else g
                                      for g in (kp, kd)))
     q_des, qd_des, _ = reference.sample(0.0)
+    q0 = q_des - 0.5 * amplitude
+    if engine is not None:
+        engine.reset(q0)
+
+        def integrator(plant, q, qd, tau, dt, t=0.0):
+            return engine.step(tau, dt)
     dt = 1.0 / rate
-    return simulate(model, law, reference, q_des - 0.5 * amplitude, qd_des,
-                    round(duration / dt) * dt, dt, control_period=dt, integrator=integrator)
+    return simulate(model, law, reference, q0, qd_des, round(duration / dt) * dt, dt,
+                    control_period=dt, integrator=integrator)
+
+
+def mujoco_engine(path, model):
+    """Return the MuJoCo engine the simulator of `path` would run (`engine: mujoco`)."""
+    tree, spec = file_parameters(path, SIMULATOR)
+    _, tree = SimulatorNodeSettings.split(dict(tree, engine='mujoco'))
+    spec = dict(spec, type=spec.get('type', 'continuum_integral'))
+    settings = PlantSettings.parse(tree, spec)
+    if settings.model.joint_names != model.joint_names:
+        raise ConfigError('--engine', 'the simulator\'s arm has other joints than the model')
+    return new_engine(settings)
 
 
 def file_gains(path, model):
@@ -169,21 +191,25 @@ def main(argv=None):
                         help="1/s, every joint (default: the file's gains.kd, else 10)")
     parser.add_argument('--integrator', choices=sorted(INTEGRATORS), default=None,
                         help='default: implicit_damping_euler for damped (PMA) arms, else rk4')
+    parser.add_argument('--engine', choices=ENGINES, default='builtin',
+                        help='the plant: the model itself, or MuJoCo (continuum arms; '
+                             'default builtin)')
     args = parser.parse_args(argv)
     if not args.duration > 0.0 or not args.rate > 0.0:
         raise ConfigError('--duration' if not args.duration > 0.0 else '--rate', 'must be > 0')
     path = arm_config(args.arm)
     model = load_model(path)
     integrator = args.integrator or default_integrator(model)
+    engine = mujoco_engine(path, model) if args.engine == 'mujoco' else None
     name = path.stem
     kp, kd = file_gains(path, model) or (DEFAULT_KP, DEFAULT_KD)
     kp, kd = (g if flag is None else flag for g, flag in ((kp, args.kp), (kd, args.kd)))
     print(f'{name}: {model.n} joints, computed torque Kp={_gain_text(kp)} Kd={_gain_text(kd)} '
-          f'at {args.rate:g} Hz, {args.reference} reference, {args.duration:g} s, '
-          f'{integrator}')
+          f'at {args.rate:g} Hz, {args.reference} reference, {args.duration:g} s, engine '
+          f'{args.engine}' + ('' if engine else f', {integrator}'))
     try:
         log, status = run(model, args.reference, args.duration, kp, kd, args.rate,
-                          integrator), 0
+                          integrator, engine), 0
     except SimulationDiverged as exc:
         print(f'continuum-ctrl simulate: {exc}', file=sys.stderr)
         log, status = exc.log, 1

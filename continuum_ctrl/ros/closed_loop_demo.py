@@ -2,6 +2,7 @@
 The closed-loop demo over ROS 2: simulator and controller as two processes, recorded here.
 
     continuum-ctrl demo [--arm continuum|2r|panda|FILE] [--duration S] [--out DIR]
+                        [--engine builtin|mujoco]
 
 Starts the nodes of `launch_description.simulation` (the exact `--ros-args` command lines of
 the launch files), waits until the controller is active, records `~/state`, `~/commands` and
@@ -10,23 +11,30 @@ the launch files), waits until the controller is active, records `~/state`, `~/c
 into DIR: `closed_loop.png` (desired vs actual positions, and the commands), `closed_loop.csv`
 (one row per control tick: time, desired and actual position, effort and command per joint),
 `closed_loop.mcap` (a rosbag2 MCAP bag of `/joint_states`, the commands and `~/state`, for
-`continuum-ctrl identify`, Foxglove and `ros2 bag info`) and the nodes' logs.
+`continuum-ctrl identify`, Foxglove and `ros2 bag info`) and the nodes' logs. `--engine`
+sets the simulator's `engine` over the file's (through DIR/engine.yaml, a parameter file
+given after it); the printout names the engine that ran.
 """
 
 import argparse
 import csv
+import dataclasses
 import sys
 from pathlib import Path
 
+import yaml
+
 import numpy as np
 
-from continuum_ctrl.launch_description import arm_config, ARMS, simulation
+from continuum_ctrl.launch_description import arm_config, ARMS, SIMULATOR, simulation
+from continuum_ctrl.params import file_parameters
 from continuum_ctrl.launch_runner import start, stop
 from continuum_ctrl.ros.controller_node import LATE_FACTOR
 from continuum_ctrl.ros.conversion import REJECT_KINDS
 from continuum_ctrl.ros.node_settings import check_parameter_file
 from continuum_ctrl.ros.recorder import Recorder
 from continuum_ctrl.ros.task_plot import plot_task, task_model
+from continuum_ctrl.sim.plant import ENGINES
 
 #: seconds allowed for the nodes to start (model set-up, JIT compilation)
 START_TIMEOUT = 60.0
@@ -165,6 +173,20 @@ def plot_task_space(controller, out, names, t, q_des, q):
             f'{np.max(error) * 1e3:.3f} mm; wrote {out / "task_space.png"}')
 
 
+def with_engine(nodes, engine, out):
+    """
+    Return `nodes` with the simulator's `engine` set to `engine` (None: as the files say).
+
+    The setting goes into ``out/engine.yaml``, given after the simulator's own files.
+    """
+    if engine is None:
+        return nodes
+    path = Path(out) / 'engine.yaml'
+    path.write_text(yaml.safe_dump({SIMULATOR: {'ros__parameters': {'engine': engine}}}))
+    return [dataclasses.replace(node, parameters=node.parameters + (path,))
+            if node.name == SIMULATOR else node for node in nodes]
+
+
 def main(argv=None):
     """Run the demo; return 0 on success, 2 for a bad parameter file, 1 when the nodes fail."""
     parser = argparse.ArgumentParser(prog='continuum-ctrl demo', description=__doc__.split(
@@ -174,11 +196,16 @@ def main(argv=None):
                              f"(default: continuum)")
     parser.add_argument('--duration', type=float, default=8.0, help='seconds recorded')
     parser.add_argument('--out', default='demo_out', help='output directory')
+    parser.add_argument('--engine', choices=ENGINES, default=None,
+                        help="the simulator's physics engine (default: the file's, else "
+                             "builtin)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    nodes = simulation(arm_config(args.arm))
-    check_parameter_file(nodes[0].parameters[0], [node.name for node in nodes])
+    nodes = with_engine(simulation(arm_config(args.arm)), args.engine, out)
+    check_parameter_file(nodes[0].parameters[0], [nodes[0].name])
+    check_parameter_file(list(nodes[1].parameters), [nodes[1].name])
+    engine = file_parameters(list(nodes[1].parameters), SIMULATOR)[0].get('engine', 'builtin')
     logs = [open(out / f'{node.name}.log', 'w') for node in nodes]
     processes = []
     try:
@@ -224,8 +251,8 @@ def main(argv=None):
     scale, unit, _, _ = units(names, command)
     digits = 3 if unit == 'mm' else 4
     ticks, late = tick_counts(t)
-    print(f'closed loop over ROS 2: {args.arm}, {t[-1] - t[0]:.1f} s from activation, '
-          f'{len(t)} ticks recorded')
+    print(f'closed loop over ROS 2: {args.arm}, engine {engine}, {t[-1] - t[0]:.1f} s from '
+          f'activation, {len(t)} ticks recorded')
     print(f'{"group":<12} {"RMS error":>12} {"max error":>12}')
     for key, rms, worst in summary(names, error):
         print(f'{key:<12} {scale * rms:9.{digits}f} {unit:<3}{scale * worst:9.{digits}f} {unit}')

@@ -14,12 +14,14 @@
   timer is due). The header stamp is the plant's time, the moment the state holds (the
   timer's due time when `step` divides the publishing period; else up to one `step` before
   publication), as a driver stamps the moment it read the sensors.
-- pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands; the same totals are logged
-  once more when the node stops (`run totals: ...`). Also `commands_per_step`, commands
-  accepted per plant step in the window: the plant holds one command over each step, so above
-  FAST_COMMANDS it cannot see the command's faster changes (at a 1 kHz controller and the
-  2 ms step, a period-2 alternation of the command has no effect on the plant, and nothing
-  damps it): one warning asks for a `step` at most the controller's period.
+- pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands, the engine and, with
+  MuJoCo, `contact_force_n` (the sum of the contact normal forces at that moment, N); the
+  totals are logged once more when the node stops (`run totals: ...`). Also
+  `commands_per_step`, commands accepted per plant step in the window: the plant holds one
+  command over each step, so above FAST_COMMANDS it cannot see the command's faster changes
+  (at a 1 kHz controller and the 2 ms step, a period-2 alternation of the command has no
+  effect on the plant, and nothing damps it): one warning asks for a `step` at most the
+  controller's period.
 """
 
 import time
@@ -60,8 +62,7 @@ class SimulatorNode(Node):
         self.plant = Plant(settings)
         # one step, discarded: the first model evaluation in a process loads the compiled
         # kernels (~0.4 s), which must not stall the first real-time step
-        settings.integrator(self.plant.model, self.plant.q, self.plant.qd,
-                            self.plant.zero_input(), settings.step)
+        self.plant.engine.warm_up(self.plant.zero_input(), settings.step)
         n = self.plant.model.n
         self.rejected = 0
         self.resets = 0
@@ -83,8 +84,8 @@ class SimulatorNode(Node):
         self._wall = time.perf_counter()
         self._step_time = 0.0
         self.get_logger().info(
-            f'plant {type(self.plant.model).__name__} ({n} joints), step {settings.step} s, '
-            f'{settings.publish_rate_hz:g} Hz, input {settings.mode}')
+            f'plant {type(self.plant.model).__name__} ({n} joints), engine {settings.engine}, '
+            f'step {settings.step} s, {settings.publish_rate_hz:g} Hz, input {settings.mode}')
 
     def _parse(self, tree):
         node, rest = SimulatorNodeSettings.split(tree)
@@ -92,8 +93,8 @@ class SimulatorNode(Node):
 
     def _on_change(self, settings, names):
         previous = self.node_settings.realtime_priority
-        self.node_settings, self.plant.settings = settings
-        self.plant.model = self.plant.settings.model
+        self.node_settings, plant_settings = settings
+        self.plant.update(plant_settings)
         self.apply_realtime_priority(previous)  # callbacks run on the loop thread
         self.get_logger().info(f'parameters changed: {sorted(names)}')
 
@@ -178,7 +179,11 @@ class SimulatorNode(Node):
         now = time.perf_counter()
         window, self._wall = now - self._wall, now
         values = {**self.totals(), 'cpu_share_stepping': f'{self._step_time / window:.3f}',
-                  'commands_per_step': f'{self.commands_per_step():.2f}'}
+                  'commands_per_step': f'{self.commands_per_step():.2f}',
+                  'engine': self.plant.settings.engine}
+        contact = self.plant.engine.contact_force()
+        if contact is not None:
+            values['contact_force_n'] = f'{contact:.3f}'
         self._step_time = 0.0
         status = DiagnosticStatus(name=f'{self.get_name()}: plant',
                                   hardware_id=self.get_fully_qualified_name(),

@@ -68,15 +68,16 @@ def simulate(plant, law, reference, q0, qd0, duration, dt, control_period=None,
     `plant`: the DynamicsModel integrated; `law`: ``law(q, qd, q_des, qd_des, qdd_des) -> tau``;
     `reference`: ``reference.sample(t) -> (q_des, qd_des, qdd_des)``; `dt`: integration step
     (s); `control_period`: a whole multiple of `dt` (s), or None for continuous control;
-    `integrator`: a name in INTEGRATORS. The log's tau is the force applied from each sample on.
+    `integrator`: a name in INTEGRATORS, or a step function of their signature (another
+    engine's, such as a MuJoCo arm's). The log's tau is the force applied from each sample on.
     Raises SimulationDiverged when the state turns non-finite or the model rejects it.
     """
-    if integrator not in INTEGRATORS:
+    if not callable(integrator) and integrator not in INTEGRATORS:
         raise ConfigError('sim.integrator', f'must be one of {sorted(INTEGRATORS)}, '
                                             f'got {integrator!r}')
     if not dt > 0.0:
         raise ConfigError('sim.dt', f'must be > 0, got {dt}')
-    step = INTEGRATORS[integrator]
+    step = integrator if callable(integrator) else INTEGRATORS[integrator]
     steps = _ticks(duration, dt, 'sim.duration')
     ticks = None if control_period is None else _ticks(control_period, dt, 'control.period')
     n = plant.n

@@ -17,6 +17,12 @@ generalized forces (the same ActuationMap), with the PMA area scaled by `mismatc
 and the dead zone replaced by `mismatch.deadzone` where given.
 In pressure mode, `actuator.*` puts valve dynamics (sim/actuator.py) between the command and
 the pressure that pushes.
+
+`engine` says what integrates the arm: `builtin`, the plant model itself with `integrator`, or
+`mujoco`, a continuum arm as a MuJoCo disc stack (sim/mujoco_arm.py, sim/mujoco_plant.py)
+built from the same `model.sections.*` (mismatch applied; `model.limit_stiffness` is replaced
+by the disc stack's soft stops) with `mujoco.discs` discs per section, integrated in
+`mujoco.timestep` steps within each `step`, among the obstacles `mujoco.obstacles.*`.
 """
 
 from dataclasses import dataclass
@@ -32,7 +38,10 @@ from continuum_ctrl.models import load_model
 from continuum_ctrl.params import ConfigError, Field, Reader
 from continuum_ctrl.sim.actuator import Actuator
 from continuum_ctrl.sim.integrators import INTEGRATORS
+from continuum_ctrl.sim.mujoco_arm import continuum_mjcf, Obstacles
 
+#: the physics engines the plant can run on
+ENGINES = ('builtin', 'mujoco')
 #: the simulator's parameters besides `model.*` and the shared `joints` and `output.*`
 FIELDS = {
     'step': Field('number', 0.001, 'fixed integration step, s', 1e-5, 0.05),
@@ -65,6 +74,14 @@ FIELDS = {
                                     0.0, 1.0),
     'actuator.delay': Field('number', 0.0, 'pressure mode: dead time of the applied PMA '
                             'pressure, s (0: none)', 0.0, 1.0),
+    'engine': Field('string', 'builtin', 'physics engine: ' + ' | '.join(ENGINES)),
+    'mujoco.discs': Field('integer', 4, 'mujoco: rigid discs per continuum section', 1, 64),
+    'mujoco.timestep': Field('number', 0.0005, 'mujoco: integration step within each `step`, '
+                             'which it must divide, s', 1e-5, 0.05),
+    'mujoco.obstacles.boxes': Field('numbers', ..., 'mujoco: fixed boxes in the base frame, '
+                                    '6 numbers each: centre x y z, half sizes, m'),
+    'mujoco.obstacles.spheres': Field('numbers', ..., 'mujoco: fixed spheres in the base '
+                                      'frame, 4 numbers each: centre x y z, radius, m'),
     'actuator.max_rate': Field('number', 0.0, 'pressure mode: slew-rate limit of the applied '
                                'PMA pressure, Pa/s (0: none)', 0.0, 1e12),
 }
@@ -99,6 +116,8 @@ class PlantSettings:
     noise_velocity: float
     noise_seed: int
     actuator: Tuple[float, float, float] = (0.0, 0.0, 0.0)
+    engine: str = 'builtin'
+    mujoco: Optional['MujocoOptions'] = None
 
     @classmethod
     def parse(cls, tree: Dict[str, Any], model_namespace: Dict[str, Any]) -> 'PlantSettings':
@@ -116,9 +135,12 @@ class PlantSettings:
         initial.finish()
         actuator = _actuator(top.namespace('actuator'), actuation)
         noise = top.namespace('noise')
+        engine = top.string('engine', 'builtin', ENGINES)
+        step = _field(top, 'step')
+        options = MujocoOptions.read(top.namespace('mujoco'), engine, model, step)
         settings = cls(
             model=model, vectors=vec, mode=mode, actuation=actuation,
-            step=_field(top, 'step'),
+            step=step,
             integrator=INTEGRATORS[_field(top, 'integrator')],
             publish_rate_hz=_field(top, 'publish_rate_hz'),
             command_timeout=_field(top, 'command_timeout'),
@@ -128,10 +150,55 @@ class PlantSettings:
             noise_position=_field(noise, 'position'),
             noise_velocity=_field(noise, 'velocity'),
             noise_seed=_field(noise, 'seed'),
-            actuator=actuator)
+            actuator=actuator, engine=engine, mujoco=options)
         noise.finish()
         top.finish()
         return settings
+
+
+@dataclass(frozen=True)
+class MujocoOptions:
+    """The `mujoco.*` settings: discs per section, MuJoCo's step (s), obstacles."""
+
+    discs: int
+    timestep: float
+    obstacles: Obstacles
+
+    @classmethod
+    def read(cls, reader, engine, model, step):
+        """
+        Read `mujoco.*`, checked with any engine; return None unless `engine` is mujoco.
+
+        ConfigError names the key.
+        """
+        if engine == 'mujoco' and not hasattr(model, 'spec'):
+            raise ConfigError('engine', f"'mujoco' simulates continuum arms; the plant "
+                                        f"{type(model).__name__} has no continuum sections")
+        timestep = _field(reader, 'timestep')
+        ratio = step / timestep
+        if abs(ratio - round(ratio)) > 1e-9 * ratio:
+            raise ConfigError(reader.key('timestep'), f'must divide step {step} s, got '
+                                                      f'{timestep} s')
+        shapes = reader.namespace('obstacles')
+        boxes = _groups(shapes, 'boxes', 6)
+        spheres = _groups(shapes, 'spheres', 4)
+        shapes.finish()
+        options = cls(discs=_field(reader, 'discs'), timestep=timestep,
+                      obstacles=Obstacles(boxes, spheres))
+        reader.finish()
+        return options if engine == 'mujoco' else None
+
+
+def _groups(reader, name, size):
+    """Return the obstacles of `name` as tuples of `size` numbers (sizes > 0)."""
+    values = reader.field(name, FIELDS[reader.key(name)]) if reader.has(name) else []
+    if len(values) % size:
+        raise ConfigError(reader.key(name), f'must hold {size} numbers per obstacle, got '
+                                            f'{len(values)}')
+    shapes = tuple(tuple(values[k:k + size]) for k in range(0, len(values), size))
+    if any(v <= 0.0 for shape in shapes for v in shape[3:]):
+        raise ConfigError(reader.key(name), 'sizes must be > 0')
+    return shapes
 
 
 def _field(reader: Reader, name: str) -> Any:
@@ -192,14 +259,64 @@ def _scaled_links(model, spec, mismatch):
     return model
 
 
+class Integrated:
+    """The built-in engine: the plant model integrated by the settings' `integrator`."""
+
+    def __init__(self, settings):
+        self.model, self.integrator = settings.model, settings.integrator
+        self.q = self.qd = np.zeros(self.model.n)
+
+    def reset(self, q0):
+        """Rest at `q0` (model order); return ``(q, qd)``."""
+        self.q, self.qd = np.array(q0, dtype=float), np.zeros(self.model.n)
+        return self.q, self.qd
+
+    def step(self, tau, dt):
+        """Advance by `dt` s with the generalized force `tau` held; return ``(q, qd)``."""
+        self.q, self.qd = self.integrator(self.model, self.q, self.qd, tau, dt)
+        return self.q, self.qd
+
+    def warm_up(self, tau, dt):
+        """Make one step and discard it: the first compiled call of a process loads kernels."""
+        self.integrator(self.model, self.q, self.qd, tau, dt)
+
+    def contact_force(self):
+        """Return None: the built-in plant has no contacts."""
+        return None
+
+
+def mujoco_xml(settings):
+    """Return the MJCF of the MuJoCo arm of `settings` (engine mujoco)."""
+    spec, options = settings.model.spec, settings.mujoco
+    return continuum_mjcf(spec, [options.discs] * spec.sections, options.timestep,
+                          options.obstacles)
+
+
+def new_engine(settings, q=None):
+    """
+    Return the engine of `settings`, at rest at `q` (model order; default the initial pose).
+
+    `mujoco` is imported only for the mujoco engine.
+    """
+    engine: Any
+    if settings.engine == 'mujoco':
+        from continuum_ctrl.sim.mujoco_plant import MujocoArm
+        engine = MujocoArm(mujoco_xml(settings), settings.model.spec, settings.mujoco.timestep)
+    else:
+        engine = Integrated(settings)
+    engine.reset(settings.initial if q is None else q)
+    return engine
+
+
 class Plant:
     """
     The simulated arm: state, held input and real-time stepping.
 
     `q`, `qd` (model order) and `t` (s) are the current state; `tau` the held generalized
     force commanded. `valves` (pressure mode with `actuator.*` set, else None) holds the
-    applied pressures, which make the force. `overruns` counts wake-ups that had to drop
-    simulated time, `steps` the integration steps and `commands` the commands accepted.
+    applied pressures, which make the force; `engine` integrates (`new_engine`). `overruns`
+    counts wake-ups that had to drop simulated time, `steps` the integration steps and
+    `commands` the commands accepted.
     """
 
     def __init__(self, settings):
@@ -216,12 +333,31 @@ class Plant:
         if settings.actuation is not None and any(settings.actuator):
             time_constant, delay, max_rate = settings.actuator
             self.valves = Actuator(time_constant, delay, max_rate, settings.actuation.p_min)
+        self.engine = new_engine(settings)
+        self.q: np.ndarray = self.engine.q
+        self.qd: np.ndarray = self.engine.qd
         self.reset()
+
+    def update(self, settings):
+        """
+        Take new settings (the node's parameter change) and keep the state.
+
+        The built-in engine goes on from the state with the new model; a MuJoCo arm whose
+        model changed is built anew at the current pose, at rest.
+        """
+        self.settings, self.model = settings, settings.model
+        if settings.engine == 'mujoco' and getattr(self.engine, 'xml', None) == mujoco_xml(
+                settings):
+            return
+        q, qd = self.q, self.qd
+        self.engine = new_engine(settings, q)
+        if settings.engine == 'builtin':
+            self.engine.qd = qd
+        self.q, self.qd = self.engine.q, self.engine.qd
 
     def reset(self):
         """Return to the initial pose at rest; the clock restarts at the next `advance`."""
-        self.q = self.settings.initial.copy()
-        self.qd = np.zeros(self.model.n)
+        self.q, self.qd = self.engine.reset(self.settings.initial)
         self._grid = None               # (origin s, steps since) once the clock runs
         if self.valves is not None:
             self.valves.reset(self.settings.actuation.p_min)
@@ -294,7 +430,7 @@ class Plant:
             tau = self.tau if fresh else self.zero_input()
             if self.valves is not None:
                 tau = self._valve_force(fresh, dt)
-            self.q, self.qd = self.settings.integrator(self.model, self.q, self.qd, tau, dt)
+            self.q, self.qd = self.engine.step(tau, dt)
             count += 1
             self._grid = origin, count
             steps += 1

@@ -1,0 +1,169 @@
+"""
+MuJoCo as the plant's physics engine: the continuum arm's disc stack (sim/mujoco_arm.py).
+
+    engine = MujocoArm(continuum_mjcf(spec, discs, timestep, obstacles), spec, timestep)
+    q, qd = engine.reset(q0)        # PMA length changes (m) and their rates (m/s)
+    q, qd = engine.step(tau, dt)    # dt s (MuJoCo steps of at most `timestep`), PMA forces tau (N)
+
+The state is what the simulator publishes: each PMA's length change, the sum of its pieces'
+tendon lengths minus L, and its rate. `mujoco` is imported here only, so the built-in engine
+runs without it. Integrator: MuJoCo's `implicitfast` (the stiff PMA damping implicitly).
+"""
+
+import math
+
+import numpy as np
+
+from continuum_ctrl.sim.mujoco_arm import body_name, piece_name
+
+#: Newton iterations placing the disc stack at a given PMA pose, and their tolerance (m)
+POSE_ITERATIONS = 20
+POSE_TOLERANCE = 1e-12
+
+
+def _mujoco():
+    import mujoco
+    return mujoco
+
+
+class MujocoArm:
+    """
+    A continuum arm integrated by MuJoCo; `n` PMAs, state in the model's joint order.
+
+    `xml`: its MJCF from `continuum_mjcf` for `spec`; `timestep`: the longest MuJoCo step, s.
+    `q`, `qd`: the state after the last `reset` or `step`.
+    """
+
+    def __init__(self, xml, spec, timestep):
+        mujoco = _mujoco()
+        self.spec, self.xml, self.timestep = spec, xml, timestep
+        self.model = mujoco.MjModel.from_xml_string(xml)
+        self.data = mujoco.MjData(self.model)
+        self.n = 3 * spec.sections
+        self.discs = [self._count(i) for i in range(spec.sections)]
+        # piece tendon ids per PMA (model order: section-major, PMA-minor)
+        pieces = [[mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_TENDON,
+                                     piece_name(i + 1, j + 1, k + 1))
+                   for k in range(self.discs[i])]
+                  for i in range(spec.sections) for j in range(3)]
+        self._flat = np.array([t for piece in pieces for t in piece])
+        self._owner = np.repeat(np.arange(self.n), [len(piece) for piece in pieces])
+        actuated = [mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR,
+                                      mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_TENDON,
+                                                        int(t))) for t in self._flat]
+        self._ctrl = np.asarray(actuated, dtype=int)
+        self._rest = np.repeat(spec.length, 3)
+        self._section_dofs = [self._dofs(i) for i in range(spec.sections)]
+
+    def _count(self, i):
+        """Return the number of discs of section `i` in the model."""
+        mujoco = _mujoco()
+        k = 0
+        while mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY,
+                                body_name(i + 1, k + 1)) >= 0:
+            k += 1
+        return k
+
+    def _dofs(self, i):
+        """Return the qpos addresses (x, y, z) of section `i`'s discs, (N, 3)."""
+        mujoco = _mujoco()
+        return np.array([[self.model.jnt_qposadr[mujoco.mj_name2id(
+            self.model, mujoco.mjtObj.mjOBJ_JOINT, f'{body_name(i + 1, k)}_{axis}')]
+            for axis in 'xyz'] for k in range(1, self.discs[i] + 1)])
+
+    def state(self):
+        """Return ``(q, qd)``: PMA length changes (m) and rates (m/s) at the current pose."""
+        d = self.data
+        self.q = np.bincount(self._owner, d.ten_length[self._flat], self.n) - self._rest
+        self.qd = np.bincount(self._owner, d.ten_velocity[self._flat], self.n)
+        return self.q, self.qd
+
+    def step(self, tau, dt):
+        """
+        Advance by `dt` s with PMA forces `tau` (N, model order) held; return the state.
+
+        `dt` is split into equal MuJoCo steps of at most `timestep`. Between calls MuJoCo's
+        position and velocity stage has run at the current state (`mj_step1`), so the
+        tendon lengths are the state's and the next step goes on from them.
+        """
+        mujoco = _mujoco()
+        m, d = self.model, self.data
+        steps = max(1, math.ceil(dt / self.timestep - 1e-9))
+        m.opt.timestep = dt / steps
+        d.ctrl[self._ctrl] = np.asarray(tau)[self._owner]
+        mujoco.mj_step2(m, d)
+        if steps > 1:
+            mujoco.mj_step(m, d, steps - 1)
+        mujoco.mj_step1(m, d)
+        self._check()
+        return self.state()
+
+    def _check(self):
+        """
+        Raise ArithmeticError when MuJoCo met a non-finite or huge state or input.
+
+        MuJoCo then resets its data to the model's rest pose and goes on; a plant that jumps
+        there would hide the divergence, so the plant's caller hears of it instead.
+        """
+        mujoco = _mujoco()
+        bad = [mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
+               mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADCTRL]
+        counts = [self.data.warning[int(w)].number for w in bad]
+        if any(counts):
+            for w in bad:
+                self.data.warning[int(w)].number = 0
+            raise ArithmeticError('MuJoCo: the simulation is unstable (non-finite or huge '
+                                  'state, acceleration or force)')
+
+    def warm_up(self, tau, dt):
+        """Do nothing: MuJoCo compiles nothing on its first step."""
+
+    def reset(self, q0):
+        """Place the arm at rest at the PMA pose `q0` (m); return the state."""
+        mujoco = _mujoco()
+        m, d = self.model, self.data
+        mujoco.mj_resetData(m, d)
+        q0 = np.asarray(q0, dtype=float)
+        for i, dofs in enumerate(self._section_dofs):
+            self._place(i, dofs, q0[3 * i:3 * i + 3])
+        mujoco.mj_step1(m, d)
+        return self.state()
+
+    def _place(self, i, dofs, target):
+        """Bend section `i` into equal segments whose PMA lengths are `target` (Newton)."""
+        mujoco = _mujoco()
+        m, d = self.model, self.data
+        spec, N = self.spec, self.discs[i]
+        l1, l2, l3 = target
+        r = spec.radius[i]
+        u = (l2 + l3 - 2.0 * l1) / (3.0 * r)
+        w = (l3 - l2) / (np.sqrt(3.0) * r)
+        x = np.array([-w, u, (l1 + l2 + l3) / 3.0]) / N    # hinge x, hinge y, slide
+
+        def lengths(x):
+            d.qpos[dofs] = x
+            mujoco.mj_kinematics(m, d)
+            mujoco.mj_comPos(m, d)
+            mujoco.mj_tendon(m, d)
+            return self.state()[0][3 * i:3 * i + 3]
+
+        for _ in range(POSE_ITERATIONS):
+            residual = lengths(x) - target
+            if np.max(np.abs(residual)) < POSE_TOLERANCE:
+                break
+            J = np.empty((3, 3))
+            for c in range(3):
+                e = np.zeros(3)
+                e[c] = 1e-7
+                J[:, c] = (lengths(x + e) - lengths(x - e)) / 2e-7
+            x = x - np.linalg.solve(J, residual)
+        lengths(x)
+
+    def contact_force(self):
+        """Return the sum of the normal forces of the current contacts, N."""
+        mujoco = _mujoco()
+        total, wrench = 0.0, np.zeros(6)
+        for c in range(self.data.ncon):
+            mujoco.mj_contactForce(self.model, self.data, c, wrench)
+            total += abs(wrench[0])
+        return total
