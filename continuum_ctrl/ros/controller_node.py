@@ -260,7 +260,9 @@ class ControllerNode(LifecycleNode):
 
         if self.command_out is None:        # made once, kept over cleanup (see `_release`)
             self.command_out = CommandPublisher(self, '~/commands', n)
-            self.state_pub = self.create_publisher(JointTrajectory, '~/state', 10)
+            # deep enough for a whole batch (the ring): a sample lost on the way can be repaired
+            self.state_pub = self.create_publisher(JointTrajectory, '~/state',
+                                                   len(self.states.times))
             self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
             self.create_subscription(JointState, 'joint_states', self._on_joint_states,
                                      qos_profile_sensor_data, raw=True)
