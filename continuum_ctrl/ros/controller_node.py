@@ -74,6 +74,7 @@ from continuum_ctrl.control.settings import ControllerSettings, FIELDS
 from continuum_ctrl.control.starvation import StarvationDetector
 from continuum_ctrl.launch_description import CONTROLLER as NODE_NAME
 from continuum_ctrl.models import load_model
+from continuum_ctrl.models.continuum.jit import on_compile
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.ros.conversion import (FOREIGN, JointStateReader, REJECT_KINDS, Rejected,
                                            stamp_seconds, trajectory_arrays)
@@ -123,6 +124,7 @@ class ControllerNode(LifecycleNode):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, automatically_declare_parameters_from_overrides=True,
                          **kwargs)
+        on_compile(self.get_logger().info)      # a cold kernel cache: say so at once
         self.params = NodeParameters(self, NODE_FIELDS, self._on_change)
         self.autostart = self.params.values.get('autostart', True)
         self.error: Optional[ConfigError] = None
