@@ -28,11 +28,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.ros]
 
 def install(prefix, work):
     """Install the package into `prefix` as colcon does; return its site-packages and output."""
-    done = subprocess.run([sys.executable, 'setup.py', '-q', 'egg_info', '--egg-base', str(work),
-                    'build', '--build-base', str(work / 'build'), 'install', '--prefix',
-                    str(prefix), '--single-version-externally-managed', '--record',
-                    str(work / 'record.txt')], cwd=ROOT, check=True, capture_output=True,
-                   text=True, timeout=2400)
+    done = subprocess.run([sys.executable, 'setup.py', '-q', 'egg_info', '--egg-base',
+                           str(work), 'build', '--build-base', str(work / 'build'), 'install',
+                           '--prefix', str(prefix), '--single-version-externally-managed',
+                           '--record', str(work / 'record.txt')], cwd=ROOT, check=True,
+                          capture_output=True, text=True, timeout=2400)
     return next(prefix.glob('lib/python3*/site-packages')), done.stdout
 
 
