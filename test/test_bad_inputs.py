@@ -18,6 +18,8 @@ from continuum_ctrl.launch_description import find_executable
 pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).resolve().parent / 'bad_inputs'
+#: made by the test without read permission (git keeps no such file)
+UNREADABLE = 'unreadable.yaml'
 #: input -> (argument, what the error line must name, kind: any | symbolic | continuum)
 CORPUS = {
     'syntax_error': (HERE / 'syntax_error.yaml', 'syntax_error.yaml', 'any'),
@@ -28,6 +30,10 @@ CORPUS = {
     'unknown_key': (HERE / 'unknown_key.yaml', "'model.sections.colour'", 'continuum'),
     'wrong_type': (HERE / 'wrong_type.yaml', "'model.sections.mass'", 'continuum'),
     'wrong_count': (HERE / 'wrong_count.yaml', "'model.sections.radius'", 'continuum'),
+    'binary': (HERE / 'binary.yaml', 'binary.yaml', 'any'),
+    'not_utf8': (HERE / 'not_utf8.yaml', 'not_utf8.yaml', 'any'),
+    'directory': (HERE, 'bad_inputs', 'any'),
+    'unreadable': (UNREADABLE, 'unreadable.yaml', 'any'),
 }
 ALL = ('any', 'symbolic', 'continuum')
 #: entry point -> (command line for an input and an output directory, kinds it reads, marks)
@@ -47,6 +53,25 @@ ENTRY_POINTS = {
                                     '20'], ('any', 'continuum'), []),
     'identify': (lambda arg, out: ['identify', str(arg), str(out / 'run.csv')], ALL, []),
 }
+
+
+def unreadable_file(folder):
+    """
+    Return a parameter file in `folder` that this process may not read.
+
+    Skips the test where permissions do not bind (root reads any file): there the case
+    would pass without testing anything.
+    """
+    path = folder / UNREADABLE
+    path.write_text((HERE / 'unknown_key.yaml').read_text())
+    path.chmod(0)
+    try:
+        path.open().close()
+    except PermissionError:
+        return path
+    pytest.skip('a file without read permission is readable here (running as root)')
+
+
 CASES = [pytest.param(entry, name, id=f'{entry}-{name}', marks=marks)
          for entry, (_, kinds, marks) in ENTRY_POINTS.items()
          for name, (_, _, kind) in CORPUS.items() if kind in kinds]
@@ -55,6 +80,8 @@ CASES = [pytest.param(entry, name, id=f'{entry}-{name}', marks=marks)
 @pytest.mark.parametrize('entry, name', CASES)
 def test_a_bad_input_gives_one_error_line_naming_it_and_status_2(entry, name, tmp_path):
     arg, named, _ = CORPUS[name]
+    if arg == UNREADABLE:
+        arg = unreadable_file(tmp_path)
     line = ENTRY_POINTS[entry][0](arg, tmp_path)
     if not Path(line[0]).is_absolute():           # a continuum-ctrl command
         line = [sys.executable, '-m', 'continuum_ctrl.cli'] + line

@@ -1,12 +1,13 @@
 """
-First start of an installed package: after `continuum-ctrl warm`, a node starts in seconds.
+First start of an installed package: after the install alone, a node starts in seconds.
 
 The package is installed the way colcon installs an ament_python package (`setup.py install
---prefix ... --single-version-externally-managed`) into a fresh tree; the warm step compiles
-the continuum kernels into that tree's cache, and the simulator node (integral model: the
-kernels that take longest) is started from the tree. Printed: the start times; asserted,
-with a generous bound for a loaded machine: the start after warming stays under
-FIRST_START_BOUND (about 3 s on an idle machine, against 40 s or more without the warm step).
+--prefix ... --single-version-externally-managed`) into a fresh tree; the install ends with
+the warm step, which compiles the continuum kernels into that tree's cache, and the simulator
+node (integral model: the kernels that take longest) is started from the tree. Printed: the
+install and start times; asserted, with a generous bound for a loaded machine: the first
+start stays under FIRST_START_BOUND (about 3 s on an idle machine, against minutes with a
+cold cache).
 """
 
 import os
@@ -26,13 +27,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.ros]
 
 
 def install(prefix, work):
-    """Install the package into `prefix` as colcon does; return its site-packages."""
-    subprocess.run([sys.executable, 'setup.py', '-q', 'egg_info', '--egg-base', str(work),
-                    'build', '--build-base', str(work / 'build'), 'install', '--prefix',
-                    str(prefix), '--single-version-externally-managed', '--record',
-                    str(work / 'record.txt')], cwd=ROOT, check=True, capture_output=True,
-                   timeout=600)
-    return next(prefix.glob('lib/python3*/site-packages'))
+    """Install the package into `prefix` as colcon does; return its site-packages and output."""
+    done = subprocess.run([sys.executable, 'setup.py', '-q', 'egg_info', '--egg-base',
+                           str(work), 'build', '--build-base', str(work / 'build'), 'install',
+                           '--prefix', str(prefix), '--single-version-externally-managed',
+                           '--record', str(work / 'record.txt')], cwd=ROOT, check=True,
+                          capture_output=True, text=True, timeout=2400)
+    return next(prefix.glob('lib/python3*/site-packages')), done.stdout
 
 
 def start_seconds(prefix, env, timeout=300.0):
@@ -55,20 +56,19 @@ def start_seconds(prefix, env, timeout=300.0):
         node.wait(timeout=30)
 
 
-def test_an_installed_package_starts_fast_once_warmed(tmp_path):
+def test_an_installed_package_starts_fast_after_the_install_alone(tmp_path):
     prefix = tmp_path / 'install'
-    site = install(prefix, tmp_path)
+    site, output = install(prefix, tmp_path)
     env = dict(os.environ, PYTHONPATH=str(site), AMENT_PREFIX_PATH=str(prefix))
     # the installed copy, not the source tree, is what runs
     where = subprocess.run([sys.executable, '-c', 'import continuum_ctrl; '
                             'print(continuum_ctrl.__file__)'], env=env, cwd=tmp_path,
                            capture_output=True, text=True, check=True).stdout
     assert where.startswith(str(site))
-    warm = subprocess.run([sys.executable, '-m', 'continuum_ctrl.cli', 'warm'], env=env,
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert warm.returncode == 0, warm.stderr
+    assert 'kernels ready in' in output, output
     assert list(site.glob('continuum_ctrl/models/continuum/__pycache__/*.nbi'))
     seconds = start_seconds(prefix, env)
-    print(f'installed simulator node, first start after warm: {seconds:.1f} s '
-          f'({warm.stdout.strip()})')
+    ready = next(line for line in output.splitlines() if 'kernels ready in' in line)
+    print(f'installed simulator node, first start after the install: {seconds:.1f} s '
+          f'(install: {ready})')
     assert seconds < FIRST_START_BOUND

@@ -1,9 +1,12 @@
 """The parameter home: rcl's merge rules, one reader for nodes and CLI, errors naming keys."""
 
+from pathlib import Path
+import shutil
+
 import pytest
 
 from continuum_ctrl.params import (config_path, ConfigError, file_parameters, model_spec,
-                                   node_parameters, Reader)
+                                   node_parameters, read_yaml, Reader)
 
 
 def test_model_spec_of_a_node_merges_the_wildcard_section_as_rcl_does():
@@ -57,3 +60,42 @@ def test_a_typo_beside_a_required_key_names_the_typo():
     with pytest.raises(ConfigError) as err:
         Reader({'potential': '0'}, 'model').strings('mass_matrix')
     assert err.value.key == 'model.mass_matrix'
+
+
+BAD_INPUTS = Path(__file__).resolve().parent / 'bad_inputs'
+
+
+def unreadable(path):
+    """Make `path` a file without read permission; skip where that binds nobody (root)."""
+    path.write_text('/**: {ros__parameters: {}}\n')
+    path.chmod(0)
+    try:
+        path.open().close()
+    except PermissionError:
+        return path
+    pytest.skip('a file without read permission is readable here (running as root)')
+
+
+@pytest.mark.parametrize('kind, reason', [('binary', 'binary data'),
+                                          ('not_utf8', 'another encoding'),
+                                          ('directory', 'Is a directory'),
+                                          ('unreadable', 'Permission denied')])
+@pytest.mark.parametrize('read', ['parameters', 'run'])
+def test_an_unreadable_file_is_one_config_error_naming_it(kind, reason, read, tmp_path):
+    from continuum_ctrl.identify.data import Joints, read_run
+
+    path = {'binary': BAD_INPUTS / 'binary.yaml', 'not_utf8': BAD_INPUTS / 'not_utf8.yaml',
+            'directory': tmp_path / 'folder.csv', 'unreadable': tmp_path / 'run.csv'}[kind]
+    if kind == 'directory':
+        path.mkdir()
+    elif kind == 'unreadable':
+        unreadable(path)
+    if read == 'run' and path.suffix != '.csv':     # a run is read as CSV by its suffix
+        path = Path(shutil.copy(path, tmp_path / 'run.csv'))
+    with pytest.raises(ConfigError) as error:
+        if read == 'parameters':
+            read_yaml(path)
+        else:
+            read_run(path, Joints(['a'], ['a']))
+    assert str(path) in str(error.value) and reason in str(error.value)
+    assert '\n' not in str(error.value)

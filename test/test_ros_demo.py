@@ -2,11 +2,14 @@
 
 import csv
 import os
+from pathlib import Path
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+
+from continuum_ctrl.ros.closed_loop_demo import COMPLETE, MAX_GAP
 
 #: starts node processes or DDS participants, for more than a few seconds
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -14,6 +17,31 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 #: reference amplitude of config/continuum_3section.yaml, m: holding still would err by this
 AMPLITUDE = 0.007
 P_MAX = 5e5
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def assert_complete(out, rate_hz):
+    """
+    Assert the demo's recording in `out` holds COMPLETE of its ticks, no gap over MAX_GAP.
+
+    Checked in the CSV (one row per tick from activation on) and in the bag's ~/state over
+    the same span; the ticks expected are those of the span on the loop's grid.
+    """
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    t = np.loadtxt(out / 'closed_loop.csv', delimiter=',', skiprows=1, usecols=0)
+    expected = round(t[-1] * rate_hz) + 1
+    print(f'{rate_hz:g} Hz: {len(t)} of {expected} ticks in the CSV, largest gap '
+          f'{np.max(np.diff(t)) * 1e3:.1f} ms')
+    assert len(t) >= COMPLETE * expected and np.max(np.diff(t)) <= MAX_GAP
+    with open(out / 'closed_loop.mcap', 'rb') as f:
+        states = [m.header for _, _, _, m in make_reader(
+            f, decoder_factories=[DecoderFactory()]).iter_decoded_messages(
+                topics=['/continuum_controller/state'])]
+    stamps = np.array([h.stamp.sec + 1e-9 * h.stamp.nanosec for h in states
+                       if h.frame_id == 'active'])
+    assert len(stamps) >= COMPLETE * expected and np.max(np.diff(stamps)) <= MAX_GAP
 
 
 def test_demo_runs_the_continuum_arm_and_writes_its_outputs(tmp_path):
@@ -21,8 +49,11 @@ def test_demo_runs_the_continuum_arm_and_writes_its_outputs(tmp_path):
                            '3', '--out', str(tmp_path)], env=dict(os.environ), capture_output=True,
                           text=True, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr
-    for line in ('section1', 'section2', 'section3', 'loop rate', 'state timeouts'):
+    for line in ('section1', 'section2', 'section3', 'loop rate', 'state timeouts',
+                 'recording: '):
         assert line in done.stdout, done.stdout
+    assert 'warning' not in done.stdout, done.stdout
+    assert_complete(tmp_path, 500.0)
     assert (tmp_path / 'closed_loop.png').stat().st_size > 10_000
     with open(tmp_path / 'closed_loop.csv') as f:
         rows = list(csv.reader(f))
@@ -50,6 +81,20 @@ def test_demo_runs_the_continuum_arm_and_writes_its_outputs(tmp_path):
     assert {c.topic for c in summary.channels.values()} == {
         '/joint_states', '/continuum_controller/commands', '/continuum_controller/state'}
     assert summary.statistics.message_count > 1500
+
+
+def test_the_demo_at_1_khz_records_every_tick(tmp_path):
+    """Both nodes at SCHED_FIFO, the loop at 1 kHz: the recording keeps its ticks."""
+    text = (ROOT / 'config' / 'continuum_3section.yaml').read_text()
+    assert '    rate_hz: 500.0\n' in text
+    params = tmp_path / 'continuum_1khz.yaml'
+    params.write_text(text.replace('    rate_hz: 500.0\n', '    rate_hz: 1000.0\n'))
+    done = subprocess.run([sys.executable, '-m', 'continuum_ctrl.cli', 'demo', '--arm',
+                           str(params), '--duration', '3', '--out', str(tmp_path)],
+                          env=dict(os.environ), capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert 'recording: ' in done.stdout and 'warning' not in done.stdout, done.stdout
+    assert_complete(tmp_path, 1000.0)
 
 
 #: largest ratio of one section's RMS error between runs, and largest RMS error (m), that the

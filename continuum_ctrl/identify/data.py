@@ -10,6 +10,7 @@ ConfigError with one line naming the file and the problem.
 """
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import numpy as np
 import yaml
 
 from continuum_ctrl.models.joint_order import FOREIGN, joint_columns, JointOrderError
-from continuum_ctrl.params import ConfigError
+from continuum_ctrl.params import ConfigError, read_text
 
 #: default topics, as `ros2 bag record /joint_states /continuum_controller/commands` names them
 STATES_TOPIC = '/joint_states'
@@ -93,11 +94,7 @@ def _finite(run, source):
 def read_csv(path, joints):
     """Read the closed-loop demo's CSV: positions `q_*` and commands `command_*` per row."""
     source = str(path)
-    try:
-        with open(path, newline='') as handle:
-            rows = list(csv.reader(handle))
-    except OSError as exc:
-        raise ConfigError('', f"cannot read '{path}': {exc.strerror}") from None
+    rows = list(csv.reader(io.StringIO(read_text(path, 'run file'), newline='')))
     if not rows or 't' not in rows[0]:
         raise ConfigError('', f"{source}: not a demo CSV (no header with a 't' column)")
     header = rows[0]
@@ -131,7 +128,7 @@ def mcap_files(path):
     metadata = path / 'metadata.yaml'
     if metadata.is_file():
         try:
-            info = yaml.safe_load(metadata.read_text()) or {}
+            info = yaml.safe_load(read_text(metadata, 'bag metadata')) or {}
             listed = [path / p for p in info['rosbag2_bagfile_information'].get(
                 'relative_file_paths', [])]
         except (yaml.YAMLError, KeyError, TypeError, AttributeError):

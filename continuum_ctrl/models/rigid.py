@@ -24,7 +24,7 @@ import numpy as np
 import pinocchio as pin
 
 from continuum_ctrl.models.fields import DEFAULT_GRAVITY
-from continuum_ctrl.params import ConfigError, Reader
+from continuum_ctrl.params import check_readable, ConfigError, Reader
 from continuum_ctrl.models.base import DynamicsModel
 
 
@@ -86,7 +86,8 @@ def resolve_urdf(uri, key='model.urdf'):
                                f"{tried or 'any known package location'}{hint}")
     path = Path(uri[len('file://'):] if uri.startswith('file://') else uri).expanduser()
     if not path.is_file():
-        raise ConfigError(key, f"URDF file '{path}' does not exist")
+        raise ConfigError(key, f"URDF file '{path}' " + (
+            'is a directory' if path.is_dir() else 'does not exist'))
     return path
 
 
@@ -251,6 +252,7 @@ def from_spec(spec):
     reader = Reader(spec, 'model')
     reader.string('type', choices={'urdf'})
     path = resolve_urdf(reader.string('urdf'))
+    check_readable(path, 'URDF file', 'model.urdf')
     gravity = reader.numbers('gravity', list(DEFAULT_GRAVITY), length=3)
     try:
         full = pin.buildModelFromUrdf(str(path))

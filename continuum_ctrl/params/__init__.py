@@ -13,8 +13,10 @@ themselves live beside what they configure: the loop's in `control.settings`, th
 
 from continuum_ctrl.params.errors import ConfigError
 from continuum_ctrl.params.fields import Field, flatten, nest, Reader, REQUIRED
-from continuum_ctrl.params.files import (config_dirs, config_path, file_parameters, model_spec,
-                                         node_parameters, read_yaml)
+from continuum_ctrl.params.files import (check_readable, config_dirs, config_path,
+                                         file_parameters, model_spec, node_parameters,
+                                         read_text, read_yaml)
 
-__all__ = ['ConfigError', 'Field', 'flatten', 'nest', 'Reader', 'REQUIRED', 'config_dirs',
-           'config_path', 'file_parameters', 'model_spec', 'node_parameters', 'read_yaml']
+__all__ = ['ConfigError', 'Field', 'flatten', 'nest', 'Reader', 'REQUIRED', 'check_readable',
+           'config_dirs', 'config_path', 'file_parameters', 'model_spec', 'node_parameters',
+           'read_text', 'read_yaml']

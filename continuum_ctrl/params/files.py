@@ -25,19 +25,49 @@ PACKAGE = 'continuum_ctrl'
 ROS_KEYS = ('use_sim_time',)
 
 
-def read_yaml(path: PathLike) -> Dict[str, Any]:
-    """Read a YAML file into a mapping; a missing or malformed file is a ConfigError."""
-    path = Path(path)
+def read_bytes(path: PathLike, what: str = 'file', key: str = '') -> bytes:
+    """
+    Return the bytes of file `path`; an unreadable one is a ConfigError naming `what` and it.
+
+    Missing, a directory, no read permission: the system's reason (``Is a directory``, ...).
+    """
     try:
-        text = path.read_text()
+        return Path(path).read_bytes()
     except OSError as exc:
-        raise ConfigError('', f"cannot read parameter file '{path}': {exc.strerror}") from exc
+        raise ConfigError(key, f"cannot read {what} '{path}': {exc.strerror}") from None
+
+
+def check_readable(path: PathLike, what: str = 'file', key: str = '') -> None:
+    """Raise the ConfigError of `read_bytes` unless `path` opens for reading (read nothing)."""
+    try:
+        with open(path, 'rb'):
+            pass
+    except OSError as exc:
+        raise ConfigError(key, f"cannot read {what} '{path}': {exc.strerror}") from None
+
+
+def read_text(path: PathLike, what: str = 'file', key: str = '') -> str:
+    """Return file `path` as UTF-8 text; unreadable or not text: a ConfigError (`read_bytes`)."""
+    data = read_bytes(path, what, key)
+    try:
+        return data.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        kind = 'binary data' if b'\0' in data else 'text in another encoding'
+        raise ConfigError(key, f"{what} '{path}' is not UTF-8 text (byte 0x{data[exc.start]:02x} "
+                               f'at offset {exc.start}: {kind}?)') from None
+
+
+def read_yaml(path: PathLike) -> Dict[str, Any]:
+    """Read a YAML file into a mapping; a missing, unreadable or malformed file: ConfigError."""
+    path = Path(path)
+    text = read_text(path, 'parameter file')
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         where = getattr(exc, 'problem_mark', None)
         line = f' (line {where.line + 1})' if where is not None else ''
-        problem = getattr(exc, 'problem', None) or type(exc).__name__
+        problem = (getattr(exc, 'problem', None) or getattr(exc, 'reason', None)
+                   or type(exc).__name__)
         raise ConfigError('', f"parameter file '{path}' is not valid YAML{line}: "
                               f'{problem}') from None
     if not isinstance(data, dict):

@@ -26,18 +26,22 @@ import yaml
 
 import numpy as np
 
-from continuum_ctrl.launch_description import arm_config, ARMS, SIMULATOR, simulation
-from continuum_ctrl.params import file_parameters
+from continuum_ctrl.launch_description import (arm_config, ARMS, CONTROLLER, SIMULATOR,
+                                               simulation)
 from continuum_ctrl.launch_runner import start, stop
+from continuum_ctrl.params import file_parameters
 from continuum_ctrl.ros.controller_node import LATE_FACTOR
 from continuum_ctrl.ros.conversion import REJECT_KINDS
-from continuum_ctrl.ros.node_settings import check_parameter_file
+from continuum_ctrl.ros.node_settings import (check_parameter_file, ControllerNodeSettings,
+                                              SimulatorNodeSettings)
 from continuum_ctrl.ros.recorder import Recorder
 from continuum_ctrl.ros.task_plot import plot_task, task_model
 from continuum_ctrl.sim.plant import ENGINES
 
 #: seconds allowed for the nodes to start (model set-up, JIT compilation)
 START_TIMEOUT = 60.0
+#: share of the ticks, and longest gap (s), of a recording the demo calls complete
+COMPLETE, MAX_GAP = 0.99, 0.02
 
 
 def groups(joint_names):
@@ -83,11 +87,12 @@ def units(joint_names, command):
     return 1.0, 'rad', 1.0, 'N m'
 
 
-def plot(path, joint_names, t, q_des, q, command):
+def plot(path, joint_names, t, q_des, q, command, period):
     """
     Plot per group (row): desired and actual positions, the tracking error, the commands.
 
-    Legends sit beside the last panel of each row, outside the curves.
+    Legends sit beside the last panel of each row, outside the curves. A gap in the
+    recording (2 periods `period` s or more) breaks the lines rather than bridging it.
     """
     import matplotlib
     matplotlib.use('Agg')
@@ -96,7 +101,7 @@ def plot(path, joint_names, t, q_des, q, command):
     scale, unit, command_scale, command_unit = units(joint_names, command)
     fig, axes = plt.subplots(len(rows), 3, figsize=(14, 2.6 * len(rows)), squeeze=False,
                              sharex=True, layout='constrained')
-    t = t - t[0]
+    t, q_des, q, command = with_gaps(t - t[0], period, q_des, q, command)
     for (key, idx), (ax_q, ax_e, ax_c) in zip(rows.items(), axes):
         for k in idx:
             line, = ax_q.plot(t, scale * q[:, k])
@@ -119,17 +124,44 @@ def plot(path, joint_names, t, q_des, q, command):
     plt.close(fig)
 
 
-def tick_counts(t):
+def tick_counts(t, period):
     """
-    Return ``(ticks, late)`` among the recorded tick stamps `t` (s).
+    Return ``(expected, missing, largest gap s, late)`` of the recorded tick stamps `t` (s).
 
-    A tick is late when it follows the previous one by more than LATE_FACTOR nominal periods
-    (the median period): the same window as the recorded errors, not the whole node run.
+    `period`: the nominal one between two ``~/state`` messages, s. The loop ticks on a fixed
+    grid of deadlines, so the span of `t` holds ``span / period + 1`` ticks; those not in
+    `t` are missing: lost by the recording, or deadlines the loop skipped. A tick is late
+    when it follows the previous one by more than LATE_FACTOR periods: the same window as
+    the recorded errors, not the whole node run.
     """
-    period = np.diff(t)
-    if period.size == 0:
-        return len(t), 0
-    return len(t), int(np.sum(period > LATE_FACTOR * np.median(period)))
+    if len(t) < 2:
+        return len(t), 0, 0.0, 0
+    interval = np.diff(t)
+    expected = max(int(round((t[-1] - t[0]) / period)) + 1, len(t))
+    return (expected, expected - len(t), float(np.max(interval)),
+            int(np.sum(interval > LATE_FACTOR * period)))
+
+
+def with_gaps(t, period, *columns):
+    """Return `t` and `columns` with a NaN row inside each gap of 2 periods or more (a break)."""
+    gaps = np.flatnonzero(np.diff(t) >= 2.0 * period) + 1
+    return tuple(np.insert(np.asarray(c, dtype=float), gaps, np.nan, axis=0)
+                 for c in (t, *columns))
+
+
+def recording_line(t, period, missed):
+    """
+    Return the line that says how complete the recording is, and whether it is not.
+
+    `missed`: the deadlines the loop skipped in its run (they have no tick to record).
+    """
+    expected, missing, gap, _ = tick_counts(t, period)
+    line = (f'recording: {len(t)} of {expected} ticks, {missing} missing, largest gap '
+            f'{gap * 1e3:.1f} ms (the loop skipped {missed:.0f} deadlines in its run)')
+    if missing > (1.0 - COMPLETE) * expected or gap > MAX_GAP:
+        line += ('\nwarning: the recording has holes: the errors below, the CSV, the plot '
+                 '(broken lines) and the bag cover the recorded ticks only')
+    return line
 
 
 def figure(diagnostics, key):
@@ -187,6 +219,19 @@ def with_engine(nodes, engine, out):
             if node.name == SIMULATOR else node for node in nodes]
 
 
+def node_timing(path):
+    """
+    Return ``(period of ~/state s, recorder priority)`` for the nodes of parameter file `path`.
+
+    The recorder runs below both nodes' threads (their loops at `realtime_priority`, the
+    rest one below): two below the lower node priority, normal scheduling if that is not 3+.
+    """
+    controller, _ = ControllerNodeSettings.split(file_parameters(path, CONTROLLER)[0])
+    simulator, _ = SimulatorNodeSettings.split(file_parameters(path, SIMULATOR)[0])
+    lowest = min(controller.realtime_priority, simulator.realtime_priority)
+    return controller.period * controller.state_decimation, lowest - 2 if lowest > 2 else 0
+
+
 def main(argv=None):
     """Run the demo; return 0 on success, 2 for a bad parameter file, 1 when the nodes fail."""
     parser = argparse.ArgumentParser(prog='continuum-ctrl demo', description=__doc__.split(
@@ -206,10 +251,11 @@ def main(argv=None):
     check_parameter_file(nodes[0].parameters[0], [nodes[0].name])
     check_parameter_file(list(nodes[1].parameters), [nodes[1].name])
     engine = file_parameters(list(nodes[1].parameters), SIMULATOR)[0].get('engine', 'builtin')
+    period, priority = node_timing(nodes[0].parameters[0])
     logs = [open(out / f'{node.name}.log', 'w') for node in nodes]
     processes = []
     try:
-        with Recorder(bag=True) as rec:
+        with Recorder(bag=True, priority=priority) as rec:
             # The controller goes active (and anchors its reference) on the first joint states:
             # start the simulator only once the recorder hears the waiting controller, so the
             # recording begins before activation whatever the order of DDS discovery.
@@ -246,13 +292,14 @@ def main(argv=None):
     command = align(times, values, t)
     error = q - q_des
     write_csv(out / 'closed_loop.csv', names, t, q_des, q, effort, command)
-    plot(out / 'closed_loop.png', names, t, q_des, q, command)
+    plot(out / 'closed_loop.png', names, t, q_des, q, command, period)
     task_png = plot_task_space(nodes[0], out, names, t, q_des, q)
     scale, unit, _, _ = units(names, command)
     digits = 3 if unit == 'mm' else 4
-    ticks, late = tick_counts(t)
+    _, _, _, late = tick_counts(t, period)
     print(f'closed loop over ROS 2: {args.arm}, engine {engine}, {t[-1] - t[0]:.1f} s from '
-          f'activation, {len(t)} ticks recorded')
+          f'activation')
+    print(recording_line(t, period, figure(diagnostics, 'run_missed_deadlines')))
     print(f'{"group":<12} {"RMS error":>12} {"max error":>12}')
     for key, rms, worst in summary(names, error):
         print(f'{key:<12} {scale * rms:9.{digits}f} {unit:<3}{scale * worst:9.{digits}f} {unit}')
@@ -261,7 +308,7 @@ def main(argv=None):
     print(f'loop rate {np.median(rates) if rates else float("nan"):.1f} Hz (median of 1 s '
           f'windows), period p99 {figure(diagnostics, "run_period_p99_us"):.0f} us, compute '
           f'p99 {figure(diagnostics, "run_compute_p99_us"):.0f} us, late ticks {late} of '
-          f'{ticks} recorded, joint_states age at the tick p50 '
+          f'{len(t)} recorded, joint_states age at the tick p50 '
           f'{np.median(ages) if ages else float("nan"):.0f} us')
     print(f'simulator at the end of the run: {plant.get("steps", "?")} steps, '
           f'{plant.get("overruns", "?")} overruns (simulated time dropped), stepping CPU '

@@ -74,6 +74,7 @@ from continuum_ctrl.control.settings import ControllerSettings, FIELDS
 from continuum_ctrl.control.starvation import StarvationDetector
 from continuum_ctrl.launch_description import CONTROLLER as NODE_NAME
 from continuum_ctrl.models import load_model
+from continuum_ctrl.models.continuum.jit import on_compile
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.ros.conversion import (FOREIGN, JointStateReader, REJECT_KINDS, Rejected,
                                            stamp_seconds, trajectory_arrays)
@@ -125,6 +126,7 @@ class ControllerNode(LifecycleNode):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, automatically_declare_parameters_from_overrides=True,
                          **kwargs)
+        on_compile(self.get_logger().info)      # a cold kernel cache: say so at once
         self.params = NodeParameters(self, NODE_FIELDS, self._on_change)
         self.autostart = self.params.values.get('autostart', True)
         self.error: Optional[ConfigError] = None
@@ -262,7 +264,9 @@ class ControllerNode(LifecycleNode):
 
         if self.command_out is None:        # made once, kept over cleanup (see `_release`)
             self.command_out = CommandPublisher(self, '~/commands', n)
-            self.state_pub = self.create_publisher(JointTrajectory, '~/state', 10)
+            # deep enough for a whole batch (the ring): a sample lost on the way can be repaired
+            self.state_pub = self.create_publisher(JointTrajectory, '~/state',
+                                                   len(self.states.times))
             self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
             self.create_subscription(JointState, 'joint_states', self._on_joint_states,
                                      qos_profile_sensor_data, raw=True)

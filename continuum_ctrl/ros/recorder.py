@@ -15,7 +15,7 @@ import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
@@ -23,6 +23,12 @@ from trajectory_msgs.msg import JointTrajectory
 from continuum_ctrl.identify.bag import BagWriter
 from continuum_ctrl.ros.conversion import stamp_seconds
 from continuum_ctrl.ros.plumbing import single_threaded_executor
+from continuum_ctrl.ros.scheduling import set_node_priority
+
+#: history depth of the recorded topics, messages: the middleware keeps what arrives while
+#: this process waits for a core (5 s at 1 kHz); a shallow history drops the oldest messages
+#: as soon as the recorder falls a batch behind, and the reliable repair then stalls the topic
+DEPTH = 5000
 
 
 class Recorder:
@@ -37,11 +43,12 @@ class Recorder:
     ``record=False`` only /diagnostics is heard (light, for benchmarks). With ``bag=True``
     `messages` also keeps ``(topic, type, message, receive time ns)`` of `~/state`,
     `~/commands` and `/joint_states` for `write_bag` (written after the run, so recording
-    costs the loop nothing).
+    costs the loop nothing). `priority`: the SCHED_FIFO priority of the recorder's threads
+    while `run` records (0: normal scheduling), below the recorded nodes' own.
     """
 
     def __init__(self, controller='continuum_controller', simulator='continuum_simulator',
-                 record=True, bag=False):
+                 record=True, bag=False, priority=0):
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         self.node = Node('continuum_recorder', context=self.context)
@@ -51,6 +58,7 @@ class Recorder:
                                                  logger=self.node.get_logger())
         self.executor.add_node(self.node)
         self.controller, self.simulator = controller, simulator
+        self.priority = priority
         self.states, self.commands, self.diagnostics, self.sim_diagnostics = [], [], [], []
         self.joint_names = None
         self.started = time.time()
@@ -59,12 +67,13 @@ class Recorder:
         self.messages = [] if bag else None
         if bag:     # typed: raw subscriptions repeat their callback under the EventsExecutor
             self.node.create_subscription(JointState, '/joint_states', self._keep(
-                '/joint_states', 'sensor_msgs/msg/JointState'), qos_profile_sensor_data)
+                '/joint_states', 'sensor_msgs/msg/JointState'), QoSProfile(
+                    depth=DEPTH, reliability=ReliabilityPolicy.BEST_EFFORT))
         if record:
             self.node.create_subscription(JointTrajectory, f'/{controller}/state', self._state,
-                                          100)
+                                          DEPTH)
             self.node.create_subscription(Float64MultiArray, f'/{controller}/commands',
-                                          self._command, 100)
+                                          self._command, DEPTH)
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostics, 10)
 
     def _keep(self, topic, type_name):
@@ -102,10 +111,18 @@ class Recorder:
                 self.sim_diagnostics.append(values)
 
     def run(self, seconds):
-        """Process messages for `seconds` (wall time)."""
+        """Process messages for `seconds` (wall time), at `priority` if one is given."""
+        problem = set_node_priority(self.priority) if self.priority else None
+        if problem is not None:
+            self.node.get_logger().warning(f'recording at normal scheduling: {problem}')
         end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.executor.spin_once(timeout_sec=min(0.05, max(end - time.monotonic(), 0.0)))
+        try:
+            while time.monotonic() < end:
+                self.executor.spin_once(timeout_sec=min(0.05, max(end - time.monotonic(),
+                                                                  0.0)))
+        finally:
+            if self.priority and problem is None:
+                set_node_priority(0)
 
     def wait(self, condition, timeout, processes=()):
         """

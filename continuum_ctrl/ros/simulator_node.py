@@ -35,6 +35,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from continuum_ctrl.launch_description import SIMULATOR as NODE_NAME
+from continuum_ctrl.models.continuum.jit import on_compile
 from continuum_ctrl.ros.conversion import Rejected, set_doubles
 from continuum_ctrl.ros.node_settings import SIMULATOR_NODE_FIELDS, SimulatorNodeSettings
 from continuum_ctrl.ros.parameters import NodeParameters
@@ -57,6 +58,7 @@ class SimulatorNode(Node):
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, automatically_declare_parameters_from_overrides=True,
                          **kwargs)
+        on_compile(self.get_logger().info)      # a cold kernel cache: say so at once
         self.params = NodeParameters(self, SIMULATOR_FIELDS, self._on_change)
         self.node_settings, settings = self.params.bind(self._parse)
         self.plant = Plant(settings)

@@ -17,14 +17,44 @@ kernel for a tuple of many arrays (about 8 us for 40 arrays, against 0.5 us to u
 A module-level kernel that objects call through gets a `cached_entry_point`: the objects take
 it in their constructors, so it is compiled (or loaded) once per process, before the first
 real-time call.
+
+The first kernel of a process that `entry_point` finds missing from the cache is announced
+once through the callback given to `on_compile` (default: a line on stderr), before the
+compilation: a first start after installing, without the warm step, is then seen to compile
+rather than to hang.
 """
 
 import functools
+import sys
 
 from numba import njit, typeof
 from numba.core.cpu import CPUTargetOptions
 
 WITHOUT_RUNTIME = {'_nrt': False} if hasattr(CPUTargetOptions, '_nrt') else {}
+#: what the first compilation of a process says
+COMPILE_NOTICE = ('compiling the Numba kernels, which are not in the on-disk cache yet: the '
+                  'first start after installing (or after a change to their sources) takes '
+                  'one to three minutes on a 2-core machine, later starts a second or two; '
+                  '`continuum-ctrl warm` compiles them ahead')
+_notice = {'say': lambda text: print(f'continuum_ctrl: {text}', file=sys.stderr, flush=True),
+           'said': False}
+
+
+def on_compile(say):
+    """Announce the process's first compilation by ``say(COMPILE_NOTICE)`` (a log call)."""
+    _notice['say'] = say
+
+
+def cached(dispatcher):
+    """
+    Tell whether `dispatcher`'s on-disk cache holds compiled code for its source (or None).
+
+    None when that cannot be told (no cache, or a Numba without these internals).
+    """
+    try:
+        return bool(dispatcher._cache._cache_file._load_index())
+    except (AttributeError, OSError):
+        return None
 
 
 def compiled(**options):
@@ -47,6 +77,9 @@ def entry_point(dispatcher, *args):
     arguments of exactly these types (C-contiguous float64 arrays of the same dimensions,
     ints, the same namedtuple layouts). It runs once on `args` here.
     """
+    if not _notice['said'] and not dispatcher.overloads and cached(dispatcher) is False:
+        _notice['said'] = True
+        _notice['say'](COMPILE_NOTICE)
     dispatcher(*args)
     return dispatcher.get_overload(tuple(typeof(a) for a in args))
 

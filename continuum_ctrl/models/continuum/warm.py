@@ -15,6 +15,7 @@ import numpy as np
 from continuum_ctrl.params import model_spec
 from continuum_ctrl.launch_description import arm_config
 from continuum_ctrl.models import load_model
+from continuum_ctrl.models.continuum.jit import on_compile
 from continuum_ctrl.sim.actuator import Actuator
 
 #: the model kinds whose kernels are compiled, with the plant's stiffening outside the limits
@@ -46,5 +47,8 @@ def main(argv=None):
     parser.add_argument('--arm', default='continuum',
                         help='a continuum parameter file or arm name (default: continuum)')
     args = parser.parse_args(argv)
+    print('compiling the continuum kernels into their cache (loading them, if there): one to '
+          'three minutes the first time on a 2-core machine', flush=True)
+    on_compile(lambda text: None)       # said above
     print(f'continuum kernels ready in {warm(args.arm):.1f} s')
     return 0
