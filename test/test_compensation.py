@@ -36,6 +36,7 @@ def figures():
             'uncompensated': closed_loop(0.03, 0.005, 0.0, 0.0)}
 
 
+@pytest.mark.slow
 def test_compensation_tracks_within_twice_the_error_without_valves(figures):
     """Uncompensated valves cost over a millimetre (1.3 mm; the classical law: over 3 mm)."""
     rms = {case: value[0] for case, value in figures.items()}
@@ -45,6 +46,7 @@ def test_compensation_tracks_within_twice_the_error_without_valves(figures):
     assert rms['time constant 20 % short'] <= 0.1 * rms['uncompensated']
 
 
+@pytest.mark.slow
 def test_compensation_adds_no_chatter(figures):
     variation = {case: value[1] for case, value in figures.items()}
     assert variation['compensated'] <= 1.5 * variation['uncompensated']

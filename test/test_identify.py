@@ -116,6 +116,7 @@ def excitation_fit(setup, tmp_path_factory):
     return result, path
 
 
+@pytest.mark.slow
 def test_recovers_stiffness_area_and_deadzone(excitation_fit):
     result, _ = excitation_fit
     print('\n' + '\n'.join(f'{e.label}: {e.value:.6g} +- {e.se:.2g}' for e in result.estimates))
@@ -127,6 +128,7 @@ def test_recovers_stiffness_area_and_deadzone(excitation_fit):
     assert deadzone.value == pytest.approx(TRUTH['deadzone'], abs=3e3)
 
 
+@pytest.mark.slow
 def test_recovers_damping(excitation_fit):
     """
     The plant steps at 1 ms: its damping-implicit Euler step holds the stiffness force over a
@@ -137,6 +139,7 @@ def test_recovers_damping(excitation_fit):
         assert e.value == pytest.approx(TRUTH['damping'], rel=0.15), e.label
 
 
+@pytest.mark.slow
 def test_samples_at_the_pressure_limit_or_outside_the_stroke_are_left_out_and_said(
         excitation_fit, setup):
     """
@@ -153,6 +156,7 @@ def test_samples_at_the_pressure_limit_or_outside_the_stroke_are_left_out_and_sa
     assert f"{left_out['at the pressure limit']} at the pressure limit" in report
 
 
+@pytest.mark.slow
 def test_fitted_file_halves_the_tracking_error(excitation_fit):
     """
     The standard reference (the config's sinusoid) on the mismatched plant: excite, identify,
@@ -170,6 +174,7 @@ def test_fitted_file_halves_the_tracking_error(excitation_fit):
     assert rms[1] <= 0.5 * rms[0] and rms[1] <= 0.3e-3
 
 
+@pytest.mark.slow
 def test_identifies_actuator_lag_and_delay(setup):
     """
     A 30 ms valve lag and 5 ms delay (1 ms plant step) on the mismatched plant, excited by
@@ -306,6 +311,7 @@ def test_bad_input_gives_one_error_line(setup, tmp_path, capsys, case, build, me
         assert 'section' in lines[0] or 'area' in lines[0]
 
 
+@pytest.mark.ros
 def test_record_writes_a_bag_identify_reads(setup, tmp_path):
     """`continuum-ctrl record` against a publisher of joint states and commands."""
     import os

@@ -84,6 +84,7 @@ def test_exact_data_recover_the_base_parameters_and_friction(arm, setup):
     np.testing.assert_allclose([e.value for e in result.estimates[-7:]], friction, rtol=0.01)
 
 
+@pytest.mark.slow
 def test_simulated_panda_with_heavier_links(arm, setup):
     """20 s of multisine excitation through the controller's loop, links 30 % heavier."""
     run = rigid_closed_loop({'mismatch.mass_scale': RIGID_MASS_SCALE, **NOISE}, 20.0)

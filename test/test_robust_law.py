@@ -48,16 +48,19 @@ CLASSICAL = (('law.passive', 'measured'), ('gains.ki', [0.0]))
 WITHOUT_INTEGRAL = (('gains.ki', [0.0]),)
 
 
+@pytest.mark.slow
 def test_the_nominal_file_tracks_the_mismatched_arm_within_half_a_millimetre():
     rms, _ = tracking((), OFF)
     assert np.all(rms <= 0.5e-3), rms                   # measured: 0.05 / 0.03 / 0.03 mm
 
 
+@pytest.mark.slow
 def test_without_integral_action_the_arm_keeps_its_own_spring_against_the_error():
     rms, _ = tracking(WITHOUT_INTEGRAL, OFF)
     assert np.all(rms <= 2.5e-3), rms                   # measured: 2.1 / 2.1 / 2.0 mm
 
 
+@pytest.mark.slow
 def test_the_classical_law_loses_the_mismatched_arm_to_centimetres():
     """The control case: the same plant, the passive forces cancelled at the measured state."""
     rms, _ = tracking(CLASSICAL, OFF)
@@ -65,12 +68,14 @@ def test_the_classical_law_loses_the_mismatched_arm_to_centimetres():
     assert np.all(tracking((), OFF)[0] * 20 <= rms.max())
 
 
+@pytest.mark.slow
 def test_no_chatter_against_the_classical_law():
     """Total variation per second at most 1.5 x the classical law's, matched and mismatched."""
     for plant in ((), OFF, OFF + tuple(NOISE.items())):
         assert tracking((), plant)[1] <= 1.5 * tracking(CLASSICAL, plant)[1], plant
 
 
+@pytest.mark.slow
 def test_on_the_nominal_arm_the_reference_law_tracks_better_than_the_classical_one():
     """Plant equal in parameters (integral against CoG model): delays no longer cost mm."""
     assert np.all(tracking((), ())[0] <= 0.2 * tracking(CLASSICAL, ())[0])

@@ -43,8 +43,8 @@ MODEL_FIELDS = {
                                'expressions, row-major, symmetric'),
     'model.potential': Field('string', ..., 'symbolic: U(q) as an expression (gravity and '
                              'elastic potential), J'),
-    'model.constants.<name>': Field('number', ..., 'symbolic: a named constant of the '
-                                    'expressions'),
+    'model.constants.<name>': Field('number', ..., 'symbolic: named constants of the '
+                                    'expressions, a number each (default: none)'),
     'model.sections.length': Field('numbers', ..., 'continuum_*: rest length per section, m '
                                    '; its length is the number of sections n', 0.0,
                                    strict_low=True),

@@ -17,6 +17,8 @@ formulas.
 """
 
 from dataclasses import dataclass
+import json
+from typing import Dict, Tuple
 
 import numpy as np
 import sympy as sp
@@ -233,10 +235,10 @@ def python_source(derivation):
 class SymbolicModel(DynamicsModel):
     """An arm given as M(q) and U(q): compiled functions of the derived quantities."""
 
-    def __init__(self, derivation):
+    def __init__(self, derivation, source=None):
         self.derivation = derivation
         self.joint_names = list(derivation.joint_names)
-        self.source = python_source(derivation)
+        self.source = python_source(derivation) if source is None else source
         namespace = {}
         exec(compile(self.source, '<continuum_ctrl.models.symbolic>', 'exec'), namespace)
         self._mass_matrix = namespace['mass_matrix']
@@ -276,6 +278,24 @@ class SymbolicModel(DynamicsModel):
                                np.asarray(tau, dtype=float) - self._bias_forces(q, qd))
 
 
+#: spec (canonical JSON) -> (derivation, generated source), see `from_spec`
+_DERIVED: Dict[str, Tuple[Derivation, str]] = {}
+#: specs kept; a process builds few distinct arms
+_DERIVED_KEPT = 16
+
+
 def from_spec(spec):
-    """Build a `SymbolicModel` from the nested `model` namespace (``type: symbolic``)."""
-    return SymbolicModel(derive(spec))
+    """
+    Build a `SymbolicModel` from the nested `model` namespace (``type: symbolic``).
+
+    The derivation and its generated source depend on the spec alone and take SymPy a while,
+    so a process makes them once per spec (a controller and a plant of one arm, or a test
+    suite, share them); each call still returns a model of its own.
+    """
+    key = json.dumps(spec, sort_keys=True, default=repr)
+    if key not in _DERIVED:
+        derivation = derive(spec)
+        if len(_DERIVED) >= _DERIVED_KEPT:
+            _DERIVED.clear()
+        _DERIVED[key] = derivation, python_source(derivation)
+    return SymbolicModel(*_DERIVED[key])
