@@ -63,14 +63,18 @@ def test_the_prediction_covers_the_time_a_state_waited_before_the_loop_read_it(f
     the loop predicts from the time they were measured (the header stamp). The control
     case: predicted from the time they arrived, the prediction falls 10 ms short, and the
     cancellation of the PMAs' stiffness and damping through the valves chatters (the node
-    pair's "lost arm" under load; here 5 mm RMS and 30 times the command variation).
+    pair's "lost arm" under load; here about 3 mm RMS, against 0.07 mm stamped).
     """
     rms, variation = figures['compensated']
     stamped = closed_loop(0.03, 0.005, 0.03, 0.005, delay_ticks=5)
-    # not quite as fresh ones: the longer prediction runs on the controller's CoG model
-    assert stamped[0] <= 1.5 * rms and stamped[1] <= 1.2 * variation
     received = closed_loop(0.03, 0.005, 0.03, 0.005, delay_ticks=5, stamped=False)
-    assert received[0] > 3.0 * rms and received[1] > 10.0 * variation
+    print(f'\nfresh {rms * 1e3:.4f} mm, stamped {stamped[0] * 1e3:.4f} mm, received '
+          f'{received[0] * 1e3:.4f} mm')
+    # not quite as fresh ones: the longer prediction runs on the controller's CoG model;
+    # with the passive forces at the reference fresh states track to micrometres, so the
+    # bound is the larger of 1.5 x that and 0.1 mm
+    assert stamped[0] <= max(1.5 * rms, 1e-4) and stamped[1] <= 1.2 * variation
+    assert received[0] > 3.0 * stamped[0] and received[1] > 10.0 * variation
 
 
 def test_effort_output_refuses_the_compensation_keys():
