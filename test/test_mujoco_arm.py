@@ -322,3 +322,16 @@ def test_simulate_runs_on_the_mujoco_arm(tmp_path, capsys):
     assert status == 0 and 'engine mujoco' in out
     rms = [float(line.split()[2]) for line in out.splitlines() if line.startswith('section')]
     assert len(rms) == 9 and max(rms) < 0.02
+
+
+def test_the_demo_sets_the_simulators_engine_over_the_file(tmp_path):
+    """`demo --engine mujoco`: the simulator reads engine mujoco, the controller is unchanged."""
+    from continuum_ctrl.launch_description import simulation
+    from continuum_ctrl.ros.closed_loop_demo import with_engine
+    from continuum_ctrl.ros.node_settings import check_parameter_file
+    nodes = simulation(config_path(FILE))
+    assert with_engine(nodes, None, tmp_path) == nodes
+    changed = with_engine(nodes, 'mujoco', tmp_path)
+    assert changed[0] == nodes[0]
+    assert file_parameters(list(changed[1].parameters), SIMULATOR)[0]['engine'] == 'mujoco'
+    check_parameter_file(list(changed[1].parameters), [SIMULATOR])
