@@ -19,10 +19,12 @@ In pressure mode, `actuator.*` puts valve dynamics (sim/actuator.py) between the
 the pressure that pushes.
 
 `engine` says what integrates the arm: `builtin`, the plant model itself with `integrator`, or
-`mujoco`, a continuum arm as a MuJoCo disc stack (sim/mujoco_arm.py, sim/mujoco_plant.py)
-built from the same `model.sections.*` (mismatch applied; `model.limit_stiffness` is replaced
-by the disc stack's soft stops) with `mujoco.discs` discs per section, integrated in
-`mujoco.timestep` steps within each `step`, among the obstacles `mujoco.obstacles.*`.
+`mujoco`, MuJoCo integrating, in `mujoco.timestep` steps within each `step` and among the
+obstacles `mujoco.obstacles.*`, either a continuum arm as a disc stack (sim/mujoco_arm.py,
+sim/mujoco_plant.py) built from the same `model.sections.*` (mismatch applied;
+`model.limit_stiffness` is replaced by the disc stack's soft stops) with `mujoco.discs` discs
+per section, or a URDF arm with `mujoco.armature` and its URDF's (or `mujoco.damping` and
+`mujoco.friction`) joint damping and friction.
 """
 
 import dataclasses
