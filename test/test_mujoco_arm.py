@@ -383,3 +383,39 @@ def test_the_panda_in_mujoco_with_friction_and_armature_tracks_worse_but_stays_b
         errors.append(np.sqrt(np.mean((log.q - log.q_des)[late] ** 2, axis=0)))
     assert np.all(errors[0] < 5e-3)
     assert np.all(errors[1] < 0.4) and np.all(errors[1] > errors[0])
+
+
+#: a user's MJCF for the planar 2R arm's joint names: joint1 a hinge, joint2 a fixed tendon
+USER_MJCF = """<mujoco>
+  <option gravity="0 0 0"/>
+  <worldbody><body><joint name="joint1" type="hinge" axis="0 0 1" damping="0.1"/>
+    <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.02" mass="1"/>
+    <body pos="0.5 0 0"><joint name="hidden" type="hinge" axis="0 0 1" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.02" mass="1"/></body></body>
+  </worldbody>
+  <tendon><fixed name="joint2"><joint joint="hidden" coef="1"/></fixed></tendon>
+  <actuator><motor joint="joint1"/><motor tendon="joint2"/></actuator>
+</mujoco>"""
+
+
+def test_a_users_mjcf_runs_with_its_joints_and_tendons_named_as_the_joints(tmp_path):
+    path = tmp_path / 'arm.xml'
+    path.write_text(USER_MJCF)
+    plant = plant_of('planar_2r.yaml', {'engine': 'mujoco', 'mujoco.model': str(path),
+                                        'initial.position': [0.3, 0.0]})
+    assert np.allclose(plant.q, [0.3, 0.0])
+    for t in np.arange(0.0, 0.3, 0.01):
+        plant.command([0.0, 0.5], t)             # joints order: joint1, joint2 (the tendon)
+        plant.advance(t)
+    assert plant.q[1] > 0.05 and plant.qd[1] > 0.0
+    # the reaction on the first link turns it the other way
+    assert plant.q[0] < 0.3
+    wrong = tmp_path / 'wrong.xml'
+    wrong.write_text(USER_MJCF.replace('joint2', 'elbow'))
+    with pytest.raises(ConfigError, match="'mujoco.model'.*no joint or tendon named 'joint2'"):
+        plant_of('planar_2r.yaml', {'engine': 'mujoco', 'mujoco.model': str(wrong)})
+    with pytest.raises(ConfigError, match="'mujoco.model'.*cannot read"):
+        plant_of('planar_2r.yaml', {'engine': 'mujoco', 'mujoco.model': str(tmp_path)})
+    with pytest.raises(ConfigError, match="'mujoco.discs'.*does not apply"):
+        plant_of('planar_2r.yaml', {'engine': 'mujoco', 'mujoco.model': str(path),
+                                    'mujoco.discs': 3})

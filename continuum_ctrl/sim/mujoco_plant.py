@@ -38,10 +38,11 @@ class MujocoEngine:
     `owner`: the force (model order) each of those actuators takes.
     """
 
-    def __init__(self, xml, timestep):
+    def __init__(self, xml, timestep, path=None):
         mujoco = _mujoco()
         self.xml, self.timestep = xml, timestep
-        self.model = mujoco.MjModel.from_xml_string(xml)
+        self.model = (mujoco.MjModel.from_xml_string(xml) if path is None
+                      else mujoco.MjModel.from_xml_path(str(path)))
         self.data = mujoco.MjData(self.model)
         self._ctrl = np.zeros(0, dtype=int)
         self._owner = np.zeros(0, dtype=int)
@@ -194,33 +195,64 @@ class MujocoArm(MujocoEngine):
 
 
 class MujocoJoints(MujocoEngine):
-    """A rigid arm of one-DoF joints with effort motors; state: the `joints`, in that order."""
+    """
+    An arm whose coordinates are named one-DoF joints or tendons of its MJCF, in `joints` order.
 
-    def __init__(self, xml, joints, timestep):
-        super().__init__(xml, timestep)
+    Forces go to the actuators named as the joints (`by_name`, the URDF arms), else to the
+    model's first actuators in order (a user's MJCF, `mujoco.model` at `path`).
+    """
+
+    def __init__(self, xml, joints, timestep, path=None, by_name=True):
+        super().__init__(xml, timestep, path)
         mujoco = _mujoco()
         m = self.model
         ids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name) for name in joints]
-        self._qpos = m.jnt_qposadr[ids]
-        self._dof = m.jnt_dofadr[ids]
-        self._ctrl = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, name)
-                               for name in joints])
+        self._joint = np.array([i >= 0 for i in ids])
+        self._qpos = np.array([m.jnt_qposadr[i] if i >= 0 else -1 for i in ids])
+        self._dof = np.array([m.jnt_dofadr[i] if i >= 0 else -1 for i in ids])
+        self._tendon = np.array([-1 if i >= 0 else mujoco.mj_name2id(
+            m, mujoco.mjtObj.mjOBJ_TENDON, name) for i, name in zip(ids, joints)])
+        self._ctrl = (np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, name)
+                                for name in joints]) if by_name else np.arange(len(joints)))
         self._owner = np.arange(len(joints))
         self.n = len(joints)
 
     def state(self):
-        """Return ``(q, qd)``: joint positions (rad or m) and velocities."""
-        self.q = self.data.qpos[self._qpos].copy()
-        self.qd = self.data.qvel[self._dof].copy()
+        """Return ``(q, qd)``: joint positions (rad or m) or tendon lengths, and rates."""
+        d, joint, tendon = self.data, self._joint, ~self._joint
+        self.q, self.qd = np.empty(self.n), np.empty(self.n)
+        self.q[joint], self.qd[joint] = d.qpos[self._qpos[joint]], d.qvel[self._dof[joint]]
+        self.q[tendon] = d.ten_length[self._tendon[tendon]]
+        self.qd[tendon] = d.ten_velocity[self._tendon[tendon]]
         return self.q, self.qd
 
     def reset(self, q0):
-        """Place the arm at rest at the joint positions `q0`; return the state."""
+        """Rest at `q0` (the joints' positions; tendons start as the MJCF has them)."""
         mujoco = _mujoco()
         mujoco.mj_resetData(self.model, self.data)
-        self.data.qpos[self._qpos] = q0
+        joint = self._joint
+        self.data.qpos[self._qpos[joint]] = np.asarray(q0, dtype=float)[joint]
         mujoco.mj_step1(self.model, self.data)
         return self.state()
+
+
+def check_user_model(path, names):
+    """Return the problem with MJCF `path` for coordinates `names` (None: it fits)."""
+    mujoco = _mujoco()
+    try:
+        m = mujoco.MjModel.from_xml_path(str(path))
+    except ValueError as exc:
+        return f"MuJoCo cannot read '{path}': {str(exc).strip().splitlines()[0]}"
+    for name in names:
+        joint = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
+        kinds = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+        if joint >= 0 and int(m.jnt_type[joint]) not in kinds:
+            return f"joint '{name}' of '{path}' is not a hinge or a slide"
+        if joint < 0 and mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_TENDON, name) < 0:
+            return f"'{path}' has no joint or tendon named '{name}'"
+    if m.nu < len(names):
+        return f"'{path}' has {m.nu} actuators, the commands need {len(names)}"
+    return None
 
 
 def _locked(joint, position):

@@ -24,7 +24,7 @@ obstacles `mujoco.obstacles.*`, either a continuum arm as a disc stack (sim/mujo
 sim/mujoco_plant.py) built from the same `model.sections.*` (mismatch applied;
 `model.limit_stiffness` is replaced by the disc stack's soft stops) with `mujoco.discs` discs
 per section, or a URDF arm with `mujoco.armature` and its URDF's (or `mujoco.damping` and
-`mujoco.friction`) joint damping and friction.
+`mujoco.friction`) joint damping and friction, or the user's MJCF `mujoco.model`.
 """
 
 import dataclasses
@@ -86,6 +86,10 @@ FIELDS = {
                             "N s/m (default: the URDF's <dynamics damping>)", 0.0),
     'mujoco.friction': Field('numbers', ..., "mujoco, URDF arms: joint dry friction, N m or N "
                              "(default: the URDF's <dynamics friction>)", 0.0),
+    'mujoco.model': Field('string', ..., "mujoco: the user's own MJCF file, whose joints or "
+                          "tendons carry the names in `joints` and whose first actuators "
+                          "take the commands in that order (then the arm's MJCF is not "
+                          "built)"),
     'mujoco.obstacles.boxes': Field('numbers', ..., 'mujoco: fixed boxes in the base frame, '
                                     '6 numbers each: centre x y z, half sizes, m'),
     'mujoco.obstacles.spheres': Field('numbers', ..., 'mujoco: fixed spheres in the base '
@@ -172,6 +176,7 @@ class MujocoOptions:
 
     URDF arms: `urdf` (the file), `locked` (joint name -> position), `gravity`, per joint in
     model order `armature`, `damping` and `friction` (None: the URDF's), `mass_scale`.
+    `model`: a user's MJCF file, which replaces the arm's generated MJCF.
     """
 
     discs: int
@@ -184,6 +189,7 @@ class MujocoOptions:
     damping: Optional[Tuple[float, ...]] = None
     friction: Optional[Tuple[float, ...]] = None
     mass_scale: float = 1.0
+    model: Optional[str] = None
 
     @classmethod
     def read(cls, reader, engine, model, step, spec, vec, mass_scale):
@@ -194,6 +200,8 @@ class MujocoOptions:
         the key.
         """
         urdf = spec.get('type') == 'urdf'
+        if reader.has('model'):
+            return _user_model(reader, engine, model, step)
         if engine == 'mujoco' and not (urdf or hasattr(model, 'spec')):
             raise ConfigError('engine', f"'mujoco' simulates continuum and URDF arms, not "
                                         f"the plant {type(model).__name__}")
@@ -205,11 +213,7 @@ class MujocoOptions:
                 raise ConfigError(reader.key(key), 'applies to URDF arms only')
             return tuple(vec.per_joint(reader, key, FIELDS[reader.key(key)]))
         armature = per_joint('armature') or (0.0,) * vec.n
-        timestep = _field(reader, 'timestep')
-        ratio = step / timestep
-        if abs(ratio - round(ratio)) > 1e-9 * ratio:
-            raise ConfigError(reader.key('timestep'), f'must divide step {step} s, got '
-                                                      f'{timestep} s')
+        timestep = _timestep(reader, step)
         shapes = reader.namespace('obstacles')
         boxes = _groups(shapes, 'boxes', 6)
         spheres = _groups(shapes, 'spheres', 4)
@@ -224,6 +228,33 @@ class MujocoOptions:
                 gravity=tuple(spec.get('gravity', options.gravity)))
         reader.finish()
         return options if engine == 'mujoco' else None
+
+
+def _timestep(reader, step):
+    """Read `mujoco.timestep`, which must divide the plant's `step` (s)."""
+    timestep = _field(reader, 'timestep')
+    ratio = step / timestep
+    if abs(ratio - round(ratio)) > 1e-9 * ratio:
+        raise ConfigError(reader.key('timestep'), f'must divide step {step} s, got '
+                                                  f'{timestep} s')
+    return timestep
+
+
+def _user_model(reader, engine, model, step):
+    """Read `mujoco.model` and `mujoco.timestep` alone (the arm's MJCF is not built)."""
+    path = reader.string('model')
+    timestep = _timestep(reader, step)
+    for key in reader.tree:
+        if key not in ('model', 'timestep'):
+            raise ConfigError(reader.key(key), "does not apply with mujoco.model (the "
+                                               "user's MJCF holds the whole arm)")
+    if engine != 'mujoco':
+        return None
+    from continuum_ctrl.sim.mujoco_plant import check_user_model
+    problem = check_user_model(path, model.joint_names)
+    if problem:
+        raise ConfigError(reader.key('model'), problem)
+    return MujocoOptions(discs=0, timestep=timestep, obstacles=Obstacles(), model=path)
 
 
 def _groups(reader, name, size):
@@ -325,6 +356,9 @@ class Integrated:
 def mujoco_xml(settings):
     """Return the MJCF of the MuJoCo arm of `settings` (engine mujoco)."""
     options = settings.mujoco
+    if options.model is not None:
+        with open(options.model) as handle:
+            return handle.read()
     if options.urdf is not None:
         from continuum_ctrl.sim.mujoco_plant import urdf_mjcf
         return urdf_mjcf(options.urdf, settings.model.joint_names, dict(options.locked),
@@ -342,7 +376,11 @@ def new_engine(settings, q=None):
     `mujoco` is imported only for the mujoco engine.
     """
     engine: Any
-    if settings.engine == 'mujoco' and settings.mujoco.urdf is not None:
+    if settings.engine == 'mujoco' and settings.mujoco.model is not None:
+        from continuum_ctrl.sim.mujoco_plant import MujocoJoints
+        engine = MujocoJoints(mujoco_xml(settings), settings.model.joint_names,
+                              settings.mujoco.timestep, settings.mujoco.model, by_name=False)
+    elif settings.engine == 'mujoco' and settings.mujoco.urdf is not None:
         from continuum_ctrl.sim.mujoco_plant import MujocoJoints
         engine = MujocoJoints(mujoco_xml(settings), settings.model.joint_names,
                               settings.mujoco.timestep)
