@@ -221,13 +221,15 @@ class MujocoOptions:
         options = cls(discs=_field(reader, 'discs'), timestep=timestep,
                       obstacles=Obstacles(boxes, spheres), armature=armature,
                       damping=per_joint('damping'), friction=per_joint('friction'))
+        reader.finish()
+        if engine != 'mujoco':
+            return None
         if urdf:
             options = dataclasses.replace(
                 options, urdf=str(resolve_urdf(spec['urdf'])), mass_scale=mass_scale,
                 locked=tuple(sorted(flatten(spec.get('locked_positions', {})).items())),
                 gravity=tuple(spec.get('gravity', options.gravity)))
-        reader.finish()
-        return options if engine == 'mujoco' else None
+        return options
 
 
 def _timestep(reader, step):
