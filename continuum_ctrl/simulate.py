@@ -5,9 +5,9 @@
                             [--engine builtin|mujoco]
 
 The gains are the controller's from the parameter file, unless --kp/--kd say otherwise. The
-plant is the model itself (`--engine builtin`) or, for a continuum arm, the simulator's
-MuJoCo disc stack of the same sections (`--engine mujoco`, with the file's `mujoco.*`
-simulator keys); the law runs at `--rate` Hz with its torque held in between, and the arm
+plant is the model itself (`--engine builtin`) or the simulator's MuJoCo arm of the file
+(`--engine mujoco`: a continuum disc stack or the URDF, with the file's `mujoco.*` simulator
+keys); the law runs at `--rate` Hz with its torque held in between, and the arm
 starts off its reference. Prints the RMS and largest tracking error per joint and
 writes ``<out>/<arm>_tracking.png`` (desired against actual positions, and the error).
 """
@@ -192,8 +192,8 @@ def main(argv=None):
     parser.add_argument('--integrator', choices=sorted(INTEGRATORS), default=None,
                         help='default: implicit_damping_euler for damped (PMA) arms, else rk4')
     parser.add_argument('--engine', choices=ENGINES, default='builtin',
-                        help='the plant: the model itself, or MuJoCo (continuum arms; '
-                             'default builtin)')
+                        help='the plant: the model itself, or MuJoCo (continuum and URDF '
+                             'arms; default builtin)')
     args = parser.parse_args(argv)
     if not args.duration > 0.0 or not args.rate > 0.0:
         raise ConfigError('--duration' if not args.duration > 0.0 else '--rate', 'must be > 0')

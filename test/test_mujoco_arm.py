@@ -282,9 +282,11 @@ def test_bad_engine_settings_name_their_key(overrides, key):
         plant_of(FILE, overrides)
 
 
-def test_mujoco_needs_a_continuum_arm():
+def test_mujoco_needs_a_continuum_or_urdf_arm():
     with pytest.raises(ConfigError, match="'engine'"):
-        plant_of('panda.yaml', {'engine': 'mujoco'})
+        plant_of('planar_2r.yaml', {'engine': 'mujoco'})
+    with pytest.raises(ConfigError, match="'mujoco.friction'"):
+        plant_of(FILE, {'engine': 'mujoco', 'mujoco.friction': [0.1]})
 
 
 def test_the_builtin_engine_runs_without_mujoco():
@@ -322,3 +324,98 @@ def test_simulate_runs_on_the_mujoco_arm(tmp_path, capsys):
     assert status == 0 and 'engine mujoco' in out
     rms = [float(line.split()[2]) for line in out.splitlines() if line.startswith('section')]
     assert len(rms) == 9 and max(rms) < 0.02
+
+
+def test_the_demo_sets_the_simulators_engine_over_the_file(tmp_path):
+    """`demo --engine mujoco`: the simulator reads engine mujoco, the controller is unchanged."""
+    from continuum_ctrl.launch_description import simulation
+    from continuum_ctrl.ros.closed_loop_demo import with_engine
+    from continuum_ctrl.ros.node_settings import check_parameter_file
+    nodes = simulation(config_path(FILE))
+    assert with_engine(nodes, None, tmp_path) == nodes
+    changed = with_engine(nodes, 'mujoco', tmp_path)
+    assert changed[0] == nodes[0]
+    assert file_parameters(list(changed[1].parameters), SIMULATOR)[0]['engine'] == 'mujoco'
+    check_parameter_file(list(changed[1].parameters), [SIMULATOR])
+
+
+def test_a_urdf_arm_in_mujoco_has_pinocchios_dynamics_plus_its_armature():
+    """
+    The Panda loaded into MuJoCo (no meshes) against the Pinocchio model of the same URDF:
+    at rest under random efforts the accelerations agree; armature adds to M's diagonal.
+    The MJCF holds six significant digits (MuJoCo's writer), hence 1e-5.
+    """
+    armature = np.linspace(0.01, 0.07, 7)
+    plant = plant_of('panda.yaml', {'engine': 'mujoco', 'mujoco.armature': armature.tolist()})
+    bare = plant_of('panda.yaml', {'engine': 'mujoco'})
+    model, rng = plant.model, np.random.default_rng(3)
+    low, high = model.joint_limits()
+    for _ in range(5):
+        # inside the joint limits, which MuJoCo enforces and Pinocchio's model does not know
+        q = rng.uniform(0.9 * low + 0.1 * high, 0.1 * low + 0.9 * high)
+        tau = rng.uniform(-5.0, 5.0, 7)
+        for engine, extra in ((bare.engine, np.zeros(7)), (plant.engine, armature)):
+            engine.reset(q)
+            m, d = engine.model, engine.data
+            d.ctrl[:] = tau
+            mujoco.mj_forward(m, d)
+            M = np.zeros((m.nv, m.nv))
+            mujoco.mj_fullM(m, d, M)
+            reference = model.mass_matrix(q) + np.diag(extra)
+            assert np.allclose(M, reference, rtol=1e-5, atol=1e-5 * np.max(reference))
+            expected = np.linalg.solve(reference, tau - model.gravity_vector(q))
+            assert np.allclose(d.qacc, expected, rtol=1e-4, atol=1e-4 * np.max(expected))
+
+
+def test_the_panda_in_mujoco_with_friction_and_armature_tracks_worse_but_stays_bounded():
+    """
+    Computed torque on Pinocchio's model against MuJoCo's Panda: with the URDF's dynamics
+    the wrist tracks to a few mrad; dry friction (0.2 N m) and armature (0.01 kg m^2) that
+    the law does not know cost most at the light wrist, whose inertia-weighted feedback
+    (M Kp) is weakest (measured: 0.21 rad RMS at joint 7, below 0.05 rad elsewhere).
+    """
+    errors = []
+    for extra in ({}, {'mujoco.armature': [0.01], 'mujoco.friction': [0.2]}):
+        loop, plant = node_pair('panda.yaml', simulator={'engine': 'mujoco', **extra})
+        log = simulate_nodes(loop, plant, 6.0)
+        late = log.active & (log.t > 2.0)
+        assert np.all(np.isfinite(log.q))
+        errors.append(np.sqrt(np.mean((log.q - log.q_des)[late] ** 2, axis=0)))
+    assert np.all(errors[0] < 5e-3)
+    assert np.all(errors[1] < 0.4) and np.all(errors[1] > errors[0])
+
+
+#: a user's MJCF for the planar 2R arm's joint names: joint1 a hinge, joint2 a fixed tendon
+USER_MJCF = """<mujoco>
+  <option gravity="0 0 0"/>
+  <worldbody><body><joint name="joint1" type="hinge" axis="0 0 1" damping="0.1"/>
+    <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.02" mass="1"/>
+    <body pos="0.5 0 0"><joint name="hidden" type="hinge" axis="0 0 1" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.02" mass="1"/></body></body>
+  </worldbody>
+  <tendon><fixed name="joint2"><joint joint="hidden" coef="1"/></fixed></tendon>
+  <actuator><motor joint="joint1"/><motor tendon="joint2"/></actuator>
+</mujoco>"""
+
+
+def test_a_users_mjcf_runs_with_its_joints_and_tendons_named_as_the_joints(tmp_path):
+    path = tmp_path / 'arm.xml'
+    path.write_text(USER_MJCF)
+    plant = plant_of('planar_2r.yaml', {'engine': 'mujoco', 'mujoco.model': str(path),
+                                        'initial.position': [0.3, 0.0]})
+    assert np.allclose(plant.q, [0.3, 0.0])
+    for t in np.arange(0.0, 0.3, 0.01):
+        plant.command([0.0, 0.5], t)             # joints order: joint1, joint2 (the tendon)
+        plant.advance(t)
+    assert plant.q[1] > 0.05 and plant.qd[1] > 0.0
+    # the reaction on the first link turns it the other way
+    assert plant.q[0] < 0.3
+    wrong = tmp_path / 'wrong.xml'
+    wrong.write_text(USER_MJCF.replace('joint2', 'elbow'))
+    with pytest.raises(ConfigError, match="'mujoco.model'.*no joint or tendon named 'joint2'"):
+        plant_of('planar_2r.yaml', {'engine': 'mujoco', 'mujoco.model': str(wrong)})
+    with pytest.raises(ConfigError, match="'mujoco.model'.*cannot read"):
+        plant_of('planar_2r.yaml', {'engine': 'mujoco', 'mujoco.model': str(tmp_path)})
+    with pytest.raises(ConfigError, match="'mujoco.discs'.*does not apply"):
+        plant_of('planar_2r.yaml', {'engine': 'mujoco', 'mujoco.model': str(path),
+                                    'mujoco.discs': 3})

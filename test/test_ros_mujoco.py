@@ -1,5 +1,5 @@
 """
-The continuum arm in MuJoCo under the controller, both nodes as processes over DDS.
+Arms in MuJoCo under the controller, both nodes as processes over DDS.
 
 The plant is the disc stack (sim/mujoco_arm.py), a model the controller was not derived
 from: its PMAs bend unevenly along a section and its fast local modes see little inertia.
@@ -64,3 +64,25 @@ def test_the_mujoco_arm_pushed_into_a_wall_reports_its_contact_force(tmp_path):
     assert np.all(np.isfinite(q)) and resets == 0
     assert np.all((commands >= 0.0) & (commands <= 5e5))
     assert max(forces) > 0.1, forces
+
+
+def test_the_panda_in_mujoco_with_friction_and_armature_under_the_pinocchio_controller(
+        tmp_path):
+    """
+    The controller's Pinocchio model does not know the plant's dry friction (0.2 N m) and
+    armature (0.01 kg m^2). Measured in two runs: RMS 0.001-0.007 rad at joints 1-4,
+    0.05 rad at joints 5-6 and 0.20 rad at the light joint 7, whose inertia-weighted feedback
+    is weakest; the bounds keep twice that.
+    """
+    path = params_file(tmp_path, 'panda.yaml', continuum_controller={'state_timeout': 0.5},
+                       continuum_simulator={'engine': 'mujoco', 'mujoco': {
+                           'armature': [0.01], 'friction': [0.2]}})
+    with running(tmp_path, path) as (rec, processes):
+        rec.run(1.5)
+        t, q_des, q, effort, commands = record(rec, 5.0)
+        plant = rec.sim_diagnostics[-1]
+    rms = np.sqrt(np.mean((q - q_des) ** 2, axis=0))
+    assert np.all(rms < [0.02, 0.02, 0.02, 0.02, 0.1, 0.1, 0.4]), rms
+    follow = [np.corrcoef(q[:, k], q_des[:, k])[0, 1] for k in range(6)]
+    assert min(follow) > 0.8, follow
+    assert plant['engine'] == 'mujoco' and int(plant['resets']) == 0

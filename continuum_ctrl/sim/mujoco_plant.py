@@ -1,20 +1,23 @@
 """
-MuJoCo as the plant's physics engine: the continuum arm's disc stack (sim/mujoco_arm.py).
+MuJoCo as the plant's physics engine: a continuum disc stack or a URDF arm.
 
     engine = MujocoArm(continuum_mjcf(spec, discs, timestep, obstacles), spec, timestep)
-    q, qd = engine.reset(q0)        # PMA length changes (m) and their rates (m/s)
-    q, qd = engine.step(tau, dt)    # dt s (MuJoCo steps of at most `timestep`), PMA forces tau (N)
+    engine = MujocoJoints(urdf_mjcf(path, joints, ...), joints, timestep)
+    q, qd = engine.reset(q0)        # model order: PMA length changes (m) or joint positions
+    q, qd = engine.step(tau, dt)    # dt s (MuJoCo steps of at most `timestep`), forces tau
 
-The state is what the simulator publishes: each PMA's length change, the sum of its pieces'
-tendon lengths minus L, and its rate. `mujoco` is imported here only, so the built-in engine
-runs without it. Integrator: MuJoCo's `implicitfast` (the stiff PMA damping implicitly).
+The state is what the simulator publishes: each PMA's length change (the sum of its pieces'
+tendon lengths minus L) and its rate, or the joints' positions and velocities. `mujoco` is
+imported here only, so the built-in engine runs without it. Integrator: MuJoCo's
+`implicitfast` (the stiff PMA damping implicitly).
 """
 
 import math
+from xml.etree import ElementTree
 
 import numpy as np
 
-from continuum_ctrl.sim.mujoco_arm import body_name, piece_name
+from continuum_ctrl.sim.mujoco_arm import body_name, Obstacles, piece_name
 
 #: Newton iterations placing the disc stack at a given PMA pose, and their tolerance (m)
 POSE_ITERATIONS = 20
@@ -26,57 +29,28 @@ def _mujoco():
     return mujoco
 
 
-class MujocoArm:
+class MujocoEngine:
     """
-    A continuum arm integrated by MuJoCo; `n` PMAs, state in the model's joint order.
+    What both MuJoCo engines share: the model of `xml`, stepping, checks and contacts.
 
-    `xml`: its MJCF from `continuum_mjcf` for `spec`; `timestep`: the longest MuJoCo step, s.
-    `q`, `qd`: the state after the last `reset` or `step`.
+    `timestep`: the longest MuJoCo step, s; `q`, `qd`: the state after the last `reset` or
+    `step` (subclasses give `state` and `reset`); `ctrl`: the actuator of each force's share,
+    `owner`: the force (model order) each of those actuators takes.
     """
 
-    def __init__(self, xml, spec, timestep):
+    def __init__(self, xml, timestep, path=None):
         mujoco = _mujoco()
-        self.spec, self.xml, self.timestep = spec, xml, timestep
-        self.model = mujoco.MjModel.from_xml_string(xml)
+        self.xml, self.timestep = xml, timestep
+        self.model = (mujoco.MjModel.from_xml_string(xml) if path is None
+                      else mujoco.MjModel.from_xml_path(str(path)))
         self.data = mujoco.MjData(self.model)
-        self.n = 3 * spec.sections
-        self.discs = [self._count(i) for i in range(spec.sections)]
-        # piece tendon ids per PMA (model order: section-major, PMA-minor)
-        pieces = [[mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_TENDON,
-                                     piece_name(i + 1, j + 1, k + 1))
-                   for k in range(self.discs[i])]
-                  for i in range(spec.sections) for j in range(3)]
-        self._flat = np.array([t for piece in pieces for t in piece])
-        self._owner = np.repeat(np.arange(self.n), [len(piece) for piece in pieces])
-        actuated = [mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR,
-                                      mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_TENDON,
-                                                        int(t))) for t in self._flat]
-        self._ctrl = np.asarray(actuated, dtype=int)
-        self._rest = np.repeat(spec.length, 3)
-        self._section_dofs = [self._dofs(i) for i in range(spec.sections)]
-
-    def _count(self, i):
-        """Return the number of discs of section `i` in the model."""
-        mujoco = _mujoco()
-        k = 0
-        while mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY,
-                                body_name(i + 1, k + 1)) >= 0:
-            k += 1
-        return k
-
-    def _dofs(self, i):
-        """Return the qpos addresses (x, y, z) of section `i`'s discs, (N, 3)."""
-        mujoco = _mujoco()
-        return np.array([[self.model.jnt_qposadr[mujoco.mj_name2id(
-            self.model, mujoco.mjtObj.mjOBJ_JOINT, f'{body_name(i + 1, k)}_{axis}')]
-            for axis in 'xyz'] for k in range(1, self.discs[i] + 1)])
+        self._ctrl = np.zeros(0, dtype=int)
+        self._owner = np.zeros(0, dtype=int)
+        self.q = self.qd = np.zeros(0)
 
     def state(self):
-        """Return ``(q, qd)``: PMA length changes (m) and rates (m/s) at the current pose."""
-        d = self.data
-        self.q = np.bincount(self._owner, d.ten_length[self._flat], self.n) - self._rest
-        self.qd = np.bincount(self._owner, d.ten_velocity[self._flat], self.n)
-        return self.q, self.qd
+        """Return ``(q, qd)`` at the current MuJoCo state; set `q` and `qd`."""
+        raise NotImplementedError
 
     def step(self, tau, dt):
         """
@@ -117,6 +91,66 @@ class MujocoArm:
 
     def warm_up(self, tau, dt):
         """Do nothing: MuJoCo compiles nothing on its first step."""
+
+    def contact_force(self):
+        """Return the sum of the normal forces of the current contacts, N."""
+        mujoco = _mujoco()
+        total, wrench = 0.0, np.zeros(6)
+        for c in range(self.data.ncon):
+            mujoco.mj_contactForce(self.model, self.data, c, wrench)
+            total += abs(wrench[0])
+        return total
+
+
+class MujocoArm(MujocoEngine):
+    """
+    A continuum arm as a disc stack; `n` PMAs, state in the model's joint order.
+
+    `xml`: its MJCF from `continuum_mjcf` for `spec`.
+    """
+
+    def __init__(self, xml, spec, timestep):
+        super().__init__(xml, timestep)
+        mujoco = _mujoco()
+        self.spec = spec
+        self.n = 3 * spec.sections
+        self.discs = [self._count(i) for i in range(spec.sections)]
+        # piece tendon ids per PMA (model order: section-major, PMA-minor)
+        pieces = [[mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_TENDON,
+                                     piece_name(i + 1, j + 1, k + 1))
+                   for k in range(self.discs[i])]
+                  for i in range(spec.sections) for j in range(3)]
+        self._flat = np.array([t for piece in pieces for t in piece])
+        self._owner = np.repeat(np.arange(self.n), [len(piece) for piece in pieces])
+        actuated = [mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR,
+                                      mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_TENDON,
+                                                        int(t))) for t in self._flat]
+        self._ctrl = np.asarray(actuated, dtype=int)
+        self._rest = np.repeat(spec.length, 3)
+        self._section_dofs = [self._dofs(i) for i in range(spec.sections)]
+
+    def _count(self, i):
+        """Return the number of discs of section `i` in the model."""
+        mujoco = _mujoco()
+        k = 0
+        while mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY,
+                                body_name(i + 1, k + 1)) >= 0:
+            k += 1
+        return k
+
+    def _dofs(self, i):
+        """Return the qpos addresses (x, y, z) of section `i`'s discs, (N, 3)."""
+        mujoco = _mujoco()
+        return np.array([[self.model.jnt_qposadr[mujoco.mj_name2id(
+            self.model, mujoco.mjtObj.mjOBJ_JOINT, f'{body_name(i + 1, k)}_{axis}')]
+            for axis in 'xyz'] for k in range(1, self.discs[i] + 1)])
+
+    def state(self):
+        """Return ``(q, qd)``: PMA length changes (m) and rates (m/s) at the current pose."""
+        d = self.data
+        self.q = np.bincount(self._owner, d.ten_length[self._flat], self.n) - self._rest
+        self.qd = np.bincount(self._owner, d.ten_velocity[self._flat], self.n)
+        return self.q, self.qd
 
     def reset(self, q0):
         """Place the arm at rest at the PMA pose `q0` (m); return the state."""
@@ -159,11 +193,137 @@ class MujocoArm:
             x = x - np.linalg.solve(J, residual)
         lengths(x)
 
-    def contact_force(self):
-        """Return the sum of the normal forces of the current contacts, N."""
+
+class MujocoJoints(MujocoEngine):
+    """
+    An arm whose coordinates are named one-DoF joints or tendons of its MJCF, in `joints` order.
+
+    Forces go to the actuators named as the joints (`by_name`, the URDF arms), else to the
+    model's first actuators in order (a user's MJCF, `mujoco.model` at `path`).
+    """
+
+    def __init__(self, xml, joints, timestep, path=None, by_name=True):
+        super().__init__(xml, timestep, path)
         mujoco = _mujoco()
-        total, wrench = 0.0, np.zeros(6)
-        for c in range(self.data.ncon):
-            mujoco.mj_contactForce(self.model, self.data, c, wrench)
-            total += abs(wrench[0])
-        return total
+        m = self.model
+        ids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name) for name in joints]
+        self._joint = np.array([i >= 0 for i in ids])
+        self._qpos = np.array([m.jnt_qposadr[i] if i >= 0 else -1 for i in ids])
+        self._dof = np.array([m.jnt_dofadr[i] if i >= 0 else -1 for i in ids])
+        self._tendon = np.array([-1 if i >= 0 else mujoco.mj_name2id(
+            m, mujoco.mjtObj.mjOBJ_TENDON, name) for i, name in zip(ids, joints)])
+        self._ctrl = (np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, name)
+                                for name in joints]) if by_name else np.arange(len(joints)))
+        self._owner = np.arange(len(joints))
+        self.n = len(joints)
+
+    def state(self):
+        """Return ``(q, qd)``: joint positions (rad or m) or tendon lengths, and rates."""
+        d, joint, tendon = self.data, self._joint, ~self._joint
+        self.q, self.qd = np.empty(self.n), np.empty(self.n)
+        self.q[joint], self.qd[joint] = d.qpos[self._qpos[joint]], d.qvel[self._dof[joint]]
+        self.q[tendon] = d.ten_length[self._tendon[tendon]]
+        self.qd[tendon] = d.ten_velocity[self._tendon[tendon]]
+        return self.q, self.qd
+
+    def reset(self, q0):
+        """Rest at `q0` (the joints' positions; tendons start as the MJCF has them)."""
+        mujoco = _mujoco()
+        mujoco.mj_resetData(self.model, self.data)
+        joint = self._joint
+        self.data.qpos[self._qpos[joint]] = np.asarray(q0, dtype=float)[joint]
+        mujoco.mj_step1(self.model, self.data)
+        return self.state()
+
+
+def check_user_model(path, names):
+    """Return the problem with MJCF `path` for coordinates `names` (None: it fits)."""
+    mujoco = _mujoco()
+    try:
+        m = mujoco.MjModel.from_xml_path(str(path))
+    except ValueError as exc:
+        return f"MuJoCo cannot read '{path}': {str(exc).strip().splitlines()[0]}"
+    for name in names:
+        joint = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
+        kinds = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+        if joint >= 0 and int(m.jnt_type[joint]) not in kinds:
+            return f"joint '{name}' of '{path}' is not a hinge or a slide"
+        if joint < 0 and mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_TENDON, name) < 0:
+            return f"'{path}' has no joint or tendon named '{name}'"
+    if m.nu < len(names):
+        return f"'{path}' has {m.nu} actuators, the commands need {len(names)}"
+    return None
+
+
+def _locked(joint, position):
+    """Turn a URDF <joint> into a fixed one at `position` (rad or m), its origin moved."""
+    from scipy.spatial.transform import Rotation
+    origin = joint.find('origin')
+    if origin is None:
+        origin = ElementTree.SubElement(joint, 'origin')
+    xyz = np.array([float(v) for v in origin.get('xyz', '0 0 0').split()])
+    turn = Rotation.from_euler('xyz', [float(v) for v in origin.get('rpy', '0 0 0').split()])
+    axis = joint.find('axis')
+    axis = np.array([float(v) for v in (axis.get('xyz', '1 0 0') if axis is not None
+                                        else '1 0 0').split()])
+    if joint.get('type') == 'prismatic':
+        xyz = xyz + turn.apply(axis) * position
+    else:
+        turn = turn * Rotation.from_rotvec(axis / np.linalg.norm(axis) * position)
+    origin.set('xyz', ' '.join(f'{v:.12g}' for v in xyz))
+    origin.set('rpy', ' '.join(f'{v:.12g}' for v in turn.as_euler('xyz')))
+    joint.set('type', 'fixed')
+
+
+def urdf_mjcf(path, joints, locked, gravity, timestep, armature, damping=None, friction=None,
+              mass_scale=1.0, obstacles=Obstacles()):
+    """
+    Return the MJCF of a URDF arm: collision primitives only, effort motors on `joints`.
+
+    Visuals and mesh collisions are dropped (no mesh files are read). Movable joints not in
+    `joints` are fixed at their `locked` position (default 0). Joint damping and friction
+    (`frictionloss`) come from the URDF's <dynamics> unless `damping` / `friction` (per
+    joint, in `joints` order) are given; `armature` per joint (kg m^2 or kg). Each motor makes
+    the joint's generalized force (N m or N); MuJoCo keeps it within the URDF's effort limit.
+    Masses and inertias are scaled by `mass_scale`. The arm's primitives collide only with
+    the `obstacles`; without obstacles contacts are off.
+    """
+    mujoco = _mujoco()
+    root = ElementTree.parse(path).getroot()
+    for link in root.findall('link'):
+        for element in link.findall('visual'):
+            link.remove(element)
+        for element in link.findall('collision'):
+            if element.find('geometry/mesh') is not None:
+                link.remove(element)
+    for joint in root.findall('joint'):
+        if joint.get('type') not in ('fixed', 'floating', 'planar') and (
+                joint.get('name') not in joints):
+            _locked(joint, float(locked.get(joint.get('name'), 0.0)))
+    spec = mujoco.MjSpec.from_string(ElementTree.tostring(root, encoding='unicode'))
+    spec.option.timestep = timestep
+    spec.option.gravity = gravity
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    for body in spec.bodies:
+        body.mass *= mass_scale
+        body.inertia *= mass_scale
+        body.fullinertia *= mass_scale
+    for geom in spec.geoms:
+        geom.contype, geom.conaffinity = 1, 0
+    for box in obstacles.boxes:
+        spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, pos=box[:3], size=box[3:],
+                                contype=0, conaffinity=1)
+    for ball in obstacles.spheres:
+        spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, pos=ball[:3],
+                                size=[ball[3], 0.0, 0.0], contype=0, conaffinity=1)
+    if not obstacles:
+        spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+    for k, name in enumerate(joints):
+        joint = spec.joint(name)
+        joint.armature = armature[k]
+        if damping is not None:
+            joint.damping[0] = damping[k]
+        if friction is not None:
+            joint.frictionloss = friction[k]
+        spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+    return spec.to_xml()

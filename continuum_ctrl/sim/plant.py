@@ -19,12 +19,15 @@ In pressure mode, `actuator.*` puts valve dynamics (sim/actuator.py) between the
 the pressure that pushes.
 
 `engine` says what integrates the arm: `builtin`, the plant model itself with `integrator`, or
-`mujoco`, a continuum arm as a MuJoCo disc stack (sim/mujoco_arm.py, sim/mujoco_plant.py)
-built from the same `model.sections.*` (mismatch applied; `model.limit_stiffness` is replaced
-by the disc stack's soft stops) with `mujoco.discs` discs per section, integrated in
-`mujoco.timestep` steps within each `step`, among the obstacles `mujoco.obstacles.*`.
+`mujoco`, MuJoCo integrating, in `mujoco.timestep` steps within each `step` and among the
+obstacles `mujoco.obstacles.*`, either a continuum arm as a disc stack (sim/mujoco_arm.py,
+sim/mujoco_plant.py) built from the same `model.sections.*` (mismatch applied;
+`model.limit_stiffness` is replaced by the disc stack's soft stops) with `mujoco.discs` discs
+per section, or a URDF arm with `mujoco.armature` and its URDF's (or `mujoco.damping` and
+`mujoco.friction`) joint damping and friction, or the user's MJCF `mujoco.model`.
 """
 
+import dataclasses
 from dataclasses import dataclass
 import math
 from typing import Any, Callable, Dict, Optional, Tuple
@@ -35,7 +38,8 @@ import pinocchio as pin
 from continuum_ctrl.control.actuation import ActuationMap
 from continuum_ctrl.control.settings import FIELDS as CONTROLLER_FIELDS, JointVectors, read_output
 from continuum_ctrl.models import load_model
-from continuum_ctrl.params import ConfigError, Field, Reader
+from continuum_ctrl.models.rigid import resolve_urdf
+from continuum_ctrl.params import ConfigError, Field, flatten, Reader
 from continuum_ctrl.sim.actuator import Actuator
 from continuum_ctrl.sim.integrators import INTEGRATORS
 from continuum_ctrl.sim.mujoco_arm import continuum_mjcf, Obstacles
@@ -78,6 +82,16 @@ FIELDS = {
     'mujoco.discs': Field('integer', 4, 'mujoco: rigid discs per continuum section', 1, 64),
     'mujoco.timestep': Field('number', 0.0005, 'mujoco: integration step within each `step`, '
                              'which it must divide, s', 1e-5, 0.05),
+    'mujoco.armature': Field('numbers', [0.0], 'mujoco, URDF arms: joint armature (rotor '
+                             'inertia), kg m^2 or kg, per joint or one for all', 0.0),
+    'mujoco.damping': Field('numbers', ..., "mujoco, URDF arms: joint damping, N m s/rad or "
+                            "N s/m (default: the URDF's <dynamics damping>)", 0.0),
+    'mujoco.friction': Field('numbers', ..., "mujoco, URDF arms: joint dry friction, N m or N "
+                             "(default: the URDF's <dynamics friction>)", 0.0),
+    'mujoco.model': Field('string', ..., "mujoco: the user's own MJCF file, whose joints or "
+                          "tendons carry the names in `joints` and whose first actuators "
+                          "take the commands in that order (then the arm's MJCF is not "
+                          "built)"),
     'mujoco.obstacles.boxes': Field('numbers', ..., 'mujoco: fixed boxes in the base frame, '
                                     '6 numbers each: centre x y z, half sizes, m'),
     'mujoco.obstacles.spheres': Field('numbers', ..., 'mujoco: fixed spheres in the base '
@@ -137,7 +151,8 @@ class PlantSettings:
         noise = top.namespace('noise')
         engine = top.string('engine', 'builtin', ENGINES)
         step = _field(top, 'step')
-        options = MujocoOptions.read(top.namespace('mujoco'), engine, model, step)
+        options = MujocoOptions.read(top.namespace('mujoco'), engine, model, step, spec, vec,
+                                     _field(mismatch, 'mass_scale'))
         settings = cls(
             model=model, vectors=vec, mode=mode, actuation=actuation,
             step=step,
@@ -158,35 +173,92 @@ class PlantSettings:
 
 @dataclass(frozen=True)
 class MujocoOptions:
-    """The `mujoco.*` settings: discs per section, MuJoCo's step (s), obstacles."""
+    """
+    The `mujoco.*` settings: discs per section, MuJoCo's step (s), obstacles.
+
+    URDF arms: `urdf` (the file), `locked` (joint name -> position), `gravity`, per joint in
+    model order `armature`, `damping` and `friction` (None: the URDF's), `mass_scale`.
+    `model`: a user's MJCF file, which replaces the arm's generated MJCF.
+    """
 
     discs: int
     timestep: float
     obstacles: Obstacles
+    urdf: Optional[str] = None
+    locked: Tuple[Tuple[str, float], ...] = ()
+    gravity: Tuple[float, ...] = (0.0, 0.0, -9.81)
+    armature: Tuple[float, ...] = ()
+    damping: Optional[Tuple[float, ...]] = None
+    friction: Optional[Tuple[float, ...]] = None
+    mass_scale: float = 1.0
+    model: Optional[str] = None
 
     @classmethod
-    def read(cls, reader, engine, model, step):
+    def read(cls, reader, engine, model, step, spec, vec, mass_scale):
         """
         Read `mujoco.*`, checked with any engine; return None unless `engine` is mujoco.
 
-        ConfigError names the key.
+        `spec`: the plant's `model` namespace; `vec`: its JointVectors. ConfigError names
+        the key.
         """
-        if engine == 'mujoco' and not hasattr(model, 'spec'):
-            raise ConfigError('engine', f"'mujoco' simulates continuum arms; the plant "
-                                        f"{type(model).__name__} has no continuum sections")
-        timestep = _field(reader, 'timestep')
-        ratio = step / timestep
-        if abs(ratio - round(ratio)) > 1e-9 * ratio:
-            raise ConfigError(reader.key('timestep'), f'must divide step {step} s, got '
-                                                      f'{timestep} s')
+        urdf = spec.get('type') == 'urdf'
+        if reader.has('model'):
+            return _user_model(reader, engine, model, step)
+        if engine == 'mujoco' and not (urdf or hasattr(model, 'spec')):
+            raise ConfigError('engine', f"'mujoco' simulates continuum and URDF arms, not "
+                                        f"the plant {type(model).__name__}")
+
+        def per_joint(key):
+            if not reader.has(key):
+                return None
+            if engine == 'mujoco' and not urdf:
+                raise ConfigError(reader.key(key), 'applies to URDF arms only')
+            return tuple(vec.per_joint(reader, key, FIELDS[reader.key(key)]))
+        armature = per_joint('armature') or (0.0,) * vec.n
+        timestep = _timestep(reader, step)
         shapes = reader.namespace('obstacles')
         boxes = _groups(shapes, 'boxes', 6)
         spheres = _groups(shapes, 'spheres', 4)
         shapes.finish()
         options = cls(discs=_field(reader, 'discs'), timestep=timestep,
-                      obstacles=Obstacles(boxes, spheres))
+                      obstacles=Obstacles(boxes, spheres), armature=armature,
+                      damping=per_joint('damping'), friction=per_joint('friction'))
         reader.finish()
-        return options if engine == 'mujoco' else None
+        if engine != 'mujoco':
+            return None
+        if urdf:
+            options = dataclasses.replace(
+                options, urdf=str(resolve_urdf(spec['urdf'])), mass_scale=mass_scale,
+                locked=tuple(sorted(flatten(spec.get('locked_positions', {})).items())),
+                gravity=tuple(spec.get('gravity', options.gravity)))
+        return options
+
+
+def _timestep(reader, step):
+    """Read `mujoco.timestep`, which must divide the plant's `step` (s)."""
+    timestep = _field(reader, 'timestep')
+    ratio = step / timestep
+    if abs(ratio - round(ratio)) > 1e-9 * ratio:
+        raise ConfigError(reader.key('timestep'), f'must divide step {step} s, got '
+                                                  f'{timestep} s')
+    return timestep
+
+
+def _user_model(reader, engine, model, step):
+    """Read `mujoco.model` and `mujoco.timestep` alone (the arm's MJCF is not built)."""
+    path = reader.string('model')
+    timestep = _timestep(reader, step)
+    for key in reader.tree:
+        if key not in ('model', 'timestep'):
+            raise ConfigError(reader.key(key), "does not apply with mujoco.model (the "
+                                               "user's MJCF holds the whole arm)")
+    if engine != 'mujoco':
+        return None
+    from continuum_ctrl.sim.mujoco_plant import check_user_model
+    problem = check_user_model(path, model.joint_names)
+    if problem:
+        raise ConfigError(reader.key('model'), problem)
+    return MujocoOptions(discs=0, timestep=timestep, obstacles=Obstacles(), model=path)
 
 
 def _groups(reader, name, size):
@@ -287,7 +359,16 @@ class Integrated:
 
 def mujoco_xml(settings):
     """Return the MJCF of the MuJoCo arm of `settings` (engine mujoco)."""
-    spec, options = settings.model.spec, settings.mujoco
+    options = settings.mujoco
+    if options.model is not None:
+        with open(options.model) as handle:
+            return handle.read()
+    if options.urdf is not None:
+        from continuum_ctrl.sim.mujoco_plant import urdf_mjcf
+        return urdf_mjcf(options.urdf, settings.model.joint_names, dict(options.locked),
+                         options.gravity, options.timestep, options.armature, options.damping,
+                         options.friction, options.mass_scale, options.obstacles)
+    spec = settings.model.spec
     return continuum_mjcf(spec, [options.discs] * spec.sections, options.timestep,
                           options.obstacles)
 
@@ -299,7 +380,15 @@ def new_engine(settings, q=None):
     `mujoco` is imported only for the mujoco engine.
     """
     engine: Any
-    if settings.engine == 'mujoco':
+    if settings.engine == 'mujoco' and settings.mujoco.model is not None:
+        from continuum_ctrl.sim.mujoco_plant import MujocoJoints
+        engine = MujocoJoints(mujoco_xml(settings), settings.model.joint_names,
+                              settings.mujoco.timestep, settings.mujoco.model, by_name=False)
+    elif settings.engine == 'mujoco' and settings.mujoco.urdf is not None:
+        from continuum_ctrl.sim.mujoco_plant import MujocoJoints
+        engine = MujocoJoints(mujoco_xml(settings), settings.model.joint_names,
+                              settings.mujoco.timestep)
+    elif settings.engine == 'mujoco':
         from continuum_ctrl.sim.mujoco_plant import MujocoArm
         engine = MujocoArm(mujoco_xml(settings), settings.model.spec, settings.mujoco.timestep)
     else:
