@@ -1,6 +1,5 @@
 """
-What both nodes share around rclpy: executor choice, heap settling, log throttling, `spin`,
-the delivery of a node's last message (`deliver`).
+What both nodes share around rclpy: executors, heap, log throttling, `deliver`, `spin`.
 
     sys.exit(spin(ControllerNode))     # a node's main(): one error line and status 2 on bad input
 
