@@ -5,8 +5,9 @@ Runs the node list of continuum_ctrl.launch_description as child processes, with
 command lines `ros2 launch` would run, for machines without `ros2 launch`. The parameter file
 is checked first, as the nodes would read it: a bad one is one error line (exit status 2) and
 no node starts. SIGINT and SIGTERM
-are forwarded to the nodes (each then publishes its safe command and exits); a node that does
-not stop within `STOP_TIMEOUT` is killed. Exits with 0, or the status of the first node that
+are forwarded to the nodes as SIGINT (the controller then publishes its safe command, waits
+until its subscribers have it and exits); a node that does not stop within `STOP_TIMEOUT` is
+killed, and named on stderr. Exits with 0, or the status of the first node that
 failed.
 """
 
@@ -36,7 +37,13 @@ def start(nodes, env=None, outputs=None):
 
 
 def stop(processes, timeout=STOP_TIMEOUT):
-    """Send SIGINT to running processes, wait up to `timeout` s, then kill what is left."""
+    """
+    Send SIGINT to every running process at once, wait up to `timeout` s, then kill the rest.
+
+    All get the signal before any is waited for, as `ros2 launch` does, so no node's exit
+    waits for another's. A killed node is named in one line on stderr (it may have had no
+    time to publish its last message).
+    """
     for process in processes:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
@@ -47,6 +54,9 @@ def stop(processes, timeout=STOP_TIMEOUT):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+            print(f'continuum-ctrl launch: {os.path.basename(str(process.args[0]))} (pid '
+                  f'{process.pid}) did not exit within {timeout:g} s of SIGINT: killed',
+                  file=sys.stderr, flush=True)
 
 
 def main(argv=None):

@@ -6,7 +6,8 @@ A managed (lifecycle) node, with the standard `~/change_state`, `~/get_state`, .
   make the topics); a bad parameter fails the transition with one `parameter 'KEY': ...` line
   in the log, and the node stays unconfigured;
 - activate: start the loop (the safe command until valid joint states arrive);
-- deactivate: publish the safe command once, then no more commands;
+- deactivate: publish the safe command (repeated until acknowledged, at most 0.2 s), then no
+  more commands;
 - cleanup, shutdown: the same, and release the model, loop and timers (the topics stay,
   silent).
 With `autostart` (default true) the node configures and activates itself when made (a bad
@@ -82,7 +83,7 @@ from continuum_ctrl.ros.fast_publish import CommandPublisher
 from continuum_ctrl.ros.loop_thread import LoopThread, ReferenceSlot, SnapshotRing, StateHandoff
 from continuum_ctrl.ros.node_settings import CONTROLLER_NODE_FIELDS, ControllerNodeSettings
 from continuum_ctrl.ros.parameters import NodeParameters
-from continuum_ctrl.ros.plumbing import settle_heap, spin, Throttle
+from continuum_ctrl.ros.plumbing import deliver, settle_heap, spin, Throttle
 from continuum_ctrl.ros.raw_input import (commands_reader, joint_states_reader,
                                           tip_target_reader, trajectory_reader)
 from continuum_ctrl.ros.scheduling import set_node_priority, set_thread_priority
@@ -186,7 +187,7 @@ class ControllerNode(LifecycleNode):
         return SUCCESS
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Publish the safe command once, then stop publishing commands."""
+        """Publish the safe command (until acknowledged), then stop publishing commands."""
         self.stop()
         self.get_logger().info('inactive: safe command sent, loop stopped')
         return SUCCESS
@@ -213,14 +214,18 @@ class ControllerNode(LifecycleNode):
         When the loop runs: end it, then publish the safe command, the last command.
 
         The loop thread ends its tick in progress first (joined), so nothing it sends can
-        follow the safe command, which this (the calling) thread publishes.
+        follow the safe command, which this (the calling) thread publishes, then repeats until
+        the subscribers acknowledged it, at most `plumbing.DELIVERY_TIMEOUT` s (`deliver`):
+        every exit (signal, lifecycle transition, loop failure, `destroy_node`) passes here.
         """
         if not self.running:
             return
         self.running = False
         self._stop_loop()
         if self.context.ok():
-            self.command_out.publish(self.loop.stop(self._now()))
+            command = self.loop.stop(self._now()).copy()
+            deliver(self.command_out.publisher, lambda: self.command_out.publish(command),
+                    self.get_logger(), 'safe command')
         self._send_loop_output()
 
     def destroy_node(self) -> None:

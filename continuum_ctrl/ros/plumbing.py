@@ -1,5 +1,5 @@
 """
-What both nodes share around rclpy: executor choice, heap settling, log throttling, `spin`.
+What both nodes share around rclpy: executors, heap, log throttling, `deliver`, `spin`.
 
     sys.exit(spin(ControllerNode))     # a node's main(): one error line and status 2 on bad input
 
@@ -20,6 +20,7 @@ from typing import Any, Callable, List, Optional, Sequence
 import rclpy
 import rclpy.executors
 import rclpy.logging
+from rclpy.duration import Duration
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
 from continuum_ctrl.params import ConfigError, read_yaml
@@ -33,6 +34,10 @@ M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 HEAP_KEEP = 64 * 1024 * 1024
 #: shortest interval between two log lines about rejected input, s
 LOG_THROTTLE = 2.0
+#: longest wait for the subscribers to acknowledge a node's last message, s (`deliver`)
+DELIVERY_TIMEOUT = 0.2
+#: while not acknowledged, the last message is sent again at this interval, s
+DELIVERY_STEP = 0.005
 
 
 class Throttle:
@@ -127,6 +132,47 @@ def keep_freed_memory() -> Optional[str]:
     return None if ok else 'mallopt refused the thresholds'
 
 
+def deliver(publisher: Any, send: Callable[[], None], logger: Any, what: str,
+            timeout: float = DELIVERY_TIMEOUT, step: float = DELIVERY_STEP) -> bool:
+    """
+    Send a last message with `send()`; wait until `publisher`'s subscribers acknowledged it.
+
+    Returns whether every reliable subscriber acknowledged everything sent (best-effort ones
+    never do and are not waited for) within `timeout` s; logs one line saying so, or a warning
+    with the number of subscribers when the wait timed out. A node destroyed right after a
+    publication may take the sample with it before the middleware has sent it on (with
+    Fast DDS and SCHED_FIFO nodes, most exits lost the last command that way).
+
+    While not acknowledged, `send()` is called again every `step` s, so the message must be one
+    a subscriber may receive more than once, as the safe command: a reliable writer asks for
+    acknowledgements with heartbeats, which Fast DDS adds to a sample only when its history
+    (the publisher's depth) is full, else every 3 s. A lone last sample, received at once, was
+    often acknowledged only 2.7 s later; sent again, the heartbeat comes within `depth` sends.
+    """
+    start = time.monotonic()
+    send()
+    while True:
+        left = timeout - (time.monotonic() - start)
+        try:
+            acked = publisher.wait_for_all_acked(Duration(nanoseconds=int(
+                max(min(step, left), 0.0) * 1e9)))
+        except _rclpy.RCLError as exc:      # a middleware without acknowledgements
+            logger.warning(f'{what}: cannot wait for its acknowledgement: '
+                           f'{str(exc).splitlines()[0]}')
+            return False
+        if acked or left <= step:
+            break
+        send()
+    elapsed = (time.monotonic() - start) * 1e3
+    count = publisher.get_subscription_count()
+    if acked:
+        logger.info(f'{what}: acknowledged after {elapsed:.0f} ms ({count} subscribers matched)')
+    else:
+        logger.warning(f'{what}: not acknowledged within {timeout * 1e3:.0f} ms ({count} '
+                       f'subscribers matched; at least one has not confirmed it)')
+    return acked
+
+
 def params_files(args: Sequence[str]) -> List[str]:
     """Return the files given with ``--params-file`` inside the ``--ros-args`` of `args`."""
     files, ros = [], False
@@ -155,7 +201,8 @@ def spin(node_class: Callable[[], Any], argv: Optional[Sequence[str]] = None,
     heap is frozen (`settle_heap`) and
     this thread, which runs the node's loop, gets the node's `realtime_priority`. On the way
     out, `node.stop()` runs before the node is destroyed: the controller publishes its safe
-    command there, the last thing it publishes.
+    command there, the last thing it publishes, and waits until its subscribers have it
+    (`deliver`).
     """
     args = list(sys.argv if argv is None else argv)
     name = getattr(node_class, '__name__', 'node')
