@@ -144,7 +144,7 @@ def test_demo_on_the_continuum_arm_is_stable_and_uses_the_file_gains(tmp_path, c
     assert demo_main(['--arm', str(CONFIG / 'continuum_3section.yaml'), '--duration', '1.5',
                       '--out', str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert 'Kp=700 Kd=30' in out and 'implicit_damping_euler' in out
+    assert 'Kp=700 Kd=40' in out and 'implicit_damping_euler' in out
     rows = [line.split() for line in out.splitlines() if line.startswith('section')]
     initial, rms, worst, final = np.array([row[1:] for row in rows], dtype=float).T
     assert len(rows) == 9 and np.all(np.abs(initial) == 0.005)
