@@ -30,7 +30,7 @@ from continuum_ctrl.ros.recorder import Recorder
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
-from node_pair import controller_loop, plant_of  # noqa: E402
+from continuum_ctrl.node_pair import controller_loop, plant_of  # noqa: E402
 
 CONFIG = 'continuum_3section.yaml'
 #: the table's rows: valve lag and delay, compensation time constant and delay (s)

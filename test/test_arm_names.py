@@ -29,9 +29,8 @@ def test_both_commands_reject_an_unknown_arm_the_same_way(command, capsys):
     assert len(captured.err.strip().splitlines()) == 1 and not captured.out
 
 
-def test_simulate_takes_the_short_name_and_the_reference_type_spelling(tmp_path):
+def test_simulate_takes_the_short_name(tmp_path):
     from continuum_ctrl.simulate import main
 
-    assert main(['--arm', '2r', '--duration', '0.2', '--out', str(tmp_path),
-                 '--reference', 'min_jerk']) == 0
+    assert main(['--arm', '2r', '--duration', '0.2', '--out', str(tmp_path)]) == 0
     assert (tmp_path / 'planar_2r_tracking.png').is_file()

@@ -14,7 +14,7 @@ import pytest
 import scipy.linalg
 import scipy.optimize
 
-from node_pair import node_pair, plant_of, plant_settings
+from continuum_ctrl.node_pair import node_pair, plant_of, plant_settings
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import ConfigError, file_parameters
 from continuum_ctrl.launch_description import config_path, SIMULATOR
@@ -292,7 +292,7 @@ def test_mujoco_needs_a_continuum_or_urdf_arm():
 def test_the_builtin_engine_runs_without_mujoco():
     """The plant and the simulator node import mujoco only for the mujoco engine."""
     code = ('import sys; sys.modules["mujoco"] = None; sys.path.insert(0, "test")\n'
-            'from node_pair import plant_of\n'
+            'from continuum_ctrl.node_pair import plant_of\n'
             'import continuum_ctrl.ros.simulator_node\n'
             'plant = plant_of("continuum_3section.yaml")\n'
             'plant.command([1e5] * 9, 0.0); plant.advance(0.0); plant.advance(0.01)\n'
@@ -316,14 +316,17 @@ def test_a_parameter_change_rebuilds_the_arm_at_its_pose():
 
 
 def test_simulate_runs_on_the_mujoco_arm(tmp_path, capsys):
-    """`continuum-ctrl simulate --engine mujoco`: named in the printout, tracks, stays finite."""
+    """
+    `continuum-ctrl simulate --engine mujoco`: named in the printout, and with the file's
+    gains, valves and compensation the disc stack tracks (RMS in mm per section).
+    """
     from continuum_ctrl import simulate
-    status = simulate.main(['--arm', 'continuum', '--engine', 'mujoco', '--duration', '1',
-                            '--kp', '50', '--kd', '10', '--out', str(tmp_path)])
+    status = simulate.main(['--arm', 'continuum', '--engine', 'mujoco', '--duration', '2',
+                            '--out', str(tmp_path)])
     out = capsys.readouterr().out
     assert status == 0 and 'engine mujoco' in out
-    rms = [float(line.split()[2]) for line in out.splitlines() if line.startswith('section')]
-    assert len(rms) == 9 and max(rms) < 0.02
+    rms = [float(line.split()[1]) for line in out.splitlines() if line.startswith('section')]
+    assert len(rms) == 3 and max(rms) < 0.5
 
 
 def test_the_demo_sets_the_simulators_engine_over_the_file(tmp_path):

@@ -1,6 +1,8 @@
 """
 The controller's loop and the simulator's plant of a parameter file, without ROS.
 
+`continuum-ctrl simulate` and the tests run the two nodes' cycle in one process this way.
+
     loop, plant = node_pair('continuum_3section.yaml', controller={'output.delay': 0.005})
     log = simulate_nodes(loop, plant, duration)      # sim.closed_loop: tick by tick
 
@@ -8,6 +10,8 @@ Each side reads the file as its node does (``/**`` merged with its own section);
 settings (rate, thread priority, ...) are split off, the controller's rate gives the loop's
 period. Overrides are dotted keys (``'actuator.time_constant'``) merged over the file.
 """
+
+from pathlib import Path
 
 from continuum_ctrl.control.loop import ControlLoop
 from continuum_ctrl.control.settings import ControllerSettings
@@ -20,7 +24,7 @@ from continuum_ctrl.sim.plant import Plant, PlantSettings
 
 def node_parameters(paths, node, overrides=None):
     """Return ``(tree, model namespace)`` of `node` from parameter files merged in order."""
-    paths = [config_path(p) for p in ([paths] if isinstance(paths, str) else paths)]
+    paths = [config_path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     tree, model = file_parameters(paths, node)
     flat = flatten({**tree, 'model': model})
     flat.update(overrides or {})
