@@ -140,20 +140,30 @@ def test_recovers_damping(excitation_fit):
 
 
 @pytest.mark.slow
-def test_samples_at_the_pressure_limit_or_outside_the_stroke_are_left_out_and_said(
-        excitation_fit, setup):
-    """
-    The excitation of the mismatched arm reaches p_max in places (section 1 carries the arm:
-    13 % of the samples) and leaves the stroke in few (2 %): both are left out and reported,
-    and the rest fits (R^2 > 0.99 on held-out data, estimates within 3 %: see above).
-    """
+def test_the_excitation_stays_inside_the_pressure_range_on_an_arm_off_its_file(excitation_fit):
+    """The shipped excitation (0.2-1 Hz) asks no PMA of the arm 20 % off for more than p_max."""
     result, _ = excitation_fit
+    assert result.left_out == {'outside the stroke': 0, 'at the pressure limit': 0}
+
+
+@pytest.mark.slow
+def test_samples_at_the_pressure_limit_or_outside_the_stroke_are_left_out_and_said(setup):
+    """
+    An excitation up to 3 Hz asks the arm 20 % off for more than p_max in places (section 1
+    carries the arm: about 13 % of the samples) and leaves the stroke in a few: both are left
+    out and reported, and the rest still fits (R^2 > 0.99 on held-out data).
+    """
+    run, *_ = closed_loop([PARAMS, EXCITATION], {**MISMATCH, **NOISE}, 20.0,
+                          controller_overrides={'reference.band': [0.2, 3.0]})
+    result = identify([run], setup)
     left_out = result.left_out
-    assert 0 < left_out['at the pressure limit'] <= 0.2 * result.samples, left_out
+    assert 0 < left_out['at the pressure limit'] <= 0.3 * result.samples, left_out
     assert left_out['outside the stroke'] <= 0.05 * result.samples, left_out
     assert result.r2_test_all > 0.99
     report = text(result, setup, ['run'])
     assert f"{left_out['at the pressure limit']} at the pressure limit" in report
+    for e in result.values('model.sections.stiffness'):
+        assert e.value == pytest.approx(TRUTH['stiffness'], rel=0.03), e.label
 
 
 @pytest.mark.slow
@@ -351,3 +361,49 @@ def test_record_writes_a_bag_identify_reads(setup, tmp_path):
     assert len(run.t) > 50 and np.all(np.diff(run.t) > 0)
     np.testing.assert_allclose(run.command, 1e5)
     np.testing.assert_allclose(np.diff(run.q[:, 0]), 1e-4, rtol=1e-6)  # none lost, in order
+
+
+def test_a_fit_the_nodes_would_refuse_is_not_written(setup):
+    """
+    A negative damping (a disc-stack arm excited to its pressure limits gave -27 N s/m, held-out
+    R^2 -0.29) means the model does not explain the data: `identify --out` refuses it in one
+    line naming the value, instead of writing a file the nodes refuse at start-up.
+    """
+    import dataclasses
+
+    from continuum_ctrl.identify.report import unusable
+
+    result = identify([synthetic_run(setup, duration=8.0)], setup)
+    assert unusable(result) is None
+    estimates = [dataclasses.replace(e, value=-27.3) if e.label == 'section 2 damping' else e
+                 for e in result.estimates]
+    problem = unusable(dataclasses.replace(result, estimates=estimates))
+    assert problem.startswith('not written: the fit gives section 2 damping = -27.3 N s/m')
+    assert 'model.sections.damping must be >= 0' in problem
+
+
+@pytest.mark.slow
+def test_calibration_on_the_mujoco_arm(setup, tmp_path):
+    """
+    The recipe on an arm the controller's equations did not build: the MuJoCo disc stack 20 %
+    off the file (measured: stiffness 2446 N/m for 2640, area 1.35e-4 for 1.46e-4 m^2 at the
+    right ratio, the force scale resting on gravity and inertia; held-out R^2 0.96). Without
+    integral action the fitted file tracks to 0.02-0.03 mm where the nominal one is 1.8 mm off.
+    """
+    plant = {'engine': 'mujoco', **MISMATCH, **NOISE}
+    run, *_ = closed_loop([PARAMS, EXCITATION], plant, 35.0)
+    result = identify([run], setup)
+    assert result.r2_test_all > 0.9 and result.left_out['at the pressure limit'] == 0
+    stiffness = [e.value for e in result.values('model.sections.stiffness')]
+    area, = result.values('output.area')
+    for k in stiffness:                         # the ratio the statics fix
+        assert k / area.value == pytest.approx(TRUTH['stiffness'] / TRUTH['area'], rel=0.05)
+    fitted = tmp_path / 'fitted.yaml'
+    fitted.write_text(fitted_yaml(result, ['mujoco']))
+    rms = []
+    for files in ([PARAMS], [PARAMS, str(fitted)]):
+        _, t, q, q_des = closed_loop(files, plant, 8.0, controller_overrides={'gains.ki': [0.0]})
+        error = (q - q_des)[t > 4.0]
+        rms.append(np.sqrt(np.mean(error.reshape(len(error), 3, 3) ** 2, axis=(0, 2))))
+    nominal, calibrated = rms
+    assert nominal.min() > 1e-3 and calibrated.max() < 0.1e-3, (nominal, calibrated)

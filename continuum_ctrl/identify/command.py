@@ -21,7 +21,7 @@ from pathlib import Path
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.identify.data import COMMANDS_TOPIC, read_run, STATES_TOPIC
 from continuum_ctrl.identify.fit import DEFAULT_FIT, identify, Options
-from continuum_ctrl.identify.report import fitted_yaml, text, write_report
+from continuum_ctrl.identify.report import fitted_yaml, text, unusable, write_report
 from continuum_ctrl.identify.rigid import DEFAULT_FIT as RIGID_FIT, identify_rigid
 from continuum_ctrl.identify.setup import read_setup, RigidSetup
 
@@ -88,6 +88,9 @@ def main(argv=None):
         result = identify(runs, setup, Options(fit, args.per_pma, args.window))
     print(text(result, setup, args.data))
     if args.out:
+        problem = unusable(result)
+        if problem:
+            raise ConfigError('--out', problem)
         Path(args.out).write_text(fitted_yaml(result, args.data))
         print(f'wrote {args.out}')
     if args.report:

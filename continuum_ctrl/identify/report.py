@@ -39,6 +39,30 @@ def _format(values, digits=6):
     return '[' + ', '.join(f'{v:.{digits}g}' for v in values) + ']'
 
 
+#: what a parameter file takes for each fitted key: (lowest value, strictly above it)
+ALLOWED = {'model.sections.stiffness': (0.0, True), 'model.sections.damping': (0.0, False),
+           'output.area': (0.0, True), 'output.deadzone': (0.0, False),
+           'output.time_constant': (0.0, False), 'output.delay': (0.0, False)}
+
+
+def unusable(result):
+    """
+    Return why the fitted values cannot go into a parameter file, or None.
+
+    A value the nodes would refuse (a negative damping, say) means the model does not
+    explain the data: the file is not written.
+    """
+    for e in result.estimates:
+        low, strict = ALLOWED.get(e.key, (-float('inf'), False))
+        if e.value < low or (strict and e.value <= low):
+            bound = f"{'>' if strict else '>='} {low:g}"
+            return (f'not written: the fit gives {e.label} = {e.value:.4g} {e.unit}, and '
+                    f'{e.key} must be {bound}: the model does not explain these data '
+                    f'(held-out R^2 {result.r2_test_all:.3f}); check the joint order, the '
+                    'units and that the arm is the one in the parameter file')
+    return None
+
+
 def fitted_yaml(result, sources):
     """Return the fitted parameter file: fitted values only, standard errors in comments."""
     tree = {}
