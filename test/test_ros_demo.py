@@ -99,8 +99,10 @@ def test_the_demo_at_1_khz_records_every_tick(tmp_path):
 
 #: largest ratio of one section's RMS error between runs, and largest RMS error (m), that the
 #: repeatability test accepts: the loop delay is one or two plant steps depending on the phase
-#: of the two nodes' 500 Hz timers (docs/simulation.md), about 3x in section 3's error
-REPEAT_RATIO, REPEAT_RMS = 4.0, 3e-3
+#: of the two nodes' 500 Hz timers (docs/simulation.md); below REPEAT_FLOOR (m) the spread
+#: is that phase at tens of micrometres (measured: 0.024 to 0.115 mm in section 1 on the
+#: MuJoCo arm), not a regression
+REPEAT_RATIO, REPEAT_RMS, REPEAT_FLOOR = 4.0, 1e-3, 0.2e-3
 
 
 def section_rms(path):
@@ -125,4 +127,5 @@ def test_three_demo_runs_agree_within_the_documented_spread(tmp_path):
         rms.append(section_rms(out / 'closed_loop.csv'))
     rms = np.array(rms)
     assert np.all(rms < REPEAT_RMS), rms
-    assert np.all(rms.max(axis=0) <= REPEAT_RATIO * rms.min(axis=0)), rms
+    assert np.all(rms.max(axis=0) <= np.maximum(REPEAT_RATIO * rms.min(axis=0),
+                                                REPEAT_FLOOR)), rms

@@ -13,7 +13,9 @@ into DIR: `closed_loop.png` (desired vs actual positions, and the commands), `cl
 `closed_loop.mcap` (a rosbag2 MCAP bag of `/joint_states`, the commands and `~/state`, for
 `continuum-ctrl identify`, Foxglove and `ros2 bag info`) and the nodes' logs. `--engine`
 sets the simulator's `engine` over the file's (through DIR/engine.yaml, a parameter file
-given after it); the printout names the engine that ran.
+given after it). Without it a continuum arm whose file names no engine runs on MuJoCo (an
+arm the controller's equations did not build, in real time beside the controller here), any
+other as its file says; the printout names the engine that ran.
 """
 
 import argparse
@@ -136,6 +138,13 @@ def plot_task_space(controller, out, names, t, q_des, q):
             f'{np.max(error) * 1e3:.3f} mm; wrote {out / "task_space.png"}')
 
 
+def default_engine(simulator):
+    """Return 'mujoco' for a continuum arm whose files name no engine, else None (theirs)."""
+    tree, model = file_parameters(list(simulator.parameters), SIMULATOR)
+    continuum = str(model.get('type', 'continuum_integral')).startswith('continuum')
+    return 'mujoco' if continuum and 'engine' not in tree and 'sections' in model else None
+
+
 def with_engine(nodes, engine, out):
     """
     Return `nodes` with the simulator's `engine` set to `engine` (None: as the files say).
@@ -174,11 +183,12 @@ def main(argv=None):
     parser.add_argument('--out', default='demo_out', help='output directory')
     parser.add_argument('--engine', choices=ENGINES, default=None,
                         help="the simulator's physics engine (default: the file's, else "
-                             "builtin)")
+                             "mujoco for continuum arms and builtin for others)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    nodes = with_engine(simulation(arm_config(args.arm)), args.engine, out)
+    nodes = simulation(arm_config(args.arm))
+    nodes = with_engine(nodes, args.engine or default_engine(nodes[1]), out)
     check_parameter_file(nodes[0].parameters[0], [nodes[0].name])
     check_parameter_file(list(nodes[1].parameters), [nodes[1].name])
     engine = file_parameters(list(nodes[1].parameters), SIMULATOR)[0].get('engine', 'builtin')
