@@ -59,7 +59,7 @@ def test_the_mujoco_arm_pushed_into_a_wall_reports_its_contact_force(tmp_path):
                                             'mujoco': {'obstacles': {'boxes': WALL}}})
     with running(tmp_path, path) as (rec, processes):
         t, q_des, q, effort, commands = record(rec, 6.0)
-        forces = [float(d['contact_force_n']) for d in rec.sim_diagnostics]
+        forces = [float(d['contact_force_max_n']) for d in rec.sim_diagnostics]
         resets = int(rec.sim_diagnostics[-1]['resets'])
     assert np.all(np.isfinite(q)) and resets == 0
     assert np.all((commands >= 0.0) & (commands <= 5e5))

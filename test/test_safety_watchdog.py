@@ -166,7 +166,7 @@ def test_stopped_states_give_the_safe_command_then_resume_after_valid_ones(tmp_p
         check_resumed(timeline, resume)
     # each transition logged once: active, stale, active again
     log = (tmp_path / 'continuum_controller.log').read_text()
-    assert log.count('control active') == 2 and log.count('safe command') == 1, log
+    assert log.count('control active') == 2 and log.count("safe command ('") == 1, log
 
 
 def test_killed_simulator_gives_hold_command_and_restart_resumes(tmp_path):

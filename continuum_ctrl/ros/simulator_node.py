@@ -15,7 +15,8 @@
   timer's due time when `step` divides the publishing period; else up to one `step` before
   publication), as a driver stamps the moment it read the sensors.
 - pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands, the engine and, with
-  MuJoCo, `contact_force_n` (the sum of the contact normal forces at that moment, N); the
+  MuJoCo, `contact_force_n` (the sum of the contact normal forces at that moment, N) and
+  `contact_force_max_n` (the largest such sum at a step's end since the last window); the
   totals are logged once more when the node stops (`run totals: ...`). Also
   `commands_per_step`, commands accepted per plant step in the window: the plant holds one
   command over each step, so above FAST_COMMANDS it cannot see the command's faster changes
@@ -186,6 +187,7 @@ class SimulatorNode(Node):
         contact = self.plant.engine.contact_force()
         if contact is not None:
             values['contact_force_n'] = f'{contact:.3f}'
+            values['contact_force_max_n'] = f'{self.plant.engine.largest_contact_force():.3f}'
         self._step_time = 0.0
         status = DiagnosticStatus(name=f'{self.get_name()}: plant',
                                   hardware_id=self.get_fully_qualified_name(),

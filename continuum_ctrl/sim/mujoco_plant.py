@@ -46,6 +46,7 @@ class MujocoEngine:
         self.data = mujoco.MjData(self.model)
         self._ctrl = np.zeros(0, dtype=int)
         self._owner = np.zeros(0, dtype=int)
+        self._largest_contact = 0.0
         self.q = self.qd = np.zeros(0)
 
     def state(self):
@@ -70,6 +71,8 @@ class MujocoEngine:
             mujoco.mj_step(m, d, steps - 1)
         mujoco.mj_step1(m, d)
         self._check()
+        if d.ncon:
+            self._largest_contact = max(self._largest_contact, self.contact_force())
         return self.state()
 
     def _check(self):
@@ -91,6 +94,11 @@ class MujocoEngine:
 
     def warm_up(self, tau, dt):
         """Do nothing: MuJoCo compiles nothing on its first step."""
+
+    def largest_contact_force(self):
+        """Return the largest `contact_force` at a step end since the last call, N; reset it."""
+        largest, self._largest_contact = self._largest_contact, 0.0
+        return largest
 
     def contact_force(self):
         """Return the sum of the normal forces of the current contacts, N."""

@@ -356,6 +356,10 @@ class Integrated:
         """Return None: the built-in plant has no contacts."""
         return None
 
+    def largest_contact_force(self):
+        """Return None: the built-in plant has no contacts."""
+        return None
+
 
 def mujoco_xml(settings):
     """Return the MJCF of the MuJoCo arm of `settings` (engine mujoco)."""
