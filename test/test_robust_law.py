@@ -137,12 +137,14 @@ def test_the_integral_force_integrates_the_error_and_stays_within_its_bound():
     integral = IntegralAction(3)
     integral.configure([100.0, 100.0, 0.0], [1.0, 1.0, 1.0])
     assert integral.engaged
-    free, low, high, nowhere = np.zeros(3), np.full(3, -10.0), np.full(3, 10.0), np.zeros(3, bool)
+    free, low, high = np.zeros(3), np.full(3, -10.0), np.full(3, 10.0)
+    q_low, q_high = np.full(3, -np.inf), np.full(3, np.inf)
+    q, q_des = np.array([0.01, -0.01, 0.01]), np.zeros(3)
     for _ in range(10):
-        integral.update(np.array([0.01, -0.01, 0.01]), 0.1, free, low, high, nowhere)
+        integral.update(q, q_des, 0.1, free, low, high, q_low, q_high)
     np.testing.assert_allclose(integral.force, [-1.0, 1.0, 0.0])       # 10 x 0.1 N each
     for _ in range(10):
-        integral.update(np.array([0.01, -0.01, 0.01]), 0.1, free, low, high, nowhere)
+        integral.update(q, q_des, 0.1, free, low, high, q_low, q_high)
     np.testing.assert_allclose(integral.force, [-1.0, 1.0, 0.0])       # bounded at 1 N
     integral.reset()
     assert not integral.force.any()
@@ -153,13 +155,14 @@ def test_anti_windup_holds_a_joint_pushed_further_into_its_bound_or_at_a_joint_l
     integral.configure(np.full(4, 100.0), np.full(4, 5.0))
     low, high = np.zeros(4), np.full(4, 10.0)
     effort = np.array([10.0, 10.0, 0.0, 5.0])           # at high, at high, at low, free
-    error = np.array([-0.01, 0.01, 0.01, 0.01])         # pushes up, down, down, down
-    at_limit = np.array([False, False, False, True])
-    integral.update(error, 0.1, effort, low, high, at_limit)
+    q = np.array([-0.01, 0.01, 0.01, 0.05])             # pushes up, down, down, down
+    q_des = np.array([0.0, 0.0, 0.0, 0.04])             # the last held at its upper limit
+    q_low, q_high = np.full(4, -1.0), np.array([1.0, 1.0, 1.0, 0.04])
+    integral.update(q, q_des, 0.1, effort, low, high, q_low, q_high)
     np.testing.assert_allclose(integral.force, [0.0, -0.1, 0.0, 0.0])
     assert integral.held.tolist() == [True, False, True, True]
-    integral.update(np.array([np.nan, 0.0, 0.0, 0.0]), 0.1, np.full(4, 5.0), low, high,
-                    np.zeros(4, bool))
+    integral.update(np.array([np.nan, 0.0, 0.0, 0.0]), np.zeros(4), 0.1, np.full(4, 5.0), low,
+                    high, q_low, q_high)
     assert np.all(np.isfinite(integral.force))
 
 

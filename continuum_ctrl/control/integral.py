@@ -3,7 +3,7 @@ Integral action of the computed-torque law, in generalized-force units, with ant
 
     integral = IntegralAction(n)
     integral.configure(ki, limit)      # ki: N/(m s) or N m/(rad s); limit: N or N m, (n,)
-    integral.update(error, dt, effort, low, high, at_limit)    # once per control tick
+    integral.update(q, q_des, dt, effort, low, high, q_low, q_high)    # once per tick
     integral.force                     # added to the law's force (N or N m), model order
 
 The force integrates ``-ki (q - q_des)`` over time and stays within ``[-limit, limit]``, so an
@@ -13,7 +13,8 @@ forces at the reference still leaves millimetres of steady error (docs/law.md).
 
 Anti-windup is conditional integration: a joint is not integrated in a tick when the effort
 sent sits at a bound of ``[low, high]`` (pressure or effort limits) and the step would push
-further into it, or when its reference is held at a joint limit (``at_limit``), where the arm
+further into it, or when its reference is held at a joint limit (``q_low``, ``q_high``: the
+reference is clamped there, so equality means held), where the arm
 may rest against a stop the error cannot remove. The loop resets the force at activation and
 holds it during the reference's blend, so nothing jumps when control starts.
 """
@@ -49,30 +50,31 @@ class IntegralAction:
         self.force[:] = 0.0
         self.held[:] = False
 
-    def update(self, error: np.ndarray, dt: float, effort: np.ndarray, low: np.ndarray,
-               high: np.ndarray, at_limit: np.ndarray) -> None:
+    def update(self, q: np.ndarray, q_des: np.ndarray, dt: float, effort: np.ndarray,
+               low: np.ndarray, high: np.ndarray, q_low: np.ndarray,
+               q_high: np.ndarray) -> None:
         """
         Integrate one tick of `dt` s of the error ``q - q_des`` (m or rad), model order.
 
-        `effort` is the force sent this tick, `low`, `high` its bounds (N or N m);
-        `at_limit` marks joints whose reference is held at a joint limit.
+        `effort` is the force sent this tick, `low`, `high` its bounds (N or N m); `q_low`,
+        `q_high` the joint limits the reference is clamped to.
         """
-        self._update(error, dt, effort, low, high, at_limit, self.ki, self.limit, self.force,
-                     self.held)
+        self._update(q, q_des, dt, effort, low, high, q_low, q_high, self.ki, self.limit,
+                     self.force, self.held)
 
 
 @compiled()
-def _update_kernel(error, dt, effort, low, high, at_limit, ki, limit, force, held):
+def _update_kernel(q, q_des, dt, effort, low, high, q_low, q_high, ki, limit, force, held):
     """One conditional integration step of `force`; see `IntegralAction.update`."""
     for i in range(force.shape[0]):
-        step = -ki[i] * error[i] * dt
-        hold = (at_limit[i] or (effort[i] >= high[i] and step > 0.0)
+        step = -ki[i] * (q[i] - q_des[i]) * dt
+        hold = (q_des[i] <= q_low[i] or q_des[i] >= q_high[i]
+                or (effort[i] >= high[i] and step > 0.0)
                 or (effort[i] <= low[i] and step < 0.0) or not step == step)
         held[i] = hold
         if not hold:
             force[i] = min(max(force[i] + step, -limit[i]), limit[i])
 
 
-_updater = cached_entry_point(_update_kernel, np.zeros(1), 0.0, np.zeros(1), np.zeros(1),
-                              np.zeros(1), np.zeros(1, dtype=np.bool_), np.zeros(1),
-                              np.zeros(1), np.zeros(1), np.zeros(1, dtype=np.bool_))
+_updater = cached_entry_point(_update_kernel, *(np.zeros(1),) * 2, 0.0, *(np.zeros(1),) * 8,
+                              np.zeros(1, dtype=np.bool_))

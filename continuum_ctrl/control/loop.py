@@ -182,8 +182,6 @@ class ControlLoop:
         self.effort = np.zeros(n)
         self.command = np.zeros(n)
         self._nan = np.full(n, np.nan)
-        self._error = np.zeros(n)
-        self._at_limit = np.zeros(n, dtype=bool)
         self._limit_effort = effort_limiter()       # compiled now, not in the first tick
         self._failing = False
         self._sent_time: Optional[float] = None
@@ -437,10 +435,8 @@ class ControlLoop:
         reference = self.reference
         if t - reference.t0 < reference.blend_time:  # type: ignore[union-attr]
             return
-        np.subtract(self.q, self.q_des, out=self._error)
-        at_limit = np.logical_or(self.q_des <= self.low, self.q_des >= self.high,
-                                 out=self._at_limit)
-        self.integral.update(self._error, self.period, self.effort, low, high, at_limit)
+        self.integral.update(self.q, self.q_des, self.period, self.effort, low, high,
+                             self.low, self.high)
 
     def safe_command(self) -> np.ndarray:
         """
