@@ -127,16 +127,23 @@ class TaskSpace:
     """
     The kinematics of `settings.frame` of `model`: tip poses, IK, and references from paths.
 
-    Raises FrameError (ValueError) when the model has no such frame.
+    The references it makes sample on `sampler` (default: itself): a planning thread's
+    `for_thread` copy makes them on its own model, the loop's thread samples them on the
+    loop's. Raises FrameError (ValueError) when the model has no such frame.
     """
 
-    def __init__(self, model, settings: TaskSettings):
+    def __init__(self, model, settings: TaskSettings, sampler: Optional['TaskSpace'] = None):
         self.model = model
+        self.sampler = self if sampler is None else sampler
         self.settings = settings
         self.frame = settings.frame
         self.ik = InverseKinematics(model, settings.frame, settings.orientation_weight)
         self.weight = settings.orientation_weight
         self.compiled_step = model.compiled_task_step(settings.frame)
+
+    def for_thread(self):
+        """Return this task space on the model's `for_thread` copy, sampling on this one."""
+        return TaskSpace(self.model.for_thread(), self.settings, sampler=self)
 
     def pose(self, q):
         """Pose (4, 4) of the task frame in the base frame at `q` [m]."""
@@ -219,7 +226,8 @@ class TaskReference(Reference):
     """
     A tip path followed by IK: ``sample(t) -> (q_d, qd_d, qdd_d)`` (see the module).
 
-    Starts at `q_start` (the path must start at its tip). `rotation`: the target orientation
+    Made on `task` (its model evaluated once here), sampled on ``task.sampler``. Starts at
+    `q_start` (the path must start at its tip). `rotation`: the target orientation
     (3, 3), reached along the geodesic on the path's timing when `orientation_weight` > 0
     (default: the start orientation, held). Successive samples continue from the previous
     solution, so call it with times close together, as a control loop does. The returned
@@ -227,7 +235,7 @@ class TaskReference(Reference):
     """
 
     def __init__(self, task: TaskSpace, path, q_start, rotation=None, clamp_distance=0.0):
-        self.task = task
+        self.task = task.sampler
         self.path = path
         self.n = task.model.n
         self.clamp_distance = float(clamp_distance)
