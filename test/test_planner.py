@@ -13,12 +13,16 @@ import threading
 import time
 
 import numpy as np
-from node_pair import node_pair
+from node_pair import node_pair, node_parameters
 import pytest
 
-from continuum_ctrl.control.loop import ACTIVE
+from continuum_ctrl import load_model
+from continuum_ctrl.control.loop import ACTIVE, ControlLoop
 from continuum_ctrl.control.planner import Planner
 from continuum_ctrl.control.references import Hold
+from continuum_ctrl.control.settings import ControllerSettings
+from continuum_ctrl.launch_description import CONTROLLER
+from continuum_ctrl.ros.node_settings import ControllerNodeSettings
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 
 CONFIG = 'continuum_task.yaml'
@@ -143,29 +147,39 @@ def test_joint_references_are_anchored_in_the_tick_and_plans_superseded():
     assert any('planning failed: ZeroDivisionError' in text for _, text in loop.take_events())
 
 
-@pytest.mark.parametrize('radius', [0.01])
-def test_a_threaded_planner_plans_on_its_worker(radius):
-    """The node's planner: the job runs on the worker thread, on the loop's planning model."""
-    loop, _ = node_pair(CONFIG, controller={'reference.tip_radius': radius})
-    loop.planner = Planner(threaded=True)
-    threads = set()
-    plan_task = loop.plan_task
-    original = plan_task.closest
+def test_a_threaded_planner_plans_on_its_worker_with_ik_in_a_process():
+    """The node's planner: the job on the worker thread, its IK in the planner's process."""
+    tree, spec = node_parameters(CONFIG, CONTROLLER, {'reference.tip_radius': 0.01})
+    node, tree = ControllerNodeSettings.split(tree)
+    model = load_model(spec)
+    planner = Planner(threaded=True, model_spec=spec)
+    loop = ControlLoop(model, ControllerSettings.parse(tree, model), node.period, planner)
+    plan_task, threads = loop.plan_task, set()
+    assert plan_task.model is not loop.model and plan_task.sampler is loop.task
+    assert plan_task.reach is not None
+    original = plan_task.closest_points
 
-    def closest(*args):
+    def closest_points(*args):
         threads.add(threading.get_ident())
         return original(*args)
-    plan_task.closest = closest
-    assert plan_task.model is not loop.model and plan_task.sampler is loop.task
-    for k in range(loop.settings.resume_count):
-        loop.set_state(np.full(9, 0.013), np.zeros(9), 0.0)
-    t = 0.0
-    deadline = time.monotonic() + 60.0
-    while loop.awaiting_plan and time.monotonic() < deadline:
-        t += loop.period
-        loop.set_state(np.full(9, 0.013), np.zeros(9), t)
-        loop.tick(t)
-        time.sleep(0.001)
-    assert not loop.awaiting_plan and threads and threading.get_ident() not in threads
-    assert loop.reference.reference.task is loop.task
-    loop.planner.close()
+    plan_task.closest_points = closest_points
+    try:
+        # the process answers as the IK in process does, for an unreachable target too
+        q0, far = np.full(9, 0.013), [0.0, 0.0, 0.8]
+        there, here = plan_task.reach([far], q0)[0], loop.task.closest(far, q0)
+        assert there[1] > 0.01 and all(np.array_equal(a, b) for a, b in zip(there, here))
+        t = 0.0
+        for _ in range(loop.settings.resume_count):
+            loop.set_state(q0, np.zeros(9), t)
+        deadline = time.monotonic() + 60.0
+        while loop.awaiting_plan and time.monotonic() < deadline:
+            t += loop.period
+            loop.set_state(q0, np.zeros(9), t)
+            loop.tick(t)
+            time.sleep(0.001)
+        assert not loop.awaiting_plan and threads and threading.get_ident() not in threads
+        assert loop.reference.reference.task is loop.task
+    finally:
+        planner.close()
+    with pytest.raises(RuntimeError, match='planning process ended'):
+        plan_task.reach([far], q0)

@@ -241,11 +241,12 @@ class ControlLoop:
         Keep the `TaskSpace` of `settings.task` (None without a task frame).
 
         `task` samples references on the loop's thread; `plan_task`, on the model's
-        `for_thread` copy, is the planner's: it makes them (IK) and they sample on `task`.
+        `for_thread` copy (`Planner.task_space`), is the planner's: it makes them (IK) and
+        they sample on `task`.
         """
         if self.task is None or self.task.settings != settings.task:
             self.task = TaskSpace(self.model, settings.task) if settings.task.frame else None
-            self.plan_task = None if self.task is None else self.task.for_thread()
+            self.plan_task = self.planner.task_space(self.task)
 
     def anchor(self, t: float) -> None:
         """

@@ -11,13 +11,16 @@ tip waypoints, a clamped tip target) is a job. Until its plan is posted the loop
 reference (for the configured one: the measured pose, held), and takes the plan whole at a
 tick. The newest request wins: a job superseded before it ends (a newer request, a posted
 trajectory) posts nothing. One worker runs the jobs one after the other on its own model
-data (`DynamicsModel.for_thread`); in process (`sim.closed_loop.simulate_nodes`, tests) the
+data (`DynamicsModel.for_thread`), and given the model's parameters, its IK in a process of
+its own (control/reach.py: no interpreter lock shared with the loop); in process (`sim.closed_loop.simulate_nodes`, tests) the
 caller runs them with `step` between ticks, or at once for a caller without a deadline.
 """
 
 import collections
 import threading
 import time
+
+from continuum_ctrl.control.reach import ReachProcess
 
 
 class ReferenceSlot:
@@ -90,16 +93,22 @@ class Planner:
     Runs plan jobs aside from the loop (see the module) and posts their references.
 
     `threaded`: a daemon worker runs each request as it comes; otherwise `step` runs the
-    pending one on the caller's thread. A job returns ``(reference, note)`` (`note`: a log
+    pending one on the caller's thread. `prepare`, when given, is called on the worker before
+    each job: a node returns it to normal scheduling there (it is started by the real-time
+    loop thread, whose policy it inherits, and a node's priority change moves every thread).
+    `model_spec` (the ``model.*`` parameters): the IK of the plans runs in a `ReachProcess`. A job returns ``(reference, note)`` (`note`: a log
     line, said once the reference is posted) or None (nothing to post); a job that raises is
     said in `notes` as a warning and posts nothing. Figures: `plans` (references posted),
     `longest` (s, the longest job), `busy` (a job runs now). `notes` holds ``(level, text)``
     lines for the loop's events.
     """
 
-    def __init__(self, threaded=False):
+    def __init__(self, threaded=False, prepare=None, model_spec=None):
         self.slot = ReferenceSlot()
         self.threaded = threaded
+        self.prepare = prepare
+        self.model_spec = model_spec
+        self._reach = None
         self.notes = collections.deque()
         self.plans = 0
         self.longest = 0.0
@@ -139,10 +148,29 @@ class Planner:
             return False
         return self._run()
 
+    def task_space(self, task):
+        """
+        Return the planning copy of `task` (the loop's TaskSpace, or None): its jobs' tool.
+
+        On the model's `for_thread` copy; its IK in a new `ReachProcess` given `model_spec`
+        (the one made for an earlier task space ends).
+        """
+        if self._reach is not None:
+            self._reach.close()
+            self._reach = None
+        if task is None:
+            return None
+        if self.model_spec is not None and not self._closed:
+            self._reach = ReachProcess(self.model_spec, task.settings)
+        return task.for_thread(self._reach)
+
     def close(self):
-        """End the worker after its current job (it posts nothing more)."""
+        """End the worker after its current job (it posts nothing more) and the IK process."""
         self._closed = True
         self._wake.set()
+        if self._reach is not None:
+            self._reach.close()
+            self._reach = None
 
     def _run(self):
         with self._lock:
@@ -172,5 +200,7 @@ class Planner:
         while not self._closed:
             self._wake.wait()
             self._wake.clear()
-            while not self._closed and self._run():
-                pass
+            while not self._closed and self._job is not None:
+                if self.prepare is not None:
+                    self.prepare()
+                self._run()

@@ -129,21 +129,28 @@ class TaskSpace:
 
     The references it makes sample on `sampler` (default: itself): a planning thread's
     `for_thread` copy makes them on its own model, the loop's thread samples them on the
-    loop's. Raises FrameError (ValueError) when the model has no such frame.
+    loop's; its IK may run in a process of its own (`reach`). Raises FrameError (ValueError) when the model has no such frame.
     """
 
-    def __init__(self, model, settings: TaskSettings, sampler: Optional['TaskSpace'] = None):
+    def __init__(self, model, settings: TaskSettings, sampler: Optional['TaskSpace'] = None,
+                 reach=None):
         self.model = model
         self.sampler = self if sampler is None else sampler
+        self.reach = reach
         self.settings = settings
         self.frame = settings.frame
         self.ik = InverseKinematics(model, settings.frame, settings.orientation_weight)
         self.weight = settings.orientation_weight
         self.compiled_step = model.compiled_task_step(settings.frame)
+        self._checked: dict = {}        # the last circle checked: its clamp distance, m
 
-    def for_thread(self):
-        """Return this task space on the model's `for_thread` copy, sampling on this one."""
-        return TaskSpace(self.model.for_thread(), self.settings, sampler=self)
+    def for_thread(self, reach=None):
+        """
+        Return this task space on the model's `for_thread` copy, sampling on this one.
+
+        `reach`: where its IK runs (a control.reach.ReachProcess; None: on the caller).
+        """
+        return TaskSpace(self.model.for_thread(), self.settings, sampler=self, reach=reach)
 
     def pose(self, q):
         """Pose (4, 4) of the task frame in the base frame at `q` [m]."""
@@ -151,10 +158,25 @@ class TaskSpace:
 
     def closest(self, position, q0):
         """Return ``(reachable position, distance to it [m], joints there)`` of a target."""
-        result = self.ik.solve(position, q0=q0)
-        if result.position_error <= REACH_TOLERANCE:
-            return np.asarray(position, dtype=float), 0.0, result.q
-        return self.pose(result.q)[:3, 3], result.position_error, result.q
+        return self.closest_points([position], q0)[0]
+
+    def closest_points(self, positions, q0, chain=False):
+        """
+        Return `closest` of each position, from `q0` or (`chain`) from the previous solution.
+
+        With a `reach` (control.reach.ReachProcess) the IK runs in its process.
+        """
+        if self.reach is not None:
+            return self.reach(positions, q0, chain)
+        out = []
+        for position in positions:
+            result = self.ik.solve(position, q0=q0)
+            if result.position_error <= REACH_TOLERANCE:
+                out.append((np.asarray(position, dtype=float), 0.0, result.q))
+            else:
+                out.append((self.pose(result.q)[:3, 3], result.position_error, result.q))
+            q0 = result.q if chain else q0
+        return out
 
     def move_duration(self, distance):
         """Duration of a minimum-jerk tip move over `distance` m: duration, or speed-bound."""
@@ -186,17 +208,21 @@ class TaskSpace:
 
         Without `center` the circle passes through the current tip (the centre is `radius`
         from it along the first in-plane axis); with it, the tip first moves to the circle's
-        start point, then circles.
+        start point, then circles. A circle fixed in space is checked for reach (IK, seconds
+        when out of reach) once: a restart from another pose reuses that.
         """
         tip = self.pose(q_start)[:3, 3]
         if center is None:
             probe = TipCircle(tip, radius, normal, frequency, self.settings.duration)
             center = tip - radius * probe.u
         circle = TipCircle(center, radius, normal, frequency, self.settings.duration)
-        distance, q = 0.0, q_start
-        for angle in np.linspace(0.0, 2.0 * np.pi, CIRCLE_CHECKS, endpoint=False):
-            _, gap, q = self.closest(circle.point(angle), q)    # warm start: the last point
-            distance = max(distance, gap)
+        key = (tuple(circle.center), circle.radius, tuple(circle.u), tuple(circle.v))
+        distance = self._checked.get(key)
+        if distance is None:           # each check warm-started from the last solution
+            checks = [circle.point(a)
+                      for a in np.linspace(0.0, 2.0 * np.pi, CIRCLE_CHECKS, endpoint=False)]
+            distance = max(gap for _, gap, _ in self.closest_points(checks, q_start, True))
+            self._checked = {key: distance}
         start = circle.point(0.0)
         gap = float(np.linalg.norm(start - tip))
         if gap <= REACH_TOLERANCE:
@@ -215,7 +241,8 @@ class TaskSpace:
     def waypoints(self, q_start, times, positions):
         """Return a C2 spline from the current tip through `positions` (m, 3) at `times` (s)."""
         tip = self.pose(q_start)[:3, 3]
-        clamped = [self.closest(p, q_start)[:2] for p in np.asarray(positions, dtype=float)]
+        clamped = [c[:2] for c in self.closest_points(np.asarray(positions, dtype=float),
+                                                      q_start)]
         points = np.vstack([tip] + [p for p, _ in clamped])
         distance = max((d for _, d in clamped), default=0.0)
         path = Waypoints(np.concatenate(([0.0], times)), points, name='reference')

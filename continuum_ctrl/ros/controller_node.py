@@ -247,7 +247,11 @@ class ControllerNode(LifecycleNode):
         self.node_settings, settings = self.params.bind(self._parse)
         node = self.node_settings
         n = self.model.n
-        self.loop = ControlLoop(self.model, settings, node.period, Planner(threaded=True))
+        # the planner's worker must never run at the loop's real-time priority (it would
+        # starve the executor and every normal thread on its core); its IK runs in a process
+        planner = Planner(threaded=True, prepare=lambda: set_thread_priority(0),
+                          model_spec=self.params.model)
+        self.loop = ControlLoop(self.model, settings, node.period, planner)
         self.executor_model = self.model.for_thread()     # ~/tip_pose and ~/shape
         self.loop.stop(0.0)                 # no control before activation
         low, high = (np.asarray(b, dtype=float) for b in self.model.joint_limits())
