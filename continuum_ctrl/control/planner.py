@@ -162,6 +162,7 @@ class Planner:
             return None
         if self.model_spec is not None and not self._closed:
             self._reach = ReachProcess(self.model_spec, task.settings)
+            self._reach.start()
         return task.for_thread(self._reach)
 
     def close(self):

@@ -1,7 +1,8 @@
 """
 The planner's inverse kinematics in a process of its own.
 
-    reach = ReachProcess(model_spec, task_settings)     # starts the process (spawned)
+    reach = ReachProcess(model_spec, task_settings)
+    reach.start()                 # spawn it now (else the first call does)
     reach(positions, q0, chain)   # TaskSpace.closest_points there: [(point, distance, q)]
     reach.close()
 
@@ -12,17 +13,24 @@ under a load of 6 to 9 on two cores, 20 to 50 % of a 500 Hz loop's deadlines wer
 the executor fell behind the joint states. In a process of its own the IK shares no lock with
 the loop; the calling thread waits on a pipe. The process builds the model from its
 parameters (``model.*``) and the task space of `settings`, as the controller did, so its
-answers are those of `TaskSpace.closest_points` in process. It is a daemon: it ends with the
+answers are those of `TaskSpace.closest_points` in process. It runs at a lower CPU priority
+(`NICE`): planning is background work, and its start-up (a second or two of imports and
+kernel loading) and its IK give way to the nodes. It is a daemon: it ends with the
 controller, and `close` ends it at once (a check in progress is dropped).
 """
 
 import multiprocessing
+import os
 
 import numpy as np
+
+#: niceness added to the planning process
+NICE = 10
 
 
 def _serve(connection, spec, settings):
     """The process: answer ``(positions, q0, chain)`` requests until the pipe closes."""
+    os.nice(NICE)
     from continuum_ctrl.control.task_space import TaskSpace
     from continuum_ctrl.models import load_model
     task = TaskSpace(load_model(spec), settings)
@@ -41,15 +49,26 @@ class ReachProcess:
     """`TaskSpace.closest_points` of `settings` on the model of `spec`, in a daemon process."""
 
     def __init__(self, spec, settings):
+        self._args = (spec, settings)
+        self._connection = self._process = None
+        self._closed = False
+
+    def start(self):
+        """Spawn the process, unless it runs (or was closed)."""
+        if self._process is not None or self._closed:
+            return
         context = multiprocessing.get_context('spawn')    # forking a process with threads
         self._connection, child = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child, spec, settings),
+        self._process = context.Process(target=_serve, args=(child, *self._args),
                                         name='planner-ik', daemon=True)
         self._process.start()
         child.close()
 
     def __call__(self, positions, q0, chain=False):
         """Return ``[(reachable point, distance [m], joints)]``; raises RuntimeError if it failed."""
+        if self._closed:
+            raise RuntimeError('the planning process ended')
+        self.start()
         try:
             self._connection.send(([np.asarray(p, dtype=float) for p in positions],
                                    np.asarray(q0, dtype=float), chain))
@@ -61,6 +80,8 @@ class ReachProcess:
         return result
 
     def close(self):
-        """End the process now."""
-        self._process.terminate()
-        self._connection.close()
+        """End the process now (if it started); later calls raise RuntimeError."""
+        self._closed = True
+        if self._process is not None:
+            self._process.terminate()
+            self._connection.close()
