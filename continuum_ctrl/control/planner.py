@@ -165,6 +165,10 @@ class Planner:
             self._reach.start()
         return task.for_thread(self._reach)
 
+    def wait_ready(self, timeout):
+        """Wait until the IK process (if any) serves, at most `timeout` s; return whether so."""
+        return self._reach is None or self._reach.wait_ready(timeout)
+
     def close(self):
         """End the worker after its current job (it posts nothing more) and the IK process."""
         self._closed = True

@@ -3,6 +3,7 @@ The planner's inverse kinematics in a process of its own.
 
     reach = ReachProcess(model_spec, task_settings)
     reach.start()                 # spawn it now (else the first call does)
+    reach.wait_ready(timeout)     # until it has built its model (a second or two)
     reach(positions, q0, chain)   # TaskSpace.closest_points there: [(point, distance, q)]
     reach.close()
 
@@ -13,27 +14,23 @@ under a load of 6 to 9 on two cores, 20 to 50 % of a 500 Hz loop's deadlines wer
 the executor fell behind the joint states. In a process of its own the IK shares no lock with
 the loop; the calling thread waits on a pipe. The process builds the model from its
 parameters (``model.*``) and the task space of `settings`, as the controller did, so its
-answers are those of `TaskSpace.closest_points` in process. It runs at a lower CPU priority
-(`NICE`): planning is background work, and its start-up (a second or two of imports and
-kernel loading) and its IK give way to the nodes. It is a daemon: it ends with the
-controller, and `close` ends it at once (a check in progress is dropped).
+answers are those of `TaskSpace.closest_points` in process. Its start-up (imports, kernel
+loading: a second or two) belongs in the controller's configuration, so that the first plan
+is as quick as on a thread. It is a daemon: it ends with the controller, and `close` ends it
+at once (a check in progress is dropped).
 """
 
 import multiprocessing
-import os
 
 import numpy as np
-
-#: niceness added to the planning process
-NICE = 10
 
 
 def _serve(connection, spec, settings):
     """The process: answer ``(positions, q0, chain)`` requests until the pipe closes."""
-    os.nice(NICE)
     from continuum_ctrl.control.task_space import TaskSpace
     from continuum_ctrl.models import load_model
     task = TaskSpace(load_model(spec), settings)
+    connection.send(('ready', None))
     while True:
         try:
             positions, q0, chain = connection.recv()
@@ -51,7 +48,7 @@ class ReachProcess:
     def __init__(self, spec, settings):
         self._args = (spec, settings)
         self._connection = self._process = None
-        self._closed = False
+        self._closed = self._ready = False
 
     def start(self):
         """Spawn the process, unless it runs (or was closed)."""
@@ -64,11 +61,21 @@ class ReachProcess:
         self._process.start()
         child.close()
 
+    def wait_ready(self, timeout=None):
+        """Start it if needed and wait until it serves (s; None: no bound); return whether so."""
+        self.start()
+        if not self._ready and not self._closed:
+            try:
+                if self._connection.poll(timeout):
+                    self._ready = self._connection.recv()[0] == 'ready'
+            except (EOFError, OSError):
+                return False
+        return self._ready
+
     def __call__(self, positions, q0, chain=False):
         """Return ``[(reachable point, distance [m], joints)]``; raises RuntimeError if it failed."""
-        if self._closed:
+        if self._closed or not self.wait_ready():
             raise RuntimeError('the planning process ended')
-        self.start()
         try:
             self._connection.send(([np.asarray(p, dtype=float) for p in positions],
                                    np.asarray(q0, dtype=float), chain))

@@ -122,6 +122,8 @@ STATE_KINDS = REJECT_KINDS + ('size',)
 BAD_STATE_KINDS = tuple(kind for kind in STATE_KINDS if kind != FOREIGN)
 #: longest wait for the loop thread to end its tick before the safe command, s
 STOP_TIMEOUT = 5.0
+#: longest wait at configuration for the planner's IK process to serve, s
+PLANNER_START_TIMEOUT = 60.0
 
 
 class ControllerNode(LifecycleNode):
@@ -303,6 +305,10 @@ class ControllerNode(LifecycleNode):
         self.degraded = False
         self.missed = 0                     # deadlines of stopped loop threads (run total)
         self.loop.warm_up()
+        if not self.loop.planner.wait_ready(PLANNER_START_TIMEOUT):
+            self.get_logger().warning(f'the planning process did not start within '
+                                      f'{PLANNER_START_TIMEOUT} s: tip references cannot be '
+                                      'planned (the loop holds the measured pose)')
         self.diag_timer = self.create_timer(1.0, self._diagnostics)
         self.state_timer = self.create_timer(STATE_INTERVAL, self._send_loop_output)
         self._configure_task(settings)
