@@ -18,8 +18,9 @@ acceleration) and blends into the reference over `reference.blend_time` (`Anchor
 law sees no step. A tip reference (``tip_circle``, ``tip_waypoints``) needs IK to build:
 anchoring one holds the measured pose and asks `planner` (control/planner.py) for the plan,
 which a later tick installs whole, blended in the same way; the joint references are cheap
-and are built in the tick that anchors them. Efforts are clamped to `limits.effort` (and to what the PMAs can push),
-rate-limited to `limits.effort_rate`, and a non-finite effort gives the safe command. In
+and are built in the tick that anchors them. Efforts are clamped to `limits.effort` (and to
+what the PMAs can push), rate-limited to `limits.effort_rate`, and a non-finite effort gives
+the safe command. In
 pressure mode, `output.time_constant` and `output.delay` compensate the valves' lag and dead
 time (control/compensation.py); the limits apply to the compensated command.
 

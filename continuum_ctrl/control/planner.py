@@ -12,8 +12,9 @@ reference (for the configured one: the measured pose, held), and takes the plan 
 tick. The newest request wins: a job superseded before it ends (a newer request, a posted
 trajectory) posts nothing. One worker runs the jobs one after the other on its own model
 data (`DynamicsModel.for_thread`), and given the model's parameters, its IK in a process of
-its own (control/reach.py: no interpreter lock shared with the loop); in process (`sim.closed_loop.simulate_nodes`, tests) the
-caller runs them with `step` between ticks, or at once for a caller without a deadline.
+its own (control/reach.py: no interpreter lock shared with the loop); in process
+(`sim.closed_loop.simulate_nodes`, tests) the caller runs them with `step` between ticks,
+or at once for a caller without a deadline.
 """
 
 import collections
@@ -96,9 +97,10 @@ class Planner:
     pending one on the caller's thread. `prepare`, when given, is called on the worker before
     each job: a node returns it to normal scheduling there (it is started by the real-time
     loop thread, whose policy it inherits, and a node's priority change moves every thread).
-    `model_spec` (the ``model.*`` parameters): the IK of the plans runs in a `ReachProcess`. A job returns ``(reference, note)`` (`note`: a log
-    line, said once the reference is posted) or None (nothing to post); a job that raises is
-    said in `notes` as a warning and posts nothing. Figures: `plans` (references posted),
+    `model_spec` (the ``model.*`` parameters): the IK of the plans runs in a `ReachProcess`.
+    A job returns ``(reference, note)`` (`note`: a log line, said once the reference is
+    posted) or None (nothing to post); a job that raises is said in `notes` as a warning and
+    posts nothing. Figures: `plans` (references posted),
     `longest` (s, the longest job), `busy` (a job runs now). `notes` holds ``(level, text)``
     lines for the loop's events.
     """

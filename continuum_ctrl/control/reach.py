@@ -26,7 +26,7 @@ import numpy as np
 
 
 def _serve(connection, spec, settings):
-    """The process: answer ``(positions, q0, chain)`` requests until the pipe closes."""
+    """Serve ``(positions, q0, chain)`` requests until the pipe closes (the process's body)."""
     from continuum_ctrl.control.task_space import TaskSpace
     from continuum_ctrl.models import load_model
     task = TaskSpace(load_model(spec), settings)
@@ -73,7 +73,7 @@ class ReachProcess:
         return self._ready
 
     def __call__(self, positions, q0, chain=False):
-        """Return ``[(reachable point, distance [m], joints)]``; raises RuntimeError if it failed."""
+        """Return ``[(reachable point, distance [m], joints)]``; RuntimeError if it failed."""
         if self._closed or not self.wait_ready():
             raise RuntimeError('the planning process ended')
         try:

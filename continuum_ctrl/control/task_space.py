@@ -129,7 +129,8 @@ class TaskSpace:
 
     The references it makes sample on `sampler` (default: itself): a planning thread's
     `for_thread` copy makes them on its own model, the loop's thread samples them on the
-    loop's; its IK may run in a process of its own (`reach`). Raises FrameError (ValueError) when the model has no such frame.
+    loop's; its IK may run in a process of its own (`reach`). Raises FrameError (ValueError)
+    when the model has no such frame.
     """
 
     def __init__(self, model, settings: TaskSettings, sampler: Optional['TaskSpace'] = None,
