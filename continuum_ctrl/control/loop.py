@@ -201,7 +201,7 @@ class ControlLoop:
         self.task: Optional[TaskSpace] = None
         self.plan_task: Optional[TaskSpace] = None
         self.clamped_targets = 0
-        self._task_space(settings)
+        self._task_space(settings, start=True)
         self.safe_command()
         self.cycle = CycleView(self)
 
@@ -237,17 +237,18 @@ class ControlLoop:
         else:
             old.actuation = settings.actuation
 
-    def _task_space(self, settings):
+    def _task_space(self, settings, start=False):
         """
         Keep the `TaskSpace` of `settings.task` (None without a task frame).
 
         `task` samples references on the loop's thread; `plan_task`, on the model's
         `for_thread` copy (`Planner.task_space`), is the planner's: it makes them (IK) and
-        they sample on `task`.
+        they sample on `task`. `start`: start the planner's IK process now (a new task
+        space's, on the loop's thread, starts with its first plan, on the worker).
         """
         if self.task is None or self.task.settings != settings.task:
             self.task = TaskSpace(self.model, settings.task) if settings.task.frame else None
-            self.plan_task = self.planner.task_space(self.task)
+            self.plan_task = self.planner.task_space(self.task, start)
 
     def anchor(self, t: float) -> None:
         """

@@ -150,12 +150,13 @@ class Planner:
             return False
         return self._run()
 
-    def task_space(self, task):
+    def task_space(self, task, start=True):
         """
         Return the planning copy of `task` (the loop's TaskSpace, or None): its jobs' tool.
 
         On the model's `for_thread` copy; its IK in a new `ReachProcess` given `model_spec`
-        (the one made for an earlier task space ends).
+        (the one made for an earlier task space ends), started now or (`start` False) by the
+        first plan.
         """
         if self._reach is not None:
             self._reach.close()
@@ -164,7 +165,8 @@ class Planner:
             return None
         if self.model_spec is not None and not self._closed:
             self._reach = ReachProcess(self.model_spec, task.settings)
-            self._reach.start()
+            if start:
+                self._reach.start()
         return task.for_thread(self._reach)
 
     def wait_ready(self, timeout):
