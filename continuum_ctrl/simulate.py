@@ -15,13 +15,14 @@ the demo does for the same file, and writes ``<out>/<arm>_tracking.png``.
 """
 
 import argparse
+import dataclasses
 from pathlib import Path
 import sys
 
 import numpy as np
 
+from continuum_ctrl.control.gains import validate_gain
 from continuum_ctrl.launch_description import arm_config, ARMS
-from continuum_ctrl.models import load_model
 from continuum_ctrl.node_pair import node_pair
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
@@ -41,12 +42,12 @@ def run(path, duration, engine=None, kp=None, kd=None):
     `engine` (None: the file's) and `kp`, `kd` (None: the file's; a number: every joint)
     override the file.
     """
-    simulator = {} if engine is None else {'engine': engine}
-    gains = {key: value for key, value in (('gains.kp', kp), ('gains.kd', kd))
-             if value is not None}
-    n = load_model(path).n if gains else 0
-    loop, plant = node_pair(path, {key: [float(value)] * n for key, value in gains.items()},
-                            simulator)
+    loop, plant = node_pair(path, {}, {} if engine is None else {'engine': engine})
+    n = loop.model.n
+    gains = {name: validate_gain([value] * n, n, f'--{name}')
+             for name, value in (('kp', kp), ('kd', kd)) if value is not None}
+    if gains:                                       # as a runtime gain change does
+        loop.configure(dataclasses.replace(loop.settings, **gains))
     return loop, plant, simulate_nodes(loop, plant, duration)
 
 

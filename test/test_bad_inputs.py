@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from continuum_ctrl.launch_description import find_executable
+from unreadable import unreadable
 
 #: exercises whole commands (model loading, node start-up) over many inputs
 pytestmark = pytest.mark.slow
@@ -62,14 +63,7 @@ def unreadable_file(folder):
     Skips the test where permissions do not bind (root reads any file): there the case
     would pass without testing anything.
     """
-    path = folder / UNREADABLE
-    path.write_text((HERE / 'unknown_key.yaml').read_text())
-    path.chmod(0)
-    try:
-        path.open().close()
-    except PermissionError:
-        return path
-    pytest.skip('a file without read permission is readable here (running as root)')
+    return unreadable(folder / UNREADABLE, (HERE / 'unknown_key.yaml').read_text())
 
 
 CASES = [pytest.param(entry, name, id=f'{entry}-{name}', marks=marks)

@@ -7,6 +7,7 @@ import pytest
 
 from continuum_ctrl.params import (config_path, ConfigError, file_parameters, model_spec,
                                    node_parameters, read_yaml, Reader)
+from unreadable import unreadable
 
 
 def test_model_spec_of_a_node_merges_the_wildcard_section_as_rcl_does():
@@ -65,17 +66,6 @@ def test_a_typo_beside_a_required_key_names_the_typo():
 BAD_INPUTS = Path(__file__).resolve().parent / 'bad_inputs'
 
 
-def unreadable(path):
-    """Make `path` a file without read permission; skip where that binds nobody (root)."""
-    path.write_text('/**: {ros__parameters: {}}\n')
-    path.chmod(0)
-    try:
-        path.open().close()
-    except PermissionError:
-        return path
-    pytest.skip('a file without read permission is readable here (running as root)')
-
-
 @pytest.mark.parametrize('kind, reason', [('binary', 'binary data'),
                                           ('not_utf8', 'another encoding'),
                                           ('directory', 'Is a directory'),
@@ -89,7 +79,7 @@ def test_an_unreadable_file_is_one_config_error_naming_it(kind, reason, read, tm
     if kind == 'directory':
         path.mkdir()
     elif kind == 'unreadable':
-        unreadable(path)
+        unreadable(path, '/**: {ros__parameters: {}}\n')
     if read == 'run' and path.suffix != '.csv':     # a run is read as CSV by its suffix
         path = Path(shutil.copy(path, tmp_path / 'run.csv'))
     with pytest.raises(ConfigError) as error:

@@ -640,8 +640,9 @@ class ControllerNode(LifecycleNode):
         if row is None:
             return
         loop, n = self.loop, self.model.n
-        for k, name in enumerate(STATE_PARTS):
-            row[k * n:(k + 1) * n] = getattr(loop.cycle, name)
+        for k, part in enumerate((loop.q_des, loop.qd_des, loop.qdd_des, loop.q, loop.qd,
+                                  loop.effort, loop.integral.force)):     # STATE_PARTS
+            row[k * n:(k + 1) * n] = part
         self.states.commit(t, status)
 
     # -- output (executor thread) ---------------------------------------------------------
