@@ -46,6 +46,8 @@ def active_loop(task, compensated):
     q = np.full(model.n, 0.013)
     for _ in range(loop.settings.resume_count):
         loop.set_state(q, np.zeros(model.n), 0.0)
+    loop.planner.step()                 # the tip circle's plan, installed by the next tick
+    loop.tick(0.0)
     return loop
 
 

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.control.loop import ACTIVE, ControlLoop, WAITING
+from continuum_ctrl.control.planner import ReferenceSlot
 from continuum_ctrl.control.references import Hold
 from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.launch_description import config_path
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import file_parameters
-from continuum_ctrl.ros.loop_thread import (LoopThread, MAX_SPIN_BEFORE, ReferenceSlot,
-                                            StateHandoff,
+from continuum_ctrl.ros.loop_thread import (LoopThread, MAX_SPIN_BEFORE, StateHandoff,
                                             SWITCH_INTERVAL)
 from continuum_ctrl.ros.node_settings import ControllerNodeSettings
 

@@ -8,14 +8,19 @@ The controller's cycle without ROS: watchdog, reference, computed torque, limits
     loop.cycle                   # what the tick produced (CycleView), for publishing
     loop.stop(t)                 # the safe command, once; ticks stay safe until `start`
     loop.install(loop.plan(times, positions), t)   # a trajectory: checked, then followed
+    loop.planner.step()          # in process: make a pending plan (IK) between ticks
 
 Until `resume_count` consecutive valid states have arrived, and whenever the last one is older
 than `state_timeout`, `tick` returns the safe command: zero effort or `p_min` (vent), or for
 ``safe_mode: hold`` gravity plus elastic compensation at the last valid state. On every
 (re)start the desired trajectory leaves the measured state (pose, velocity; zero
 acceleration) and blends into the reference over `reference.blend_time` (`Anchored`), so the
-law sees no step. Efforts are clamped to `limits.effort` (and to what the PMAs can push),
-rate-limited to `limits.effort_rate`, and a non-finite effort gives the safe command. In
+law sees no step. A tip reference (``tip_circle``, ``tip_waypoints``) needs IK to build:
+anchoring one holds the measured pose and asks `planner` (control/planner.py) for the plan,
+which a later tick installs whole, blended in the same way; the joint references are cheap
+and are built in the tick that anchors them. Efforts are clamped to `limits.effort` (and to
+what the PMAs can push), rate-limited to `limits.effort_rate`, and a non-finite effort gives
+the safe command. In
 pressure mode, `output.time_constant` and `output.delay` compensate the valves' lag and dead
 time (control/compensation.py); the limits apply to the compensated command.
 
@@ -24,6 +29,7 @@ on a few grams of generalized inertia, so cancelling ``D qd`` with a velocity me
 ms ago closes a loop of gain about one at high frequency, which chatters at 500 Hz.
 """
 
+import time
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -33,6 +39,7 @@ from continuum_ctrl.control.clipping import clip, effort_limiter
 from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
 from continuum_ctrl.control.integral import IntegralAction
+from continuum_ctrl.control.planner import Planner
 from continuum_ctrl.control.references import (blend_ramp, Hold, MinimumJerk,
                                                Multisine, Sinusoid, Waypoints)
 from continuum_ctrl.control.settings import ControllerSettings, TASK_REFERENCE_TYPES
@@ -161,8 +168,10 @@ class ControlLoop:
     """
 
     def __init__(self, model: DynamicsModel, settings: ControllerSettings,
-                 period: float) -> None:
+                 period: float, planner: Optional[Planner] = None) -> None:
         self.model = model
+        self.planner = Planner() if planner is None else planner
+        self.awaiting_plan = False
         self.period = period
         n = model.n
         self.integral = IntegralAction(n)
@@ -188,8 +197,9 @@ class ControlLoop:
         self._pressures = np.zeros(n)
         self._pressure_out = np.zeros(n)
         self.task: Optional[TaskSpace] = None
+        self.plan_task: Optional[TaskSpace] = None
         self.clamped_targets = 0
-        self._task_space(settings)
+        self._task_space(settings, start=True)
         self.safe_command()
         self.cycle = CycleView(self)
 
@@ -225,28 +235,61 @@ class ControlLoop:
         else:
             old.actuation = settings.actuation
 
-    def _task_space(self, settings):
-        """Keep the `TaskSpace` of `settings.task` (None without a task frame)."""
+    def _task_space(self, settings, start=False):
+        """
+        Keep the `TaskSpace` of `settings.task` (None without a task frame).
+
+        `task` samples references on the loop's thread; `plan_task`, on the model's
+        `for_thread` copy (`Planner.task_space`), is the planner's: it makes them (IK) and
+        they sample on `task`. `start`: start the planner's IK process now (a new task
+        space's, on the loop's thread, starts with its first plan, on the worker).
+        """
         if self.task is None or self.task.settings != settings.task:
             self.task = TaskSpace(self.model, settings.task) if settings.task.frame else None
+            self.plan_task = self.planner.task_space(self.task, start)
 
     def anchor(self, t: float) -> None:
-        """Restart the configured reference at time `t` from the last measured state."""
-        spec = self.settings.reference
-        reference = build_reference(spec, self.q, self.task)
-        self._count_clamped(reference)
-        self.reference = Anchored(reference, t, self.q, self.qd, spec.blend_time, self.low,
-                                  self.high)
+        """
+        Restart the configured reference at time `t` from the last measured state.
 
-    def install(self, reference, t: float) -> None:
+        A tip reference is planned aside (`planner`): the measured pose is held until a tick
+        installs the plan.
+        """
+        spec = self.settings.reference
+        if spec.kind in TASK_REFERENCE_TYPES:
+            self._plan_aside(spec, t)
+            return
+        self.awaiting_plan = False
+        self.reference = Anchored(build_reference(spec, self.q), t, self.q, self.qd,
+                                  spec.blend_time, self.low, self.high)
+
+    def _plan_aside(self, spec, t):
+        q_start, task = self.q.copy(), self.plan_task
+        self.reference = Anchored(Hold(q_start), t, self.q, self.qd, spec.blend_time,
+                                  self.low, self.high)
+        self.awaiting_plan = True
+        self.events.append(('info', f'planning the {spec.kind} reference aside: holding the '
+                                    'measured pose until it is made'))
+
+        def job():
+            start = time.perf_counter()
+            reference = build_reference(spec, q_start, task)
+            return reference, (f'{spec.kind} reference planned in '
+                               f'{time.perf_counter() - start:.3g} s: following it')
+        self.planner.request(job, None, spec.blend_time, discard=True)
+
+    def install(self, reference, t: float, blend_time: float = 0.0) -> None:
         """
         Replace the reference by `reference` (``sample(s)``, s from `t`), from the next tick.
 
-        It must start at the measured pose (a `TaskReference` made at `q` does); a clamped
-        tip target is counted (`clamped_targets`) and logged.
+        It must start at the measured pose (a `TaskReference` made at `q` does), or near it
+        with a `blend_time` (s) to blend in from the measured state; a clamped tip target is
+        counted (`clamped_targets`) and logged.
         """
         self._count_clamped(reference)
-        self.reference = Anchored(reference, t, self.q, self.qd, 0.0, self.low, self.high)
+        self.awaiting_plan = False
+        self.reference = Anchored(reference, t, self.q, self.qd, blend_time, self.low,
+                                  self.high)
 
     def _count_clamped(self, reference):
         if getattr(reference, 'clamped', False):
@@ -403,6 +446,11 @@ class ControlLoop:
                                         f"('{self.settings.safe_mode}')"))
         if self.status != ACTIVE:
             return self.safe_command()
+        planner = self.planner
+        planner.slot.take(self, t)
+        if planner.notes:
+            while planner.notes:
+                self.events.append(planner.notes.popleft())
         for target, value in zip((self.q_des, self.qd_des, self.qdd_des),
                                  self.reference.sample(t)):  # type: ignore[union-attr]
             target[:] = value

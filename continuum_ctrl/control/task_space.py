@@ -127,16 +127,31 @@ class TaskSpace:
     """
     The kinematics of `settings.frame` of `model`: tip poses, IK, and references from paths.
 
-    Raises FrameError (ValueError) when the model has no such frame.
+    The references it makes sample on `sampler` (default: itself): a planning thread's
+    `for_thread` copy makes them on its own model, the loop's thread samples them on the
+    loop's; its IK may run in a process of its own (`reach`). Raises FrameError (ValueError)
+    when the model has no such frame.
     """
 
-    def __init__(self, model, settings: TaskSettings):
+    def __init__(self, model, settings: TaskSettings, sampler: Optional['TaskSpace'] = None,
+                 reach=None):
         self.model = model
+        self.sampler = self if sampler is None else sampler
+        self.reach = reach
         self.settings = settings
         self.frame = settings.frame
         self.ik = InverseKinematics(model, settings.frame, settings.orientation_weight)
         self.weight = settings.orientation_weight
         self.compiled_step = model.compiled_task_step(settings.frame)
+        self._checked: dict = {}        # the last circle checked: its clamp distance, m
+
+    def for_thread(self, reach=None):
+        """
+        Return this task space on the model's `for_thread` copy, sampling on this one.
+
+        `reach`: where its IK runs (a control.reach.ReachProcess; None: on the caller).
+        """
+        return TaskSpace(self.model.for_thread(), self.settings, sampler=self, reach=reach)
 
     def pose(self, q):
         """Pose (4, 4) of the task frame in the base frame at `q` [m]."""
@@ -144,10 +159,25 @@ class TaskSpace:
 
     def closest(self, position, q0):
         """Return ``(reachable position, distance to it [m], joints there)`` of a target."""
-        result = self.ik.solve(position, q0=q0)
-        if result.position_error <= REACH_TOLERANCE:
-            return np.asarray(position, dtype=float), 0.0, result.q
-        return self.pose(result.q)[:3, 3], result.position_error, result.q
+        return self.closest_points([position], q0)[0]
+
+    def closest_points(self, positions, q0, chain=False):
+        """
+        Return `closest` of each position, from `q0` or (`chain`) from the previous solution.
+
+        With a `reach` (control.reach.ReachProcess) the IK runs in its process.
+        """
+        if self.reach is not None:
+            return self.reach(positions, q0, chain)
+        out = []
+        for position in positions:
+            result = self.ik.solve(position, q0=q0)
+            if result.position_error <= REACH_TOLERANCE:
+                out.append((np.asarray(position, dtype=float), 0.0, result.q))
+            else:
+                out.append((self.pose(result.q)[:3, 3], result.position_error, result.q))
+            q0 = result.q if chain else q0
+        return out
 
     def move_duration(self, distance):
         """Duration of a minimum-jerk tip move over `distance` m: duration, or speed-bound."""
@@ -179,17 +209,21 @@ class TaskSpace:
 
         Without `center` the circle passes through the current tip (the centre is `radius`
         from it along the first in-plane axis); with it, the tip first moves to the circle's
-        start point, then circles.
+        start point, then circles. A circle fixed in space is checked for reach (IK, seconds
+        when out of reach) once: a restart from another pose reuses that.
         """
         tip = self.pose(q_start)[:3, 3]
         if center is None:
             probe = TipCircle(tip, radius, normal, frequency, self.settings.duration)
             center = tip - radius * probe.u
         circle = TipCircle(center, radius, normal, frequency, self.settings.duration)
-        distance, q = 0.0, q_start
-        for angle in np.linspace(0.0, 2.0 * np.pi, CIRCLE_CHECKS, endpoint=False):
-            _, gap, q = self.closest(circle.point(angle), q)    # warm start: the last point
-            distance = max(distance, gap)
+        key = (tuple(circle.center), circle.radius, tuple(circle.u), tuple(circle.v))
+        distance = self._checked.get(key)
+        if distance is None:           # each check warm-started from the last solution
+            checks = [circle.point(a)
+                      for a in np.linspace(0.0, 2.0 * np.pi, CIRCLE_CHECKS, endpoint=False)]
+            distance = max(gap for _, gap, _ in self.closest_points(checks, q_start, True))
+            self._checked = {key: distance}
         start = circle.point(0.0)
         gap = float(np.linalg.norm(start - tip))
         if gap <= REACH_TOLERANCE:
@@ -208,7 +242,8 @@ class TaskSpace:
     def waypoints(self, q_start, times, positions):
         """Return a C2 spline from the current tip through `positions` (m, 3) at `times` (s)."""
         tip = self.pose(q_start)[:3, 3]
-        clamped = [self.closest(p, q_start)[:2] for p in np.asarray(positions, dtype=float)]
+        clamped = [c[:2] for c in self.closest_points(np.asarray(positions, dtype=float),
+                                                      q_start)]
         points = np.vstack([tip] + [p for p, _ in clamped])
         distance = max((d for _, d in clamped), default=0.0)
         path = Waypoints(np.concatenate(([0.0], times)), points, name='reference')
@@ -219,7 +254,8 @@ class TaskReference(Reference):
     """
     A tip path followed by IK: ``sample(t) -> (q_d, qd_d, qdd_d)`` (see the module).
 
-    Starts at `q_start` (the path must start at its tip). `rotation`: the target orientation
+    Made on `task` (its model evaluated once here), sampled on ``task.sampler``. Starts at
+    `q_start` (the path must start at its tip). `rotation`: the target orientation
     (3, 3), reached along the geodesic on the path's timing when `orientation_weight` > 0
     (default: the start orientation, held). Successive samples continue from the previous
     solution, so call it with times close together, as a control loop does. The returned
@@ -227,7 +263,7 @@ class TaskReference(Reference):
     """
 
     def __init__(self, task: TaskSpace, path, q_start, rotation=None, clamp_distance=0.0):
-        self.task = task
+        self.task = task.sampler
         self.path = path
         self.n = task.model.n
         self.clamp_distance = float(clamp_distance)

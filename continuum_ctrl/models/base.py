@@ -8,6 +8,14 @@ units throughout. Arrays are float64 NumPy vectors of length ``n``.
 Models with kinematics also name frames: `frame_pose` is a 4x4 homogeneous transform in the
 arm's base frame, `frame_jacobian` the 6 x n Jacobian, linear rows then angular rows, both in
 base-frame axes at the frame's origin (Pinocchio's ``LOCAL_WORLD_ALIGNED``).
+
+Threads: a model object is evaluated by one thread at a time. Its calls write a workspace of
+its own (a continuum model's ``memory``, a rigid model's ``pin.Data``), and a call may run
+several kernels on it, between which another thread can run. A second thread evaluates
+``model.for_thread()``: the same parameters with a workspace of its own (Pinocchio's
+``model.createData()``), equal results to the last bit. The controller gives its loop thread
+the model, its planning worker one copy and its executor (``~/tip_pose``, ``~/shape``)
+another.
 """
 
 from abc import ABC, abstractmethod
@@ -39,6 +47,15 @@ class DynamicsModel(ABC):
     def n(self) -> int:
         """Return the number of generalized coordinates."""
         return len(self.joint_names)
+
+    def for_thread(self) -> 'DynamicsModel':
+        """
+        Return a model for another thread: these parameters, a workspace of its own.
+
+        This default suits models whose calls keep no workspace (each returns fresh arrays,
+        as the symbolic models' do): it returns the model itself.
+        """
+        return self
 
     @abstractmethod
     def mass_matrix(self, q: Array) -> Array:

@@ -15,6 +15,7 @@ Parameters (namespace ``model``):
     gravity           optional: gravity vector in the URDF base frame, m/s^2; [0, 0, -9.81]
 """
 
+import copy
 from functools import lru_cache
 from importlib import metadata
 import os
@@ -109,6 +110,12 @@ class RigidModel(DynamicsModel):
         lower = np.tril_indices(len(order), -1)
         self._lower = np.ravel_multi_index(lower, (len(order),) * 2)
         self._upper = np.ravel_multi_index(lower[::-1], (len(order),) * 2)
+
+    def for_thread(self):
+        """Return this arm with a `pin.Data` of its own, for another thread (see base)."""
+        model = copy.copy(self)
+        model.data = self.model.createData()
+        return model
 
     def _in(self, x):
         """Return `x` as a float64 array in Pinocchio's joint order."""

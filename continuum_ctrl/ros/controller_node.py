@@ -50,13 +50,15 @@ the safe command until it recovers). Under ``use_sim_time`` an executor timer ru
 tick on the ROS clock instead (a wall-clock thread cannot follow ``/clock``).
 
 Task space (with a `task.frame`): sub ``~/tip_target`` (geometry_msgs/PoseStamped, size-bounded
-and checked on the executor; a worker thread clamps it to the closest reachable point and posts
-the new reference into the slot trajectories use); pub ``~/tip_pose`` and ``~/shape``
-(executor timers reading the loop's cycle view).
+and checked on the executor; the loop's planner worker clamps it to the closest reachable point
+and posts the new reference into the slot trajectories use); pub ``~/tip_pose`` and ``~/shape``
+(executor timers reading the loop's cycle view). A configured tip reference is planned on the
+same worker (control/planner.py): the loop holds the measured pose until the plan is made.
+The loop thread, the worker and the executor each evaluate a model object of their own
+(`DynamicsModel.for_thread`).
 """
 
 import collections
-import threading
 import time
 from typing import Any, Dict, Optional, Tuple
 
@@ -71,6 +73,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import MarkerArray
 
 from continuum_ctrl.control.loop import ACTIVE, ControlLoop, TrajectoryRejected
+from continuum_ctrl.control.planner import Planner
 from continuum_ctrl.control.settings import ControllerSettings, FIELDS
 from continuum_ctrl.control.starvation import StarvationDetector
 from continuum_ctrl.launch_description import CONTROLLER as NODE_NAME
@@ -80,7 +83,7 @@ from continuum_ctrl.params import ConfigError
 from continuum_ctrl.ros.conversion import (FOREIGN, JointStateReader, REJECT_KINDS, Rejected,
                                            stamp_seconds, trajectory_arrays)
 from continuum_ctrl.ros.fast_publish import CommandPublisher
-from continuum_ctrl.ros.loop_thread import LoopThread, ReferenceSlot, SnapshotRing, StateHandoff
+from continuum_ctrl.ros.loop_thread import LoopThread, SnapshotRing, StateHandoff
 from continuum_ctrl.ros.node_settings import CONTROLLER_NODE_FIELDS, ControllerNodeSettings
 from continuum_ctrl.ros.parameters import NodeParameters
 from continuum_ctrl.ros.plumbing import deliver, settle_heap, spin, Throttle
@@ -119,6 +122,8 @@ STATE_KINDS = REJECT_KINDS + ('size',)
 BAD_STATE_KINDS = tuple(kind for kind in STATE_KINDS if kind != FOREIGN)
 #: longest wait for the loop thread to end its tick before the safe command, s
 STOP_TIMEOUT = 5.0
+#: longest wait at configuration for the planner's IK process to serve, s
+PLANNER_START_TIMEOUT = 60.0
 
 
 class ControllerNode(LifecycleNode):
@@ -244,7 +249,12 @@ class ControllerNode(LifecycleNode):
         self.node_settings, settings = self.params.bind(self._parse)
         node = self.node_settings
         n = self.model.n
-        self.loop = ControlLoop(self.model, settings, node.period)
+        # the planner's worker must never run at the loop's real-time priority (it would
+        # starve the executor and every normal thread on its core); its IK runs in a process
+        planner = Planner(threaded=True, prepare=lambda: set_thread_priority(0),
+                          model_spec=self.params.model)
+        self.loop = ControlLoop(self.model, settings, node.period, planner)
+        self.executor_model = self.model.for_thread()     # ~/tip_pose and ~/shape
         self.loop.stop(0.0)                 # no control before activation
         low, high = (np.asarray(b, dtype=float) for b in self.model.joint_limits())
         self.reader = JointStateReader(self.model.joint_names, low, high, node.stamp_tolerance)
@@ -254,11 +264,10 @@ class ControllerNode(LifecycleNode):
         self.rejected = dict.fromkeys(
             STATE_KINDS + ('trajectory', 'trajectory_size', 'pressures', 'tip_target'), 0)
         self._estimate_logged = False
-        # what the executor hands to the loop: (settings, period, reanchors) and
-        # (reference, start time); the loop applies each new one once (see `_take_slots`)
+        # what the executor hands to the loop: (settings, period, reanchors), applied once
+        # (see `_take_slots`); references go through the planner's slot, taken by the tick
         self._settings_slot = self._settings_seen = None
         self._reanchors = 0
-        self.reference_slot = ReferenceSlot()
         self.pressures: collections.deque = collections.deque(maxlen=64)  # (Pa, t) to apply
 
         self.state_msg = JointTrajectory()
@@ -296,6 +305,10 @@ class ControllerNode(LifecycleNode):
         self.degraded = False
         self.missed = 0                     # deadlines of stopped loop threads (run total)
         self.loop.warm_up()
+        if not self.loop.planner.wait_ready(PLANNER_START_TIMEOUT):
+            self.get_logger().warning(f'the planning process did not start within '
+                                      f'{PLANNER_START_TIMEOUT} s: tip references cannot be '
+                                      'planned (the loop holds the measured pose)')
         self.diag_timer = self.create_timer(1.0, self._diagnostics)
         self.state_timer = self.create_timer(STATE_INTERVAL, self._send_loop_output)
         self._configure_task(settings)
@@ -323,6 +336,8 @@ class ControllerNode(LifecycleNode):
                 self.destroy_timer(timer)
         self.diag_timer = self.state_timer = None
         self.task_timers = []
+        if self.loop is not None:
+            self.loop.planner.close()
         self.model, self.loop = None, None
 
     def _on_change(self, settings: Tuple[ControllerNodeSettings, ControllerSettings],
@@ -465,7 +480,7 @@ class ControllerNode(LifecycleNode):
         except (Rejected, TrajectoryRejected) as exc:
             self._reject('trajectory', str(exc), 'joint_trajectory')
             return
-        self.reference_slot.post(reference, now)    # supersedes a tip target being clamped
+        self.loop.planner.slot.post(reference, now)     # supersedes a plan being made
         self.get_logger().info(f'following a trajectory of {len(times)} points over '
                                f'{times[-1]:.3f} s')
 
@@ -515,7 +530,8 @@ class ControllerNode(LifecycleNode):
     def _publish_tip_pose(self):
         if self._task_ready():
             q = self.loop.cycle.q.copy()
-            self.tip_pose_pub.publish(self.tip_pose.fill(self.loop.task.pose(q), self._now()))
+            pose = self.executor_model.frame_pose(q, self.loop.task.frame)
+            self.tip_pose_pub.publish(self.tip_pose.fill(pose, self._now()))
 
     def desired_tip_target(self):
         """Return the tip position the reference heads for now, m (None: a joint reference)."""
@@ -528,12 +544,13 @@ class ControllerNode(LifecycleNode):
         cycle = self.loop.cycle
         q, q_des = cycle.q.copy(), cycle.q_des.copy()
         target = self.desired_tip_target()
+        model = self.executor_model
         self.shape_pub.publish(self.shape.fill(
-            self.model.backbone(q, SHAPE_POINTS), self.model.backbone(q_des, SHAPE_POINTS),
+            model.backbone(q, SHAPE_POINTS), model.backbone(q_des, SHAPE_POINTS),
             None if target is None else target.copy(), self._now()))
 
     def _on_tip_target(self, data):
-        """Bound and check a serialized tip target; clamp it on a worker thread."""
+        """Bound and check a serialized tip target; the planner's worker clamps it."""
         if not self._task_ready():
             return
         task = self.loop.task
@@ -546,28 +563,23 @@ class ControllerNode(LifecycleNode):
             self._reject('tip_target', str(exc), 'tip_target')
             return
         rotation = rotation if task.weight > 0.0 else None
-        threading.Thread(target=self._clamp_tip_target, daemon=True, args=(
-            task, position, rotation, self.loop.cycle.q.copy(),
-            self.reference_slot.claim())).start()
+        loop, planner = self.loop, self.loop.planner
+        plan_task, q = loop.plan_task, loop.cycle.q.copy()
 
-    def _clamp_tip_target(self, task, position, rotation, q, ticket):
-        """
-        Clamp a tip target to the closest reachable point, aside from the executor.
+        def clamp():
+            """
+            Clamp the target to the closest reachable point (on the planner's worker).
 
-        An unreachable target takes IK a second or more; the loop keeps the current reference
-        meanwhile, and a newer target or trajectory supersedes this one. The reference goes to
-        the loop thread through the slot trajectories use (`_take_slots` installs it).
-        """
-        goal, distance, _ = task.closest(position, q)
-        slot = self.reference_slot
-        if not slot.current(ticket) or not self._task_ready() or (
-                self.loop.task is not task or self.loop.cycle.status != ACTIVE):
-            return
-        reference = task.to_target(self.loop.cycle.q.copy(), goal, rotation, distance)
-        if not slot.post(reference, self._now(), ticket):
-            return
-        self.get_logger().info(f'moving the tip to {np.round(goal, 4).tolist()} m over '
+            An unreachable target takes IK a second or more; the loop keeps the current
+            reference meanwhile, and a newer target or trajectory supersedes this one.
+            """
+            goal, distance, _ = plan_task.closest(position, q)
+            if self.loop is not loop or loop.task is not task or loop.cycle.status != ACTIVE:
+                return None
+            reference = plan_task.to_target(loop.cycle.q.copy(), goal, rotation, distance)
+            return reference, (f'moving the tip to {np.round(goal, 4).tolist()} m over '
                                f'{reference.path.duration:.3f} s')
+        planner.request(clamp)             # starts at the tick that installs it
 
     # -- the loop (loop thread) -----------------------------------------------------------
 
@@ -576,13 +588,12 @@ class ControllerNode(LifecycleNode):
         self._loop_tick(0.0)
 
     def _take_slots(self, loop):
-        """Apply the settings, reference and pressures the executor posted since the last tick."""
+        """Apply the settings and pressures posted since the last tick (the tick takes plans)."""
         posted = self._settings_slot
         if posted is not self._settings_seen:
             seen, self._settings_seen = self._settings_seen, posted
             settings, period, reanchors = posted
             loop.configure(settings, reanchors != (seen[2] if seen else 0), period)
-        self.reference_slot.take(loop)
         while self.pressures:                   # every one, in order: each may be rejected
             try:
                 loop.set_pressures(*self.pressures.popleft())
@@ -719,6 +730,9 @@ class ControllerNode(LifecycleNode):
             ('nonfinite_efforts', self.loop.cycle.nonfinite),
             ('run_state_rows_dropped', self.states.dropped),
             ('clamped_tip_targets', self.loop.clamped_targets),
+            ('planning', int(self.loop.awaiting_plan)),
+            ('plans', self.loop.planner.plans),
+            ('plan_max_s', self.loop.planner.longest),
             ('integral_force_max', float(np.max(np.abs(self.loop.cycle.integral)))),
             ('integral_held_joints', int(np.count_nonzero(self.loop.integral.held))),
         ]

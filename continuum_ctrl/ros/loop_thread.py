@@ -22,8 +22,8 @@ registers a time-jump callback and makes an event on every call, and simulated t
 real-time deadline to keep.
 
 `StateHandoff` carries the latest validated state from the executor thread, where the
-subscriptions run, to the loop thread, without locks, and `ReferenceSlot` the next reference
-(from the executor or a planning worker); `SnapshotRing` carries what the loop produced (for
+subscriptions run, to the loop thread, without locks (the next reference goes through the loop
+planner's `control.planner.ReferenceSlot`); `SnapshotRing` carries what the loop produced (for
 ``~/state``) the other way.
 
 The two threads share the GIL. A loop thread woken while the executor thread runs Python waits
@@ -207,58 +207,6 @@ class StateHandoff:
             loop.set_state(q, qd, t, measured_at)
         if rejected_last:
             loop.reject_state()
-        return True
-
-
-class ReferenceSlot:
-    """
-    The next reference for the loop, from the executor thread and from workers that plan one.
-
-    A writer publishes ``(reference, t)`` (a fully built reference, its start time in s) by
-    one attribute assignment of a new tuple, as `StateHandoff` does; the loop thread (`take`)
-    installs each new one once, without a lock, and so sees the old reference or the new one,
-    never a half-built one. Writers serialize among themselves: a worker that plans aside
-    (an unreachable tip target takes IK seconds) takes a ticket first (`claim`), and its
-    `post` is refused when anything was claimed or posted since, checked and stored under one
-    lock, so a slow plan never replaces a newer reference. The loop thread never takes it.
-    """
-
-    def __init__(self):
-        self.latest = None
-        self._seen = None
-        self._serial = 0
-        self._lock = threading.Lock()
-
-    def claim(self):
-        """Writer: return a ticket for a reference planned aside; supersedes older tickets."""
-        with self._lock:
-            self._serial += 1
-            return self._serial
-
-    def current(self, ticket):
-        """Return whether `ticket` is still the newest claim (nothing claimed or posted since)."""
-        return ticket == self._serial
-
-    def post(self, reference, t, ticket=None):
-        """
-        Writer: publish `reference` from time `t` (s); return False when refused.
-
-        With a `ticket`, only while it is `current`; every post supersedes older tickets.
-        """
-        with self._lock:
-            if ticket is not None and ticket != self._serial:
-                return False
-            self._serial += 1
-            self.latest = (reference, t)
-            return True
-
-    def take(self, loop):
-        """Reader: install a newly posted reference in `loop` (``loop.install``); True if any."""
-        latest = self.latest
-        if latest is None or latest is self._seen:
-            return False
-        self._seen = latest
-        loop.install(*latest)
         return True
 
 

@@ -138,8 +138,9 @@ def simulate_nodes(loop, plant, duration, delay_ticks=0, stamped=True):
     the plant's state measured `delay_ticks` ticks earlier, with the time that state held (the
     plant's clock, up to one plant step before the tick, as the simulator node stamps it and
     the controller node passes the stamp on; `stamped` False: only the receive time ``t_k``),
-    and its command drives the plant until the next tick. Returns a NodeLoopLog of
-    `duration` seconds.
+    and its command drives the plant until the next tick; a plan the loop asked for (a tip
+    reference's IK) is made after the tick, as the node's worker would between ticks, and the
+    next tick installs it. Returns a NodeLoopLog of `duration` seconds.
     """
     period = loop.period
     ticks = int(round(duration / period))
@@ -156,6 +157,7 @@ def simulate_nodes(loop, plant, duration, delay_ticks=0, stamped=True):
         log.measured[k] = q
         log.command[k] = loop.tick(t)
         plant.command(log.command[k], t)
+        loop.planner.step()
         log.q[k], log.q_des[k], log.effort[k] = plant.q, loop.q_des, loop.effort
         log.active[k] = loop.status == ACTIVE
         plant.advance(t + period + 0.5 * plant.settings.step)  # no step lost to rounding

@@ -265,6 +265,12 @@ class CogModel(ContinuumModel):
     kernel = staticmethod(cog_run)
     _damped_steps = None
 
+    def for_thread(self):
+        """Return this arm with a workspace of its own (see base), its steps not compiled yet."""
+        model = super().for_thread()
+        model._damped_steps = None
+        return model
+
     def compiled_damped_steps(self):
         """Return the compiled `cog_damped_steps` on this model's data (see the base)."""
         if self._damped_steps is None:

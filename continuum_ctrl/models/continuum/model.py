@@ -14,6 +14,7 @@ continuously from 0 to k. It keeps a simulated plant physical; it is part of bot
 force and the elastic potential, so energy balances still hold.
 """
 
+import copy
 
 import numpy as np
 
@@ -188,17 +189,31 @@ class ContinuumModel(DynamicsModel):
         self.spec = spec
         self.joint_names = list(spec.joint_names)
         self.arm = new_arm(spec)
-        self.memory, self.data = new_data(spec.sections)
-        self._zero = np.zeros(self.n)
+        self._zero = np.zeros(self.n)       # read only
+        self._workspace()
         self._kernel = entry_point(self.kernel, self.arm, self.memory, self._zero, self._zero, 0,
                                    TASK_NONE, self._zero)
-        self._passive_at = np.zeros(self.n)
         self._move_passive = entry_point(move_passive, self.arm.pma, self._zero, self._zero,
                                          self._zero, self._passive_at, self._passive_at)
         self._frames = {f'section{i}_tip': i - 1 for i in range(1, spec.sections + 1)}
         self._tip_derivative = None
         self._tip_pose = entry_point(tip_pose, self.arm, self.memory, self._zero, 0, np.eye(4),
                                      np.zeros((6, self.n)))
+
+    def _workspace(self):
+        """Make the arrays every evaluation writes: ``memory`` (its views ``data``), scratch."""
+        self.memory, self.data = new_data(self.spec.sections)
+        self._passive_at = np.zeros(self.n)
+
+    def for_thread(self):
+        """
+        Return this arm with a ``memory`` block of its own, for another thread (see base).
+
+        The compiled entry points are shared: each call passes them the model's ``memory``.
+        """
+        model = copy.copy(self)
+        model._workspace()
+        return model
 
     def _vector(self, x):
         if x is None:

@@ -1,0 +1,82 @@
+"""
+Tip circles through the node pair: planned on the controller's worker, never on its loop.
+
+An unreachable circle (0.5 m around the arm of continuum_task.yaml) takes the worker seconds
+of IK; the loop keeps its rate meanwhile (diagnostics). A reachable 1 cm circle is planned in
+milliseconds; no tick waits for it, at activation nor when a stale state stream resumes (the
+simulator stopped past `state_timeout`, then continued): the ``~/state`` stamps, one per tick,
+show no gap longer than two periods there.
+"""
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+from ros_nodes import params_file, running
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+CONFIG = 'continuum_task.yaml'
+PERIOD = 0.002          # the file's rate_hz: 500
+
+
+def circle(tmp_path, radius):
+    return params_file(tmp_path, CONFIG, continuum_controller={
+        'reference': {'tip_radius': radius}})
+
+
+def figures(rec):
+    return {k: float(v) for k, v in rec.diagnostics[-1].items() if k != 'status'}
+
+
+def largest_gap(rec, start, seconds):
+    """Return the longest interval between ~/state stamps in ``[start, start + seconds]``, s."""
+    stamps = np.array([row[0] for row in rec.states if start <= row[0] <= start + seconds])
+    assert len(stamps) > 0.5 * seconds / PERIOD, len(stamps)
+    return float(np.max(np.diff(stamps)))
+
+
+def test_unreachable_circle_keeps_the_loop_rate(tmp_path):
+    with running(tmp_path, circle(tmp_path, 0.5)) as (rec, processes):
+        assert rec.wait(lambda: rec.diagnostics and figures(rec)['plans'] >= 1, 120.0,
+                        processes)
+        planning = [d for d in rec.diagnostics if d['status'] == 'active']
+        rec.run(2.5)                        # two diagnostics windows after the plan
+        values = figures(rec)
+        windows = [float(d['rate_hz']) for d in rec.diagnostics[len(rec.diagnostics) - 2:]]
+        planned = [float(d['rate_hz']) for d in planning[1:]]
+        print(f'unreachable circle: plan {values["plan_max_s"]:.2f} s; rate while planning '
+              f'{min(planned, default=np.nan):.1f} Hz (lowest window), after '
+              f'{min(windows):.1f} Hz; period p99 {values["run_period_p99_us"]:.0f} us, '
+              f'max {values["run_period_max_us"]:.0f} us over the run')
+        assert any(d['planning'] == '1' for d in planning)     # it held while planning
+        assert values['planning'] == 0 and values['clamped_tip_targets'] == 1
+        assert min(planned + windows) >= 0.95 / PERIOD
+        assert values['run_period_p99_us'] <= 3 * PERIOD * 1e6
+    log = (tmp_path / 'continuum_controller.log').read_text()
+    assert 'holding the measured pose' in log and 'unreachable: clamped' in log
+
+
+def test_reachable_circle_no_long_tick_at_activation_nor_after_recovery(tmp_path):
+    with running(tmp_path, circle(tmp_path, 0.01)) as (rec, processes):
+        assert rec.wait(lambda: rec.diagnostics and figures(rec)['plans'] >= 1, 60.0,
+                        processes)
+        activation = largest_gap(rec, rec.active_since - 0.1, 0.6)
+        simulator = processes[1]
+        os.kill(simulator.pid, signal.SIGSTOP)          # joint states stop: stale
+        time.sleep(0.4)
+        resumed = time.time()
+        os.kill(simulator.pid, signal.SIGCONT)
+        assert rec.wait(lambda: figures(rec)['plans'] >= 2, 30.0, processes)
+        rec.run(1.0)
+        recovery = largest_gap(rec, resumed, 0.6)
+        values = figures(rec)
+        print(f'1 cm circle: longest tick interval {activation * 1e3:.2f} ms at activation, '
+              f'{recovery * 1e3:.2f} ms at the recovery; plans up to '
+              f'{values["plan_max_s"] * 1e3:.1f} ms; run period max '
+              f'{values["run_period_max_us"]:.0f} us')
+        assert activation <= 2 * PERIOD and recovery <= 2 * PERIOD
+    log = (tmp_path / 'continuum_controller.log').read_text()
+    assert log.count('control active') == 2 and log.count('reference planned') == 2, log
