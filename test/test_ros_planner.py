@@ -5,7 +5,10 @@ An unreachable circle (0.5 m around the arm of continuum_task.yaml) takes the wo
 of IK; the loop keeps its rate meanwhile (diagnostics). A reachable 1 cm circle is planned in
 milliseconds; no tick waits for it, at activation nor when a stale state stream resumes (the
 simulator stopped past `state_timeout`, then continued): the ``~/state`` stamps, one per tick,
-show no gap longer than two periods there.
+show no gap there longer than in steady running. The steady baseline (the largest gap over 2 s of
+the same run, at least two periods) absorbs this machine's scheduling jitter, which reaches 2
+periods between ticks with no plan at all; a plan on the loop's thread stalls one tick for
+14 ms (7 periods), far past the baseline plus one period that is allowed.
 """
 
 import os
@@ -64,6 +67,8 @@ def test_reachable_circle_no_long_tick_at_activation_nor_after_recovery(tmp_path
         assert rec.wait(lambda: rec.diagnostics and figures(rec)['plans'] >= 1, 60.0,
                         processes)
         activation = largest_gap(rec, rec.active_since - 0.1, 0.6)
+        rec.run(2.2)
+        steady = max(2 * PERIOD, largest_gap(rec, rec.active_since + 0.6, 2.0))
         simulator = processes[1]
         os.kill(simulator.pid, signal.SIGSTOP)          # joint states stop: stale
         time.sleep(0.4)
@@ -74,9 +79,10 @@ def test_reachable_circle_no_long_tick_at_activation_nor_after_recovery(tmp_path
         recovery = largest_gap(rec, resumed, 0.6)
         values = figures(rec)
         print(f'1 cm circle: longest tick interval {activation * 1e3:.2f} ms at activation, '
-              f'{recovery * 1e3:.2f} ms at the recovery; plans up to '
+              f'{recovery * 1e3:.2f} ms at the recovery, {steady * 1e3:.2f} ms steady; '
+              f'plans up to '
               f'{values["plan_max_s"] * 1e3:.1f} ms; run period max '
               f'{values["run_period_max_us"]:.0f} us')
-        assert activation <= 2 * PERIOD and recovery <= 2 * PERIOD
+        assert activation <= steady + PERIOD and recovery <= steady + PERIOD
     log = (tmp_path / 'continuum_controller.log').read_text()
     assert log.count('control active') == 2 and log.count('reference planned') == 2, log
