@@ -9,6 +9,7 @@ these descriptions; `continuum-ctrl launch` runs their command lines as processe
 `ros2 launch` is not installed. Pure Python: no `launch` import here.
 """
 
+import os
 import shutil
 import sys
 from dataclasses import dataclass
@@ -76,8 +77,17 @@ def arm_config(arm):
                                f"a file stem in {tried}")
 
 
-def find_executable(name):
-    """Return the path of a console script: on PATH, else beside the running Python."""
+def find_executable(name, package=PACKAGE):
+    """
+    Return the path of `package`'s console script `name`.
+
+    As ``ros2 run`` finds it (``lib/PACKAGE/NAME`` under a prefix of ``AMENT_PREFIX_PATH``: a
+    sourced workspace), else on PATH, else beside the running Python (a pip install).
+    """
+    for prefix in filter(None, os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep)):
+        candidate = Path(prefix) / 'lib' / package / name
+        if os.access(candidate, os.X_OK) and candidate.is_file():
+            return str(candidate)
     found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
     return found or name
 

@@ -16,14 +16,19 @@ from continuum_ctrl.params import model_spec
 from continuum_ctrl.launch_description import arm_config
 from continuum_ctrl.models import load_model
 from continuum_ctrl.models.continuum.jit import on_compile
+from continuum_ctrl.node_pair import node_pair
 from continuum_ctrl.sim.actuator import Actuator
+from continuum_ctrl.sim.closed_loop import simulate_nodes
 
 #: the model kinds whose kernels are compiled, with the plant's stiffening outside the limits
 KINDS = ('continuum_cog', 'continuum_integral')
+#: the controller's own kernels (law, valve lead, integral, limits, pressure map) are compiled
+#: by running the nodes' loop and plant of this file for WARM_RUN s
+WARM_RUN = 0.05
 
 
 def warm(params='continuum'):
-    """Evaluate every compiled entry point of both continuum models and the valves; return s."""
+    """Evaluate every compiled entry point of the continuum models, valves and loop; return s."""
     start = time.perf_counter()
     spec = model_spec(arm_config(params))
     for kind in KINDS:
@@ -37,6 +42,7 @@ def warm(params='continuum'):
         model.frame_jacobian_derivative(q, qd, tip), model.compiled_ik_step(tip), model.backbone(q)
         model.compiled_task_step(tip), model.compiled_damped_steps()
     Actuator(0.01, 0.0, 0.0, np.zeros(1))           # compiles the valves' walk
+    simulate_nodes(*node_pair(arm_config(params)), WARM_RUN)
     return time.perf_counter() - start
 
 
