@@ -26,7 +26,7 @@ FOLDERS = {
     'continuum_ctrl.actuation': 'actuation',    # the valve model, the pressure map
     'continuum_ctrl.control': 'control',        # the law, references, the loop's cycle
     'continuum_ctrl.runtime': 'runtime',        # the loop thread, timing, scheduling
-    'continuum_ctrl.sim': 'sim',                # plants, integrators, the closed loop
+    'continuum_ctrl.sim': 'sim',                # the plants, the one-process closed loops
     'continuum_ctrl.identify': 'identify',      # fits to recorded runs
     'continuum_ctrl.ros': 'ros',                # the rclpy edge: nodes, tools, the demo
 }
