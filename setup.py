@@ -38,7 +38,7 @@ def warm_kernels(site):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.abspath(site)] + path))
     try:
         done = subprocess.run(
-            [sys.executable, '-c', 'import sys; from continuum_ctrl.models.continuum.warm '
+            [sys.executable, '-c', 'import sys; from continuum_ctrl.warm '
              'import main; sys.exit(main(sys.argv[1:]))', '--arm',
              os.path.join(HERE, 'config', 'continuum_3section.yaml')],
             env=env, cwd=site, capture_output=True, text=True, timeout=WARM_TIMEOUT)

@@ -20,7 +20,7 @@ from bench_models import REPEATS
 import numpy as np
 
 from continuum_ctrl import load_model
-from continuum_ctrl.sim.integrators import rk4_step
+from continuum_ctrl.models.integrators import rk4_step
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config' / 'continuum_3section.yaml'
 SECTION = {'length': 0.2, 'radius': 0.013, 'mass': 0.1, 'max_extension': 0.04,
@@ -124,7 +124,7 @@ def bench_rk4(model):
     tau = model.gravity_vector(q)
     dt = 1e-4
     median, best = microseconds(lambda: rk4_step(model, q, qd, tau, dt), 1000)
-    print(f'\nRK4 step of the 3-section CoG model (sim.integrators.rk4_step, 4 forward '
+    print(f'\nRK4 step of the 3-section CoG model (models.integrators.rk4_step, 4 forward '
           f'dynamics): median {median:.1f} us = {1e3 / median:.1f} kHz (best {best:.1f} us = '
           f'{1e3 / best:.1f} kHz); paper 9.5 kHz; target > 10 kHz')
 

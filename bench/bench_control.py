@@ -16,9 +16,9 @@ import pinocchio as pin
 
 from continuum_ctrl import load_model
 from continuum_ctrl.control import ComputedTorqueLaw
-from continuum_ctrl.control.actuation import ActuationMap
+from continuum_ctrl.actuation.pressure_map import ActuationMap
 from continuum_ctrl.control.references import Hold, MinimumJerk, Sinusoid, Waypoints
-from continuum_ctrl.sim.integrators import rk4_step, semi_implicit_euler_step
+from continuum_ctrl.models.integrators import rk4_step, semi_implicit_euler_step
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 

@@ -32,7 +32,7 @@ COMMANDS = {
     'identify': ('continuum_ctrl.identify.command',
                  "fit PMA parameters or a URDF arm's inertial parameters to recorded runs"),
     'record': ('continuum_ctrl.ros.record', 'record topics into a rosbag2 MCAP file'),
-    'warm': ('continuum_ctrl.models.continuum.warm',
+    'warm': ('continuum_ctrl.warm',
              'compile the continuum Numba kernels into their cache (after installing)'),
     'echo': ('continuum_ctrl.ros.echo', 'print the messages of a topic, like ros2 topic echo'),
     'param': ('continuum_ctrl.ros.param',

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.params import ConfigError
-from continuum_ctrl.control.actuation import ActuationMap, clamp_effort, force_from_pressure
+from continuum_ctrl.actuation.pressure_map import ActuationMap, clamp_effort, force_from_pressure
 
 
 def pressure_from_force(tau, area, deadzone, p_min, p_max):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.params import ConfigError
-from continuum_ctrl.sim.actuator import Actuator, PENDING_ROWS
+from continuum_ctrl.actuation.valves import Actuator, PENDING_ROWS
 from continuum_ctrl.sim.plant import Plant
 from continuum_ctrl.node_pair import plant_settings
 

@@ -11,7 +11,7 @@ import pytest
 from continuum_ctrl import ConfigError, load_model
 from continuum_ctrl.params import file_parameters
 from continuum_ctrl.models.christoffel import coriolis_from_dM, skew_residual
-from continuum_ctrl.models.continuum.jit import compiled
+from continuum_ctrl.numerics.jit import compiled
 from continuum_ctrl.models.continuum.params import DEFAULT_BETA
 
 ARMS = {'reference': REFERENCE_ARM, 'second': SECOND_ARM}

@@ -8,9 +8,9 @@ from scipy.integrate import solve_ivp
 
 from motion_range import motion_range
 from continuum_ctrl.models import load_model
-from continuum_ctrl.sim.integrators import (implicit_damping_euler_step,
-                                            implicit_damping_euler_stepper, INTEGRATORS, rk4_step,
-                                            semi_implicit_euler_step)
+from continuum_ctrl.models.integrators import (implicit_damping_euler_step,
+                                               implicit_damping_euler_stepper, INTEGRATORS,
+                                               rk4_step, semi_implicit_euler_step)
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 HORIZON = 0.3  # s

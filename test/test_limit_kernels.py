@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from continuum_ctrl.control.clipping import clip, effort_limiter
+from continuum_ctrl.numerics.clipping import clip, effort_limiter
 from continuum_ctrl.control.compensation import _leader
 
 N = 9

@@ -1,5 +1,5 @@
 """
-Control without ROS: the computed-torque law, reference trajectories, actuation maps.
+Control without ROS: the computed-torque law, reference trajectories, the control loop.
 
     from continuum_ctrl.control import computed_torque, ComputedTorqueLaw
     from continuum_ctrl.control import ControllerSettings, ControlLoop   # the node's cycle

@@ -8,7 +8,7 @@ Pressure output only.
     comp.sent(pressures, t)       # every command sent (model order, Pa, at time t in s)
     comp.measured(pressures, t)   # measured PMA pressures, when the hardware gives them
 
-The valves are modelled as in the simulator (sim/actuator.py): the applied pressure follows
+The valves are modelled as in the simulator (actuation/valves.py): the applied pressure follows
 the command after `delay` through a first-order lag of `time_constant` (s).
 
 - **Delay.** The force commanded now acts `delay` seconds later, so the law acts on the state
@@ -55,10 +55,10 @@ import math
 
 import numpy as np
 
-from continuum_ctrl.control.clipping import clip
-from continuum_ctrl.models.continuum.jit import cached_entry_point, compiled
-from continuum_ctrl.sim.actuator import Actuator
-from continuum_ctrl.sim.integrators import implicit_damping_euler_stepper
+from continuum_ctrl.actuation.valves import Actuator
+from continuum_ctrl.models.integrators import implicit_damping_euler_stepper
+from continuum_ctrl.numerics.clipping import clip
+from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 
 #: the prediction runs this many control periods past the dead time (see the module doc)
 HORIZON_PERIODS = 1.0

@@ -21,7 +21,7 @@ holds it during the reference's blend, so nothing jumps when control starts.
 
 import numpy as np
 
-from continuum_ctrl.models.continuum.jit import cached_entry_point, compiled
+from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 
 
 class IntegralAction:

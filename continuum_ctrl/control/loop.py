@@ -34,8 +34,8 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from continuum_ctrl.control.actuation import clamp_effort
-from continuum_ctrl.control.clipping import clip, effort_limiter
+from continuum_ctrl.actuation.pressure_map import clamp_effort
+from continuum_ctrl.numerics.clipping import clip, effort_limiter
 from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
 from continuum_ctrl.control.integral import IntegralAction

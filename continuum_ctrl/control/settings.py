@@ -15,7 +15,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from continuum_ctrl.control.actuation import ActuationMap
+from continuum_ctrl.actuation.pressure_map import ActuationMap
 from continuum_ctrl.control.computed_torque import PASSIVE_AT
 from continuum_ctrl.control.gains import validate_gain
 from continuum_ctrl.control.task_space import TaskSettings

@@ -18,8 +18,8 @@ import numpy as np
 from scipy.ndimage import minimum_filter1d
 from scipy.signal import savgol_filter
 
+from continuum_ctrl.numerics.jit import compiled
 from continuum_ctrl.params import ConfigError
-from continuum_ctrl.models.continuum.jit import compiled
 
 #: default Savitzky-Golay window, s: a cut-off near 12 Hz, above any excitation
 DEFAULT_WINDOW = 0.1

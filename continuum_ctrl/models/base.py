@@ -128,7 +128,7 @@ class DynamicsModel(ABC):
 
     def compiled_damped_steps(self):
         """
-        Return compiled `sim.integrators.implicit_damping_euler_step` runs, or None (none here).
+        Return compiled `models.integrators.implicit_damping_euler_step` runs, or None (none here).
 
         Called ``steps(q, qd, forces, dt, hold, out)``: C-contiguous float64 arrays, `forces`
         (k, n) held one per step of `dt` s; ``M``, ``g`` and ``C qd`` evaluated every `hold`

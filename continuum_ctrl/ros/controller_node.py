@@ -78,7 +78,7 @@ from continuum_ctrl.control.settings import ControllerSettings, FIELDS
 from continuum_ctrl.control.starvation import StarvationDetector
 from continuum_ctrl.launch_description import CONTROLLER as NODE_NAME
 from continuum_ctrl.models import load_model
-from continuum_ctrl.models.continuum.jit import on_compile
+from continuum_ctrl.numerics.jit import on_compile
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.ros.conversion import (FOREIGN, JointStateReader, REJECT_KINDS, Rejected,
                                            stamp_seconds, trajectory_arrays)

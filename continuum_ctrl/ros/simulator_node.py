@@ -36,7 +36,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from continuum_ctrl.launch_description import SIMULATOR as NODE_NAME
-from continuum_ctrl.models.continuum.jit import on_compile
+from continuum_ctrl.numerics.jit import on_compile
 from continuum_ctrl.ros.conversion import Rejected, set_doubles
 from continuum_ctrl.ros.node_settings import SIMULATOR_NODE_FIELDS, SimulatorNodeSettings
 from continuum_ctrl.ros.parameters import NodeParameters

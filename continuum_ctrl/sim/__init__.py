@@ -1,5 +1,5 @@
-"""Simulation without ROS: fixed-step integrators and the embedded closed loop."""
+"""Simulation without ROS: the plants, the embedded closed loop, the integrators (from models)."""
 
-from continuum_ctrl.sim.integrators import INTEGRATORS, rk4_step, semi_implicit_euler_step
+from continuum_ctrl.models.integrators import INTEGRATORS, rk4_step, semi_implicit_euler_step
 
 __all__ = ['INTEGRATORS', 'rk4_step', 'semi_implicit_euler_step']

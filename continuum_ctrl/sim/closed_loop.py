@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from continuum_ctrl.control.loop import ACTIVE
+from continuum_ctrl.models.integrators import INTEGRATORS
 from continuum_ctrl.params import ConfigError
-from continuum_ctrl.sim.integrators import INTEGRATORS
 
 
 @dataclass

@@ -15,7 +15,7 @@ it turns stale. The plant is the model given in `model.*` with `mismatch.mass_sc
 rotational inertia, CoM kept); the controller's `output.*` keys say how commands turn into
 generalized forces (the same ActuationMap), with the PMA area scaled by `mismatch.area_scale`
 and the dead zone replaced by `mismatch.deadzone` where given.
-In pressure mode, `actuator.*` puts valve dynamics (sim/actuator.py) between the command and
+In pressure mode, `actuator.*` puts valve dynamics (actuation/valves.py) between the command and
 the pressure that pushes.
 
 `engine` says what integrates the arm: `builtin`, the plant model itself with `integrator`, or
@@ -35,13 +35,13 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import numpy as np
 import pinocchio as pin
 
-from continuum_ctrl.control.actuation import ActuationMap
+from continuum_ctrl.actuation.pressure_map import ActuationMap
+from continuum_ctrl.actuation.valves import Actuator
 from continuum_ctrl.control.settings import FIELDS as CONTROLLER_FIELDS, JointVectors, read_output
 from continuum_ctrl.models import load_model
+from continuum_ctrl.models.integrators import INTEGRATORS
 from continuum_ctrl.models.rigid import resolve_urdf
 from continuum_ctrl.params import ConfigError, Field, flatten, Reader
-from continuum_ctrl.sim.actuator import Actuator
-from continuum_ctrl.sim.integrators import INTEGRATORS
 from continuum_ctrl.sim.mujoco_arm import continuum_mjcf, Obstacles
 
 #: the physics engines the plant can run on

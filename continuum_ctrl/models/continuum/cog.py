@@ -26,7 +26,6 @@ K, ``C`` from M's Christoffel symbols, gravity is exact. One compiled call, ``co
 import numpy as np
 
 from continuum_ctrl.models.continuum.data import layout
-from continuum_ctrl.models.continuum.jit import compiled, entry_point
 from continuum_ctrl.models.continuum.kinematics import (chain, cx, rotate_matrix,
                                                         rotate_tensor, section_cog,
                                                         section_rotation)
@@ -38,6 +37,7 @@ from continuum_ctrl.models.continuum.terms import (add_gravity, add_point_term, 
                                                    column_sum, coriolis_from_parts,
                                                    cumulative_rates, local_rate, point_jacobian,
                                                    point_rate)
+from continuum_ctrl.numerics.jit import compiled, entry_point
 
 
 @compiled()
@@ -230,7 +230,7 @@ def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out):
     """
     Run ``forces.shape[0]`` implicit-damping Euler steps of `dt` s from `q`, `qd`.
 
-    Each step as `sim.integrators.implicit_damping_euler_step`, with ``forces[k]`` [N] held:
+    Each step as `models.integrators.implicit_damping_euler_step`, with ``forces[k]`` [N] held:
     ``(M + dt D) qdd = forces[k] - C qd - passive - g``, ``qd += dt qdd``, ``q += dt qd``;
     ``M``, ``g`` and ``C qd`` are evaluated every `hold` steps and held in between, the
     passive forces every step. Fills `out` (2, n) with the final q [m] and qd [m/s].

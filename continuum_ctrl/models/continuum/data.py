@@ -19,7 +19,7 @@ from numba.extending import intrinsic, overload
 from numba.np.arrayobj import make_array, populate_array
 import numpy as np
 
-from continuum_ctrl.models.continuum.jit import WITHOUT_RUNTIME
+from continuum_ctrl.numerics.jit import WITHOUT_RUNTIME
 
 #: an arm, immutable: per section (n,) length L, PMA radius r [m], mass [kg], fixed-joint
 #: offset sigma [m] and twist gamma [rad]; per PMA (3n, 4) `pma` rows: stiffness [N/m],

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from continuum_ctrl.models.continuum.data import layout
-from continuum_ctrl.models.continuum.jit import compiled
+from continuum_ctrl.numerics.jit import compiled
 from continuum_ctrl.models.continuum.kinematics import (chain, cx, frame_from_chain,
                                                         rotate_tensor, section_point, tip_frame)
 from continuum_ctrl.models.continuum.terms import cumulative_rates, point_rate

@@ -11,7 +11,6 @@ is exact.
 
 from continuum_ctrl.models.christoffel import coriolis_from_dM
 from continuum_ctrl.models.continuum.data import layout
-from continuum_ctrl.models.continuum.jit import compiled
 from continuum_ctrl.models.continuum.kinematics import (chain, rotate_matrix, rotate_tensor,
                                                         section_cog, section_point,
                                                         section_rotation)
@@ -19,6 +18,7 @@ from continuum_ctrl.models.continuum.model import ContinuumModel, finish, TASK_N
 from continuum_ctrl.models.continuum.params import read_spec
 from continuum_ctrl.models.continuum.terms import (add_gravity, add_term, angular_jacobian,
                                                    point_jacobian)
+from continuum_ctrl.numerics.jit import compiled
 
 
 @compiled()

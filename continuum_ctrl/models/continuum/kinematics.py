@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from continuum_ctrl.models.continuum.data import section_work
-from continuum_ctrl.models.continuum.jit import compiled
+from continuum_ctrl.numerics.jit import compiled
 
 SQRT3 = math.sqrt(3.0)
 _TERMS = 12

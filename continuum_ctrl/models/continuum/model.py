@@ -23,9 +23,9 @@ from continuum_ctrl.models.continuum.data import new_arm, new_data
 from continuum_ctrl.models.continuum.frames import (ik_scratch, ik_step, path_segment,
                                                     task_scratch, task_step,
                                                     tip_frame_derivative, tip_pose)
-from continuum_ctrl.models.continuum.jit import compiled, entry_point
 from continuum_ctrl.models.continuum.kinematics import backbone_points
 from continuum_ctrl.models.continuum.params import LIMIT_ONSET
+from continuum_ctrl.numerics.jit import compiled, entry_point
 
 
 @compiled()

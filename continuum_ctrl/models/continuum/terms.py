@@ -15,8 +15,8 @@ either to ``dM`` or to the two pieces of the Christoffel matrix: ``Mdot`` and
 the same as ``c_ijk qd_k`` of contract section 4 without forming ``dM``.
 """
 
-from continuum_ctrl.models.continuum.jit import compiled
 from continuum_ctrl.models.continuum.kinematics import cx
+from continuum_ctrl.numerics.jit import compiled
 
 
 @compiled()

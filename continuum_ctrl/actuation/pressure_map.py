@@ -10,8 +10,8 @@ per-PMA arrays and broadcast against the force or pressure vector.
 
 import numpy as np
 
-from continuum_ctrl.control.clipping import clip
-from continuum_ctrl.models.continuum.jit import cached_entry_point, compiled
+from continuum_ctrl.numerics.clipping import clip
+from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 from continuum_ctrl.params import ConfigError
 
 

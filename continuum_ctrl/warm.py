@@ -4,7 +4,7 @@
 Run once after installing (a colcon workspace, a pip install): node processes then load the
 kernels in about a second instead of compiling them for 40 s or more at their first start.
 The cache sits next to the installed sources (``__pycache__``) when that is writable, else
-in ``NUMBA_CACHE_DIR`` or the user's cache directory (see `jit`).
+in ``NUMBA_CACHE_DIR`` or the user's cache directory (see `numerics.jit`).
 """
 
 import argparse
@@ -12,12 +12,12 @@ import time
 
 import numpy as np
 
+from continuum_ctrl.actuation.valves import Actuator
+from continuum_ctrl.numerics.jit import on_compile
 from continuum_ctrl.params import model_spec
 from continuum_ctrl.launch_description import arm_config
 from continuum_ctrl.models import load_model
-from continuum_ctrl.models.continuum.jit import on_compile
 from continuum_ctrl.node_pair import node_pair
-from continuum_ctrl.sim.actuator import Actuator
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 
 #: the model kinds whose kernels are compiled, with the plant's stiffening outside the limits

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from continuum_ctrl.models.continuum.jit import cached_entry_point, compiled
+from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 
 #: rows of pending commands kept (more as needed): 50 ms of dead time at 1 kHz
 PENDING_ROWS = 64

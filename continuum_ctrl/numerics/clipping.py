@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from continuum_ctrl.models.continuum.jit import cached_entry_point, compiled
+from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 
 _maximum, _minimum = np.maximum, np.minimum
 

@@ -1,0 +1,6 @@
+"""
+Numerics under the models (no ROS, nothing of the arm): the Numba wrapper, short-vector kernels.
+
+- `jit`: ``compiled`` kernels without Numba's runtime, cached on disk, and their entry points;
+- `clipping`: element-wise clipping and the loop's effort limiter, compiled.
+"""
