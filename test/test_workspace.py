@@ -23,7 +23,7 @@ import time
 import pytest
 
 from continuum_ctrl.launch_description import CONTROLLER
-from continuum_ctrl.models.continuum.jit import COMPILE_NOTICE
+from continuum_ctrl.numerics.jit import COMPILE_NOTICE
 
 ROOT = Path(__file__).resolve().parents[1]
 #: seconds from the launch to the first command heard, on a loaded 2-core machine

@@ -40,9 +40,8 @@ from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
 from continuum_ctrl.control.integral import IntegralAction
 from continuum_ctrl.control.planner import Planner
-from continuum_ctrl.control.references import (blend_ramp, Hold, MinimumJerk,
-                                               Multisine, Sinusoid, Waypoints)
-from continuum_ctrl.control.settings import ControllerSettings, TASK_REFERENCE_TYPES
+from continuum_ctrl.control.references import blend_ramp, Hold, Waypoints
+from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.control.task_space import TaskSpace
 from continuum_ctrl.models.base import DynamicsModel
 from continuum_ctrl.params import ConfigError
@@ -60,28 +59,6 @@ NO_EVENTS: Sequence[Tuple[str, str]] = ()
 
 class TrajectoryRejected(ValueError):
     """A run-time trajectory the loop refuses (the reference is kept); says why."""
-
-
-def build_reference(spec, q_start, task=None):
-    """
-    Return the reference of a ReferenceSpec on a time axis starting at 0 at `q_start`.
-
-    Tip references need the arm's `TaskSpace` (`task`).
-    """
-    if spec.kind in TASK_REFERENCE_TYPES:
-        return task.from_spec(spec, q_start)
-    start = q_start if spec.position is None else spec.position
-    if spec.kind == 'hold':
-        return Hold(start)
-    if spec.kind == 'sinusoid':
-        return Sinusoid(start, spec.amplitude, spec.frequency, spec.phase)
-    if spec.kind == 'multisine':
-        return Multisine(start, spec.amplitude, spec.band, spec.components)
-    if spec.kind == 'min_jerk':
-        return MinimumJerk(q_start, spec.position, 0.0, spec.duration)
-    if spec.times is None or len(spec.times) == 0:
-        return Hold(q_start)
-    return Waypoints(np.concatenate(([0.0], spec.times)), np.vstack((q_start, spec.positions)))
 
 
 class Anchored:
@@ -256,11 +233,11 @@ class ControlLoop:
         installs the plan.
         """
         spec = self.settings.reference
-        if spec.kind in TASK_REFERENCE_TYPES:
+        if spec.needs_task_space:
             self._plan_aside(spec, t)
             return
         self.awaiting_plan = False
-        self.reference = Anchored(build_reference(spec, self.q), t, self.q, self.qd,
+        self.reference = Anchored(spec.build(self.q), t, self.q, self.qd,
                                   spec.blend_time, self.low, self.high)
 
     def _plan_aside(self, spec, t):
@@ -273,7 +250,7 @@ class ControlLoop:
 
         def job():
             start = time.perf_counter()
-            reference = build_reference(spec, q_start, task)
+            reference = spec.build(q_start, task)
             return reference, (f'{spec.kind} reference planned in '
                                f'{time.perf_counter() - start:.3g} s: following it')
         self.planner.request(job, None, spec.blend_time, discard=True)

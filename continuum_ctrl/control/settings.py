@@ -10,7 +10,7 @@ the model's coordinate order. Units: SI (m, rad, N, N m, Pa, s). The node's own 
 `continuum_ctrl.ros.node_settings`; parameter files are read by `continuum_ctrl.params`.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
@@ -18,16 +18,11 @@ import numpy as np
 from continuum_ctrl.actuation.pressure_map import ActuationMap
 from continuum_ctrl.control.computed_torque import PASSIVE_AT
 from continuum_ctrl.control.gains import validate_gain
+from continuum_ctrl.control.reference_specs import (REFERENCE_TYPES, reference_fields,
+                                                    ReferenceSpec)
 from continuum_ctrl.control.task_space import TaskSettings
 from continuum_ctrl.params import ConfigError, Field, Reader
 
-#: reference.type values: hold a pose, per-joint sinusoid, minimum jerk to a goal, waypoints
-#: (an inline list and/or `~/joint_trajectory` messages), sums of sines for identification;
-#: in task space (`task.frame`), a tip circle and tip waypoints
-REFERENCE_TYPES = ('hold', 'sinusoid', 'min_jerk', 'trajectory', 'multisine', 'tip_circle',
-                   'tip_waypoints')
-#: the reference types that move `task.frame` (control.task_space)
-TASK_REFERENCE_TYPES = ('tip_circle', 'tip_waypoints')
 #: safe_mode values: zero effort (or p_min), or hold gravity and elasticity (effort only)
 SAFE_MODES = ('zero', 'hold')
 #: output.mode values: generalized forces, or PMA pressures through the actuation map
@@ -55,37 +50,10 @@ FIELDS = {
                          "(elastic and damping) forces: 'reference' (the arm keeps its own "
                          "spring against model error) or 'measured' (the classical law); the "
                          'same for arms without passive forces', choices=PASSIVE_AT),
+    # each type's own reference.* keys: its spec class (control.reference_specs)
     'reference.type': Field('string', 'hold', 'the reference the joints (or the tip, for '
-                            'tip_*) follow', choices=REFERENCE_TYPES),
-    'reference.position': Field('numbers', ..., 'hold: pose to hold (default: the first '
-                                'measured state)'),
-    'reference.center': Field('numbers', ..., 'sinusoid, multisine: centre (default: the '
-                              'first measured state)'),
-    'reference.amplitude': Field('numbers', ..., 'sinusoid: amplitude per joint; multisine: '
-                                 'largest excursion per joint'),
-    'reference.band': Field('numbers', [0.2, 3.0], 'multisine: [f_low, f_high], Hz', 0.0,
-                            strict_low=True),
-    'reference.components': Field('integer', 4, 'multisine: sines per joint', 1, 100),
-    'reference.frequency': Field('numbers', ..., 'sinusoid: frequency per joint, Hz', 0.0),
-    'reference.phase': Field('numbers', [0.0], 'sinusoid: phase per joint, rad'),
-    'reference.goal': Field('numbers', ..., 'min_jerk: goal pose, from the first measured '
-                            'state'),
-    'reference.duration': Field('number', ..., 'min_jerk: duration of the motion, s', 1e-3),
-    'reference.times': Field('numbers', [], 'trajectory, tip_waypoints: waypoint times '
-                             'after the start, s, strictly increasing', 0.0, strict_low=True),
-    'reference.positions': Field('numbers', [], 'trajectory: waypoint poses, len(times)*n '
-                                 'values, one pose after another'),
-    'reference.tip_center': Field('numbers', ..., 'tip_circle: centre [x, y, z], m, base '
-                                  'frame (default: the circle passes through the tip)'),
-    'reference.tip_radius': Field('number', ..., 'tip_circle: radius, m', 0.0,
-                                  strict_low=True),
-    'reference.tip_normal': Field('numbers', [0.0, 0.0, 1.0], 'tip_circle: normal of the '
-                                  "circle's plane, base frame"),
-    'reference.tip_frequency': Field('number', ..., 'tip_circle: revolutions per second, Hz',
-                                     0.0),
-    'reference.tip_positions': Field('numbers', [], 'tip_waypoints: tip positions at '
-                                     'reference.times, len(times)*3 values [x, y, z], m, base '
-                                     'frame'),
+                            'tip_*) follow', choices=tuple(REFERENCE_TYPES)),
+    **reference_fields(),
     'reference.blend_time': Field('number', 0.5, 'time over which the reference blends in '
                                   'from the measured state when it is (re)anchored, s', 0.0,
                                   60.0),
@@ -120,27 +88,6 @@ FIELDS = {
     'limits.effort_rate': Field('numbers', ..., 'largest effort change per second, N/s or '
                                 'N m/s (default: none)', 0.0, strict_low=True),
 }
-
-
-@dataclass(frozen=True)
-class ReferenceSpec:
-    """A parsed reference; arrays in model order, None where taken from the first state."""
-
-    kind: str
-    position: Optional[np.ndarray] = None
-    amplitude: Optional[np.ndarray] = None
-    frequency: Optional[np.ndarray] = None
-    phase: Optional[np.ndarray] = None
-    duration: Optional[float] = None
-    times: Optional[np.ndarray] = None
-    positions: Optional[np.ndarray] = None
-    tip_center: Optional[np.ndarray] = None
-    tip_radius: Optional[float] = None
-    tip_normal: Optional[np.ndarray] = None
-    tip_positions: Optional[np.ndarray] = None
-    band: Optional[Tuple[float, float]] = None
-    components: Optional[int] = None
-    blend_time: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -313,9 +260,6 @@ class JointVectors:
         return self.to_model(reader.per_joint(name, self.n, field.default, field.low,
                                               strict_low))
 
-    def optional(self, reader, name):
-        return self.per_joint(reader, name) if reader.has(name) else None
-
 
 def read_task(task, model):
     """
@@ -340,69 +284,17 @@ def read_task(task, model):
 
 
 def _reference(ref, vec, model, task):
-    kind = _field(ref, 'type')
+    """Read the `reference` namespace into the spec of its `reference.type`."""
+    spec_type = REFERENCE_TYPES[_field(ref, 'type')]
+    if spec_type.needs_task_space and task.frame is None:
+        raise ConfigError('task.frame', f"is required for reference.type '{spec_type.kind}' on "
+                                        'an arm that is not a continuum arm')
     low, high = (np.asarray(b, dtype=float) for b in model.joint_limits())
-    if kind == 'hold':
-        spec = ReferenceSpec(kind, position=vec.optional(ref, 'position'))
-    elif kind == 'sinusoid':
-        spec = ReferenceSpec(kind, position=vec.optional(ref, 'center'),
-                             amplitude=vec.per_joint(ref, 'amplitude'),
-                             frequency=vec.per_joint(ref, 'frequency'),
-                             phase=vec.per_joint(ref, 'phase'))
-    elif kind == 'multisine':
-        band = ref.numbers('band', FIELDS['reference.band'].default, length=2, low=0.0,
-                           strict_low=True)
-        if band[0] >= band[1]:
-            raise ConfigError(ref.key('band'), f'must be [f_low, f_high] with f_low < f_high, '
-                                               f'got {band}')
-        spec = ReferenceSpec(kind, position=vec.optional(ref, 'center'),
-                             amplitude=vec.per_joint(ref, 'amplitude'), band=tuple(band),
-                             components=_field(ref, 'components'))
-    elif kind == 'min_jerk':
-        spec = ReferenceSpec(kind, position=vec.per_joint(ref, 'goal'),
-                             duration=ref.number('duration', low=FIELDS['reference.duration'].low))
-    elif kind in TASK_REFERENCE_TYPES:
-        spec = _tip_reference(ref, kind, task)
-    else:
-        times = np.array(ref.numbers('times', FIELDS['reference.times'].default, low=0.0,
-                                     strict_low=True))
-        if np.any(np.diff(times) <= 0.0):
-            raise ConfigError(ref.key('times'), f'must be strictly increasing, got '
-                                                f'{times.tolist()}')
-        flat = ref.numbers('positions', FIELDS['reference.positions'].default,
-                           length=len(times) * vec.n)
-        positions = np.array([vec.to_model(row) for row in
-                              np.reshape(flat, (len(times), vec.n))]).reshape(-1, vec.n)
-        spec = ReferenceSpec(kind, times=times, positions=positions)
-    spec = replace(spec, blend_time=_field(ref, 'blend_time'))
+    values = spec_type.read(ref, vec)
+    spec = spec_type(**values, blend_time=_field(ref, 'blend_time'))
     _finish_namespace(ref)
     _check_inside(spec, ref, low, high)
     return spec
-
-
-def _tip_reference(ref, kind, task):
-    """Read a tip_circle or tip_waypoints reference (needs `task.frame`)."""
-    if task.frame is None:
-        raise ConfigError('task.frame', f"is required for reference.type '{kind}' on an arm "
-                                        'that is not a continuum arm')
-    if kind == 'tip_circle':
-        center = (np.array(ref.numbers('tip_center', length=3)) if ref.has('tip_center')
-                  else None)
-        normal = np.array(ref.numbers('tip_normal', FIELDS['reference.tip_normal'].default,
-                                      length=3))
-        if np.linalg.norm(normal) < 1e-9:
-            raise ConfigError(ref.key('tip_normal'), f'must not be zero, got {normal.tolist()}')
-        return ReferenceSpec(kind, tip_center=center,
-                             tip_radius=ref.number('tip_radius', low=0.0, strict_low=True),
-                             tip_normal=normal,
-                             frequency=np.array([_field(ref, 'tip_frequency')]))
-    times = np.array(ref.numbers('times', FIELDS['reference.times'].default, low=0.0,
-                                 strict_low=True))
-    if len(times) == 0 or np.any(np.diff(times) <= 0.0):
-        raise ConfigError(ref.key('times'), f'must be one or more strictly increasing times, '
-                                            f'got {times.tolist()}')
-    flat = ref.numbers('tip_positions', length=3 * len(times))
-    return ReferenceSpec(kind, times=times, tip_positions=np.reshape(flat, (-1, 3)))
 
 
 def _finish_namespace(reader):
@@ -414,10 +306,8 @@ def _finish_namespace(reader):
 
 def _check_inside(spec, ref, low, high):
     """Refuse fixed poses outside the joint limits (a sinusoid is clamped when sampled)."""
-    key = {'hold': 'position', 'min_jerk': 'goal', 'trajectory': 'positions'}.get(spec.kind)
-    poses = list(spec.positions) if spec.kind == 'trajectory' else [spec.position]
-    for pose in poses if key else []:
+    for pose in spec.poses():
         if pose is not None and np.any((pose < low) | (pose > high)):
-            name = ref.key(key)
+            name = ref.key(spec.pose_key)
             raise ConfigError(name, f'must lie within the joint limits [{low.tolist()}, '
                                     f'{high.tolist()}], got {pose.tolist()}')

@@ -232,13 +232,6 @@ class TaskSpace:
         path = ChainedPath(MinimumJerk(tip, start, 0.0, duration), circle, duration)
         return TaskReference(self, path, q_start, None, distance)
 
-    def from_spec(self, spec, q_start):
-        """Return the reference of a tip_circle or tip_waypoints `ReferenceSpec` at `q_start`."""
-        if spec.kind == 'tip_circle':
-            return self.circle(q_start, spec.tip_radius, spec.tip_normal,
-                               float(spec.frequency[0]), spec.tip_center)
-        return self.waypoints(q_start, spec.times, spec.tip_positions)
-
     def waypoints(self, q_start, times, positions):
         """Return a C2 spline from the current tip through `positions` (m, 3) at `times` (s)."""
         tip = self.pose(q_start)[:3, 3]

@@ -81,7 +81,9 @@ def sections() -> List[Tuple[str, str, Dict[str, Field]]]:
          CONTROLLER_NODE_FIELDS),
         ('Controller: the control loop',
          'The law, references, task space, output and limits (`ControllerSettings.parse`, '
-         'shared by the node, `continuum-ctrl simulate` and the tests).',
+         'shared by the node, `continuum-ctrl simulate` and the tests). A type\'s own '
+         '`reference.*` row starts with the `reference.type` values that read the key; the '
+         'other types ignore it.',
          LOOP_FIELDS),
         ('Simulator node',
          f'Node `continuum_simulator` (executable `simulator_node`). It also reads {shared} '
