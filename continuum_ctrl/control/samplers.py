@@ -9,7 +9,9 @@ the classes' NumPy `sample`, which stays their reference implementation (and the
 oracle). `anchored_sample` adds the loop's clip to the joint limits and blend from the
 measured state (`BlendData`, control.loop.Anchored) in the same call; `blend_sample` does the
 clip and blend alone, on a sample made elsewhere (a task-space reference's compiled IK step).
-The kernels allocate nothing and touch no Python object, so they release the GIL.
+The kernels allocate nothing and touch no Python object. They keep the GIL: a thread that
+releases it for a microsecond's work may wait up to the interpreter's switch interval (5 ms)
+to take it back from a busy executor thread.
 """
 
 from collections import namedtuple
@@ -38,10 +40,7 @@ SplineData = namedtuple('SplineData', 'knots c0 c1 c2 exponents first last')
 #: needed), joint limits `low`, `high`, measured `q_start`, `qd_start` (n,)
 BlendData = namedtuple('BlendData', 't0 blend_time free low high q_start qd_start')
 
-_GIL_FREE = {'nogil': True}
-
-
-@compiled(**_GIL_FREE)
+@compiled()
 def _copy(source, out):
     """``out[:] = source`` for (3, n) arrays, without the runtime a slice copy needs."""
     for row in range(3):
@@ -49,7 +48,7 @@ def _copy(source, out):
             out[row, i] = source[row, i]
 
 
-@compiled(**_GIL_FREE)
+@compiled()
 def _hold(data, t, out):
     for i in range(data.q.size):
         out[0, i] = data.q[i]
@@ -57,7 +56,7 @@ def _hold(data, t, out):
         out[2, i] = 0.0
 
 
-@compiled(**_GIL_FREE)
+@compiled()
 def _sinusoid(data, t, out):
     for i in range(data.center.size):
         angle = data.omega[i] * t
@@ -68,7 +67,7 @@ def _sinusoid(data, t, out):
         out[2, i] = data.curvature[i] * s
 
 
-@compiled(**_GIL_FREE)
+@compiled()
 def _multisine(data, t, out):
     omega, weight = data.omega, data.weight
     for i in range(omega.shape[0]):
@@ -84,7 +83,7 @@ def _multisine(data, t, out):
         out[2, i] = -qdd
 
 
-@compiled(**_GIL_FREE)
+@compiled()
 def minimum_jerk_ramp_core(elapsed, duration):
     """`control.references.minimum_jerk_ramp`, compiled: ``(s, s', s'')``."""
     x = min(max(elapsed / duration, 0.0), 1.0)
@@ -93,7 +92,7 @@ def minimum_jerk_ramp_core(elapsed, duration):
             x * (60.0 + x * (-180.0 + 120.0 * x)) / duration ** 2)
 
 
-@compiled(**_GIL_FREE)
+@compiled()
 def blend_ramp_core(elapsed, duration):
     """`control.references.blend_ramp`, compiled: ``(s, s', s'')``."""
     x = min(max(elapsed / duration, 0.0), 1.0)
@@ -102,7 +101,7 @@ def blend_ramp_core(elapsed, duration):
             x ** 2 * (420.0 + x * (-1680.0 + x * (2100.0 - 840.0 * x))) / duration ** 2)
 
 
-@compiled(**_GIL_FREE)
+@compiled()
 def _minimum_jerk(data, t, out):
     s, ds, dds = minimum_jerk_ramp_core(t - data.t0, data.duration)
     for i in range(data.q0.size):
@@ -111,7 +110,7 @@ def _minimum_jerk(data, t, out):
         out[2, i] = dds * data.delta[i]
 
 
-@compiled(**_GIL_FREE)
+@compiled()
 def _spline(data, t, out):
     knots = data.knots
     if t < knots[0] or t >= knots[-1]:
@@ -155,7 +154,7 @@ def _sample_into(data, t, out):
     return implementation
 
 
-@compiled(**_GIL_FREE)
+@compiled()
 def blend_sample(blend, elapsed, raw, out):
     """
     Write the clipped, blended sample at `elapsed` (s from ``blend.t0``) into `out` (3, n).
@@ -184,7 +183,7 @@ def blend_sample(blend, elapsed, raw, out):
         out[2, i] = raw[2, i] * s + 2.0 * ds * raw[1, i] + dds * delta + ddb * qd0[i]
 
 
-@compiled(**_GIL_FREE)
+@compiled()
 def anchored_sample(data, blend, t, raw, out):
     """Write the anchored sample at `t` (s) of the reference `data` into `out`; `raw`: scratch."""
     elapsed = max(t - blend.t0, 0.0)
