@@ -40,6 +40,7 @@ SplineData = namedtuple('SplineData', 'knots c0 c1 c2 exponents first last')
 #: needed), joint limits `low`, `high`, measured `q_start`, `qd_start` (n,)
 BlendData = namedtuple('BlendData', 't0 blend_time free low high q_start qd_start')
 
+
 @compiled()
 def _copy(source, out):
     """``out[:] = source`` for (3, n) arrays, without the runtime a slice copy needs."""
