@@ -111,3 +111,27 @@ def test_blend_alone_agrees_with_anchored():
         blend_sample(blend, elapsed, raw, out)
         whole(reference.layout(), blend, t, np.zeros((3, N)), expected)
         np.testing.assert_array_equal(out, expected)
+
+
+class Uncompiled:
+    """A reference without a compiled sampler (as a task-space reference is to this loop)."""
+
+    def __init__(self, reference):
+        self.reference, self.n = reference, reference.n
+
+    def sample(self, t):
+        return self.reference.sample(t)
+
+    def within(self, low, high):
+        return self.reference.within(low, high)
+
+
+@pytest.mark.parametrize('limits', [0.4, 5.0], ids=['clipped', 'free'])
+def test_anchored_without_a_compiled_sampler_agrees_with_numpy(limits):
+    reference = Uncompiled(references()['multisine'])
+    low, high = np.full(N, -limits), np.full(N, limits)
+    q_start, qd_start = np.array([0.1, -0.3, 0.35, 0.0]), np.array([0.5, -1.0, 2.0, 0.0])
+    anchored = Anchored(reference, 1.0, q_start, qd_start, 0.8, low, high)
+    oracle = NumpyAnchored(reference, 1.0, q_start, qd_start, 0.8, low, high)
+    for t in TIMES + 1.0:
+        close(anchored.sample(t), oracle.sample(t))

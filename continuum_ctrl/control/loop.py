@@ -109,6 +109,8 @@ class Anchored:
             self._kernel(self._layout, self._blend, float(t), self._raw, self._out)
             return self._rows
         elapsed = max(t - self.t0, 0.0)
+        if self._blend.free and elapsed >= self.blend_time:
+            return self.reference.sample(elapsed)        # nothing to clip or blend
         for row, value in zip(self._raw, self.reference.sample(elapsed)):
             row[:] = value
         self._kernel(self._blend, elapsed, self._raw, self._out)
