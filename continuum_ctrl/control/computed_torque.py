@@ -23,6 +23,7 @@ from typing import Optional
 from continuum_ctrl.control.gains import apply_gain, validate_gain
 from continuum_ctrl.control.integral import IntegralAction
 from continuum_ctrl.models.base import Array, ArrayLike, DynamicsModel
+from continuum_ctrl.numerics.jit import compiled
 from continuum_ctrl.params import ConfigError
 
 #: where the law compensates the passive (elastic and damping) forces: `law.passive` values
@@ -114,15 +115,13 @@ def _acceleration(kp, kd, n):
     error, term, v = np.zeros(n), np.zeros(n), np.zeros(n)
     subtract = np.subtract
     if kp.ndim == 1 and kd.ndim == 1:
-        multiply = np.multiply
+        kernel = _diagonal_kernel          # through its dispatcher: it checks the arrays' types
+        kp, kd = (np.ascontiguousarray(k, dtype=float) for k in (kp, kd))
+        kernel(kp, kd, v, v, v, v, v, term)        # compiled (or loaded) now, not in a tick
 
         def acceleration(q, qd, q_des, qd_des, qdd_des):
-            subtract(qd, qd_des, error)
-            multiply(kd, error, error)
-            subtract(qdd_des, error, v)
-            subtract(q, q_des, error)
-            multiply(kp, error, error)
-            return subtract(v, error, v)
+            kernel(kp, kd, q, qd, q_des, qd_des, qdd_des, v)
+            return v
     else:
         def acceleration(q, qd, q_des, qd_des, qdd_des):
             subtract(qd, qd_des, error)
@@ -130,3 +129,10 @@ def _acceleration(kp, kd, n):
             subtract(q, q_des, error)
             return subtract(v, apply_gain(kp, error, term), v)
     return acceleration
+
+
+@compiled()
+def _diagonal_kernel(kp, kd, q, qd, q_des, qd_des, qdd_des, v):
+    """``v = qdd_des - kd (qd - qd_des) - kp (q - q_des)`` element-wise, all (n,) float64."""
+    for i in range(v.size):
+        v[i] = qdd_des[i] - kd[i] * (qd[i] - qd_des[i]) - kp[i] * (q[i] - q_des[i])

@@ -5,7 +5,9 @@ Time ``t`` is in seconds on the caller's clock; positions are in the model's gen
 coordinates (radians, or metres for PMA lengths). In every generator ``qd_d`` is the exact time
 derivative of ``q_d`` and ``qdd_d`` that of ``qd_d`` (away from the documented joins where a
 trajectory starts or ends). Returned arrays are read-only; copy them before changing them.
-Bad arguments raise ConfigError naming the argument as ``<name>.<argument>``.
+Bad arguments raise ConfigError naming the argument as ``<name>.<argument>``. Each class's
+`layout` gives its data to its compiled sampler (control.samplers), which the control loop
+calls; `sample` here is the reference arithmetic, and the tests' oracle.
 """
 
 from abc import ABC, abstractmethod
@@ -14,6 +16,8 @@ from bisect import bisect_right
 import numpy as np
 from scipy.interpolate import BPoly, CubicSpline, PPoly
 
+from continuum_ctrl.control.samplers import (HoldData, MinimumJerkData, MultisineData,
+                                             SinusoidData, SplineData)
 from continuum_ctrl.params import ConfigError
 
 
@@ -47,6 +51,10 @@ def _inside(lowest, highest, low, high):
     return bool(np.all(lowest - margin >= low) and np.all(highest + margin <= high))
 
 
+def _contiguous(*arrays):
+    return [np.ascontiguousarray(a, dtype=float) for a in arrays]
+
+
 def _frozen(*arrays):
     for array in arrays:
         array.flags.writeable = False
@@ -66,6 +74,10 @@ class Reference(ABC):
         """Return whether every sample's ``q_d`` lies in ``[low, high]`` (False: not known)."""
         return False
 
+    def layout(self):
+        """Return the data of its compiled sampler (control.samplers), or None (none)."""
+        return None
+
 
 class Hold(Reference):
     """Hold a fixed position `q` with zero velocity and acceleration."""
@@ -83,6 +95,10 @@ class Hold(Reference):
         """Return whether the held position lies in ``[low, high]``."""
         q = self._sample[0]
         return _inside(q, q, low, high)
+
+    def layout(self):
+        """Return the `HoldData` of the held position."""
+        return HoldData(*_contiguous(self._sample[0]))
 
 
 class Sinusoid(Reference):
@@ -121,6 +137,11 @@ class Sinusoid(Reference):
         """Return whether ``center +- amplitude`` lies in ``[low, high]``."""
         swing = np.abs(self.amplitude)
         return _inside(self.center - swing, self.center + swing, low, high)
+
+    def layout(self):
+        """Return the `SinusoidData` of the sinusoid."""
+        return SinusoidData(*_contiguous(self.center, self.amplitude, self.omega, self.phase,
+                                         self._rate, self._curvature))
 
 
 class Multisine(Reference):
@@ -167,6 +188,10 @@ class Multisine(Reference):
         """Return whether ``center +- amplitude`` lies in ``[low, high]``."""
         swing = np.abs(self.weight).sum(axis=1)
         return _inside(self.center - swing, self.center + swing, low, high)
+
+    def layout(self):
+        """Return the `MultisineData` of the sums."""
+        return MultisineData(*_contiguous(self.center, self.omega, self.phase, self.weight))
 
 
 def minimum_jerk_ramp(elapsed, duration):
@@ -225,6 +250,10 @@ class MinimumJerk(Reference):
         """Return whether both ends lie in ``[low, high]`` (the move runs between them)."""
         ends = (self.q0, self.q0 + self.delta)
         return _inside(np.minimum(*ends), np.maximum(*ends), low, high)
+
+    def layout(self):
+        """Return the `MinimumJerkData` of the move."""
+        return MinimumJerkData(*_contiguous(self.q0, self.delta), self.t0, self.duration)
 
 
 class Waypoints(Reference):
@@ -287,6 +316,13 @@ class Waypoints(Reference):
         are those of ``t - knots[i]`` [model units / s^j].
         """
         return self.times[:-1], self._coefficients[0][:, ::-1, :]
+
+    def layout(self):
+        """Return the `SplineData` of the interpolant (`HoldData` of a single waypoint)."""
+        if self.times.size == 1:
+            return HoldData(*_contiguous(self._first[0]))
+        return SplineData(*_contiguous(self.times, *self._coefficients, self._exponents,
+                                       self._first, self._last))
 
     def sample(self, t):
         """Return position, velocity and acceleration of the interpolant at `t`."""

@@ -1,0 +1,105 @@
+"""
+The controller tick against its model call, per shipped config, in one process and one run.
+
+For each config (the controller's loop and the simulator's plant of the file, without ROS:
+`node_pair`), the loop is brought active on the plant's resting state (for the Gazebo file,
+which has no simulator, the middle of the joint limits) and run past its blend
+(a tip reference's plan made and installed). Then, in interleaved rounds (medians of round
+medians, us):
+- ``tick``: a fresh state in (`ControlLoop.set_state`, measured one period before) and
+  `ControlLoop.tick`, the clock moving by one period per call;
+- ``model``: the model call alone at the tick's state and desired acceleration:
+  `inverse_dynamics` (the CoG kernel for the continuum arms, the generated code for the
+  symbolic one), ``pinocchio.rnea`` for the Pinocchio arms;
+and their ratio. Run: ``python bench/bench_tick_ratio.py`` (~30 s).
+"""
+
+import sys
+import time
+
+import numpy as np
+import pinocchio as pin
+
+from continuum_ctrl.control.loop import ACTIVE
+from continuum_ctrl.models.rigid import RigidModel
+from continuum_ctrl.node_pair import controller_loop, node_pair
+
+ROUNDS = 15
+CALLS = 200
+#: the shipped configs, each a file list as a controller is given it (overlays last)
+CONFIGS = {'continuum_3section': ['continuum_3section.yaml'],
+           'continuum_task': ['continuum_task.yaml'],
+           'identify_excitation': ['continuum_3section.yaml', 'identify_excitation.yaml'],
+           'panda': ['panda.yaml'],
+           'gazebo_arm': ['gazebo_arm.yaml'],
+           'planar_2r': ['planar_2r.yaml']}
+
+
+def median_us(function, calls=CALLS):
+    """Return the median duration (us) of `function()` over `calls` calls."""
+    times = np.empty(calls)
+    for k in range(calls):
+        start = time.perf_counter()
+        function()
+        times[k] = time.perf_counter() - start
+    return float(np.median(times)) * 1e6
+
+
+def active_loop(paths, plant=True):
+    """Return ``(loop, q, qd, t)``: the file's loop active past its blend at the plant's rest."""
+    if plant:
+        loop, plant = node_pair(paths)
+        q, qd = (np.array(v) for v in plant.measure())
+    else:       # no simulator in the file: the middle of the joint limits, at rest
+        loop = controller_loop(paths)
+        low, high = (np.clip(b, -3.0, 3.0) for b in (loop.low, loop.high))
+        q, qd = 0.5 * (low + high), np.zeros(loop.model.n)
+    loop.warm_up()
+    t, period = 0.0, loop.period
+    blend = loop.settings.reference.blend_time
+    while loop.status != ACTIVE or loop.awaiting_plan or t < blend + 2 * period:
+        loop.set_state(q, qd, t, t - period)
+        loop.tick(t)
+        loop.planner.step()
+        t += period
+        if t > blend + 60.0:
+            raise RuntimeError(f'{paths}: the loop did not become active')
+    return loop, q, qd, t
+
+
+def model_call(loop, q, qd):
+    """Return the model call alone, at `q`, `qd` and the loop's desired acceleration."""
+    model, qdd = loop.model, loop.qdd_des.copy()
+    if isinstance(model, RigidModel):
+        return lambda: pin.rnea(model.model, model.data, q, qd, qdd)
+    return lambda: model.inverse_dynamics(q, qd, qdd)
+
+
+def measure(paths):
+    """Return ``(tick us, model us)`` for the config `paths`."""
+    loop, q, qd, t = active_loop(paths, paths != ['gazebo_arm.yaml'])
+    clock = [t]
+    period = loop.period
+
+    def tick():
+        now = clock[0]
+        loop.set_state(q, qd, now, now - period)
+        loop.tick(now)
+        clock[0] = now + period
+    model = model_call(loop, q, qd)
+    rounds = np.array([(median_us(tick), median_us(model)) for _ in range(ROUNDS)])
+    if loop.status != ACTIVE:
+        raise RuntimeError(f'{paths}: the loop left control ({loop.status})')
+    return tuple(np.median(rounds, axis=0))
+
+
+def main(names=None):
+    """Print tick, model call and ratio per config (all of `CONFIGS` by default)."""
+    print(f'{"config":22s} {"tick us":>9s} {"model us":>9s} {"ratio":>6s}')
+    for name in names or CONFIGS:
+        tick, model = measure(CONFIGS[name])
+        print(f'{name:22s} {tick:9.1f} {model:9.1f} {tick / model:6.1f}', flush=True)
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])
