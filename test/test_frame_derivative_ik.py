@@ -122,7 +122,7 @@ def test_compiled_ik_step_rejects_a_wrong_length_q():
 
 def test_compiled_log3_equals_pinocchio():
     import pinocchio as pin
-    from continuum_ctrl.models.continuum.frames import log3
+    from continuum_ctrl.numerics.so3 import log3
     rng = np.random.default_rng(6)
     w = np.empty(3)
     for angle in (0.0, 1e-9, 1e-5, 0.3, 2.0, np.pi - 1e-3, np.pi - 1e-6, np.pi):
@@ -133,3 +133,25 @@ def test_compiled_log3_equals_pinocchio():
             np.testing.assert_allclose(pin.exp3(w), R, atol=1e-12)
             if angle < 3.0:
                 np.testing.assert_allclose(w, pin.log3(R), atol=1e-12)
+
+
+def test_compiled_exp3_and_cholesky_solve_equal_pinocchio_and_numpy():
+    import pinocchio as pin
+    from continuum_ctrl.numerics.cholesky import cholesky_solve
+    from continuum_ctrl.numerics.so3 import exp3
+    rng = np.random.default_rng(7)
+    R = np.empty((3, 3))
+    for angle in (0.0, 1e-6, 1e-3, 0.3, 2.0, np.pi):
+        for _ in range(20):
+            axis = rng.normal(size=3)
+            w = angle * axis / np.linalg.norm(axis)
+            exp3(w, R)
+            np.testing.assert_allclose(R, pin.exp3(w), rtol=0, atol=1e-14)
+    for m in (1, 3, 6):
+        A = rng.normal(size=(m, 9))
+        H, b = np.zeros((6, 6)), rng.normal(size=m)
+        H[:m, :m] = A @ A.T + 1e-3 * np.eye(m)
+        expected = np.linalg.solve(H[:m, :m], b)
+        y = np.concatenate((b, np.zeros(6 - m)))
+        cholesky_solve(H, y, m)
+        np.testing.assert_allclose(y[:m], expected, rtol=1e-12, atol=1e-12)

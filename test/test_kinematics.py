@@ -189,11 +189,15 @@ def test_ik_steps_never_leave_the_limits_and_track_a_moving_target():
     for k in range(500):                            # a 2 cm circle at 0.5 Hz, 500 Hz ticks
         a = 2 * np.pi * 0.5 * k / 500.0
         target = centre + 0.02 * np.array([np.cos(a) - 1.0, np.sin(a), 0.0])
-        q = ik.step(q, target)
+        step = ik.step(q, target)                   # compiled, held to the NumPy oracle
+        np.testing.assert_allclose(step, ik.numpy_step(q, target), rtol=0, atol=1e-12)
+        q = step
         assert within(ik, q)
     assert np.linalg.norm(model.frame_pose(q, TIP)[:3, 3] - target) <= 1e-4
     for wild in ([5.0, -3.0, -2.0], [0.0, 0.0, 0.0], [1e3, 1e3, 1e3]):
-        q = ik.step(q, wild)
+        step = ik.step(q, wild)
+        np.testing.assert_allclose(step, ik.numpy_step(q, wild), rtol=0, atol=1e-12)
+        q = step
         assert within(ik, q)
     with pytest.raises(ValueError, match='3 finite numbers'):
         ik.step(q, [np.nan, 0.0, 0.3])

@@ -1,6 +1,7 @@
 """Task-space references (control/task_space.py), their settings and their messages, no DDS."""
 
 from pathlib import Path
+import warnings
 
 from continuum_reference import REFERENCE_ARM
 import numpy as np
@@ -9,7 +10,9 @@ import pytest
 from continuum_ctrl import load_model
 from continuum_ctrl.control.loop import ControlLoop
 from continuum_ctrl.control.settings import ControllerSettings
+from continuum_ctrl.control.task_numpy import desired_rotation, NumpyTaskStep
 from continuum_ctrl.control.task_space import TaskSettings, TaskSpace
+from continuum_ctrl.models.continuum.paths import PATH_ROW
 from continuum_ctrl.params import ConfigError, file_parameters
 from continuum_ctrl.ros.conversion import Rejected
 from continuum_ctrl.ros.node_settings import ControllerNodeSettings
@@ -195,7 +198,7 @@ def test_orientation_is_followed_when_weighted():
     t = np.arange(0.0, reference.path.duration + 0.1, DT)
     for s in t:
         q, qd, _ = reference.sample(s)
-        R, w, _ = reference._rotation(s)
+        R, w, _ = desired_rotation(reference.goal, s)
         J = model.frame_jacobian(q, TIP)
         assert np.allclose(J[3:] @ qd, w, atol=1e-8)
         assert np.allclose(J[:3] @ qd, reference.path.sample(s)[1], atol=1e-8)
@@ -205,10 +208,11 @@ def test_orientation_is_followed_when_weighted():
 
 
 def numpy_twin(make):
-    """Return two references from `make`: the compiled one and one forced onto NumPy."""
+    """Return two references from `make`: the compiled one and one on the NumPy oracle."""
     compiled, numpy = make(), make()
-    assert compiled._table is not None
-    numpy._table = None
+    assert compiled._step is compiled.task.compiled_step is not None
+    assert compiled._path.shape[1] == PATH_ROW
+    numpy._step, numpy._path = NumpyTaskStep(numpy.task.model, TIP), numpy.path
     return compiled, numpy
 
 
@@ -241,10 +245,24 @@ def test_compiled_sample_equals_the_numpy_sample(task, case):
         assert compiled.tip_error == pytest.approx(numpy.tip_error, abs=1e-12)
 
 
+def test_only_the_slow_path_warns(task):
+    """A task space without a compiled sample says so (RuntimeWarning); a continuum one not."""
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        TaskSpace(task.model, TaskSettings(frame=TIP))
+    model = load_model(str(CONFIG / 'panda.yaml'))
+    with pytest.warns(RuntimeWarning, match="'panda_hand': RigidModel .* NumPy .*slow path"):
+        panda = TaskSpace(model, TaskSettings(frame='panda_hand'))
+    assert isinstance(panda.step, NumpyTaskStep)
+    with pytest.warns(RuntimeWarning, match="IK step of frame 'panda_hand'.*slow path"):
+        panda.ik.step(np.zeros(7), panda.pose(np.zeros(7))[:3, 3])
+
+
 def test_rigid_arm_follows_a_tip_move_with_exact_derivatives():
     """A URDF arm (Pinocchio, NumPy path): FK(q_d) = x, J qd_d = xd, finite differences."""
     model = load_model(str(CONFIG / 'panda.yaml'))
-    panda = TaskSpace(model, TaskSettings(frame='panda_hand', duration=0.5))
+    with pytest.warns(RuntimeWarning, match='slow path'):
+        panda = TaskSpace(model, TaskSettings(frame='panda_hand', duration=0.5))
     assert panda.compiled_step is None
     q0 = np.array([0.0, -0.4, 0.0, -2.0, 0.0, 1.6, 0.8])
     tip = panda.pose(q0)[:3, 3]

@@ -16,7 +16,8 @@ clipped to the limits, so no iterate ever leaves them.
 
 `InverseKinematics.step` is one such step from the previous solution, the per-tick update of
 a controller (compiled in one call where the model offers `compiled_ik_step`, as continuum
-models do; `numpy_step` is the same step on the frame interface); `solve` iterates to
+models do; `numpy_step` is the same step on the frame interface, its test oracle, and the
+step of other models, with a warning); `solve` iterates to
 ``tolerance`` or, for an unreachable target, to the closest reachable pose it can find, and
 says how far off that is. A descent can end in a local
 minimum of the error within the limits, so `solve` restarts from ``restarts`` fixed
@@ -24,9 +25,12 @@ pseudo-random poses before it gives up, and keeps the best.
 """
 
 from dataclasses import dataclass
+import warnings
 
 import numpy as np
 import pinocchio as pin
+
+from continuum_ctrl.models.continuum.ik_step import ik_bounds, ik_settings
 
 
 @dataclass(frozen=True)
@@ -66,9 +70,8 @@ class InverseKinematics:
         self._pull = np.where(bounded, self.nullspace_gain, 0.0)
         self._max_step = np.where(bounded, 0.25 * (self.upper - self.lower), 0.5)
         self._compiled = model.compiled_ik_step(frame)
-        self._bounds = np.ascontiguousarray(np.vstack([self.lower, self.upper, self._mid,
-                                                       self._pull, self._max_step]))
-        self._settings = np.array([self.damping, 1.0, 1.0])      # damping, mu, pull factor
+        self._bounds = ik_bounds(self.lower, self.upper, self._mid, self._pull, self._max_step)
+        self._settings = ik_settings(self.damping)
         self._identity = np.eye(3)
 
     def _check(self, position, rotation):
@@ -118,10 +121,18 @@ class InverseKinematics:
         return np.clip(q + dq, self.lower, self.upper)
 
     def step(self, q, position, rotation=None):
-        """One IK step from `q` towards the target: the next joint vector, within limits."""
+        """
+        One IK step from `q` towards the target: the next joint vector, within limits.
+
+        Without the model's compiled step it is `numpy_step`, and a RuntimeWarning says so
+        once per frame.
+        """
         position, rotation = self._check(position, rotation)
         if self._compiled is not None:
             return self._compiled_step(q, position, rotation)
+        warnings.warn(f'IK step of frame {self.frame!r}: {type(self.model).__name__} has no '
+                      f'compiled step, so each step runs in NumPy (the slow path, tens of '
+                      f'times slower)', RuntimeWarning, stacklevel=2)
         return self.numpy_step(q, position, rotation)
 
     def _compiled_step(self, q, position, rotation):
@@ -138,7 +149,11 @@ class InverseKinematics:
         return out
 
     def numpy_step(self, q, position, rotation=None):
-        """`step` in NumPy on the model's frame interface (any model)."""
+        """
+        `step` in NumPy on the model's frame interface (any model): `solve`'s own step.
+
+        The oracle the compiled step is tested against, and `step` of models without one.
+        """
         position, rotation = self._check(position, rotation)
         q = np.clip(np.asarray(q, dtype=float), self.lower, self.upper)
         e, A, _, _ = self._errors(q, position, rotation)

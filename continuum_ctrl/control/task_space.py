@@ -16,7 +16,8 @@ that is > 0) restricted to the joints not held at a joint limit, so ``q_d`` neve
 limits and ``qd_d`` never pushes out of them. Where the model offers `compiled_task_step`
 (continuum arms), one compiled call per sample does all of it, path point included, on the
 reference's own arrays (`path_table` gives the path's polynomials); otherwise the same
-arithmetic runs in NumPy on the frame interface.
+arithmetic runs in NumPy on the frame interface (`task_numpy`, the slow path, with a
+warning).
 
 Paths (positions [m] in the arm's base frame, times [s] from the start of the reference):
 - `MinimumJerk` (control.references) from the current tip to a target, over `task.duration`
@@ -31,13 +32,16 @@ reachable point (`InverseKinematics.solve`); the reference then says so (`clampe
 
 from dataclasses import dataclass
 from typing import Optional
+import warnings
 
 import numpy as np
 import pinocchio as pin
 
 from continuum_ctrl.control.ik import InverseKinematics
 from continuum_ctrl.control.references import MinimumJerk, minimum_jerk_ramp, Reference, Waypoints
-from continuum_ctrl.models.continuum.frames import NEWTON_STEPS, NEWTON_TOLERANCE, path_segment
+from continuum_ctrl.control.task_numpy import NumpyTaskStep
+from continuum_ctrl.models.continuum.paths import path_segment
+from continuum_ctrl.models.continuum.task_step import new_goal
 
 #: a target farther than this from the closest reachable point is clamped, m
 REACH_TOLERANCE = 1e-5
@@ -143,6 +147,12 @@ class TaskSpace:
         self.ik = InverseKinematics(model, settings.frame, settings.orientation_weight)
         self.weight = settings.orientation_weight
         self.compiled_step = model.compiled_task_step(settings.frame)
+        self.step = self.compiled_step
+        if self.step is None:
+            warnings.warn(f'task space of frame {self.frame!r}: {type(model).__name__} has no '
+                          f'compiled task step, so each reference sample runs in NumPy (the '
+                          f'slow path, tens of times slower)', RuntimeWarning, stacklevel=2)
+            self.step = NumpyTaskStep(model, self.frame)
         self._checked: dict = {}        # the last circle checked: its clamp distance, m
 
     def for_thread(self, reach=None):
@@ -253,6 +263,7 @@ class TaskReference(Reference):
     (default: the start orientation, held). Successive samples continue from the previous
     solution, so call it with times close together, as a control loop does. The returned
     arrays are read-only views of the reference's state, overwritten by the next sample.
+    `goal`: the orientation of the move, a `task_step.new_goal` block.
     """
 
     def __init__(self, task: TaskSpace, path, q_start, rotation=None, clamp_distance=0.0):
@@ -268,17 +279,13 @@ class TaskReference(Reference):
         self._clock = np.full(1, np.nan)                # time of the last sample, s
         self._sample = np.zeros((3, 3))                 # the path's x, xd, xdd there
         self._out = tuple(_read_only(row) for row in self._state)
-        self._all = np.ones(self.n, dtype=bool)
         self.tip_error = 0.0
         start = task.pose(self._state[0])[:3, :3]
-        goal = start if rotation is None else rotation
-        self._r0 = start
-        self._w = pin.log3(start.T @ goal)            # body-frame rotation of the move
-        self._orient = task.weight > 0.0
-        self._with_rotation = self._orient and rotation is not None
-        self._goal = np.concatenate((start.ravel(), self._w if self._with_rotation
-                                     else np.zeros(3), [getattr(path, 'duration', 1.0)]))
-        self._table = None if task.compiled_step is None else path_table(path)
+        turn = (np.zeros(3) if rotation is None or task.weight <= 0.0
+                else pin.log3(start.T @ rotation))     # body-frame rotation of the move
+        self.goal = new_goal(start, turn, getattr(path, 'duration', 1.0))
+        self._step = self.task.step
+        self._path = path if self.task.compiled_step is None else path_table(path)
 
     def within(self, low, high):
         """Return whether the IK's joint limits (which every sample keeps) lie in the bounds."""
@@ -291,99 +298,9 @@ class TaskReference(Reference):
 
     def sample(self, t):
         """Return ``(q_d, qd_d, qdd_d)`` at `t` (s), joints within their limits."""
-        if self._table is None:
-            self._numpy_sample(t)
-        else:
-            self.tip_error = self.task.compiled_step(
-                float(t), self._table, self._goal, self.task.weight, self._state, self._clock,
-                self._bounds, self._sample)
+        self.tip_error = self._step(float(t), self._path, self.goal, self.task.weight,
+                                    self._state, self._clock, self._bounds, self._sample)
         return self._out
-
-    def _rotation(self, t):
-        """Desired orientation, angular velocity and acceleration (base axes) at `t`."""
-        if not self._with_rotation:
-            return self._r0, np.zeros(3), np.zeros(3)
-        s, ds, dds = minimum_jerk_ramp(t, self._goal[12])
-        axis = self._r0 @ self._w
-        return self._r0 @ pin.exp3(s * self._w), ds * axis, dds * axis
-
-    def _task(self, J, pose, x, R):
-        """Task Jacobian and error at a pose (weighted orientation rows when used)."""
-        e = x - pose[:3, 3]
-        if not self._orient:
-            return J[:3], e
-        w = self.task.weight
-        return (np.vstack((J[:3], w * J[3:])),
-                np.concatenate((e, w * pin.log3(R @ pose[:3, :3].T))))
-
-    def _rows(self, J):
-        return np.vstack((J[:3], self.task.weight * J[3:])) if self._orient else J[:3]
-
-    def _solve(self, q, A, b):
-        """
-        Minimum-norm ``dq`` with ``A dq = b`` over the joints free to move that way.
-
-        Returns ``(dq, free, y, Hinv)`` with ``dq[free] = A_f^T y``, ``y = Hinv b`` and
-        ``Hinv = (A_f A_f^T)^-1``: joints at a limit that the solution would push beyond are
-        held (active set).
-        """
-        free = self._all
-        if self._at_limit(q):
-            free = free.copy()
-        dq = np.zeros(self.n)
-        for _ in range(self.n):
-            Af = A[:, free] if free is not self._all else A
-            H = Af @ Af.T
-            H.flat[::H.shape[0] + 1] += 1e-12
-            Hinv = np.linalg.inv(H)
-            y = Hinv @ b
-            dq[:] = 0.0
-            dq[free] = Af.T @ y
-            if free is self._all:
-                break
-            blocked = free & (((q <= self.low) & (dq < 0.0)) | ((q >= self.high) & (dq > 0.0)))
-            if not blocked.any():
-                break
-            free &= ~blocked
-            if not free.any():
-                return np.zeros(self.n), free, np.zeros_like(b), None
-        return dq, free, y, Hinv
-
-    def _at_limit(self, q):
-        return bool(np.any(q <= self.low) or np.any(q >= self.high))
-
-    def _numpy_sample(self, t):
-        """`sample` in NumPy on the model's frame interface (any model; see the module)."""
-        x, xd, xdd = self.path.sample(t)
-        R, w, dw = self._rotation(t)
-        q, qd, qdd = self._state
-        if not np.isnan(self._clock[0]):
-            dt = t - self._clock[0]
-            q = np.clip(q + dt * qd + 0.5 * dt * dt * qdd, self.low, self.high)
-        frame, model = self.task.frame, self.task.model
-        for _ in range(NEWTON_STEPS):
-            pose, J = model.frame_kinematics(q, frame)
-            A, e = self._task(J, pose, x, R)
-            if float(np.max(np.abs(e))) <= NEWTON_TOLERANCE:
-                break
-            q = np.clip(q + self._solve(q, A, e)[0], self.low, self.high)
-        else:
-            pose, J = model.frame_kinematics(q, frame)
-            A, e = self._task(J, pose, x, R)
-        self.tip_error = float(np.linalg.norm(x - pose[:3, 3]))
-        v = np.concatenate((xd, self.task.weight * w)) if self._orient else xd
-        qd, free, y, Hinv = self._solve(q, A, v)
-        qdd = np.zeros(self.n)
-        if free.any():
-            # exact derivative of qd = A^T (A A^T)^-1 v (free joints), Adot along qd
-            Ad = self._rows(model.frame_jacobian_derivative(q, qd, frame))
-            a = np.concatenate((xdd, self.task.weight * dw)) if self._orient else xdd
-            Af, Adf = A[:, free], Ad[:, free]
-            rhs = a - Ad @ qd - Af @ (Adf.T @ y)
-            qdd[free] = Adf.T @ y + Af.T @ (Hinv @ rhs)
-        self._state[:] = q, qd, qdd
-        self._sample[:] = x, xd, xdd
-        self._clock[0] = t
 
 
 def _read_only(array):
@@ -394,10 +311,11 @@ def _read_only(array):
 
 def path_table(path):
     """
-    Return the compiled tip path table (`frames.path_segment` rows) of `path`, or None.
+    Return the compiled tip path table (`paths.path_segment` rows) of `path`.
 
     MinimumJerk, TipCircle, ChainedPath and Waypoints paths (positions only) have one; their
-    polynomials in time are the same functions `sample` evaluates.
+    polynomials in time are the same functions `sample` evaluates. Raises TypeError for
+    another path.
     """
     if isinstance(path, MinimumJerk):
         T, d = path.duration, path.delta
@@ -416,9 +334,6 @@ def path_table(path):
         return np.vstack(rows)
     if isinstance(path, ChainedPath):
         first, second = path_table(path.first), path_table(path.second)
-        if first is None or second is None:
-            return None
-        second = second.copy()
         second[:, 0] += path.switch
         return np.ascontiguousarray(np.vstack((first[first[:, 0] < path.switch], second)))
     if isinstance(path, Waypoints) and path.n == 3:
@@ -426,4 +341,4 @@ def path_table(path):
         rows = [path_segment(k, c) for k, c in zip(knots, coefficients)]
         end = path.end_time
         return np.vstack(rows + [path_segment(end, path.sample(end)[0])])
-    return None
+    raise TypeError(f'no tip path table for a {type(path).__name__} path')

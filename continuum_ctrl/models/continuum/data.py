@@ -112,7 +112,7 @@ def _take(memory, at, shape):
     return impl
 
 
-def _also_compiled(function):
+def also_compiled(function):
     """Make `function` callable from compiled code too (inlined there), and return it."""
     @functools.wraps(function)
     def implementation(*args):
@@ -121,7 +121,7 @@ def _also_compiled(function):
     return function
 
 
-@_also_compiled
+@also_compiled
 def section_layout(memory, at):
     """Carve a `SectionWork` from `memory` at index `at`; return ``(next index, work)``."""
     at, f = take(memory, at, (8,))
@@ -144,7 +144,7 @@ def section_layout(memory, at):
     return at, SectionWork(f, d1, d2, vy, E, hy, T, th, x1, x2, y1, y2, y3, thc, kc, dkc, dkq)
 
 
-@_also_compiled
+@also_compiled
 def layout(memory, n):
     """
     Return ``(size, data)``: the named views of an n-section model's workspace in `memory`.

@@ -20,11 +20,12 @@ import numpy as np
 
 from continuum_ctrl.models.base import DynamicsModel
 from continuum_ctrl.models.continuum.data import new_arm, new_data
-from continuum_ctrl.models.continuum.frames import (ik_scratch, ik_step, path_segment,
-                                                    task_scratch, task_step,
-                                                    tip_frame_derivative, tip_pose)
+from continuum_ctrl.models.continuum.frames import tip_frame_derivative, tip_pose
+from continuum_ctrl.models.continuum.ik_step import ik_bounds, ik_scratch, ik_settings, ik_step
 from continuum_ctrl.models.continuum.kinematics import backbone_points
 from continuum_ctrl.models.continuum.params import LIMIT_ONSET
+from continuum_ctrl.models.continuum.paths import path_segment
+from continuum_ctrl.models.continuum.task_step import new_goal, task_scratch, task_step
 from continuum_ctrl.numerics.jit import compiled, entry_point
 
 
@@ -308,16 +309,16 @@ class ContinuumModel(DynamicsModel):
 
     def compiled_ik_step(self, frame):
         """
-        Return the compiled IK step of a tip frame (`frames.ik_step`), see base.
+        Return the compiled IK step of a tip frame (`ik_step.ik_step`), see base.
 
         Called ``step(q, target, rotation, weight, settings, bounds, out)``: C-contiguous
         float64 arrays; returns the position error [m].
         """
         sec = self._section(frame)
         buf, T, J = np.zeros(ik_scratch(self.n)), np.eye(4), np.zeros((6, self.n))
-        bounds = np.zeros((5, self.n))
+        bounds = ik_bounds(*np.zeros((5, self.n)))
         kernel = entry_point(ik_step, self.arm, self.memory, self._zero, sec, T, J, np.zeros(3),
-                             np.eye(3), 0.0, np.ones(3), bounds, np.zeros(self.n), buf)
+                             np.eye(3), 0.0, ik_settings(1.0), bounds, np.zeros(self.n), buf)
         arm, memory = self.arm, self.memory
 
         def step(q, target, rotation, weight, settings, bounds, out):
@@ -327,19 +328,19 @@ class ContinuumModel(DynamicsModel):
 
     def compiled_task_step(self, frame):
         """
-        Return the compiled task-space sample of a tip frame (`frames.task_step`), see base.
+        Return the compiled task-space sample of a tip frame (`task_step.task_step`), see base.
 
         Called ``step(t, path, goal, weight, state, clock, bounds, sample)``: `t` and
-        `weight` floats, the rest C-contiguous float64 arrays; returns the tip error [m].
+        `weight` floats, the rest C-contiguous float64 arrays (`path` a `paths` table, `goal`
+        a `task_step.new_goal` block); returns the tip error [m].
         """
         sec = self._section(frame)
         n = self.n
         T, J, Jdot, buf = np.eye(4), np.zeros((6, n)), np.zeros((6, n)), np.zeros(task_scratch(n))
-        goal = np.concatenate((np.eye(3).ravel(), np.zeros(3), [1.0]))
         kernel = entry_point(task_step, self.arm, self.memory, sec, 0.0,
-                             path_segment(0.0, np.zeros(3))[None], goal, 0.0, np.zeros((3, n)),
-                             np.full(1, np.nan), np.vstack(self.joint_limits()), T, J, Jdot,
-                             np.zeros((3, 3)), buf)
+                             path_segment(0.0, np.zeros(3))[None], new_goal(np.eye(3)), 0.0,
+                             np.zeros((3, n)), np.full(1, np.nan),
+                             np.vstack(self.joint_limits()), T, J, Jdot, np.zeros((3, 3)), buf)
         arm, memory = self.arm, self.memory
 
         def step(t, path, goal, weight, state, clock, bounds, sample):
