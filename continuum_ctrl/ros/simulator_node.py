@@ -40,9 +40,10 @@ from continuum_ctrl.models.continuum.jit import on_compile
 from continuum_ctrl.ros.conversion import Rejected, set_doubles
 from continuum_ctrl.ros.node_settings import SIMULATOR_NODE_FIELDS, SimulatorNodeSettings
 from continuum_ctrl.ros.parameters import NodeParameters
-from continuum_ctrl.ros.plumbing import spin, Throttle
+from continuum_ctrl.ros.plumbing import spin
+from continuum_ctrl.runtime.throttle import Throttle
 from continuum_ctrl.ros.raw_input import commands_reader
-from continuum_ctrl.ros.scheduling import apply_thread_priority
+from continuum_ctrl.runtime.scheduling import apply_thread_priority
 from continuum_ctrl.sim.plant import Plant, PlantSettings, PLANT_FIELDS
 
 __all__ = ['main', 'NODE_NAME', 'SimulatorNode']
