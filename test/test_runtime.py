@@ -150,3 +150,21 @@ def test_settings_posted_twice_keep_a_reanchor_and_trajectories_need_control():
     runtime.tick(t + PERIOD)
     end = runtime.loop.reference.reference.sample(1.0)[0]
     assert np.allclose(end, Q + 0.05)                 # the waypoints, installed by the tick
+
+
+def test_a_velocity_from_positions_passes_one_low_pass():
+    """joint_states without velocities: the difference of positions, then `velocity_filter`."""
+    from sensor_msgs.msg import JointState
+    from continuum_ctrl.ros.conversion import JointStateReader
+    runtime = controller_runtime('planar_2r.yaml', {'resume_count': 1, 'velocity_filter': 0.01})
+    loop = runtime.loop
+    reader = JointStateReader(loop.model.joint_names, loop.low, loop.high)
+    names = list(loop.model.joint_names)
+    speed = np.array([0.5, -1.0])
+    for k in range(3):                                 # at rest, then moving at `speed`
+        t = k * PERIOD
+        q = Q + speed * max(k - 1, 0) * PERIOD
+        runtime.post_state(*reader.read(JointState(name=names, position=list(q)), t), t)
+        runtime.tick(t)
+    weight = PERIOD / (PERIOD + 0.01)                  # one first-order step, not two
+    np.testing.assert_allclose(loop.qd, weight * speed, rtol=1e-9)

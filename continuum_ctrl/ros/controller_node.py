@@ -308,8 +308,9 @@ class ControllerNode(LifecycleNode):
             return
         if self.input.estimating and not self._estimate_logged:
             self._estimate_logged = True
-            self.get_logger().info('joint_states carry no velocities: estimating them by a '
-                                   'filtered difference of positions')
+            self.get_logger().info(f'joint_states carry no velocities: the difference of '
+                                   f'positions stands for them, low-passed by velocity_filter '
+                                   f'({self.loop.settings.velocity_filter:g} s)')
         # the stamp says when the state held (checked against `stamp_tolerance`); the valve
         # compensation predicts from then, over the time the message waited to be read here
         self.runtime.post_state(q, qd, t, sent if sent > 0.0 else t,
