@@ -36,7 +36,7 @@ def node(tmp_path):
     rclpy.init(context=context)
     made = ControllerNode(context=context, cli_args=['--ros-args', '--params-file', str(path)])
     try:
-        assert made.thread.stop()
+        assert made.runner.thread.stop()
         yield made
     finally:
         made.destroy_node()
