@@ -8,22 +8,17 @@ deactivate, cleanup and shutdown publish the safe command (repeated until acknow
 most 0.2 s), then no more commands. With `autostart` (default true) the node configures and
 activates itself when made (a bad parameter then raises its ConfigError, as a plain node's).
 
-Topics (relative names, remap as needed; docs/topics.md has the details):
-- sub `joint_states` (sensor_msgs/JointState): measured state, mapped by joint name, taken
-  serialized, size-bounded (`input.max_joint_states_bytes`) and read in place
-  (ros/controller_input.py); a message naming none of the arm's joints (another robot's) is
-  counted as foreign and does not hold back the resume count;
-- sub `~/joint_trajectory` (trajectory_msgs/JointTrajectory): replaces the reference;
-  rejected unread above `input.max_trajectory_points` full points;
-- sub `~/pressures` (std_msgs/Float64MultiArray, Pa, `joints` order): measured PMA pressures
-  for the valve compensation, optional (applied, or rejected, by the next tick);
-- pub `~/commands` (std_msgs/Float64MultiArray): efforts (N, N m) or pressures (Pa), `joints`
-  order, as ros2_control's ForwardCommandController takes them;
-- pub `~/state` (trajectory_msgs/JointTrajectory, ros/state_message.py): every
-  `state_decimation`-th tick, in batches every `STATE_INTERVAL` s; frame_id: the status
-  (waiting, active, stale, stopped, or degraded while the loop is starved);
-- pub `/diagnostics` (~1 Hz): the runtime's figures (`ControllerRuntime.figures`);
-- with a `task.frame`, ros/task_topics.py: ``~/tip_target``, ``~/tip_pose``, ``~/shape``.
+Topics (relative names, remap as needed; docs/topics.md has the details): sub
+`joint_states` (sensor_msgs/JointState; a message naming none of the arm's joints is counted
+as foreign and does not hold back the resume count), `~/joint_trajectory`
+(trajectory_msgs/JointTrajectory: replaces the reference) and `~/pressures`
+(std_msgs/Float64MultiArray, Pa: measured PMA pressures for the valve compensation), each
+taken serialized and size-bounded (ros/controller_input.py); pub `~/commands`
+(std_msgs/Float64MultiArray: N, N m or Pa in `joints` order, as ros2_control's
+ForwardCommandController takes them), `~/state` (trajectory_msgs/JointTrajectory,
+ros/state_message.py: every `state_decimation`-th tick, in batches; frame_id: the status,
+`degraded` while the loop is starved) and `/diagnostics` (~1 Hz: the runtime's figures);
+with a `task.frame`, ros/task_topics.py adds `~/tip_target`, `~/tip_pose` and `~/shape`.
 
 Everything between the messages and the command is the ROS-free `ControllerRuntime`
 (runtime/controller_runtime.py): the loop and its planner, the hand-offs, the timing figures
