@@ -63,7 +63,7 @@ class ControllerInput:
         return trajectory_arrays(msg, self.names, start - now if start > 0.0 else 0.0)
 
     def pressures(self, data):
-        """Return the pressures (Pa, joints order) of a serialized Float64MultiArray."""
+        """Return the measured pressures of a serialized Float64MultiArray (Pa, joints order)."""
         try:
             return np.array(self.pressure_input.read(data).data, dtype=float)
         except Rejected as exc:

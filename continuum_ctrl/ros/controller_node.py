@@ -160,8 +160,10 @@ class ControllerNode(LifecycleNode):
 
     def stop(self) -> None:
         """
-        When the loop runs: end it (its tick in progress first), then publish the safe command
-        until acknowledged (`deliver`); every exit (signal, transition, failure) passes here.
+        When the loop runs: end it (its tick in progress first), then send the safe command.
+
+        It is repeated until acknowledged (`deliver`); every exit (signal, transition,
+        failure) passes here.
         """
         if not self.running:
             return
@@ -228,8 +230,9 @@ class ControllerNode(LifecycleNode):
 
     def _release(self) -> None:
         """
-        Release the model, the runtime and the timers; the topics stay, silent (destroying
-        subscriptions within a transition stalled the EventsExecutor).
+        Release the model, the runtime and the timers; the topics stay, silent.
+
+        Destroying subscriptions within a transition stalled the EventsExecutor.
         """
         self.params.unbind()
         for timer in (self.diag_timer, self.state_timer):

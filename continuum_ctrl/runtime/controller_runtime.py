@@ -53,9 +53,11 @@ STATE_PARTS = ('q_des', 'qd_des', 'qdd_des', 'q', 'qd', 'effort', 'integral')
 @dataclass(frozen=True)
 class RuntimeOptions:
     """
-    How the runtime runs its loop: `period` (s); a ~/state row every `state_decimation`
-    ticks; the safe command while starved (`safe_on_overrun`); starved above
-    `max_missed_share` of the deadlines of the last STARVATION_WINDOW s.
+    How the runtime runs its loop (the node's settings of the same names).
+
+    `period` (s); a ~/state row every `state_decimation` ticks; the safe command while
+    starved (`safe_on_overrun`); starved above `max_missed_share` of the deadlines of the
+    last STARVATION_WINDOW s.
     """
 
     period: float
@@ -163,10 +165,10 @@ class ControllerRuntime:
     def request_tip_target(self, position: np.ndarray,
                            rotation: Optional[np.ndarray] = None) -> None:
         """
-        Ask the planner's worker to move the tip to `position` (m, base frame) or, clamped, to
-        the closest reachable point; `rotation` (3x3) is used when the task weighs it.
+        Ask the planner's worker to move the tip to `position` (m, base frame).
 
-        Raises TrajectoryRejected while not active. An unreachable target takes IK a second or
+        Clamped to the closest reachable point; `rotation` (3x3) is used when the task weighs
+        it. Raises TrajectoryRejected while not active. An unreachable target takes IK a second or
         more; the loop keeps its reference meanwhile, and a newer target or trajectory
         supersedes this one.
         """
@@ -200,9 +202,9 @@ class ControllerRuntime:
 
     def tick(self, t: float, lateness: float = 0.0) -> np.ndarray:
         """
-        Run one control cycle at time `t` (s), `lateness` s after its deadline; return the
-        command (joints order, the loop's buffer), also handed to `send`.
+        Run one control cycle at time `t` (s), `lateness` s after its deadline.
 
+        Return the command (joints order, the loop's buffer), also handed to `send`.
         `lateness`: as runtime/lateness.py reads it (0: no deadline, as an executor timer).
         """
         start = time.perf_counter()
