@@ -288,7 +288,7 @@ class ControllerNode(LifecycleNode):
     def reject(self, kind, reason, what='joint_states'):
         """Count a rejected input of `kind` and log it (throttled)."""
         self.runtime.post_rejection(kind, kind in BAD_STATE_KINDS)
-        if kind == FOREIGN and self.runtime.loop.status == ACTIVE:
+        if kind == FOREIGN and self.runtime.cycle.status == ACTIVE:
             return          # normal traffic on a shared topic; worth a line only while waiting
         if self._throttle.ready():
             self.get_logger().warning(f'rejected {what} ({kind}): {reason}; totals '
@@ -308,7 +308,7 @@ class ControllerNode(LifecycleNode):
             self._estimate_logged = True
             self.get_logger().info(f'joint_states carry no velocities: the difference of '
                                    f'positions stands for them, low-passed by velocity_filter '
-                                   f'({self.loop.settings.velocity_filter:g} s)')
+                                   f'({self.runtime.settings.velocity_filter:g} s)')
         # the stamp says when the state held (checked against `stamp_tolerance`); the valve
         # compensation predicts from then, over the time the message waited to be read here
         self.runtime.post_state(q, qd, t, sent if sent > 0.0 else t,

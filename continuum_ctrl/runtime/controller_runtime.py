@@ -297,6 +297,11 @@ class ControllerRuntime:
         return self.loop.cycle
 
     @property
+    def settings(self):
+        """Return the loop's ControllerSettings in force (those posted, once a tick took them)."""
+        return self.loop.settings
+
+    @property
     def task(self):
         """Return the loop's TaskSpace (None: no task frame)."""
         return self.loop.task
