@@ -244,7 +244,7 @@ def controller_in_process(path, *arguments):
     Yield a ControllerNode built in this process and a valid JointState of its joints.
 
     The node reads `path` (plus the ``--ros-args`` `arguments`); its loop thread is stopped:
-    stamp the message, pass it serialized to `_on_joint_states`, then call `_loop_tick`.
+    stamp the message, pass it serialized to `_on_joint_states`, then call `runtime.tick`.
     """
     import rclpy
     from sensor_msgs.msg import JointState
@@ -254,7 +254,7 @@ def controller_in_process(path, *arguments):
     rclpy.init(args=['bench', '--ros-args', '--params-file', str(path), *arguments],
                context=context)
     node = ControllerNode(context=context)
-    node.thread.stop()
+    node.runner.thread.stop()
     settle_heap()
     try:
         n = node.model.n
@@ -269,7 +269,7 @@ def tick_cost(path, ticks=5000):
     """
     Return p50, p99 (us) of one controller tick in this process, with a fixed fresh state.
 
-    The node's own `_loop_tick` (loop, command, ~/state row, statistics) without the
+    The node's runtime's `tick` (loop, command, ~/state row, statistics) without the
     executor, the simulator or DDS traffic in between: the compute time the loop needs when it
     has the CPU.
     """
@@ -280,7 +280,7 @@ def tick_cost(path, ticks=5000):
             msg.header.stamp = node.get_clock().now().to_msg()
             node._on_joint_states(serialize_message(msg))
             start = time.perf_counter()
-            node._loop_tick(0.0)
+            node.runtime.tick(node.now())
             times[k] = (time.perf_counter() - start) * 1e6
         return np.percentile(times[ticks // 10:], (50.0, 99.0))
 

@@ -2,12 +2,13 @@
 Where one controller tick's time goes: its parts timed one by one, in one process.
 
 The controller node for the three-section continuum arm (CoG model, pressure mode) is built
-in-process and fed a fresh valid state; its control loop is active. Each part of a tick is
+in-process (its loop thread stopped) and fed a fresh valid state; its runtime's loop is
+active. Each part of a tick is
 then called on its own, back to back, in interleaved rounds (medians of round medians, us):
 the reference sample (with its clamps to the joint limits), the law (one model call and the
 NumPy around it), the effort clamp and rate limit, the pressure map, the command publish (a
 Float64MultiArray message against the node's pre-serialized bytes), the timing statistics, a
-state's way in, and the whole `_loop_tick` after it (with the continuum config's valve
+state's way in, and the whole `runtime.tick` after it (with the continuum config's valve
 compensation, whose prediction over `output.delay` is most of it); then the `~/state` publish
 and the 1 Hz diagnostics, which the node runs on its executor, off the loop thread. The
 Python side of a tick is everything but the model call. Some parts are timed woken from a
@@ -31,7 +32,7 @@ ROUNDS = 15
 CALLS = 300
 #: parts also timed woken from a 1 ms sleep before each call, as in a live loop
 WOKEN = ('model call alone', 'publish: message', 'publish: bytes',
-         'state in + whole _loop_tick')
+         'state in + whole tick')
 
 
 def median_us(function, calls=CALLS, pause=0.0, spin=0.0):
@@ -61,13 +62,14 @@ def fresh_state(node, msg):
 
 def parts(node, msg):
     """
-    Return {name: callable} of the parts of a tick, with the node's own objects.
+    Return {name: callable} of the parts of a tick, with the node's and its runtime's objects.
 
     The ticks get a state stamped just before: with the valve compensation's prediction, a
     tick's cost grows with its state's age, which in a live loop is a period or two.
     """
-    loop = node.loop
-    t = node._now()
+    runtime = node.runtime
+    loop = runtime.loop
+    t = node.now()
     q_des, qd_des, qdd_des = loop.reference.sample(t)
     settings = loop.settings
     low, high = loop._effort_range
@@ -80,9 +82,9 @@ def parts(node, msg):
         message_pub.publish(message)
 
     def statistics():
-        node.period.add(2000.0)
-        node.age.add(500.0)
-        node.compute.add(80.0)
+        runtime.period.add(2000.0)
+        runtime.age.add(500.0)
+        runtime.compute.add(80.0)
 
     return {
         'reference sample (clamped to the limits)': lambda: loop.reference.sample(t),
@@ -97,10 +99,10 @@ def parts(node, msg):
         'publish: message': publish_message,
         'publish: bytes': lambda: node.command_out.publish(loop.command),
         'timing statistics': statistics,
-        'clock now (node._now)': node._now,
+        'clock now (node.now)': node.now,
         'state in (stamp, serialize, _on_joint_states)': lambda: fresh_state(node, msg),
-        'state in + whole _loop_tick': lambda: (fresh_state(node, msg), node._loop_tick(0.0)),
-        '~/state row (loop thread)': lambda: node._snapshot(t, loop.status),
+        'state in + whole tick': lambda: (fresh_state(node, msg), runtime.tick(node.now())),
+        '~/state row (loop thread)': lambda: runtime._row(t, loop.status),
         '~/state publish (executor)': lambda: node._send_loop_output(),
         'diagnostics (1 Hz)': node._diagnostics,
     }
@@ -112,17 +114,18 @@ def main():
         path = params(directory, 1000.0)
         with controller_in_process(path, '-p', 'state_decimation:=1000', '-p',
                                    'state_timeout:=10.0') as (node, msg):
-            for _ in range(node.loop.settings.resume_count + 1):
+            runtime = node.runtime
+            for _ in range(runtime.loop.settings.resume_count + 1):
                 fresh_state(node, msg)
-                node._loop_tick(0.0)        # each state counts towards the resume once
-            if node.loop.status != 'active':
-                raise SystemExit(f'controller is {node.loop.status}, not active')
+                runtime.tick(node.now())    # each state counts towards the resume once
+            if runtime.status != 'active':
+                raise SystemExit(f'controller is {runtime.status}, not active')
             functions = parts(node, msg)
             rounds = {name: [] for name in functions}
             for _ in range(ROUNDS):
                 for name, function in functions.items():
                     fresh_state(node, msg)
-                    node._loop_tick(0.0)
+                    runtime.tick(node.now())
                     calls = 5 if name.startswith('diagnostics') else CALLS
                     rounds[name].append(median_us(function, calls))
                     if name in WOKEN:
@@ -130,7 +133,7 @@ def main():
                             median_us(function, CALLS // 10, pause=1e-3))
                         rounds.setdefault(f'{name}, woken + spin', []).append(
                             median_us(function, CALLS // 10, pause=0.8e-3, spin=0.2e-3))
-    whole = np.median(rounds['state in + whole _loop_tick'])
+    whole = np.median(rounds['state in + whole tick'])
     for name, values in rounds.items():
         value = np.median(values)
         print(f'{name:<48} {value:8.1f} us  {value / whole:6.1%} of a tick')

@@ -24,11 +24,12 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from continuum_ctrl.ros.controller_node import LATE_FACTOR, NODE_NAME
+from continuum_ctrl.ros.controller_node import NODE_NAME
 from continuum_ctrl.ros.fast_publish import CommandPublisher
-from continuum_ctrl.ros.loop_thread import LoopThread
+from continuum_ctrl.runtime.loop_thread import LoopThread
 from continuum_ctrl.ros.plumbing import make_executor, settle_heap
-from continuum_ctrl.ros.scheduling import set_node_priority, set_thread_priority
+from continuum_ctrl.runtime.scheduling import set_node_priority, set_thread_priority
+from continuum_ctrl.runtime.lateness import LATE_GAP
 
 WARMUP = 3.0
 
@@ -82,7 +83,7 @@ def main():
     duration = np.array(durations[first + 1:]) * 1e6
     print(json.dumps({
         'rate_hz': len(period) / (np.sum(period) * 1e-6),
-        'on_time': float(np.mean(period < LATE_FACTOR * 1e6 / rate)),
+        'on_time': float(np.mean(period < LATE_GAP * 1e6 / rate)),
         'period_p50_us': float(np.median(period)),
         'period_p99_us': float(np.percentile(period, 99)),
         'period_max_us': float(np.max(period)),

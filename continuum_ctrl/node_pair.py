@@ -3,12 +3,13 @@ The controller's loop and the simulator's plant of a parameter file, without ROS
 
 `continuum-ctrl simulate` and the tests run the two nodes' cycle in one process this way.
 
-    loop, plant = node_pair('continuum_3section.yaml', controller={'output.delay': 0.005})
-    log = simulate_nodes(loop, plant, duration)      # sim.closed_loop: tick by tick
+    runtime, plant = node_pair('continuum_3section.yaml', controller={'output.delay': 0.005})
+    log = simulate_nodes(runtime, plant, duration)   # sim.closed_loop: tick by tick
 
 Each side reads the file as its node does (``/**`` merged with its own section); the node-only
-settings (rate, thread priority, ...) are split off, the controller's rate gives the loop's
-period. Overrides are dotted keys (``'actuator.time_constant'``) merged over the file.
+settings (rate, thread priority, ...) are split off and given to the `ControllerRuntime`
+the node would build (its rate is the loop's period). Overrides are dotted keys
+(``'actuator.time_constant'``) merged over the file.
 """
 
 from pathlib import Path
@@ -19,6 +20,7 @@ from continuum_ctrl.launch_description import CONTROLLER, config_path, SIMULATOR
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import file_parameters, flatten, nest
 from continuum_ctrl.ros.node_settings import ControllerNodeSettings, SimulatorNodeSettings
+from continuum_ctrl.runtime.controller_runtime import ControllerRuntime
 from continuum_ctrl.sim.plant import Plant, PlantSettings
 
 
@@ -32,12 +34,18 @@ def node_parameters(paths, node, overrides=None):
     return tree, tree.pop('model')
 
 
-def controller_loop(paths, overrides=None):
-    """Return the ControlLoop the controller node builds from `paths` (plus overrides)."""
+def controller_runtime(paths, overrides=None):
+    """Return the ControllerRuntime the controller node builds from `paths` (plus overrides)."""
     tree, spec = node_parameters(paths, CONTROLLER, overrides)
     node, tree = ControllerNodeSettings.split(tree)
     model = load_model(spec)
-    return ControlLoop(model, ControllerSettings.parse(tree, model), node.period)
+    return ControllerRuntime(ControlLoop(model, ControllerSettings.parse(tree, model),
+                                         node.period), node)
+
+
+def controller_loop(paths, overrides=None):
+    """Return the ControlLoop of `controller_runtime(paths, overrides)`."""
+    return controller_runtime(paths, overrides).loop
 
 
 def plant_settings(paths, overrides=None, drop=()):
@@ -53,5 +61,5 @@ def plant_of(paths, overrides=None, drop=()):
 
 
 def node_pair(paths, controller=None, simulator=None):
-    """Return ``(ControlLoop, Plant)`` of the two nodes reading `paths`, overrides applied."""
-    return controller_loop(paths, controller), plant_of(paths, simulator)
+    """Return ``(ControllerRuntime, Plant)`` of the nodes reading `paths`, overrides applied."""
+    return controller_runtime(paths, controller), plant_of(paths, simulator)

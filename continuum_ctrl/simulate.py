@@ -5,13 +5,13 @@
                             [--engine builtin|mujoco] [--kp KP] [--kd KD]
 
 The two nodes' cycle without ROS or real time (`node_pair`, `sim.closed_loop.simulate_nodes`):
-the controller's `ControlLoop` of the file (its reference, gains, law, limits, valve
-compensation, watchdog and activation blend) ticks at its `rate_hz` against the simulator's
-`Plant` of the same file (its model, mismatch, valves, noise, integrator and `engine`). Each
-tick the loop gets the plant's state as the simulator node stamps it, and its command drives
-the plant until the next tick. `--kp`/`--kd` replace the file's gains (one value for every
-joint). Prints the RMS and largest tracking error per section (joint) from activation, as
-the demo does for the same file, and writes ``<out>/<arm>_tracking.png``.
+the controller node's `ControllerRuntime` of the file (its loop's reference, gains, law,
+limits, valve compensation, watchdog and activation blend) ticks at its `rate_hz` against the
+simulator's `Plant` of the same file (its model, mismatch, valves, noise, integrator and
+`engine`). Each tick the loop gets the plant's state as the simulator node stamps it, and
+its command drives the plant until the next tick. `--kp`/`--kd` replace the file's gains (one
+value for every joint). Prints the RMS and largest tracking error per section (joint) from
+activation, as the demo does for the same file, and writes ``<out>/<arm>_tracking.png``.
 """
 
 import argparse
@@ -42,13 +42,14 @@ def run(path, duration, engine=None, kp=None, kd=None):
     `engine` (None: the file's) and `kp`, `kd` (None: the file's; a number: every joint)
     override the file.
     """
-    loop, plant = node_pair(path, {}, {} if engine is None else {'engine': engine})
+    runtime, plant = node_pair(path, {}, {} if engine is None else {'engine': engine})
+    loop = runtime.loop
     n = loop.model.n
     gains = {name: validate_gain([value] * n, n, f'--{name}')
              for name, value in (('kp', kp), ('kd', kd)) if value is not None}
     if gains:                                       # as a runtime gain change does
-        loop.configure(dataclasses.replace(loop.settings, **gains))
-    return loop, plant, simulate_nodes(loop, plant, duration)
+        runtime.post_settings(dataclasses.replace(loop.settings, **gains), runtime.options)
+    return loop, plant, simulate_nodes(runtime, plant, duration)
 
 
 def main(argv=None):

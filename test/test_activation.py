@@ -38,10 +38,10 @@ SETTLE = 0.5
 @functools.lru_cache(maxsize=None)
 def activation(arm):
     """Return ``(loop, log, first)``: the loop, its log and the index of the first active tick."""
-    loop, plant = node_pair(*ARMS[arm])
-    log = simulate_nodes(loop, plant, DURATION)
+    runtime, plant = node_pair(*ARMS[arm])
+    log = simulate_nodes(runtime, plant, DURATION)
     assert log.active.any() and log.active[np.argmax(log.active):].all()
-    return loop, log, int(np.argmax(log.active))
+    return runtime.loop, log, int(np.argmax(log.active))
 
 
 @pytest.fixture(scope='module', params=sorted(ARMS))

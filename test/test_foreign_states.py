@@ -36,7 +36,7 @@ def node(tmp_path):
     rclpy.init(context=context)
     made = ControllerNode(context=context, cli_args=['--ros-args', '--params-file', str(path)])
     try:
-        assert made.thread.stop()
+        assert made.runner.thread.stop()
         yield made
     finally:
         made.destroy_node()
@@ -50,7 +50,7 @@ def interleave(node, other, valid_count):
         for data in (VALID, other):
             node._on_joint_states(data)
             node._loop_tick(0.0)
-            statuses.append(node.status())
+            statuses.append(node.runtime.status)
     return statuses
 
 
@@ -58,10 +58,11 @@ def test_foreign_states_between_valid_ones_do_not_delay_activation(node):
     statuses = interleave(node, FOREIGN, RESUME_COUNT)
     assert statuses[:2 * RESUME_COUNT - 2] == ['waiting'] * (2 * RESUME_COUNT - 2)
     assert statuses[-2:] == ['active', 'active'], statuses
-    assert node.rejected['foreign'] == RESUME_COUNT and node.rejected['names'] == 0
+    assert node.runtime.rejected['foreign'] == RESUME_COUNT and node.runtime.rejected['names'] == 0
 
 
 def test_a_bad_state_of_the_arm_between_valid_ones_keeps_it_waiting(node):
     statuses = interleave(node, PARTIAL, 4 * RESUME_COUNT)
     assert set(statuses) == {'waiting'}, statuses
-    assert node.rejected['names'] == 4 * RESUME_COUNT and node.rejected['foreign'] == 0
+    rejected = node.runtime.rejected
+    assert rejected['names'] == 4 * RESUME_COUNT and rejected['foreign'] == 0

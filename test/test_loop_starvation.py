@@ -15,8 +15,9 @@ import rclpy
 
 from rclpy.serialization import serialize_message
 
-from continuum_ctrl.ros.controller_node import ControllerNode, DEGRADED
-from continuum_ctrl.ros.loop_thread import LoopThread
+from continuum_ctrl.ros.controller_node import ControllerNode
+from continuum_ctrl.runtime.controller_runtime import DEGRADED
+from continuum_ctrl.runtime.loop_thread import LoopThread
 from ros_nodes import params_file
 from safety_tools import joint_state
 
@@ -33,7 +34,7 @@ def test_a_starved_loop_reports_degraded_and_recovers(tmp_path, safe_on_overrun)
     rclpy.init(context=context)
     node = ControllerNode(context=context, cli_args=['--ros-args', '--params-file', str(path)])
     try:
-        assert node.thread.stop()
+        assert node.runner.thread.stop()
         period = node.node_settings.period
         slow = [True]
         statuses, commands = [], []
@@ -42,7 +43,7 @@ def test_a_starved_loop_reports_degraded_and_recovers(tmp_path, safe_on_overrun)
         def tick(lateness):
             node._on_joint_states(state)       # as the executor would: the loop controls
             node._loop_tick(lateness)
-            statuses.append(node.status())
+            statuses.append(node.runtime.status)
             commands.append(node.loop.command.copy())
             if slow[0]:
                 time.sleep(1.6 * period)        # every tick overruns the next deadline
@@ -58,10 +59,10 @@ def test_a_starved_loop_reports_degraded_and_recovers(tmp_path, safe_on_overrun)
             time.sleep(0.1)
         assert thread.stop()
         assert DEGRADED in statuses[:degraded_at] and statuses[-1] != DEGRADED, statuses[-5:]
-        assert node.status() != DEGRADED
-        values = dict(node.diagnostics())
+        assert node.runtime.status != DEGRADED
+        values = dict(node.runtime.figures())
         assert values['run_missed_deadlines'] >= 0 and values['missed_share'] < 0.2
-        events = [text for _, text in node.events]
+        events = [text for _, text in node.runtime.events]
         assert any('starved' in text for text in events) and any('recovered' in text
                                                                  for text in events)
         starved = [c for s, c in zip(statuses, commands) if s == DEGRADED]

@@ -222,7 +222,7 @@ def test_an_arm_driven_into_a_wall_stays_finite_and_its_pressures_in_range():
     commands stay in [p_min, p_max], the wall pushes back and the disc capsules do not
     pass through it.
     """
-    loop, plant = node_pair(FILE, simulator={
+    runtime, plant = node_pair(FILE, simulator={
         'engine': 'mujoco', 'mujoco.obstacles.boxes': [0.17, 0.0, 0.6, 0.05, 0.3, 0.3]})
     arm = plant.engine
     tip = mujoco.mj_name2id(arm.model, mujoco.mjtObj.mjOBJ_BODY, 's3d4')
@@ -234,7 +234,7 @@ def test_an_arm_driven_into_a_wall_stays_finite_and_its_pressures_in_range():
         reach.append(arm.data.xpos[tip, 0] + arm.spec.radius[2])
         return steps
     plant.advance = watched
-    log = simulate_nodes(loop, plant, 4.0)
+    log = simulate_nodes(runtime, plant, 4.0)
     assert np.all(np.isfinite(log.q)) and np.all(log.active[log.t > 0.1])
     assert np.all((log.command >= 0.0) & (log.command <= 5e5))
     assert max(forces) > 0.5 and np.mean(np.array(forces) > 0.0) > 0.1
@@ -379,8 +379,8 @@ def test_the_panda_in_mujoco_with_friction_and_armature_tracks_worse_but_stays_b
     """
     errors = []
     for extra in ({}, {'mujoco.armature': [0.01], 'mujoco.friction': [0.2]}):
-        loop, plant = node_pair('panda.yaml', simulator={'engine': 'mujoco', **extra})
-        log = simulate_nodes(loop, plant, 6.0)
+        runtime, plant = node_pair('panda.yaml', simulator={'engine': 'mujoco', **extra})
+        log = simulate_nodes(runtime, plant, 6.0)
         late = log.active & (log.t > 2.0)
         assert np.all(np.isfinite(log.q))
         errors.append(np.sqrt(np.mean((log.q - log.q_des)[late] ** 2, axis=0)))

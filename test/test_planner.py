@@ -76,18 +76,19 @@ class TimedLoop:
 
 
 def run(radius, duration, simulator=None, **controller):
-    """Run the task config's loop and plant with a tip circle of `radius` m; return both."""
-    loop, plant = node_pair(CONFIG, controller={'reference.tip_radius': radius, **controller},
-                            simulator=simulator)
+    """Run the task config's runtime and plant with a tip circle of `radius` m."""
+    runtime, plant = node_pair(CONFIG, controller={'reference.tip_radius': radius,
+                                                   **controller}, simulator=simulator)
+    loop = runtime.loop
     loop.warm_up()
     timed = TimedLoop(loop)
     gc.collect()
     gc.disable()                        # a collection inside a tick is not the loop's work
     try:
-        log = simulate_nodes(loop, plant, duration)
+        log = simulate_nodes(runtime, plant, duration)
     finally:
         gc.enable()
-    return loop, log, timed
+    return runtime, log, timed
 
 
 def tips(model, rows):
@@ -95,8 +96,9 @@ def tips(model, rows):
 
 
 def test_reachable_circle_is_planned_off_the_tick():
-    loop, log, timed = run(0.01, 1.0)
-    events = [text for _, text in loop.take_events()]
+    runtime, log, timed = run(0.01, 1.0)
+    loop = runtime.loop
+    events = [text for _, text in runtime.drain_events()]
     assert any('planning the tip_circle reference aside' in text for text in events), events
     assert loop.planner.plans == 1 and not loop.awaiting_plan
     assert timed.ik_calls == 0
@@ -112,8 +114,9 @@ def test_unreachable_circle_is_planned_off_the_tick_then_followed():
     The loop holds the measured pose until the plan is installed, then the desired tip heads
     out along the plan (the circle's start, clamped to the reach); the joints stay in limits.
     """
-    loop, log, timed = run(0.5, 1.2, **{'task.max_speed': 0.5})
-    events = [text for _, text in loop.take_events()]
+    runtime, log, timed = run(0.5, 1.2, **{'task.max_speed': 0.5})
+    loop = runtime.loop
+    events = [text for _, text in runtime.drain_events()]
     print(f'0.5 m circle: slowest tick {timed.ratio():.1f} median ticks '
           f'({np.median(timed.times) * 1e6:.0f} us median), plan {loop.planner.longest:.2f} s')
     assert timed.ik_calls == 0
@@ -136,7 +139,7 @@ def test_unreachable_circle_is_planned_off_the_tick_then_followed():
 
 
 def test_joint_references_are_anchored_in_the_tick_and_plans_superseded():
-    loop, plant = node_pair('continuum_3section.yaml', controller={'resume_count': 1})
+    loop = node_pair('continuum_3section.yaml', controller={'resume_count': 1})[0].loop
     loop.set_state(np.full(9, 0.01), np.zeros(9), 0.0)
     assert loop.status == ACTIVE and not loop.awaiting_plan and not loop.planner.pending
     # a plan overtaken by a newer reference is dropped; a failing plan is said

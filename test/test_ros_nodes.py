@@ -22,7 +22,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from continuum_ctrl.params import file_parameters
 from continuum_ctrl.launch_description import config_path, CONTROLLER
 from continuum_ctrl.models import load_model
-from continuum_ctrl.ros.scheduling import set_thread_priority
+from continuum_ctrl.runtime.scheduling import set_thread_priority
 from ros_nodes import in_thread, params_file, running
 
 #: starts node processes or DDS participants, for more than a few seconds

@@ -140,7 +140,7 @@ def leave_active(node, how):
     elif how == 'failing loop':
         def fail(lateness):
             raise RuntimeError('injected')
-        node.detector.record = fail             # the loop thread's next tick raises
+        node.runtime.detector.record = fail             # the loop thread's next tick raises
         executor = SingleThreadedExecutor(context=node.context)
         executor.add_node(node)
         end = time.monotonic() + 10.0           # the diagnostics timer finds it and stops

@@ -61,7 +61,7 @@ def node(request, tmp_path_factory):
             'mode': 'pressure', 'area': [1e-4], 'p_min': 1e4, 'p_max': 3e5,
             'deadzone': [5e3]}, limits={'effort': [25.0]})
     node, context = made
-    assert node.thread.stop()               # the test ticks the loop itself
+    assert node.runner.thread.stop()               # the test ticks the loop itself
     yield node
     node.destroy_node()
     rclpy.shutdown(context=context)
@@ -159,13 +159,13 @@ def test_joint_state_callback_never_raises_and_commands_stay_within_limits(node,
         names, position, velocity, offset = data.draw(joint_states(joints))
         stamp = None if offset is None else time.time() + offset
         msg = joint_state(names, position, velocity, stamp)
-        before = dict(node.rejected)
+        before = dict(node.runtime.rejected)
         failures = node.loop.nonfinite
         node._on_joint_states(serialize_message(msg))
         node._loop_tick(0.0)                    # takes the state the callback handed over
-        grown = [kind for kind in before if node.rejected[kind] != before[kind]]
+        grown = [kind for kind in before if node.runtime.rejected[kind] != before[kind]]
         accepted = not grown
-        assert len(grown) <= 1 and all(node.rejected[k] == before[k] + 1 for k in grown)
+        assert len(grown) <= 1 and all(node.runtime.rejected[k] == before[k] + 1 for k in grown)
         valid = _valid(node, names, position, velocity, offset)
         if not _ambiguous_stamp(node, offset):
             # without velocities, a position jump whose estimated speed is too high is

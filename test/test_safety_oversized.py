@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from continuum_ctrl.ros.controller_node import DEGRADED
+from continuum_ctrl.runtime.controller_runtime import DEGRADED
 from ros_nodes import params_file, running
 from safety_tools import latest
 

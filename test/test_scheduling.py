@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from continuum_ctrl.ros.scheduling import set_node_priority, set_thread_priority
+from continuum_ctrl.runtime.scheduling import set_node_priority, set_thread_priority
 from ros_nodes import in_thread
 
 pytestmark = pytest.mark.skipif(not hasattr(os, 'sched_getscheduler'), reason='Linux only')

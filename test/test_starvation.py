@@ -2,7 +2,7 @@
 
 import pytest
 
-from continuum_ctrl.control.starvation import StarvationDetector
+from continuum_ctrl.runtime.starvation import StarvationDetector
 
 PERIOD = 0.002          # 500 Hz: a 0.5 s window holds 250 deadlines
 

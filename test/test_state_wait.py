@@ -32,19 +32,19 @@ def test_a_new_state_waits_once_and_ticks_that_reuse_it_age_it(tmp_path):
     rclpy.init(context=context)
     node = ControllerNode(context=context, cli_args=['--ros-args', '--params-file', str(path)])
     try:
-        assert node.thread.stop()
+        assert node.runner.thread.stop()
         data = serialize_message(joint_state(['joint1', 'joint2'], [0.2, -0.1], [0.0, 0.0]))
         node._on_joint_states(data)
         node._loop_tick(0.0)                            # activates on the first state
-        assert node.status() == 'active'
-        node.diagnostics()                              # a new window from here
+        assert node.runtime.status == 'active'
+        node.runtime.figures()                              # a new window from here
         for _ in range(STATES):
             node._on_joint_states(data)
             time.sleep(GAP)
             for _ in range(3):
                 node._loop_tick(0.0)
-        assert node.wait.count == STATES and node.age.count == 3 * STATES
-        figures = dict(node.diagnostics())
+        assert node.runtime.wait.count == STATES and node.runtime.age.count == 3 * STATES
+        figures = dict(node.runtime.figures())
         wait, age = float(figures['state_wait_p50_us']), float(figures['input_age_p50_us'])
         assert GAP * 1e6 <= wait < age, (wait, age)
     finally:

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from continuum_ctrl.ros.timing import Durations
+from continuum_ctrl.runtime.timing import Durations
 
 
 @pytest.mark.parametrize('seed', [0, 1, 2])

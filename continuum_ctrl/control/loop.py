@@ -26,7 +26,9 @@ time (control/compensation.py); the limits apply to the compensated command.
 
 A low-pass on measured velocities (`velocity_filter`) matters for PMA arms: their damping acts
 on a few grams of generalized inertia, so cancelling ``D qd`` with a velocity measured a few
-ms ago closes a loop of gain about one at high frequency, which chatters at 500 Hz.
+ms ago closes a loop of gain about one at high frequency, which chatters at 500 Hz. It is the
+one filter a velocity passes: joint states without velocities bring the unfiltered
+difference of their positions (ros/conversion.py).
 """
 
 import time

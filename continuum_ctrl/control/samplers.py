@@ -10,7 +10,7 @@ oracle). `anchored_sample` adds the loop's clip to the joint limits and blend fr
 measured state (`BlendData`, control.loop.Anchored) in the same call; `blend_sample` does the
 clip and blend alone, on a sample made elsewhere (a task-space reference's compiled IK step).
 The kernels allocate nothing and touch no Python object. They keep the GIL: a thread that
-releases it for a microsecond's work may then wait a switch interval (ros/loop_thread.py) or
+releases it for a microsecond's work may then wait a switch interval (runtime/loop_thread.py) or
 a C call's length to take it back from a busy executor thread.
 """
 

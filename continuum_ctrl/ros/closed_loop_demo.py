@@ -32,12 +32,12 @@ from continuum_ctrl.launch_description import (arm_config, ARMS, CONTROLLER, SIM
                                                simulation)
 from continuum_ctrl.launch_runner import start, stop
 from continuum_ctrl.params import file_parameters
-from continuum_ctrl.ros.controller_node import LATE_FACTOR
 from continuum_ctrl.ros.conversion import REJECT_KINDS
 from continuum_ctrl.ros.node_settings import (check_parameter_file, ControllerNodeSettings,
                                               SimulatorNodeSettings)
 from continuum_ctrl.ros.recorder import Recorder
 from continuum_ctrl.ros.task_plot import plot_task, task_model
+from continuum_ctrl.runtime.lateness import LATE_GAP
 from continuum_ctrl.sim.plant import ENGINES
 from continuum_ctrl.sim.report import plot, summary, units
 
@@ -71,7 +71,7 @@ def tick_counts(t, period):
     `period`: the nominal one between two ``~/state`` messages, s. The loop ticks on a fixed
     grid of deadlines, so the span of `t` holds ``span / period + 1`` ticks; those not in
     `t` are missing: lost by the recording, or deadlines the loop skipped. A tick is late
-    when it follows the previous one by more than LATE_FACTOR periods: the same window as
+    when it follows the previous one by more than LATE_GAP periods: the same window as
     the recorded errors, not the whole node run.
     """
     if len(t) < 2:
@@ -79,7 +79,7 @@ def tick_counts(t, period):
     interval = np.diff(t)
     expected = max(int(round((t[-1] - t[0]) / period)) + 1, len(t))
     return (expected, expected - len(t), float(np.max(interval)),
-            int(np.sum(interval > LATE_FACTOR * period)))
+            int(np.sum(interval > LATE_GAP * period)))
 
 
 def recording_line(t, period, missed):

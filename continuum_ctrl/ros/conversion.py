@@ -14,7 +14,9 @@ the caller, when:
   exceeds `MAX_SPEED`;
 - ``stamp``: with a `stamp_tolerance` > 0, a non-zero header stamp lies more than that ahead of
   or behind the receive time (a zero stamp is not checked).
-Without velocities, they are estimated by a first-order filtered difference of positions.
+Without velocities, the difference of the positions over the receive times stands for them,
+unfiltered: the loop's `velocity_filter` low-pass (control/loop.py) is the one filter every
+measured velocity passes.
 """
 
 import array
@@ -29,8 +31,6 @@ MAX_SPEED = 1e3
 #: largest accepted |position| of an unbounded joint, rad or m: larger values only overflow
 #: the law downstream (and warn) before the non-finite effort is caught
 MAX_POSITION = 1e6
-#: time constant of the velocity filter used when joint states carry no velocities, s
-VELOCITY_FILTER_TIME = 0.01
 #: latest accepted start of a trajectory after now, s (a stamp beyond is a clock mix-up)
 TRAJECTORY_HORIZON = 3600.0
 #: kinds of rejected joint states, in report order
@@ -62,7 +62,8 @@ class JointStateReader:
 
     `joint_names` in model order; `low`, `high`: joint limits (+-inf where unbounded);
     `stamp_tolerance`: largest |receive time - header stamp| accepted, s (0: not checked).
-    `estimating` is True once a message without velocities was used.
+    `estimating` is True once a message without velocities was used (its velocity: the
+    difference quotient of the positions since the previous message).
     """
 
     def __init__(self, joint_names, low, high, stamp_tolerance=0.0):
@@ -149,9 +150,7 @@ class JointStateReader:
         if self._previous is None or t <= self._previous[1]:
             return self.qd
         q_old, t_old = self._previous
-        dt = t - t_old
-        weight = dt / (dt + VELOCITY_FILTER_TIME)
-        return (1.0 - weight) * self.qd + weight * (q - q_old) / dt
+        return (q - q_old) / (t - t_old)
 
 
 def trajectory_arrays(msg, joint_names, start_offset):

@@ -32,28 +32,10 @@ M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 #: freed memory malloc keeps for reuse rather than return to the kernel, bytes; half of it is
 #: the size from which a buffer is mapped on its own (glibc's largest such threshold)
 HEAP_KEEP = 64 * 1024 * 1024
-#: shortest interval between two log lines about rejected input, s
-LOG_THROTTLE = 2.0
 #: longest wait for the subscribers to acknowledge a node's last message, s (`deliver`)
 DELIVERY_TIMEOUT = 0.2
 #: while not acknowledged, the last message is sent again at this interval, s
 DELIVERY_STEP = 0.005
-
-
-class Throttle:
-    """Let a log line through at most once per `interval` seconds (monotonic clock)."""
-
-    def __init__(self, interval: float = LOG_THROTTLE) -> None:
-        self.interval = interval
-        self.last = -float('inf')
-
-    def ready(self) -> bool:
-        """Whether a line may be logged now (and if so, start a new interval)."""
-        now = time.monotonic()
-        if now - self.last > self.interval:
-            self.last = now
-            return True
-        return False
 
 
 def find_events_executor() -> Optional[Callable[..., rclpy.executors.Executor]]:
@@ -171,6 +153,18 @@ def deliver(publisher: Any, send: Callable[[], None], logger: Any, what: str,
         logger.warning(f'{what}: not acknowledged within {timeout * 1e3:.0f} ms ({count} '
                        f'subscribers matched; at least one has not confirmed it)')
     return acked
+
+
+def log_lines(logger: Any, lines: Any) -> None:
+    """Log each ``(level, text)`` of `lines` at its level: 'error', 'warn' or 'info'."""
+    for level, text in lines:
+        # one call site per severity: rclpy raises ValueError when a call site's changes
+        if level == 'error':
+            logger.error(text)
+        elif level == 'warn':
+            logger.warning(text)
+        else:
+            logger.info(text)
 
 
 def params_files(args: Sequence[str]) -> List[str]:

@@ -23,7 +23,7 @@ from trajectory_msgs.msg import JointTrajectory
 from continuum_ctrl.identify.bag import BagWriter
 from continuum_ctrl.ros.conversion import stamp_seconds
 from continuum_ctrl.ros.plumbing import single_threaded_executor
-from continuum_ctrl.ros.scheduling import set_node_priority
+from continuum_ctrl.runtime.scheduling import set_node_priority
 
 #: history depth of the recorded topics, messages: the middleware keeps what arrives while
 #: this process waits for a core (5 s at 1 kHz); a shallow history drops the oldest messages

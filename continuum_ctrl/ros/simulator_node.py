@@ -28,7 +28,7 @@
 import time
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rclpy.time import Time
@@ -38,11 +38,13 @@ from std_msgs.msg import Float64MultiArray
 from continuum_ctrl.launch_description import SIMULATOR as NODE_NAME
 from continuum_ctrl.numerics.jit import on_compile
 from continuum_ctrl.ros.conversion import Rejected, set_doubles
+from continuum_ctrl.ros.diagnostics import diagnostic_array
 from continuum_ctrl.ros.node_settings import SIMULATOR_NODE_FIELDS, SimulatorNodeSettings
 from continuum_ctrl.ros.parameters import NodeParameters
-from continuum_ctrl.ros.plumbing import spin, Throttle
+from continuum_ctrl.ros.plumbing import spin
+from continuum_ctrl.runtime.throttle import Throttle
 from continuum_ctrl.ros.raw_input import commands_reader
-from continuum_ctrl.ros.scheduling import apply_thread_priority
+from continuum_ctrl.runtime.scheduling import apply_thread_priority
 from continuum_ctrl.sim.plant import Plant, PlantSettings, PLANT_FIELDS
 
 __all__ = ['main', 'NODE_NAME', 'SimulatorNode']
@@ -189,13 +191,7 @@ class SimulatorNode(Node):
             values['contact_force_n'] = f'{contact:.3f}'
             values['contact_force_max_n'] = f'{self.plant.engine.largest_contact_force():.3f}'
         self._step_time = 0.0
-        status = DiagnosticStatus(name=f'{self.get_name()}: plant',
-                                  hardware_id=self.get_fully_qualified_name(),
-                                  level=DiagnosticStatus.OK, message='running')
-        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
-        msg = DiagnosticArray(status=[status])
-        msg.header.stamp = self.get_clock().now().to_msg()
-        self.diag_pub.publish(msg)
+        self.diag_pub.publish(diagnostic_array(self, 'plant', values.items(), 'running'))
 
 
 def main(argv=None):

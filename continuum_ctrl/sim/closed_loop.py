@@ -15,6 +15,7 @@ import numpy as np
 from continuum_ctrl.control.loop import ACTIVE
 from continuum_ctrl.models.integrators import INTEGRATORS
 from continuum_ctrl.params import ConfigError
+from continuum_ctrl.runtime.controller_runtime import ControllerRuntime
 
 
 @dataclass
@@ -129,11 +130,12 @@ class NodeLoopLog:
     active: np.ndarray
 
 
-def simulate_nodes(loop, plant, duration, delay_ticks=0, stamped=True):
+def simulate_nodes(runtime, plant, duration, delay_ticks=0, stamped=True):
     """
-    Run a control loop against the simulator's plant tick by tick, as the two nodes do.
+    Run the controller's runtime against the simulator's plant tick by tick, as the nodes do.
 
-    `loop`: a control.loop.ControlLoop; `plant`: a sim.plant.Plant (it rests until the first
+    `runtime`: a runtime.ControllerRuntime, the node's (or a control.loop.ControlLoop, run in
+    one with the default options); `plant`: a sim.plant.Plant (it rests until the first
     command, then integrates in fixed steps). At each tick ``t_k = k * period`` the loop gets
     the plant's state measured `delay_ticks` ticks earlier, with the time that state held (the
     plant's clock, up to one plant step before the tick, as the simulator node stamps it and
@@ -142,6 +144,9 @@ def simulate_nodes(loop, plant, duration, delay_ticks=0, stamped=True):
     reference's IK) is made after the tick, as the node's worker would between ticks, and the
     next tick installs it. Returns a NodeLoopLog of `duration` seconds.
     """
+    if not isinstance(runtime, ControllerRuntime):
+        runtime = ControllerRuntime(runtime)
+    loop = runtime.loop
     period = loop.period
     ticks = int(round(duration / period))
     n = plant.model.n
@@ -153,11 +158,11 @@ def simulate_nodes(loop, plant, duration, delay_ticks=0, stamped=True):
         q, qd = plant.measure()
         measured.append((q.copy(), qd.copy(), plant.t))
         q, qd, measured_at = measured[max(len(measured) - 1 - delay_ticks, 0)]
-        loop.set_state(q, qd, t, measured_at if stamped else t)
+        runtime.post_state(q, qd, t, measured_at if stamped else t)
         log.measured[k] = q
-        log.command[k] = loop.tick(t)
+        log.command[k] = runtime.tick(t)
         plant.command(log.command[k], t)
-        loop.planner.step()
+        runtime.step()
         log.q[k], log.q_des[k], log.effort[k] = plant.q, loop.q_des, loop.effort
         log.active[k] = loop.status == ACTIVE
         plant.advance(t + period + 0.5 * plant.settings.step)  # no step lost to rounding

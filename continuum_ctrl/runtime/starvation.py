@@ -4,9 +4,8 @@ Starvation of the control loop: too many of its ticks missed over a sliding wind
     detector = StarvationDetector(period=0.002, window=0.5, max_share=0.2)
     degraded = detector.record(lateness)     # once per tick; lateness: s after its deadline
 
-Each deadline of the loop counts as missed when its tick started `LATE_SHARE` periods or more
-after it, or never ran (a tick `lateness` s late stands for ``floor(lateness / period)``
-deadlines that got no tick before it). The loop is `degraded` from the tick at which more than
+Each deadline of the loop counts as missed when it was skipped or its tick was late, as
+runtime/lateness.py defines them. The loop is `degraded` from the tick at which more than
 `max_share` of the last ``window / period`` deadlines were missed, and recovers once at most
 half that share are (the gap keeps a loop at the edge from flapping). A burst of input that
 holds the executor, or a machine too slow for the rate, shows here; the node reports it and,
@@ -15,9 +14,7 @@ if asked to, sends the safe command while degraded.
 
 import math
 
-#: a tick starting this many periods after its deadline or later counts as missed (a tick
-#: period of 1.5 nominal, the node's late threshold)
-LATE_SHARE = 0.5
+from continuum_ctrl.runtime.lateness import split
 
 
 class StarvationDetector:
@@ -45,11 +42,10 @@ class StarvationDetector:
 
     def record(self, lateness):
         """Record one tick that started `lateness` s after its deadline; return `degraded`."""
-        period = self.period
-        skipped = min(int(lateness // period), self.size) if lateness >= period else 0
-        for _ in range(skipped):                # deadlines that got no tick
+        skipped, late = split(lateness, self.period)
+        for _ in range(min(skipped, self.size)):    # deadlines that got no tick
             self._push(1)
-        self._push(1 if lateness - skipped * period >= LATE_SHARE * period else 0)
+        self._push(1 if late else 0)
         if self.degraded:
             self.degraded = self.missed > self._leave
         else:

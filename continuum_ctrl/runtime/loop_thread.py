@@ -21,10 +21,10 @@ timer (``create_timer`` runs on the ROS clock) and does not start a LoopThread. 
 registers a time-jump callback and makes an event on every call, and simulated time has no
 real-time deadline to keep.
 
-`StateHandoff` carries the latest validated state from the executor thread, where the
-subscriptions run, to the loop thread, without locks (the next reference goes through the loop
-planner's `control.planner.ReferenceSlot`); `SnapshotRing` carries what the loop produced (for
-``~/state``) the other way.
+`runtime.handoff.StateHandoff` carries the latest validated state from the executor thread,
+where the subscriptions run, to the loop thread, without locks (the next reference goes
+through the loop planner's `control.planner.ReferenceSlot`); `SnapshotRing`
+(runtime/snapshot_ring.py) carries what the loop produced (for ``~/state``) the other way.
 
 The two threads share the GIL. A loop thread woken while the executor thread runs Python waits
 until that thread drops the GIL, at the latest after the interpreter's switch interval (5 ms
@@ -40,10 +40,8 @@ import sys
 import threading
 import time
 
-import numpy as np
-
-from continuum_ctrl.control.starvation import LATE_SHARE
-from continuum_ctrl.ros.scheduling import set_thread_priority
+from continuum_ctrl.runtime.lateness import split
+from continuum_ctrl.runtime.scheduling import set_thread_priority
 
 #: longest spin before a deadline, s: a FIFO thread must block, not spin, between ticks
 MAX_SPIN_BEFORE = 200e-6
@@ -59,8 +57,8 @@ class LoopThread:
     `priority`: SCHED_FIFO priority of the thread (0: normal scheduling); `priority_problem`
     says why it could not be applied (None: applied or not asked). `spin_before`: s of
     spinning before each deadline, at most MAX_SPIN_BEFORE. Counters (read from any thread):
-    `ticks`, `late_ticks` (started LATE_SHARE periods or more after the deadline they serve),
-    `missed` (deadlines skipped); `deadline`: the one the current tick serves
+    `ticks`, `late_ticks` and `missed` (deadlines skipped), both as runtime/lateness.py
+    defines them; `deadline`: the one the current tick serves
     (`time.monotonic` s). An exception raised by `tick` ends the loop and is kept in `error`.
     """
 
@@ -121,7 +119,6 @@ class LoopThread:
         if self.priority:
             self.priority_problem = set_thread_priority(self.priority)
         period, spin, clock, sleep = self.period, self.spin_before, time.monotonic, time.sleep
-        late_after = LATE_SHARE * period
         start, k = clock(), 1
         deadline = start + period               # the first deadline no tick has served yet
         try:
@@ -134,12 +131,12 @@ class LoopThread:
                 if not self._running:
                     break
                 lateness = clock() - deadline
-                skipped = int(lateness // period)   # deadlines passed with no tick
+                skipped, late = split(lateness, period)
                 if skipped:
                     self.missed += skipped
                     k += skipped
                     deadline = start + k * period   # a product, not a sum: no drift
-                if lateness - skipped * period >= late_after:
+                if late:
                     self.late_ticks += 1
                 self.deadline = deadline
                 self.tick(lateness)
@@ -150,103 +147,3 @@ class LoopThread:
             self.error = exc
         finally:
             self._running = False
-
-
-class StateHandoff:
-    """
-    The latest validated state, from the executor thread (one writer) to the loop thread.
-
-    The writer publishes an immutable tuple ``(q, qd, t, measured_at, rejections,
-    rejected_last)`` by one attribute assignment; the reader takes `latest` once per tick
-    (`measured_at`: when the state held, its header stamp; None: at `t`). This needs no lock:
-    under CPython's GIL (and with the per-object locks of free-threaded builds) storing and
-    loading one attribute is atomic, so the reader sees either the old tuple or the new one,
-    never a mix. The arrays in it are fresh copies that nobody writes after publication
-    (`post` copies them), so a reader holding an old tuple keeps consistent values.
-    `rejections` counts the rejected messages so far and `rejected_last` says whether the
-    latest message was one: the reader (`take`) replays both orders of at most one
-    valid/rejected change between two ticks exactly; only the newest valid state of a burst
-    reaches the loop.
-    """
-
-    def __init__(self):
-        self.latest = None
-        self._rejections = 0
-        self._state = (None, None, None, None)
-        self._seen = None
-
-    def post(self, q, qd, t, measured_at=None):
-        """Writer: publish a valid state (arrays copied), received at `t`, measured then (s)."""
-        self._state = (q.copy(), qd.copy(), t, measured_at)
-        self.latest = self._state + (self._rejections, False)
-
-    def post_rejection(self):
-        """Writer: publish that a message was rejected (the last valid state is kept)."""
-        self._rejections += 1
-        self.latest = self._state + (self._rejections, True)
-
-    def take(self, loop):
-        """
-        Reader: apply what arrived since the last call to `loop` (a ControlLoop).
-
-        Calls ``loop.set_state(q, qd, t, measured_at)`` for a new valid state and
-        ``loop.reject_state()`` for rejections, in the order they arrived; return True when
-        anything was new.
-        """
-        latest = self.latest
-        seen = self._seen
-        if latest is None or latest is seen:
-            return False
-        self._seen = latest
-        q, qd, t, measured_at, rejections, rejected_last = latest
-        rejected = seen is None and rejections > 0 or seen is not None and rejections != seen[4]
-        new_state = q is not None and (seen is None or q is not seen[0])
-        if rejected and not rejected_last:
-            loop.reject_state()
-        if new_state:
-            loop.set_state(q, qd, t, measured_at)
-        if rejected_last:
-            loop.reject_state()
-        return True
-
-
-class SnapshotRing:
-    """
-    Rows of float64, each with a time and a label, from one writer thread to one reader.
-
-    The loop thread fills a row in place (``row = ring.slot()``, None when the ring is full:
-    that snapshot is dropped) and commits it with ``ring.commit(t, label)``; the executor
-    thread takes every committed row with `drain`. No locks: the writer only advances `head`,
-    the reader only `tail`, and a row is written only while the reader cannot see it.
-    """
-
-    def __init__(self, capacity, width):
-        self.rows = np.zeros((capacity, width))
-        self.times = [0.0] * capacity
-        self.labels = [''] * capacity
-        self.head = 0
-        self.tail = 0
-        self.dropped = 0
-
-    def slot(self):
-        """Writer: return the next row to fill, or None when the reader is a whole ring behind."""
-        capacity = len(self.times)
-        if self.head - self.tail >= capacity:
-            self.dropped += 1
-            return None
-        return self.rows[self.head % capacity]
-
-    def commit(self, t, label):
-        """Writer: publish the row from `slot` with its time `t` and `label`."""
-        k = self.head % len(self.times)
-        self.times[k] = t
-        self.labels[k] = label
-        self.head += 1
-
-    def drain(self):
-        """Reader: yield ``(t, label, row)`` for every committed row, oldest first."""
-        head, capacity = self.head, len(self.times)
-        for n in range(self.tail, head):
-            k = n % capacity
-            yield self.times[k], self.labels[k], self.rows[k]
-        self.tail = head

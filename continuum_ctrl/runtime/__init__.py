@@ -1,0 +1,12 @@
+"""
+What runs the control loop, without ROS: imports params, models and control only.
+
+    from continuum_ctrl.runtime.controller_runtime import ControllerRuntime
+    runtime = ControllerRuntime(loop, options)   # the node, simulate and the tests drive it
+
+- `controller_runtime`: the loop with its hand-offs, timing figures and starvation detector;
+- `handoff`, `snapshot_ring`: the lock-free state hand-off in, the ~/state rows out;
+- `timing`, `starvation`, `lateness`: the figures and the one definition of a late tick;
+- `loop_thread`, `scheduling`: the loop thread at absolute deadlines, SCHED_FIFO;
+- `throttle`: log lines at most once per interval.
+"""

@@ -1,0 +1,395 @@
+"""
+The controller's runtime without ROS: a ControlLoop ticked between its inputs and outputs.
+
+    runtime = ControllerRuntime(loop, options)   # options: period, state_decimation, ...
+    runtime.post_state(q, qd, t, measured_at)    # input thread: a validated state
+    runtime.post_rejection('range')              # input thread: a rejected one, counted
+    command = runtime.tick(t, lateness)          # loop thread: state in, command out
+    for t, status, row in runtime.drain_rows(): ...     # publishing thread: ~/state rows
+    for level, text in runtime.drain_events(): ...     # publishing thread: log lines
+    runtime.figures()                            # the /diagnostics (key, value) pairs
+
+The node (ros/controller_node.py), the one-process simulation
+(`sim.closed_loop.simulate_nodes`, `continuum-ctrl simulate`), the in-process tests and the
+benchmarks drive this same object; only the node has threads. Two threads use it: an input
+thread (the node's executor) calls the `post_*` and `request_*` methods, `drain_*` and
+`figures`; the loop thread calls `tick`. They share no lock: each hand-off is one attribute
+store or a deque append (StateHandoff, the planner's ReferenceSlot, the settings slot, the
+pressure queue, SnapshotRing, Durations), so either side sees the old value or the new one.
+
+A tick, in order: take the posted settings and pressures, the latest state (`StateHandoff`),
+record the timing figures, feed the starvation detector, tick the loop (or, starved with
+`safe_on_overrun`, give its safe command), hand the command to `send`, keep every
+`state_decimation`-th cycle as a ``~/state`` row, collect the loop's log lines. No
+allocation per tick beyond the loop's own.
+
+`options` holds the node's run settings: a `RuntimeOptions`, or the node's
+`ros.node_settings.ControllerNodeSettings`, which has the same attributes.
+"""
+
+import collections
+from dataclasses import dataclass
+import time
+from typing import Callable, Iterator, Optional, Sequence, Tuple
+
+import numpy as np
+
+from continuum_ctrl.control.loop import ACTIVE, ControlLoop, TrajectoryRejected
+from continuum_ctrl.runtime.handoff import StateHandoff
+from continuum_ctrl.runtime.lateness import split
+from continuum_ctrl.runtime.snapshot_ring import SnapshotRing
+from continuum_ctrl.runtime.starvation import StarvationDetector
+from continuum_ctrl.runtime.throttle import Throttle
+from continuum_ctrl.runtime.timing import Durations
+
+#: status reported while the loop misses too many deadlines
+DEGRADED = 'degraded'
+#: window of the starvation detector, s
+STARVATION_WINDOW = 0.5
+#: the arrays a ~/state row holds, in order (model order, n each)
+STATE_PARTS = ('q_des', 'qd_des', 'qdd_des', 'q', 'qd', 'effort', 'integral')
+
+
+@dataclass(frozen=True)
+class RuntimeOptions:
+    """
+    How the runtime runs its loop (the node's settings of the same names).
+
+    `period` (s); a ~/state row every `state_decimation` ticks; the safe command while
+    starved (`safe_on_overrun`); starved above `max_missed_share` of the deadlines of the
+    last STARVATION_WINDOW s.
+    """
+
+    period: float
+    state_decimation: int = 1
+    safe_on_overrun: bool = False
+    max_missed_share: float = 0.2
+
+
+class ControllerRuntime:
+    """
+    A ControlLoop with its hand-offs, timing figures and starvation detector (module doc).
+
+    `loop`: the ControlLoop (with its planner); `options`: see the module doc (None: the
+    defaults of RuntimeOptions at the loop's period); `kinds`: the
+    rejection kinds counted in `rejected` (and reported as ``rejected_<kind>``), 'pressures'
+    among them; `send`: called with the command buffer (joints order) once per tick, before
+    the tick's bookkeeping (its time counts as compute time). Public attributes for
+    in-process callers: `loop`, `rejected`, `events`, the Durations `period`, `compute`,
+    `age`, `wait`, `transport` and the `detector`.
+    """
+
+    def __init__(self, loop: ControlLoop, options=None, kinds: Sequence[str] = ('pressures',),
+                 send: Optional[Callable[[np.ndarray], None]] = None) -> None:
+        self.loop = loop
+        self.options = options = RuntimeOptions(loop.period) if options is None else options
+        self.send = send
+        self.n = loop.model.n
+        self.rejected = dict.fromkeys(kinds, 0)
+        self.rejected.setdefault('pressures', 0)
+        self.events: collections.deque = collections.deque()
+        self.handoff = StateHandoff()
+        # (settings, options, reanchors) posted by the input thread, applied once by a tick
+        self._settings_slot: Optional[tuple] = None
+        self._settings_seen: Optional[tuple] = None
+        self._reanchors = 0
+        self.pressures: collections.deque = collections.deque(maxlen=64)   # (Pa, t) to apply
+        self._pressure_throttle = Throttle()
+        rate = 1.0 / options.period
+        self.rows = SnapshotRing(int(0.1 * rate) + 16, len(STATE_PARTS) * self.n)
+        capacity = int(4 * rate) + 16
+        self.period = Durations(capacity)
+        self.compute = Durations(capacity)
+        self.age = Durations(capacity)
+        self.wait = Durations(capacity)
+        self.transport = Durations(capacity)
+        self._used_state = -np.inf          # receive time of the state the last tick used
+        self._receive_wall = -np.inf        # perf_counter at the receipt of the latest state
+        self._ticks = 0                     # since the last ~/state row
+        self._window_start = time.perf_counter()
+        self.late_ticks = 0
+        self.missed = 0
+        self.degraded = False
+        self.restart()
+
+    # -- input thread ---------------------------------------------------------------------
+
+    def post_state(self, q: np.ndarray, qd: np.ndarray, t: float,
+                   measured_at: Optional[float] = None, latency: Optional[float] = None) -> None:
+        """
+        Hand a validated state (model order, copied) received at `t` to the next tick.
+
+        `measured_at`: when it held (its header stamp, same clock as `t`; None: `t`); the
+        valve compensation predicts from then. `latency`: its transport time (s, wall clock;
+        None: unknown), for the `state_latency_*` figures.
+        """
+        self._receive_wall = time.perf_counter()
+        if latency is not None:
+            self.transport.add(max(latency, 0.0) * 1e6)
+        self.handoff.post(q, qd, t, t if measured_at is None else measured_at)
+
+    def post_rejection(self, kind: str, state: bool = True) -> None:
+        """Count a rejected input of `kind`; `state`: a bad state of this arm (ends the streak)."""
+        self.rejected[kind] = self.rejected.get(kind, 0) + 1
+        if state:
+            self.handoff.post_rejection()
+
+    def post_pressures(self, pressures: np.ndarray, t: float) -> None:
+        """Hand measured PMA pressures (joints order, Pa) to the next tick, which checks them."""
+        self.pressures.append((pressures, t))
+
+    def post_settings(self, settings, options, reanchor: bool = False) -> None:
+        """
+        Hand new loop settings (ControllerSettings) and `options` to the next tick.
+
+        `reanchor`: the reference changed, restart it from the measured state. Settings posted
+        twice before a tick: the newer win, and a reanchor asked by either is kept.
+        """
+        self._reanchors += bool(reanchor)
+        self._settings_slot = (settings, options, self._reanchors)
+
+    def post_reference(self, reference, t: float) -> None:
+        """Hand a built reference (``sample(s)``, s from `t`) to the next tick."""
+        self.loop.planner.slot.post(reference, t)      # supersedes a plan being made
+
+    def follow(self, times, positions, velocities=None, accelerations=None,
+               t: float = 0.0) -> None:
+        """
+        Check waypoints (model order, times s after `t`) and hand them to the next tick.
+
+        Raises TrajectoryRejected saying why (the reference is kept), also while not active.
+        """
+        self._require_active()
+        self.post_reference(self.loop.plan(times, positions, velocities, accelerations), t)
+
+    def request_tip_target(self, position: np.ndarray,
+                           rotation: Optional[np.ndarray] = None) -> None:
+        """
+        Ask the planner's worker to move the tip to `position` (m, base frame).
+
+        Clamped to the closest reachable point; `rotation` (3x3) is used when the task weighs
+        it. Raises TrajectoryRejected while not active. An unreachable target takes IK a second or
+        more; the loop keeps its reference meanwhile, and a newer target or trajectory
+        supersedes this one.
+        """
+        self._require_active()
+        loop = self.loop
+        task, plan_task, q = loop.task, loop.plan_task, loop.q.copy()
+        rotation = rotation if task.weight > 0.0 else None
+
+        def clamp():
+            """Clamp the target to the closest reachable point (on the planner's worker)."""
+            goal, distance, _ = plan_task.closest(position, q)
+            if loop.task is not task or loop.status != ACTIVE:
+                return None
+            reference = plan_task.to_target(loop.q.copy(), goal, rotation, distance)
+            return reference, (f'moving the tip to {np.round(goal, 4).tolist()} m over '
+                               f'{reference.path.duration:.3f} s')
+        loop.planner.request(clamp)         # starts at the tick that installs it
+
+    def _require_active(self):
+        if self.loop.status != ACTIVE:
+            raise TrajectoryRejected(f'controller is {self.loop.status}')
+
+    # -- loop thread ----------------------------------------------------------------------
+
+    def restart(self, options=None) -> None:
+        """Start the timing over (a new loop thread): no previous tick, a new detector."""
+        options = self.options if options is None else options
+        self._last_tick: Optional[float] = None
+        self.detector = StarvationDetector(options.period, STARVATION_WINDOW,
+                                           options.max_missed_share)
+
+    def tick(self, t: float, lateness: float = 0.0) -> np.ndarray:
+        """
+        Run one control cycle at time `t` (s), `lateness` s after its deadline.
+
+        Return the command (joints order, the loop's buffer), also handed to `send`.
+        `lateness`: as runtime/lateness.py reads it (0: no deadline, as an executor timer).
+        """
+        start = time.perf_counter()
+        loop = self.loop
+        self._take_slots(loop)
+        self.handoff.take(loop)
+        if self._last_tick is not None:
+            self.period.add((start - self._last_tick) * 1e6)
+        self._last_tick = start
+        skipped, late = split(lateness, self.detector.period)
+        self.missed += skipped
+        self.late_ticks += late
+        if loop.last_state_time != self._used_state:
+            self._used_state = loop.last_state_time     # a new state: its wait for a tick
+            if loop.status == ACTIVE:
+                self.wait.add(max(t - loop.last_state_time, 0.0) * 1e6)
+        degraded = self.detector.record(lateness)
+        if degraded != self.degraded:
+            self._starvation_event(degraded)
+        if degraded and self.options.safe_on_overrun:
+            command = loop.safe_command()
+        else:
+            command = loop.tick(t)
+        if self.send is not None:
+            self.send(command)
+        self.age.add((start - self._receive_wall) * 1e6 if loop.status == ACTIVE else 0.0)
+        self._ticks += 1
+        if self._ticks >= self.options.state_decimation:
+            self._ticks = 0
+            self._row(t, DEGRADED if degraded else loop.status)
+        if loop.events:
+            self.events.extend(loop.take_events())
+        self.compute.add((time.perf_counter() - start) * 1e6)
+        return command
+
+    def _take_slots(self, loop):
+        """Apply the settings and pressures posted since the last tick (the loop takes plans)."""
+        posted = self._settings_slot
+        if posted is not self._settings_seen:
+            seen, self._settings_seen = self._settings_seen, posted
+            settings, self.options, reanchors = posted
+            loop.configure(settings, reanchors != (seen[2] if seen else 0),
+                           self.options.period)
+        while self.pressures:                   # every one, in order: each may be rejected
+            try:
+                loop.set_pressures(*self.pressures.popleft())
+            except ValueError as exc:           # counted here, logged by the input thread
+                self.rejected['pressures'] += 1
+                if self._pressure_throttle.ready():
+                    self.events.append(('warn', f'rejected ~/pressures: {exc}; '
+                                                f'{self.rejected["pressures"]} so far'))
+
+    def _starvation_event(self, degraded):
+        self.degraded = degraded
+        share = f'{self.detector.share:.0%} of the deadlines of the last {STARVATION_WINDOW} s'
+        if degraded:
+            action = 'safe command' if self.options.safe_on_overrun else 'reporting only'
+            self.events.append(('warn', f'control loop starved: {share} missed ({action})'))
+        else:
+            self.events.append(('info', f'control loop recovered: {share} missed'))
+
+    def _row(self, t, status):
+        row = self.rows.slot()
+        if row is None:
+            return
+        loop, n = self.loop, self.n
+        for k, part in enumerate((loop.q_des, loop.qd_des, loop.qdd_des, loop.q, loop.qd,
+                                  loop.effort, loop.integral.force)):     # STATE_PARTS
+            row[k * n:(k + 1) * n] = part
+        self.rows.commit(t, status)
+
+    def stop(self, t: float) -> np.ndarray:
+        """Stop the loop: return the safe command (joints order); ticks stay safe until `start`."""
+        return self.loop.stop(t)
+
+    def start(self) -> None:
+        """(Re)start the loop: the safe command until `resume_count` valid states arrive."""
+        self.loop.start()
+
+    # -- reading (any thread) -------------------------------------------------------------
+
+    @property
+    def row_capacity(self) -> int:
+        """Return how many ~/state rows wait at most for `drain_rows` (more are dropped)."""
+        return len(self.rows.times)
+
+    @property
+    def cycle(self):
+        """Return the loop's CycleView: what the last tick produced (its buffers)."""
+        return self.loop.cycle
+
+    @property
+    def settings(self):
+        """Return the loop's ControllerSettings in force (those posted, once a tick took them)."""
+        return self.loop.settings
+
+    @property
+    def task(self):
+        """Return the loop's TaskSpace (None: no task frame)."""
+        return self.loop.task
+
+    @property
+    def status(self) -> str:
+        """Return the status as reported: `degraded` while starved, else the loop's."""
+        return DEGRADED if self.degraded else self.loop.status
+
+    def tip_target(self) -> Optional[np.ndarray]:
+        """Return the tip position the reference heads for now, m (None: a joint reference)."""
+        reference = getattr(self.loop.reference, 'reference', None)
+        return getattr(reference, 'target', None)
+
+    def drain_rows(self) -> Iterator[Tuple[float, str, np.ndarray]]:
+        """
+        Yield ``(t, status, row)`` for every ~/state row since the last call, oldest first.
+
+        `row`: the STATE_PARTS (model order, n each) one after the other, a view valid until
+        the next call.
+        """
+        return self.rows.drain()
+
+    def drain_events(self) -> Iterator[Tuple[str, str]]:
+        """Yield the ``(level, text)`` log lines since the last call; level: info, warn, error."""
+        events = self.events
+        while events:
+            yield events.popleft()
+
+    def figures(self):
+        """
+        Return the figures as (key, value) pairs; the window figures reset each call.
+
+        Window (since the last call): `rate_hz`; `period_*` (between two ticks' starts),
+        `jitter_p99_us` (its p99 less the nominal period), `compute_*` (a tick's start to its
+        end, the command sent), `input_age_*` (the receipt of the state a tick used to that
+        tick's start, 0 while not active), `state_wait_*` (a new state's receipt to the first
+        tick that uses it, t clock), `state_latency_*` (header stamp to receipt, wall clock),
+        `missed_share` (of the starvation window's deadlines). Run: `run_ticks`,
+        `run_late_ticks` (ticks that started late), `run_missed_deadlines` (deadlines
+        skipped): both as runtime/lateness.py defines them; the run's period and compute
+        percentiles; the loop's counters, and ``rejected_<kind>`` for each counted kind.
+        """
+        now = time.perf_counter()
+        window, self._window_start = now - self._window_start, now
+        ticks = self.period.count
+        nominal = self.options.period * 1e6
+        p50, p99, pmax = self.period.window_stats()
+        c50, c99, cmax = self.compute.window_stats()
+        a50, a99, _ = self.age.window_stats()
+        w50, w99, _ = self.wait.window_stats()
+        s50, s99, _ = self.transport.window_stats()
+        loop = self.loop
+        values = [
+            ('status', self.status),
+            ('rate_hz', ticks / window if window > 0 else 0.0),
+            ('period_p50_us', p50), ('period_p99_us', p99), ('period_max_us', pmax),
+            ('jitter_p99_us', p99 - nominal),
+            ('compute_p50_us', c50), ('compute_p99_us', c99), ('compute_max_us', cmax),
+            ('input_age_p50_us', a50), ('input_age_p99_us', a99),
+            ('state_wait_p50_us', w50), ('state_wait_p99_us', w99),
+            ('state_latency_p50_us', s50), ('state_latency_p99_us', s99),
+            ('missed_share', self.detector.share),
+            ('run_ticks', self.compute.total),
+            ('run_late_ticks', self.late_ticks),
+            ('run_missed_deadlines', self.missed),
+            ('run_period_p50_us', self.period.run_percentile(0.5)),
+            ('run_period_p99_us', self.period.run_percentile(0.99)),
+            ('run_period_max_us', self.period.largest),
+            ('run_compute_p50_us', self.compute.run_percentile(0.5)),
+            ('run_compute_p99_us', self.compute.run_percentile(0.99)),
+            ('run_compute_max_us', self.compute.largest),
+            ('nonfinite_efforts', loop.nonfinite),
+            ('run_state_rows_dropped', self.rows.dropped),
+            ('clamped_tip_targets', loop.clamped_targets),
+            ('planning', int(loop.awaiting_plan)),
+            ('plans', loop.planner.plans),
+            ('plan_max_s', loop.planner.longest),
+            ('integral_force_max', float(np.max(np.abs(loop.integral.force)))),
+            ('integral_held_joints', int(np.count_nonzero(loop.integral.held))),
+        ]
+        values += [(f'rejected_{kind}', count) for kind, count in self.rejected.items()]
+        return values
+
+    def step(self) -> None:
+        """In process (a planner without a worker): make a pending plan now, between ticks."""
+        self.loop.planner.step()
+
+    def close(self) -> None:
+        """Stop the planner's worker and process."""
+        self.loop.planner.close()
