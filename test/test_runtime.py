@@ -150,6 +150,8 @@ def test_settings_posted_twice_keep_a_reanchor_and_trajectories_need_control():
     runtime.tick(t + PERIOD)
     end = runtime.loop.reference.reference.sample(1.0)[0]
     assert np.allclose(end, Q + 0.05)                 # the waypoints, installed by the tick
+    with pytest.raises(TrajectoryRejected, match='no task space'):
+        runtime.request_tip_target(np.zeros(3))       # the planar file has no task frame
 
 
 def test_a_velocity_from_positions_passes_one_low_pass():

@@ -168,13 +168,15 @@ class ControllerRuntime:
         Ask the planner's worker to move the tip to `position` (m, base frame).
 
         Clamped to the closest reachable point; `rotation` (3x3) is used when the task weighs
-        it. Raises TrajectoryRejected while not active. An unreachable target takes IK a second or
-        more; the loop keeps its reference meanwhile, and a newer target or trajectory
-        supersedes this one.
+        it. Raises TrajectoryRejected while not active, or without a task space. An
+        unreachable target takes IK a second or more; the loop keeps its reference meanwhile,
+        and a newer target or trajectory supersedes this one.
         """
         self._require_active()
         loop = self.loop
         task, plan_task, q = loop.task, loop.plan_task, loop.q.copy()
+        if task is None or plan_task is None:
+            raise TrajectoryRejected('no task space: `task.frame` is not set')
         rotation = rotation if task.weight > 0.0 else None
 
         def clamp():
@@ -243,7 +245,7 @@ class ControllerRuntime:
     def _take_slots(self, loop):
         """Apply the settings and pressures posted since the last tick (the loop takes plans)."""
         posted = self._settings_slot
-        if posted is not self._settings_seen:
+        if posted is not None and posted is not self._settings_seen:
             seen, self._settings_seen = self._settings_seen, posted
             settings, self.options, reanchors = posted
             loop.configure(settings, reanchors != (seen[2] if seen else 0),
