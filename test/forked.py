@@ -6,8 +6,8 @@ seconds go to starting Python and importing the package (SciPy, Numba, rclpy), t
 every input. `Forker` starts one server interpreter; for each command line it imports the
 command's modules once (in the server), then forks a child that sets ``sys.argv`` and runs
 the same function as the console script (``sys.exit(main())``) or ``python -m``: a process of
-its own, with its own stdout, stderr and exit status, and the interpreter's own handling of
-an uncaught exception (a traceback, status 1).
+its own, with its own stdout, stderr and exit status, and the interpreter's ending: the
+status of ``sys.exit``, a traceback and status 1 for an uncaught exception.
 """
 
 import json
@@ -17,16 +17,16 @@ from pathlib import Path
 import subprocess
 import sys
 
-#: seconds a child may run before SIGALRM ends it
-CHILD_TIMEOUT = 180
-
 
 def serve():
     """Server loop: read one JSON request a line, fork its child, answer its exit status."""
     from importlib import import_module
     import signal
+    from continuum_ctrl.models import MODEL_TYPES
+    for module, _ in MODEL_TYPES.values():     # which load_model imports when it needs them
+        import_module(module)
     for line in sys.stdin:
-        target, modules, argv, out, err = json.loads(line)
+        target, modules, argv, out, err, cwd, timeout = json.loads(line)
         for name in modules:
             import_module(name)
         module, function = target.split(':')
@@ -38,7 +38,8 @@ def serve():
             for fd, path, flags in ((0, os.devnull, os.O_RDONLY), (1, out, written),
                                     (2, err, written)):
                 os.dup2(os.open(path, flags), fd)
-            signal.alarm(CHILD_TIMEOUT)
+            signal.alarm(timeout)       # then SIGALRM ends the child
+            os.chdir(cwd)
             sys.argv = argv
             run_child(getattr(import_module(module), function))
         _, status = os.waitpid(pid, 0)
@@ -75,17 +76,25 @@ def console_script(name):
 
 
 class Forker:
-    """One server interpreter; `run` runs a command line as `subprocess.run` would."""
+    """One server interpreter (a context manager); `run` runs a line as `subprocess.run` would."""
 
-    def __init__(self):
+    def __enter__(self):
         self.server = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, text=True)
+        return self
 
-    def run(self, line, folder):
+    def __exit__(self, *exc):
+        self.server.stdin.close()
+        self.server.wait(timeout=30)
+        self.server.stdout.close()
+
+    def run(self, line, folder, cwd=None, timeout=180):
         """
         Run `line` (a console script's path, or ``python -m continuum_ctrl.cli``) forked.
 
-        Returns a CompletedProcess with its exit status and text output (files in `folder`).
+        Returns a CompletedProcess with its exit status and text output (files in `folder`);
+        the child runs in `cwd` (default: `folder`) and is ended by SIGALRM (status -14)
+        after `timeout` s (whole seconds).
         """
         if line[1:3] == ['-m', 'continuum_ctrl.cli']:
             from continuum_ctrl import cli
@@ -95,17 +104,12 @@ class Forker:
             target, argv = console_script(Path(line[0]).name), line
             modules = [target.split(':')[0]]
         out, err = Path(folder) / 'forked.stdout', Path(folder) / 'forked.stderr'
-        self.server.stdin.write(json.dumps([target, modules, argv, str(out), str(err)]) + '\n')
+        request = [target, modules, argv, str(out), str(err), str(cwd or folder), int(timeout)]
+        self.server.stdin.write(json.dumps(request) + '\n')
         self.server.stdin.flush()
         answer = self.server.stdout.readline()
         assert answer, 'the fork server exited'
         return subprocess.CompletedProcess(line, int(answer), out.read_text(), err.read_text())
-
-    def close(self):
-        """End the server."""
-        self.server.stdin.close()
-        self.server.wait(timeout=30)
-        self.server.stdout.close()
 
 
 if __name__ == '__main__':

@@ -77,9 +77,8 @@ CASES = [pytest.param(entry, name, id=f'{entry}-{name}', marks=marks)
 @pytest.fixture(scope='module')
 def forker():
     """One interpreter that has imported the commands, forked for each case."""
-    server = Forker()
-    yield server
-    server.close()
+    with Forker() as server:
+        yield server
 
 
 @pytest.mark.parametrize('entry, name', CASES)
