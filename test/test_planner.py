@@ -107,6 +107,7 @@ def test_reachable_circle_is_planned_off_the_tick():
     assert timed.ratio() <= TICK_RATIO
 
 
+@pytest.mark.slow
 def test_unreachable_circle_is_planned_off_the_tick_then_followed():
     """
     A 0.5 m circle around the arm, far out of its reach: planned aside, clamped, then taken.

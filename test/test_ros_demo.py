@@ -44,10 +44,29 @@ def assert_complete(out, rate_hz):
     assert len(stamps) >= COMPLETE * expected and np.max(np.diff(stamps)) <= MAX_GAP
 
 
-def test_demo_runs_the_continuum_arm_and_writes_its_outputs(tmp_path):
-    done = subprocess.run([sys.executable, '-m', 'continuum_ctrl.cli', 'demo', '--duration',
-                           '3', '--out', str(tmp_path)], env=dict(os.environ), capture_output=True,
-                          text=True, timeout=180)
+@pytest.fixture(scope='module')
+def demo_runs(tmp_path_factory):
+    """
+    Return ``run(k)``: the output folder and result of the k-th identical 6 s demo run.
+
+    Runs are made when first asked for and kept for the module: the first one is checked
+    whole, and it is also the first of the three that the repeatability test compares.
+    """
+    folder, runs = tmp_path_factory.mktemp('demo'), []
+
+    def run(k):
+        while len(runs) <= k:
+            out = folder / f'run{len(runs)}'
+            runs.append((out, subprocess.run(
+                [sys.executable, '-m', 'continuum_ctrl.cli', 'demo', '--duration', '6',
+                 '--out', str(out)], env=dict(os.environ), capture_output=True, text=True,
+                timeout=300)))
+        return runs[k]
+    return run
+
+
+def test_demo_runs_the_continuum_arm_and_writes_its_outputs(demo_runs):
+    tmp_path, done = demo_runs(0)
     assert done.returncode == 0, done.stdout + done.stderr
     for line in ('section1', 'section2', 'section3', 'loop rate', 'state timeouts',
                  'recording: '):
@@ -115,14 +134,11 @@ def section_rms(path):
     return np.sqrt(np.mean(error.reshape(-1, 3, 3) ** 2, axis=(0, 2)))
 
 
-def test_three_demo_runs_agree_within_the_documented_spread(tmp_path):
+def test_three_demo_runs_agree_within_the_documented_spread(demo_runs):
     """Three identical `demo` runs: per-section RMS within REPEAT_RATIO of each other."""
     rms = []
     for run in range(3):
-        out = tmp_path / f'run{run}'
-        done = subprocess.run([sys.executable, '-m', 'continuum_ctrl.cli', 'demo',
-                               '--duration', '6', '--out', str(out)], env=dict(os.environ),
-                              capture_output=True, text=True, timeout=300)
+        out, done = demo_runs(run)
         assert done.returncode == 0, done.stdout + done.stderr
         rms.append(section_rms(out / 'closed_loop.csv'))
     rms = np.array(rms)

@@ -81,19 +81,58 @@ def tracking_bound(tree, delay=DELAY):
     return np.abs(ref['amplitude']) * 2 * np.pi * np.asarray(ref['frequency']) * delay
 
 
-def test_two_link_tracks_its_reference(tmp_path):
+@pytest.fixture(scope='class')
+def two_link(tmp_path_factory):
+    """Run the 2R controller and simulator; yield ``(recorder, parameter tree)``."""
+    tmp_path = tmp_path_factory.mktemp('two_link')
     path = params_file(tmp_path, 'planar_2r.yaml', continuum_controller={
         'state_timeout': 0.5, 'state_decimation': 5})
     tree, _ = file_parameters(path, 'continuum_controller')
     with running(tmp_path, path) as (rec, _):
+        yield rec, tree
+
+
+def trajectory(names, times, positions):
+    """Return a JointTrajectory starting now (zero stamp)."""
+    msg = JointTrajectory(joint_names=names)
+    for t, p in zip(times, positions):
+        point = JointTrajectoryPoint(positions=list(p))
+        point.time_from_start.sec, point.time_from_start.nanosec = int(t), int(t % 1 * 1e9)
+        msg.points.append(point)
+    return msg
+
+
+class TestTwoLink:
+    """One 2R pair: it tracks its sinusoid first, then follows a trajectory sent to it."""
+
+    def test_two_link_tracks_its_reference(self, two_link):
+        rec, tree = two_link
         t, q_des, q, _ = settle(rec, 5.0)
         stale = [d['status'] for d in rec.diagnostics]
-    error = np.abs(q - q_des)[t > t[0] + 1.0]           # after the 0.5 s blend and decay
-    bound = tracking_bound(tree)                         # 0.063 and 0.047 rad
-    assert len(error) > 200                             # ~/state at 100 Hz
-    assert np.all(np.sqrt(np.mean(error ** 2, axis=0)) < bound), stale
-    assert np.all(np.percentile(error, 90, axis=0) < 2 * bound)
-    assert np.ptp(q_des[:, 0]) > 0.7                    # it moved: 2 x 0.4 rad amplitude
+        error = np.abs(q - q_des)[t > t[0] + 1.0]           # after the 0.5 s blend and decay
+        bound = tracking_bound(tree)                         # 0.063 and 0.047 rad
+        assert len(error) > 200                             # ~/state at 100 Hz
+        assert np.all(np.sqrt(np.mean(error ** 2, axis=0)) < bound), stale
+        assert np.all(np.percentile(error, 90, axis=0) < 2 * bound)
+        assert np.ptp(q_des[:, 0]) > 0.7                    # it moved: 2 x 0.4 rad amplitude
+
+    def test_trajectory_followed_and_invalid_ones_rejected(self, two_link):
+        rec, _ = two_link
+        pub = rec.node.create_publisher(JointTrajectory, f'/{CONTROLLER}/joint_trajectory', 10)
+        rec.wait(lambda: pub.get_subscription_count() > 0, 30.0)
+        goal = np.array([0.8, 0.5])                           # joint1, joint2
+        pub.publish(trajectory(['joint2', 'joint1'], [1.0, 2.0], [[0.2, 0.4], goal[::-1]]))
+        t, q_des, q, _ = settle(rec, 3.5)
+        assert np.allclose(q_des[-1], goal, atol=1e-9)
+        assert np.all(np.abs(q[-1] - goal) < 0.02)
+        for bad in (trajectory(['joint1', 'elbow'], [1.0], [[0.1, 0.1]]),
+                    trajectory(['joint1', 'joint2'], [1.0, 0.5], [[0.1, 0.1], [0.2, 0.2]]),
+                    trajectory(['joint1', 'joint2'], [1.0], [[0.1]]),
+                    trajectory(['joint1', 'joint2'], [1.0], [[0.1, float('inf')]])):
+            pub.publish(bad)
+        t, q_des, q, _ = settle(rec, 2.5)
+        assert np.allclose(q_des, goal, atol=1e-9)            # the reference was kept
+        assert rec.wait(lambda: rec.diagnostics[-1]['rejected_trajectory'] == '4', 5.0)
 
 
 def test_continuum_arm_tracks_its_reference(tmp_path):
@@ -144,9 +183,10 @@ def expected_command(model, kp, q_ref):
     return model.inverse_dynamics(STATE, np.zeros(2), -np.asarray(kp) * (STATE - q_ref))
 
 
-@pytest.fixture
-def reordered(tmp_path):
+@pytest.fixture(scope='class')
+def reordered(tmp_path_factory):
     """Run the 2R controller alone with joints [joint2, joint1], fed a fixed state."""
+    tmp_path = tmp_path_factory.mktemp('reordered')
     path = params_file(tmp_path, 'planar_2r.yaml', continuum_controller={
         'joints': ['joint2', 'joint1'], 'state_timeout': 1.0,
         'reference': {'type': 'hold', 'position': [0.3, 0.5], 'blend_time': 0.0},
@@ -166,35 +206,37 @@ def latest_command(rec, seconds=0.5):
     return rec.commands[-1][1]
 
 
-def test_commands_in_joints_order_whatever_the_state_order(reordered):
-    rec, model, _ = reordered
-    command = latest_command(rec)
-    tau = expected_command(model, [50.0, 100.0], [0.5, 0.3])   # model order
-    assert command.shape == (2,)
-    assert np.allclose(command, tau[[1, 0]], rtol=1e-9, atol=1e-9)
+class TestReordered:
+    """One controller: its commands in joints order first, then gain changes at run time."""
 
+    def test_commands_in_joints_order_whatever_the_state_order(self, reordered):
+        rec, model, _ = reordered
+        command = latest_command(rec)
+        tau = expected_command(model, [50.0, 100.0], [0.5, 0.3])   # model order
+        assert command.shape == (2,)
+        assert np.allclose(command, tau[[1, 0]], rtol=1e-9, atol=1e-9)
 
-def test_runtime_gain_change_and_refusals(reordered):
-    rec, model, _ = reordered
-    before = latest_command(rec)
-    results = set_params(rec, gains__kp=[300.0, 10.0])
-    assert results[0].successful
-    after = latest_command(rec)
-    assert np.allclose(after, expected_command(model, [10.0, 300.0], [0.5, 0.3])[[1, 0]],
-                       rtol=1e-9)
-    assert not np.allclose(after, before)
-    for bad in ([-1.0, 5.0], [1.0], [1.0, float('nan')]):
-        result = set_params(rec, gains__kp=bad)[0]
-        assert not result.successful and 'gains.kp' in result.reason
-    # a set with one bad member is refused whole, whichever check refuses it
-    result = set_atomically(rec, gains__kd=[3.0, 3.0], rate_hz=-5.0)
-    assert not result.successful and 'rate_hz' in result.reason
-    result = set_atomically(rec, gains__kd=[3.0, 3.0], reference__type='spiral')
-    assert not result.successful and 'reference.type' in result.reason
-    assert list(get_param(rec, 'gains.kd').double_array_value) == [20.0, 20.0]
-    assert not set_params(rec, model__type='urdf')[0].successful        # read-only
-    assert list(get_param(rec, 'gains.kp').double_array_value) == [300.0, 10.0]
-    assert np.allclose(latest_command(rec), after, rtol=1e-12)
+    def test_runtime_gain_change_and_refusals(self, reordered):
+        rec, model, _ = reordered
+        before = latest_command(rec)
+        results = set_params(rec, gains__kp=[300.0, 10.0])
+        assert results[0].successful
+        after = latest_command(rec)
+        assert np.allclose(after, expected_command(model, [10.0, 300.0], [0.5, 0.3])[[1, 0]],
+                           rtol=1e-9)
+        assert not np.allclose(after, before)
+        for bad in ([-1.0, 5.0], [1.0], [1.0, float('nan')]):
+            result = set_params(rec, gains__kp=bad)[0]
+            assert not result.successful and 'gains.kp' in result.reason
+        # a set with one bad member is refused whole, whichever check refuses it
+        result = set_atomically(rec, gains__kd=[3.0, 3.0], rate_hz=-5.0)
+        assert not result.successful and 'rate_hz' in result.reason
+        result = set_atomically(rec, gains__kd=[3.0, 3.0], reference__type='spiral')
+        assert not result.successful and 'reference.type' in result.reason
+        assert list(get_param(rec, 'gains.kd').double_array_value) == [20.0, 20.0]
+        assert not set_params(rec, model__type='urdf')[0].successful        # read-only
+        assert list(get_param(rec, 'gains.kp').double_array_value) == [300.0, 10.0]
+        assert np.allclose(latest_command(rec), after, rtol=1e-12)
 
 
 def test_realtime_priority_of_the_loop_thread_at_start_and_at_run_time(tmp_path):
@@ -218,37 +260,6 @@ def test_realtime_priority_of_the_loop_thread_at_start_and_at_run_time(tmp_path)
         assert set_params(rec, realtime_priority=0)[0].successful
         assert rec.wait(lambda: os.sched_getscheduler(pid) == os.SCHED_OTHER, 10.0)
         assert rec.status is not None and processes[0].poll() is None
-
-
-def trajectory(names, times, positions):
-    """Return a JointTrajectory starting now (zero stamp)."""
-    msg = JointTrajectory(joint_names=names)
-    for t, p in zip(times, positions):
-        point = JointTrajectoryPoint(positions=list(p))
-        point.time_from_start.sec, point.time_from_start.nanosec = int(t), int(t % 1 * 1e9)
-        msg.points.append(point)
-    return msg
-
-
-def test_trajectory_followed_and_invalid_ones_rejected(tmp_path):
-    path = params_file(tmp_path, 'planar_2r.yaml', continuum_controller={
-        'state_timeout': 0.5, 'reference': {'type': 'hold'}})
-    with running(tmp_path, path) as (rec, _):
-        pub = rec.node.create_publisher(JointTrajectory, f'/{CONTROLLER}/joint_trajectory', 10)
-        rec.wait(lambda: pub.get_subscription_count() > 0, 30.0)
-        goal = np.array([0.8, 0.5])                           # joint1, joint2
-        pub.publish(trajectory(['joint2', 'joint1'], [1.0, 2.0], [[0.2, 0.4], goal[::-1]]))
-        t, q_des, q, _ = settle(rec, 3.5)
-        assert np.allclose(q_des[-1], goal, atol=1e-9)
-        assert np.all(np.abs(q[-1] - goal) < 0.02)
-        for bad in (trajectory(['joint1', 'elbow'], [1.0], [[0.1, 0.1]]),
-                    trajectory(['joint1', 'joint2'], [1.0, 0.5], [[0.1, 0.1], [0.2, 0.2]]),
-                    trajectory(['joint1', 'joint2'], [1.0], [[0.1]]),
-                    trajectory(['joint1', 'joint2'], [1.0], [[0.1, float('inf')]])):
-            pub.publish(bad)
-        t, q_des, q, _ = settle(rec, 2.5)
-        assert np.allclose(q_des, goal, atol=1e-9)            # the reference was kept
-        assert rec.wait(lambda: rec.diagnostics[-1]['rejected_trajectory'] == '4', 5.0)
 
 
 def test_runner_stops_nodes_and_the_last_command_is_safe(tmp_path):

@@ -4,8 +4,6 @@ whole when any value is bad (reason naming the key) and take effect at the next 
 good; every documented start-up error is one line naming the key and exit status 2.
 """
 
-import concurrent.futures
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +15,7 @@ from rclpy.parameter import Parameter
 
 from continuum_ctrl.params import read_yaml
 from continuum_ctrl.launch_description import config_path, CONTROLLER, controller, simulation
+from forked import Forker
 from ros_nodes import merge, params_file, running
 from safety_tools import joint_state, state_publisher, Timeline, wall
 
@@ -178,15 +177,9 @@ def test_each_startup_error_is_one_line_naming_the_key_and_exit_2(tmp_path):
         path = bad_file(tmp_path, base, section, change, drop)
         jobs.append((key, simulation(path)[1] if index else controller(path)[0]))
 
-    def run(job):
-        try:
-            return subprocess.run(job[1].command(), capture_output=True, text=True,
-                                  timeout=120, cwd=tmp_path)
-        except subprocess.TimeoutExpired as exc:             # it started: no error found
-            return subprocess.CompletedProcess(exc.cmd, None, '', str(exc))
-
-    with concurrent.futures.ThreadPoolExecutor(3) as pool:
-        done = list(pool.map(run, jobs))
+    with Forker() as forker:        # a node that finds no error runs until SIGALRM
+        done = [forker.run(job[1].command(), tmp_path, timeout=120)
+                for job in jobs]
     failures = []
     for (key, _), result in zip(jobs, done):
         lines = [line for line in result.stderr.splitlines() if 'error' in line.lower()]
