@@ -2,32 +2,23 @@
 `controller_node`: computed-torque control of any model over ROS 2 (node `continuum_controller`).
 
 A managed (lifecycle) node (docs/lifecycle.md): configure reads and validates the parameters
-(a bad one fails the transition with one `parameter 'KEY': ...` line), loads and warms the
-model; activate starts the loop (the safe command until valid joint states arrive);
-deactivate, cleanup and shutdown publish the safe command (repeated until acknowledged, at
-most 0.2 s), then no more commands. With `autostart` (default true) the node configures and
-activates itself when made (a bad parameter then raises its ConfigError, as a plain node's).
+(a bad one: one `parameter 'KEY': ...` line, the node stays unconfigured) and loads the model;
+activate starts the loop (the safe command until valid joint states arrive); deactivate,
+cleanup and shutdown publish the safe command until acknowledged (at most 0.2 s). With
+`autostart` (default true) it configures and activates itself when made.
 
-Topics (relative names, remap as needed; docs/topics.md has the details): sub
-`joint_states` (sensor_msgs/JointState; a message naming none of the arm's joints is counted
-as foreign and does not hold back the resume count), `~/joint_trajectory`
-(trajectory_msgs/JointTrajectory: replaces the reference) and `~/pressures`
-(std_msgs/Float64MultiArray, Pa: measured PMA pressures for the valve compensation), each
-taken serialized and size-bounded (ros/controller_input.py); pub `~/commands`
-(std_msgs/Float64MultiArray: N, N m or Pa in `joints` order, as ros2_control's
-ForwardCommandController takes them), `~/state` (trajectory_msgs/JointTrajectory,
-ros/state_message.py: every `state_decimation`-th tick, in batches; frame_id: the status,
-`degraded` while the loop is starved) and `/diagnostics` (~1 Hz: the runtime's figures);
-with a `task.frame`, ros/task_topics.py adds `~/tip_target`, `~/tip_pose` and `~/shape`.
+Topics (docs/topics.md): sub `joint_states`, `~/joint_trajectory`, `~/pressures` (taken
+serialized and size-bounded, ros/controller_input.py); pub `~/commands` (N, N m or Pa in
+`joints` order, as ros2_control's ForwardCommandController takes them), `~/state`
+(ros/state_message.py) and `/diagnostics`; with a `task.frame`, ros/task_topics.py adds
+`~/tip_target`, `~/tip_pose` and `~/shape`.
 
-Everything between the messages and the command is the ROS-free `ControllerRuntime`
-(runtime/controller_runtime.py): the loop and its planner, the hand-offs, the timing figures
-and the starvation detector. This node converts: the executor thread checks input and posts
-it to the runtime; while active, a loop thread (ros/loop_runner.py: absolute deadlines at
-`rate_hz`, `realtime_priority`; an executor timer under ``use_sim_time``) calls
-`runtime.tick`, which sends the command through the pre-serialized publisher; the executor
-publishes the runtime's ``~/state`` rows, log lines and figures, and runs parameters and
-transitions.
+This node only converts. Everything between the messages and the command is the ROS-free
+`ControllerRuntime` (runtime/controller_runtime.py): the executor thread posts checked input
+to it; while active, a loop thread (ros/loop_runner.py: absolute deadlines at `rate_hz`,
+`realtime_priority`; an executor timer under ``use_sim_time``) calls `runtime.tick`, which
+sends the command through the pre-serialized publisher; the executor publishes the runtime's
+``~/state`` rows, log lines and figures, and runs parameters and transitions.
 """
 
 import time
