@@ -1,5 +1,5 @@
 """
-Compiled Cholesky solve of a small SPD system in place (the task kernels' normal equations).
+Compiled Cholesky solve of a small SPD system in place (mass matrices, normal equations).
 
 Each function works on the leading m x m block of the arrays it is given and allocates
 nothing.
@@ -19,17 +19,24 @@ def cholesky_solve(H, y, m):
 
 @compiled()
 def cholesky(H, m):
-    """Overwrite the lower triangle of SPD `H` (m x m) with its Cholesky factor."""
+    """
+    Overwrite the lower triangle of `H` (m x m) with its Cholesky factor; return whether SPD.
+
+    A matrix that is not positive definite leaves NaN in the factor.
+    """
+    spd = True
     for j in range(m):
         s = H[j, j]
         for k in range(j):
             s -= H[j, k] * H[j, k]
-        H[j, j] = math.sqrt(s)
+        spd = spd and s > 0.0
+        H[j, j] = math.sqrt(s) if s >= 0.0 else math.nan
         for i in range(j + 1, m):
             s = H[i, j]
             for k in range(j):
                 s -= H[i, k] * H[j, k]
             H[i, j] = s / H[j, j]
+    return spd
 
 
 @compiled()

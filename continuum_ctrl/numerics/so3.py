@@ -48,6 +48,17 @@ def exp3(w, R):
     else:
         a = math.sqrt(t)
         S, A = math.sin(a) / a, (1.0 - math.cos(a)) / t
+    rodrigues(w, t, S, A, R)
+
+
+@compiled()
+def rodrigues(w, t, S, A, R):
+    """
+    Fill ``R = I + S [w] + A [w]^2`` (3, 3), with ``[w]^2 = w w^T - t I`` and ``t = |w|^2``.
+
+    With ``S = sin|w| / |w|`` and ``A = (1 - cos|w|) / t`` it is the rotation of `w`; callers
+    that have these coefficients already (a series near zero, with derivatives) pass them.
+    """
     for i in range(3):
         for j in range(3):
             R[i, j] = A * w[i] * w[j] + (1.0 - A * t if i == j else 0.0)

@@ -27,6 +27,7 @@ import numpy as np
 
 from continuum_ctrl.models.continuum.data import section_work
 from continuum_ctrl.numerics.jit import compiled
+from continuum_ctrl.numerics.so3 import rodrigues
 
 SQRT3 = math.sqrt(3.0)
 _TERMS = 12
@@ -193,16 +194,7 @@ def section_rotation(radius, q, xi, R, kap, dkap, work):
     t = xi * xi * (u * u + w * w)
     entire_derivatives(t, f, d1, d2)
     S, A, B = f[1], f[2], f[3]
-    # R = I + S [th] + A [th]^2, [th]^2 = th th^T - |th|^2 I
-    for i in range(3):
-        for j in range(3):
-            R[i, j] = A * th[i] * th[j] + (1.0 - A * t if i == j else 0.0)
-    R[0, 1] -= S * th[2]
-    R[1, 0] += S * th[2]
-    R[0, 2] += S * th[1]
-    R[2, 0] -= S * th[1]
-    R[1, 2] -= S * th[0]
-    R[2, 1] += S * th[0]
+    rodrigues(th, t, S, A, R)
     thc[:] = 0.0
     thc[0, 1] = xi
     thc[1, 0] = -xi

@@ -26,6 +26,7 @@ from continuum_ctrl.models.continuum.kinematics import backbone_points
 from continuum_ctrl.models.continuum.params import LIMIT_ONSET
 from continuum_ctrl.models.continuum.paths import path_segment
 from continuum_ctrl.models.continuum.task_step import new_goal, task_scratch, task_step
+from continuum_ctrl.numerics.cholesky import cholesky, solve_factored
 from continuum_ctrl.numerics.jit import compiled, entry_point
 
 
@@ -98,28 +99,9 @@ def forward(M, g, pas, cq, tau, qdd):
     _bias(g, pas, cq, qdd)
     for i in range(n):
         qdd[i] = tau[i] - qdd[i]
-    for j in range(n):                 # M = L L^T, L stored in the lower triangle
-        s = M[j, j]
-        for k in range(j):
-            s -= M[j, k] * M[j, k]
-        if s <= 0.0:
-            raise ValueError('mass matrix is not positive definite')
-        M[j, j] = np.sqrt(s)
-        for i in range(j + 1, n):
-            s = M[i, j]
-            for k in range(j):
-                s -= M[i, k] * M[j, k]
-            M[i, j] = s / M[j, j]
-    for i in range(n):
-        s = qdd[i]
-        for k in range(i):
-            s -= M[i, k] * qdd[k]
-        qdd[i] = s / M[i, i]
-    for i in range(n - 1, -1, -1):
-        s = qdd[i]
-        for k in range(i + 1, n):
-            s -= M[k, i] * qdd[k]
-        qdd[i] = s / M[i, i]
+    if not cholesky(M, n):             # M = L L^T, L stored in the lower triangle
+        raise ValueError('mass matrix is not positive definite')
+    solve_factored(M, qdd, n)
 
 
 @compiled()
