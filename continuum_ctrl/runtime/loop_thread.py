@@ -57,8 +57,9 @@ class LoopThread:
     `priority`: SCHED_FIFO priority of the thread (0: normal scheduling); `priority_problem`
     says why it could not be applied (None: applied or not asked). `spin_before`: s of
     spinning before each deadline, at most MAX_SPIN_BEFORE. Counters (read from any thread):
-    `ticks`, `late_ticks` and `missed` (deadlines skipped), both as runtime/lateness.py
-    defines them; `deadline`: the one the current tick serves
+    `ticks` and `missed` (deadlines skipped, as runtime/lateness.py defines them; the
+    runtime counts late ticks from the `lateness` it is handed); `deadline`: the one the
+    current tick serves
     (`time.monotonic` s). An exception raised by `tick` ends the loop and is kept in `error`.
     """
 
@@ -74,7 +75,6 @@ class LoopThread:
         self.spin_before = spin_before
         self.deadline = None
         self.ticks = 0
-        self.late_ticks = 0
         self.missed = 0
         self.priority_problem = None
         self.error = None
@@ -131,13 +131,11 @@ class LoopThread:
                 if not self._running:
                     break
                 lateness = clock() - deadline
-                skipped, late = split(lateness, period)
+                skipped = split(lateness, period)[0]
                 if skipped:
                     self.missed += skipped
                     k += skipped
                     deadline = start + k * period   # a product, not a sum: no drift
-                if late:
-                    self.late_ticks += 1
                 self.deadline = deadline
                 self.tick(lateness)
                 self.ticks += 1
