@@ -48,7 +48,8 @@ def median_us(function, calls=CALLS):
 def active_loop(paths, plant=True):
     """Return ``(loop, q, qd, t)``: the file's loop active past its blend at the plant's rest."""
     if plant:
-        loop, plant = node_pair(paths)
+        runtime, plant = node_pair(paths)
+        loop = runtime.loop
         q, qd = (np.array(v) for v in plant.measure())
     else:       # no simulator in the file: the middle of the joint limits, at rest
         loop = controller_loop(paths)

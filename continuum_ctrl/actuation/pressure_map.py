@@ -107,7 +107,7 @@ class ActuationMap:
 
 
 @compiled()
-def _pressure_kernel(tau, area, deadzone, p_min, p_max, out):
+def pressure_kernel(tau, area, deadzone, p_min, p_max, out):
     """Fill `out` (m, n) with the pressures (Pa) of forces `tau` (m, n), N; see `pressure`."""
     for row in range(tau.shape[0]):
         for i in range(tau.shape[1]):
@@ -116,5 +116,5 @@ def _pressure_kernel(tau, area, deadzone, p_min, p_max, out):
             out[row, i] = min(max(p, p_min[i]), p_max[i])
 
 
-_pressure_map = cached_entry_point(_pressure_kernel, np.zeros((1, 1)), np.zeros(1),
+_pressure_map = cached_entry_point(pressure_kernel, np.zeros((1, 1)), np.zeros(1),
                                    np.zeros(1), np.zeros(1), np.zeros(1), np.zeros((1, 1)))

@@ -126,7 +126,7 @@ def _relax(p, u, duration, time_constant, max_rate):
 
 
 @compiled()
-def _lag_kernel(t, pressure, current, switches, inputs, times, time_constant, max_rate, out):
+def lag_kernel(t, pressure, current, switches, inputs, times, time_constant, max_rate, out):
     """
     Fill `out` (len(times), n) with the applied pressures (Pa) at `times` (s, increasing).
 
@@ -155,8 +155,8 @@ def _lag_kernel(t, pressure, current, switches, inputs, times, time_constant, ma
 
 
 @compiled()
-def _advance_kernel(t, pressure, current, switches, inputs, pending, now, time_constant,
-                    max_rate, row):
+def advance_kernel(t, pressure, current, switches, inputs, pending, now, time_constant,
+                   max_rate, row):
     """
     Move the valves from clock `t` to ``now[0]`` (s) in place; return the commands left pending.
 
@@ -165,8 +165,8 @@ def _advance_kernel(t, pressure, current, switches, inputs, pending, now, time_c
     (1, n) is work space.
     """
     if now[0] > t:
-        _lag_kernel(t, pressure, current, switches[:pending], inputs[:pending], now,
-                    time_constant, max_rate, row)
+        lag_kernel(t, pressure, current, switches[:pending], inputs[:pending], now,
+                   time_constant, max_rate, row)
         for k in range(pressure.size):
             pressure[k] = row[0, k]
     due = 0
@@ -182,7 +182,7 @@ def _advance_kernel(t, pressure, current, switches, inputs, pending, now, time_c
     return pending - due
 
 
-_advancer = cached_entry_point(_advance_kernel, 0.0, np.zeros(1), np.zeros(1), np.zeros(1),
+_advancer = cached_entry_point(advance_kernel, 0.0, np.zeros(1), np.zeros(1), np.zeros(1),
                                np.zeros((1, 1)), 0, np.zeros(1), 0.0, 0.0, np.zeros((1, 1)))
-_lag_walk = cached_entry_point(_lag_kernel, 0.0, np.zeros(1), np.zeros(1), np.zeros(1),
+_lag_walk = cached_entry_point(lag_kernel, 0.0, np.zeros(1), np.zeros(1), np.zeros(1),
                                np.zeros((1, 1)), np.zeros(1), 0.0, 0.0, np.zeros((1, 1)))

@@ -163,7 +163,7 @@ class Compensation:
 
 
 @compiled()
-def _lead_kernel(tau, early, late, share, gain, low, high, out):
+def lead_kernel(tau, early, late, share, gain, low, high, out):
     """
     Fill `out` with the law's force `tau` clamped to ``[low, high]``, plus the lead (N).
 
@@ -179,5 +179,5 @@ def _lead_kernel(tau, early, late, share, gain, low, high, out):
         out[i] = min(max(tau[i], lo), hi) + min(max(gain * rise, middle - hi), middle - lo)
 
 
-_leader = cached_entry_point(_lead_kernel, np.zeros(1), np.zeros(1), np.zeros(1), 0.0, 0.0,
+_leader = cached_entry_point(lead_kernel, np.zeros(1), np.zeros(1), np.zeros(1), 0.0, 0.0,
                              np.zeros(1), np.zeros(1), np.zeros(1))

@@ -115,7 +115,7 @@ def _acceleration(kp, kd, n):
     error, term, v = np.zeros(n), np.zeros(n), np.zeros(n)
     subtract = np.subtract
     if kp.ndim == 1 and kd.ndim == 1:
-        kernel = _diagonal_kernel          # through its dispatcher: it checks the arrays' types
+        kernel = diagonal_acceleration     # through its dispatcher: it checks the arrays' types
         kp, kd = (np.ascontiguousarray(k, dtype=float) for k in (kp, kd))
         kernel(kp, kd, v, v, v, v, v, term)        # compiled (or loaded) now, not in a tick
 
@@ -132,7 +132,7 @@ def _acceleration(kp, kd, n):
 
 
 @compiled()
-def _diagonal_kernel(kp, kd, q, qd, q_des, qd_des, qdd_des, v):
+def diagonal_acceleration(kp, kd, q, qd, q_des, qd_des, qdd_des, v):
     """``v = qdd_des - kd (qd - qd_des) - kp (q - q_des)`` element-wise, all (n,) float64."""
     for i in range(v.size):
         v[i] = qdd_des[i] - kd[i] * (qd[i] - qd_des[i]) - kp[i] * (q[i] - q_des[i])

@@ -64,7 +64,7 @@ class IntegralAction:
 
 
 @compiled()
-def _update_kernel(q, q_des, dt, effort, low, high, q_low, q_high, ki, limit, force, held):
+def integral_step(q, q_des, dt, effort, low, high, q_low, q_high, ki, limit, force, held):
     """One conditional integration step of `force`; see `IntegralAction.update`."""
     for i in range(force.shape[0]):
         step = -ki[i] * (q[i] - q_des[i]) * dt
@@ -76,5 +76,5 @@ def _update_kernel(q, q_des, dt, effort, low, high, q_low, q_high, ki, limit, fo
             force[i] = min(max(force[i] + step, -limit[i]), limit[i])
 
 
-_updater = cached_entry_point(_update_kernel, *(np.zeros(1),) * 2, 0.0, *(np.zeros(1),) * 8,
+_updater = cached_entry_point(integral_step, *(np.zeros(1),) * 2, 0.0, *(np.zeros(1),) * 8,
                               np.zeros(1, dtype=np.bool_))

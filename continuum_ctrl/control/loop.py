@@ -40,6 +40,7 @@ from continuum_ctrl.actuation.pressure_map import clamp_effort
 from continuum_ctrl.numerics.clipping import effort_limiter
 from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
+from continuum_ctrl.control.fused_tick import DONE, FusedTick
 from continuum_ctrl.control.integral import IntegralAction
 from continuum_ctrl.control.planner import Planner
 from continuum_ctrl.control.references import Hold, Waypoints
@@ -127,11 +128,12 @@ class ControlLoop:
     the joint limits), `effort` (generalized force sent, or implied by the safe command) and
     `command` (joints order) describe the cycle, read through `cycle`; `events` collects
     transitions to log once (`take_events`). `period` is the tick period, s (the rate limit
-    per tick).
+    per tick). Where `fused` (control.fused_tick) covers the loop, an active tick is one
+    compiled call; ``fused=False`` keeps the Python tick (the tests' oracle).
     """
 
     def __init__(self, model: DynamicsModel, settings: ControllerSettings,
-                 period: float, planner: Optional[Planner] = None) -> None:
+                 period: float, planner: Optional[Planner] = None, fused: bool = True) -> None:
         self.model = model
         self.planner = Planner() if planner is None else planner
         self.awaiting_plan = False
@@ -164,6 +166,8 @@ class ControlLoop:
         self.plan_task: Optional[TaskSpace] = None
         self.clamped_targets = 0
         self._task_space(settings, start=True)
+        self._fuse = fused
+        self.fused = FusedTick.of(self) if fused else None
         self.safe_command()
         self.cycle = CycleView(self)
 
@@ -175,6 +179,7 @@ class ControlLoop:
         self.law.passive = settings.passive
         self._limits(settings)
         self._task_space(settings)
+        self.fused = FusedTick.of(self) if self._fuse else None
         if reanchor and self.status == ACTIVE:
             self.anchor(self.last_state_time)
 
@@ -415,6 +420,16 @@ class ControlLoop:
         if planner.notes:
             while planner.notes:
                 self.events.append(planner.notes.popleft())
+        fused = self.fused
+        if fused is not None and fused.covers(self.reference):
+            try:
+                if fused(t) == DONE:
+                    self._failing = False
+                    return self.command
+                problem = 'a non-finite effort'
+            except Exception as exc:  # noqa: B902 - any failure must end in the safe command
+                problem = f'{type(exc).__name__}: {exc}'
+            return self._fail(problem)
         for target, value in zip((self.q_des, self.qd_des, self.qdd_des),
                                  self.reference.sample(t)):  # type: ignore[union-attr]
             target[:] = value
@@ -431,16 +446,19 @@ class ControlLoop:
         if not self._limit_effort(tau, low, high, self._step, self.effort):
             if np.shape(tau) != self.effort.shape:
                 problem = f'{np.size(tau)} forces for {self.model.n} coordinates'
-            self.nonfinite += 1
-            if not self._failing:
-                self.events.append(('error', f'the control law gave {problem}: safe '
-                                             'command'))
-            self._failing = True
-            return self.safe_command()
+            return self._fail(problem)
         self._failing = False
         if self.integral.engaged:
             self._integrate(t, low, high)
         return self._output()
+
+    def _fail(self, problem):
+        """Count a tick whose law failed (`problem` says how), log it once: the safe command."""
+        self.nonfinite += 1
+        if not self._failing:
+            self.events.append(('error', f'the control law gave {problem}: safe command'))
+        self._failing = True
+        return self.safe_command()
 
     def _integrate(self, t, low, high):
         """Integrate the tick's error, held while the reference blends in (control.integral)."""

@@ -137,6 +137,8 @@ def _spline(data, t, out):
 #: the namedtuple class of each layout -> its kernel
 _KERNELS = {HoldData: _hold, SinusoidData: _sinusoid, MultisineData: _multisine,
             MinimumJerkData: _minimum_jerk, SplineData: _spline}
+#: the data layouts with a compiled sampler
+LAYOUTS = tuple(_KERNELS)
 
 
 def sample_into(data, t, out):
@@ -192,7 +194,7 @@ def anchored_sample(data, blend, t, raw, out):
     blend_sample(blend, elapsed, raw, out)
 
 
-def _example(layout):
+def example_data(layout):
     """Return a one-joint instance of `layout` (the argument types of every call)."""
     one, row, block = np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1, 1))
     examples = {HoldData: HoldData(one),
@@ -222,14 +224,14 @@ def anchored_entry(layout):
     entry = _entries.get(layout)
     if entry is None:
         blend = blend_data(0.0, 1.0, False, *(np.zeros(1),) * 4)
-        entry = _entries[layout] = entry_point(anchored_sample, _example(layout), blend, 0.0,
+        entry = _entries[layout] = entry_point(anchored_sample, example_data(layout), blend, 0.0,
                                                np.zeros((3, 1)), np.zeros((3, 1)))
     return entry
 
 
 def warm_samplers():
     """Compile (or load) every layout's `anchored_sample` and `blend_sample` now."""
-    for layout in _KERNELS:
+    for layout in LAYOUTS:
         anchored_entry(layout)
     blend_entry()
 

@@ -24,7 +24,7 @@ def clip(values, low, high, out=None):
 
 
 @compiled()
-def _limit_kernel(tau, low, high, step, effort):
+def limit_kernel(tau, low, high, step, effort):
     """See `effort_limiter`; all arrays (n,) float64."""
     for i in range(tau.size):
         if not math.isfinite(tau[i]):
@@ -35,7 +35,7 @@ def _limit_kernel(tau, low, high, step, effort):
     return True
 
 
-_limiter = cached_entry_point(_limit_kernel, np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1),
+_limiter = cached_entry_point(limit_kernel, np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1),
                               np.zeros(1))
 
 

@@ -69,19 +69,24 @@ def compiled(**options):
     return decorate
 
 
-def entry_point(dispatcher, *args):
+def entry_point(dispatcher, *args, run=True):
     """
     Compile (or load) `dispatcher` for the types of `args` and return that compiled function.
 
     It is called like the dispatcher but checks no types: every later call must pass
     arguments of exactly these types (C-contiguous float64 arrays of the same dimensions,
-    ints, the same namedtuple layouts). It runs once on `args` here.
+    ints, the same namedtuple layouts). It runs once on `args` here, unless `run` is False
+    (`args` then only give the types: a kernel with side effects, or examples of other sizes).
     """
     if not _notice['said'] and not dispatcher.overloads and cached(dispatcher) is False:
         _notice['said'] = True
         _notice['say'](COMPILE_NOTICE)
-    dispatcher(*args)
-    return dispatcher.get_overload(tuple(typeof(a) for a in args))
+    signature = tuple(typeof(a) for a in args)
+    if run:
+        dispatcher(*args)
+    else:
+        dispatcher.compile(signature)
+    return dispatcher.get_overload(signature)
 
 
 def cached_entry_point(dispatcher, *examples):

@@ -1,0 +1,243 @@
+"""
+The active tick of a CoG continuum arm in pressure mode as one compiled call, GIL released.
+
+    fused = FusedTick.of(loop)          # None where the loop's case is not covered
+    status = fused(t)                   # the loop's buffers filled, as ControlLoop.tick would
+
+`ControlLoop.tick` is a chain of compiled kernels joined by Python: the reference sample, the
+valves' walk and the damped prediction steps (control/compensation.py), the law
+(control/computed_torque.py), the lead, the limits and rate limit (numerics/clipping.py), the
+integral step (control/integral.py) and the pressure map (actuation/pressure_map.py). The
+Python between them cost as much as the kernels. `fused_tick` calls the same kernels from one
+compiled function, in the same order and with the same arithmetic, so each piece keeps its
+one home and the Python path stays what it was: the path of every other case, and the tests'
+oracle (the same commands to 1e-12, test/test_fused_tick.py).
+
+It covers an active loop whose model is a `CogModel`, with pressure output, diagonal gains
+and a joint reference with a compiled sampler (`Anchored` with a layout): the shipped
+continuum files but the task-space one. The call releases the GIL: the executor thread reads
+input meanwhile; the loop's model workspace is the loop thread's own (the planner works on a
+`for_thread` copy). The valve commands sent stay with `Compensation.sent` (the pending rows
+may grow there), and a non-finite force is left to the loop's Python path to report.
+"""
+
+import math
+
+import numpy as np
+
+from continuum_ctrl.actuation.pressure_map import pressure_kernel
+from continuum_ctrl.actuation.valves import advance_kernel, lag_kernel
+from continuum_ctrl.control.compensation import INERTIA_HOLD, lead_kernel, MAX_AGE
+from continuum_ctrl.control.computed_torque import diagonal_acceleration
+from continuum_ctrl.control.integral import integral_step
+from continuum_ctrl.control.samplers import (anchored_sample, blend_data, example_data,
+                                             LAYOUTS)
+from continuum_ctrl.models.continuum.cog import cog_damped_steps, cog_run, CogModel
+from continuum_ctrl.models.continuum.model import move_passive, TASK_INVERSE
+from continuum_ctrl.numerics.clipping import limit_kernel
+from continuum_ctrl.numerics.jit import compiled, entry_point
+
+#: `fused_tick` results: the loop's buffers hold the tick; the force was not finite
+DONE, NONFINITE = 0, 1
+#: a grid cell no tick asks for (an empty slot of the feed-forward grid)
+EMPTY_CELL = -(2 ** 62)
+
+
+@compiled(nogil=True)
+def _grid_force(arm, memory, sums, layout, blend, cell, period, cells, forces, sample, raw):
+    """
+    Return the slot of `forces` (3, n) holding the force of perfect tracking at grid `cell`.
+
+    Grid time k is ``blend.t0 + k period``; a missing cell is evaluated (inverse dynamics of
+    the reference there, as `Compensation._feedforward`) into the slot farthest from it.
+    """
+    far, distance = 0, -1.0
+    for slot in range(cells.size):
+        if cells[slot] == cell:
+            return slot
+        gap = abs(float(cells[slot]) - float(cell))
+        if gap > distance:
+            far, distance = slot, gap
+    anchored_sample(layout, blend, blend.t0 + cell * period, raw, sample)
+    cog_run(arm, memory, sample[0], sample[1], 3, TASK_INVERSE, sample[2])
+    for i in range(forces.shape[1]):
+        forces[far, i] = sums.out[i]
+    cells[far] = cell
+    return far
+
+
+@compiled(nogil=True)
+def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, gains, valves, comp,
+               grid, limits, integral, output, work):
+    """
+    Run one active tick at `t` (s) into the loop's buffers; return DONE or NONFINITE.
+
+    `gains`: (kp, kd, passive at the reference); `valves`: the `Actuator`'s (clock, pressure,
+    input, switches, inputs, pending, time constant, max rate), advanced to `t` here;
+    `comp`: (compensate, time constant, delay, horizon, period, area, deadzone);
+    `grid`: (cells, forces); `limits`: (low, high, step, effort) with `effort` the force sent
+    (moved here); `integral`: (engaged, force, ki, limit, held, q_low, q_high, desired
+    q, qd, qdd); `output`: (area, deadzone, p_min, p_max, order, command); `work`: scratch.
+    Returns with ``work.pending[0]`` the valve commands still pending.
+    """
+    kp, kd, at_reference = gains
+    clock, pressure, current, switches, inputs, pending, time_constant, max_rate = valves
+    compensate, lag, delay, horizon, period, area, deadzone = comp
+    cells, grid_forces = grid
+    low, high, step, effort = limits
+    engaged, force, ki, limit, held, q_low, q_high, q_des, qd_des, qdd_des = integral
+    p_area, p_deadzone, p_min, p_max, order, command = output
+    raw, now, ahead, sample, middles, applied, pushes, predicted, v, tau, scratch, \
+        candidate, row, pressures, until, left = work
+    n = q.shape[0]
+    anchored_sample(layout, blend, t, raw, now)
+    for i in range(n):
+        q_des[i], qd_des[i], qdd_des[i] = now[0, i], now[1, i], now[2, i]
+    x, xd, target = q, qd, now
+    if compensate:
+        until[0] = t
+        left[0] = advance_kernel(clock, pressure, current, switches, inputs, pending, until,
+                                 time_constant, max_rate, row)
+        clock = max(clock, t)
+        start = min(max(measured_at, t - MAX_AGE), t)
+        steps = max(math.ceil((t + horizon - start) / period - 1e-9), 1)
+        h = (t + horizon - start) / steps
+        for k in range(steps):
+            middles[k] = max(start + (k + 0.5) * h, t)
+        lag_kernel(clock, pressure, current, switches[:left[0]], inputs[:left[0]],
+                   middles[:steps], time_constant, max_rate, applied[:steps])
+        for k in range(steps):
+            for i in range(n):
+                pushes[k, i] = area[i] * max(applied[k, i] - deadzone[i], 0.0)
+        cog_damped_steps(arm, memory, q, qd, pushes[:steps], h, max(int(INERTIA_HOLD / h), 1),
+                         predicted)
+        x, xd = predicted[0], predicted[1]
+        anchored_sample(layout, blend, t + delay, raw, ahead)
+        target = ahead
+    diagonal_acceleration(kp, kd, x, xd, target[0], target[1], target[2], v)
+    cog_run(arm, memory, x, xd, 3, TASK_INVERSE, v)
+    if at_reference:
+        move_passive(arm.pma, target[0], target[1], sums.passive, scratch, sums.out)
+    for i in range(n):
+        tau[i] = sums.out[i] + force[i] if engaged else sums.out[i]
+    if compensate and lag > 0.0:
+        cell_time, share = divmod((t + delay - blend.t0) / period, 1.0)
+        cell = int(cell_time)
+        early = _grid_force(arm, memory, sums, layout, blend, cell, period, cells, grid_forces,
+                            sample, raw)
+        late = _grid_force(arm, memory, sums, layout, blend, cell + 1, period, cells,
+                           grid_forces, sample, raw)
+        lead_kernel(tau, grid_forces[early], grid_forces[late], share, lag / period, low,
+                    high, candidate)
+    elif compensate:
+        for i in range(n):
+            candidate[i] = min(max(tau[i], low[i]), high[i])
+    else:
+        for i in range(n):
+            candidate[i] = tau[i]
+    if not limit_kernel(candidate, low, high, step, effort):
+        return NONFINITE
+    if engaged and t - blend.t0 >= blend.blend_time:
+        integral_step(q, q_des, period, effort, low, high, q_low, q_high, ki, limit, force,
+                      held)
+    for i in range(n):
+        row[0, i] = effort[i]
+    pressure_kernel(row, p_area, p_deadzone, p_min, p_max, pressures)
+    for i in range(n):
+        command[i] = pressures[0, order[i]]
+    return DONE
+
+
+_entries: dict = {}
+
+
+class FusedTick:
+    """
+    `fused_tick` on one `ControlLoop`'s objects: its model, law, compensation and buffers.
+
+    Build it with `of` (which compiles, or loads, the kernel for every reference layout: no
+    tick compiles); call it with the tick time where `covers` says it applies. The call
+    reads the loop's gains, limits and integral afresh (a parameter change is seen at the
+    next tick) and leaves the loop's `q_des`, `qd_des`, `qdd_des`, `effort` and `command` as
+    the Python tick would.
+    """
+
+    def __init__(self, loop):
+        self.loop = loop
+        model, n = loop.model, loop.model.n
+        comp = loop.compensation
+        horizon = comp.horizon if comp is not None else 0.0
+        steps = math.ceil((MAX_AGE + horizon) / loop.period) + 2
+        self._work = (np.zeros((3, n)), np.zeros((3, n)), np.zeros((3, n)), np.zeros((3, n)),
+                      np.zeros(steps), np.zeros((steps, n)), np.zeros((steps, n)),
+                      np.zeros((2, n)), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
+                      np.zeros((1, n)), np.zeros((1, n)), np.zeros(1),
+                      np.zeros(1, dtype=np.int64))
+        self._cells = np.full(3, EMPTY_CELL, dtype=np.int64)
+        self._grid = (self._cells, np.zeros((3, n)))
+        self._grid_reference = None
+        self._model = (model.arm, model.memory, model.data.sums)
+        settings = loop.settings
+        actuation = settings.actuation
+        self._output = (actuation.area, actuation.deadzone, actuation.p_min, actuation.p_max,
+                        np.asarray(settings.order, dtype=np.int64), loop.command)
+        if comp is None:
+            self._comp = (False, 0.0, 0.0, 0.0, loop.period, actuation.area,
+                          actuation.deadzone)
+        else:
+            self._comp = (True, comp.time_constant, comp.delay, comp.horizon, comp.period,
+                          actuation.area, actuation.deadzone)
+        for layout in LAYOUTS:
+            if layout not in _entries:
+                example = self._arguments(0.0, example_data(layout), _EXAMPLE_BLEND)
+                _entries[layout] = entry_point(fused_tick, *example, run=False)
+
+    @classmethod
+    def of(cls, loop):
+        """Return the fused tick of `loop`, or None where its model or output is not covered."""
+        if not isinstance(loop.model, CogModel) or loop.settings.actuation is None:
+            return None
+        return cls(loop)
+
+    def covers(self, reference):
+        """Tell whether the tick can run fused on `reference` (an `Anchored`) and the gains."""
+        law = self.loop.law
+        return reference._layout is not None and law.kp.ndim == 1 and law.kd.ndim == 1
+
+    def __call__(self, t):
+        """Run the active tick at `t` (s); return DONE, or NONFINITE (the effort unmoved)."""
+        reference = self.loop.reference
+        if reference is not self._grid_reference:
+            self._grid_reference = reference
+            self._cells[:] = EMPTY_CELL
+        comp = self.loop.compensation
+        if comp is not None and comp.valves.t is None:
+            comp.valves.t = t
+        args = self._arguments(t, reference._layout, reference._blend)
+        status = _entries[type(reference._layout)](*args)
+        if comp is not None:
+            comp.valves.t = max(comp.valves.t, t)
+            comp.valves.pending = int(self._work[-1][0])
+        return status
+
+    def _arguments(self, t, layout, blend):
+        loop = self.loop
+        law, integral, comp = loop.law, loop.integral, loop.compensation
+        if comp is not None:
+            valves = comp.valves
+            valve_state = (float(valves.t or 0.0), valves.pressure, valves.input,
+                           valves._switches, valves._inputs, valves.pending,
+                           valves.time_constant, valves.max_rate)
+        else:
+            valve_state = _NO_VALVES
+        low, high = loop._effort_range
+        return (*self._model, layout, blend, float(t), loop.q, loop.qd, float(loop.measured_at),
+                (law.kp, law.kd, law.passive == 'reference'), valve_state, self._comp,
+                self._grid, (low, high, loop._step, loop.effort),
+                (integral.engaged, integral.force, integral.ki, integral.limit, integral.held,
+                 loop.low, loop.high, loop.q_des, loop.qd_des, loop.qdd_des),
+                self._output, self._work)
+
+
+_EXAMPLE_BLEND = blend_data(0.0, 1.0, False, *(np.zeros(1),) * 4)
+_NO_VALVES = (0.0, np.zeros(1), np.zeros(1), np.zeros(1), np.zeros((1, 1)), 0, 0.0, 0.0)

@@ -1,0 +1,112 @@
+"""
+The fused tick (control/fused_tick.py) against the Python tick it composes, on one arm.
+
+Two loops of the same settings take the same states of a closed loop: the fused one (the
+default) and one built with ``fused=False``, whose commands drive the plant. The plant is
+the simulator's integral model with the mismatch a calibration leaves (test/identify_plant.py)
+and sensor noise, so the states are those of a real arm, not of the controller's model.
+Each tick, the command, the effort, the reference and the integral force of the two must
+agree to 1e-12 of their scale; most ticks must have run fused.
+"""
+
+import numpy as np
+import pytest
+
+from continuum_ctrl.control.fused_tick import fused_tick, FusedTick
+from continuum_ctrl.control.loop import ACTIVE, ControlLoop
+from continuum_ctrl.node_pair import controller_loop, plant_of
+from identify_plant import MISMATCH, NOISE
+
+PARAMS = 'continuum_3section.yaml'
+#: s of closed loop per case: the blend (0.3 s), then the integral at work
+DURATION = 1.5
+CASES = {
+    'the file: sinusoid, 20 ms + 5 ms valves, integral': {},
+    'classical law, no integral': {'law.passive': 'measured', 'gains.ki': [0.0]},
+    'no valve compensation': {'output.time_constant': 0.0, 'output.delay': 0.0},
+    'dead time only': {'output.time_constant': 0.0},
+    'hold': {'reference.type': 'hold'},
+    'minimum jerk': {'reference.type': 'min_jerk', 'reference.goal': [0.015],
+                     'reference.duration': 0.8},
+    'multisine': {'reference.type': 'multisine', 'reference.amplitude': [0.004]},
+    'trajectory': {'reference.type': 'trajectory', 'reference.times': [0.4, 0.9],
+                   'reference.positions': [0.012] * 9 + [0.016] * 9},
+}
+
+
+def shadowed(overrides, ticks_before_bad_state=None):
+    """
+    Run the case; return ``(worst relative difference, fused ticks, active ticks, events)``.
+
+    With `ticks_before_bad_state`, one state of huge lengths is given after that many ticks
+    (its forces are not finite).
+    """
+    overrides = {'reference.blend_time': 0.3, **overrides}
+    fused = controller_loop(PARAMS, overrides)
+    python = ControlLoop(fused.model.for_thread(), fused.settings, fused.period, fused=False)
+    plant = plant_of(PARAMS, {'initial.position': [0.013], **MISMATCH, **NOISE})
+    period = fused.period
+    plant.advance(0.0)
+    worst, fused_ticks, active, events = 0.0, 0, 0, ([], [])
+    for k in range(int(DURATION / period)):
+        t = k * period
+        q, qd = plant.measure()
+        if k == ticks_before_bad_state:
+            q = np.full_like(q, 1e200)
+        for loop in (fused, python):
+            loop.set_state(q, qd, t, plant.t)
+        covered = (fused.status == ACTIVE and fused.fused is not None
+                   and fused.fused.covers(fused.reference))
+        command = fused.tick(t).copy()
+        reference = python.tick(t)
+        for loop, log in zip((fused, python), events):
+            loop.planner.step()
+            log.extend(loop.take_events())
+        fused_ticks += covered
+        active += python.status == ACTIVE
+        for mine, theirs in ((command, reference), (fused.effort, python.effort),
+                             (fused.q_des, python.q_des), (fused.qdd_des, python.qdd_des),
+                             (fused.integral.force, python.integral.force)):
+            worst = max(worst, np.max(np.abs(mine - theirs)) / max(np.max(np.abs(theirs)), 1.0))
+        plant.command(reference, t)
+        plant.advance(t + period + 0.5 * plant.settings.step)
+    return worst, fused_ticks, active, events
+
+
+@pytest.mark.parametrize('case', CASES)
+def test_the_fused_tick_gives_the_python_ticks_commands(case):
+    worst, fused_ticks, active, _ = shadowed(CASES[case])
+    assert active > 0.9 * DURATION * 500
+    assert fused_ticks >= active - 1      # all but the activation tick's predecessor
+    assert worst <= 1e-12
+
+
+def test_a_non_finite_force_gives_the_same_safe_command_and_error_line():
+    worst, _, _, (fused_events, python_events) = shadowed({}, ticks_before_bad_state=400)
+    assert worst <= 1e-12
+    errors = [text for level, text in fused_events if level == 'error']
+    assert errors == [text for level, text in python_events if level == 'error']
+    assert errors and 'non-finite' in errors[0]
+
+
+def test_covers_continuum_pressure_loops_with_diagonal_gains_and_joint_references():
+    loop = controller_loop(PARAMS)
+    assert isinstance(loop.fused, FusedTick)
+    assert controller_loop('panda.yaml').fused is None              # a Pinocchio arm
+    task = controller_loop('continuum_task.yaml')
+    t = 0.0
+    while task.status != ACTIVE or task.awaiting_plan:
+        task.set_state(np.full(9, 0.013), np.zeros(9), t)
+        task.tick(t)
+        task.planner.step()
+        t += task.period
+    assert not task.fused.covers(task.reference)        # a tip path: the Python tick
+    kp = 700.0 * np.eye(9) + 10.0 * (np.eye(9, k=1) + np.eye(9, k=-1))
+    coupled = controller_loop(PARAMS, {'gains.kp': kp.ravel().tolist()})
+    coupled.set_state(np.full(9, 0.013), np.zeros(9), 0.0)
+    coupled.anchor(0.0)
+    assert not coupled.fused.covers(coupled.reference)
+
+
+def test_the_fused_call_releases_the_gil():
+    assert fused_tick.targetoptions.get('nogil') is True
