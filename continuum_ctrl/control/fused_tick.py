@@ -67,13 +67,14 @@ def _grid_force(arm, memory, sums, layout, blend, cell, period, cells, forces, s
 
 
 @compiled(nogil=True)
-def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, gains, valves, comp,
-               grid, limits, integral, output, work):
+def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, clock, pending, gains,
+               valves, comp, grid, limits, integral, output, work):
     """
     Run one active tick at `t` (s) into the loop's buffers; return DONE or NONFINITE.
 
-    `gains`: (kp, kd, passive at the reference); `valves`: the `Actuator`'s (clock, pressure,
-    input, switches, inputs, pending, time constant, max rate), advanced to `t` here;
+    `clock`, `pending`: the valves' (`Actuator`) clock (s) and commands pending, `valves` its
+    (pressure, input, switches, inputs, time constant, max rate), advanced to `t` here;
+    `gains`: (kp, kd, passive at the reference);
     `comp`: (compensate, time constant, delay, horizon, period, area, deadzone);
     `grid`: (cells, forces); `limits`: (low, high, step, effort) with `effort` the force sent
     (moved here); `integral`: (engaged, force, ki, limit, held, q_low, q_high, desired
@@ -81,7 +82,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, gains, v
     Returns with ``work.pending[0]`` the valve commands still pending.
     """
     kp, kd, at_reference = gains
-    clock, pressure, current, switches, inputs, pending, time_constant, max_rate = valves
+    pressure, current, switches, inputs, time_constant, max_rate = valves
     compensate, lag, delay, horizon, period, area, deadzone = comp
     cells, grid_forces = grid
     low, high, step, effort = limits
@@ -156,41 +157,58 @@ class FusedTick:
     `fused_tick` on one `ControlLoop`'s objects: its model, law, compensation and buffers.
 
     Build it with `of` (which compiles, or loads, the kernel for every reference layout: no
-    tick compiles); call it with the tick time where `covers` says it applies. The call
-    reads the loop's gains, limits and integral afresh (a parameter change is seen at the
-    next tick) and leaves the loop's `q_des`, `qd_des`, `qdd_des`, `effort` and `command` as
-    the Python tick would.
+    tick compiles) whenever the loop's settings change: it holds their arrays (gains, limits,
+    integral, valves). Call it with the tick time where `covers` says it applies; it leaves
+    the loop's `q_des`, `qd_des`, `qdd_des`, `effort` and `command` as the Python tick would.
     """
 
     def __init__(self, loop):
         self.loop = loop
         model, n = loop.model, loop.model.n
-        comp = loop.compensation
+        law, integral, comp = loop.law, loop.integral, loop.compensation
         horizon = comp.horizon if comp is not None else 0.0
         steps = math.ceil((MAX_AGE + horizon) / loop.period) + 2
-        self._work = (np.zeros((3, n)), np.zeros((3, n)), np.zeros((3, n)), np.zeros((3, n)),
-                      np.zeros(steps), np.zeros((steps, n)), np.zeros((steps, n)),
-                      np.zeros((2, n)), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
-                      np.zeros((1, n)), np.zeros((1, n)), np.zeros(1),
-                      np.zeros(1, dtype=np.int64))
+        work = (np.zeros((3, n)), np.zeros((3, n)), np.zeros((3, n)), np.zeros((3, n)),
+                np.zeros(steps), np.zeros((steps, n)), np.zeros((steps, n)), np.zeros((2, n)),
+                np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros((1, n)),
+                np.zeros((1, n)), np.zeros(1), np.zeros(1, dtype=np.int64))
+        self._left = work[-1]
         self._cells = np.full(3, EMPTY_CELL, dtype=np.int64)
-        self._grid = (self._cells, np.zeros((3, n)))
         self._grid_reference = None
+        self._entry = None
         self._model = (model.arm, model.memory, model.data.sums)
-        settings = loop.settings
-        actuation = settings.actuation
-        self._output = (actuation.area, actuation.deadzone, actuation.p_min, actuation.p_max,
-                        np.asarray(settings.order, dtype=np.int64), loop.command)
+        actuation = loop.settings.actuation
+        self._diagonal = law.kp.ndim == 1 and law.kd.ndim == 1
         if comp is None:
-            self._comp = (False, 0.0, 0.0, 0.0, loop.period, actuation.area,
-                          actuation.deadzone)
+            self._valves = None
+            valves = (np.zeros(1), np.zeros(1), np.zeros(1), np.zeros((1, 1)), 0.0, 0.0)
+            compensation = (False, 0.0, 0.0, 0.0, loop.period, actuation.area,
+                            actuation.deadzone)
         else:
-            self._comp = (True, comp.time_constant, comp.delay, comp.horizon, comp.period,
-                          actuation.area, actuation.deadzone)
+            self._valves = comp.valves
+            valves = self._valve_arrays()
+            compensation = (True, comp.time_constant, comp.delay, comp.horizon, comp.period,
+                            actuation.area, actuation.deadzone)
+        low, high = loop._effort_range
+        self._rest = [(law.kp, law.kd, law.passive == 'reference'), valves, compensation,
+                      (self._cells, np.zeros((3, n))), (low, high, loop._step, loop.effort),
+                      (integral.engaged, integral.force, integral.ki, integral.limit,
+                       integral.held, loop.low, loop.high, loop.q_des, loop.qd_des,
+                       loop.qdd_des),
+                      (actuation.area, actuation.deadzone, actuation.p_min, actuation.p_max,
+                       np.asarray(loop.settings.order, dtype=np.int64), loop.command),
+                      work]
         for layout in LAYOUTS:
             if layout not in _entries:
-                example = self._arguments(0.0, example_data(layout), _EXAMPLE_BLEND)
-                _entries[layout] = entry_point(fused_tick, *example, run=False)
+                _entries[layout] = entry_point(
+                    fused_tick, *self._model, example_data(layout), _EXAMPLE_BLEND, 0.0,
+                    loop.q, loop.qd, 0.0, 0.0, 0, *self._rest, run=False)
+
+    def _valve_arrays(self):
+        valves = self._valves
+        self._switches = valves._switches
+        return (valves.pressure, valves.input, valves._switches, valves._inputs,
+                valves.time_constant, valves.max_rate)
 
     @classmethod
     def of(cls, loop):
@@ -201,43 +219,31 @@ class FusedTick:
 
     def covers(self, reference):
         """Tell whether the tick can run fused on `reference` (an `Anchored`) and the gains."""
-        law = self.loop.law
-        return reference._layout is not None and law.kp.ndim == 1 and law.kd.ndim == 1
+        return self._diagonal and reference._layout is not None
 
     def __call__(self, t):
         """Run the active tick at `t` (s); return DONE, or NONFINITE (the effort unmoved)."""
-        reference = self.loop.reference
+        loop = self.loop
+        reference = loop.reference
         if reference is not self._grid_reference:
             self._grid_reference = reference
             self._cells[:] = EMPTY_CELL
-        comp = self.loop.compensation
-        if comp is not None and comp.valves.t is None:
-            comp.valves.t = t
-        args = self._arguments(t, reference._layout, reference._blend)
-        status = _entries[type(reference._layout)](*args)
-        if comp is not None:
-            comp.valves.t = max(comp.valves.t, t)
-            comp.valves.pending = int(self._work[-1][0])
-        return status
-
-    def _arguments(self, t, layout, blend):
-        loop = self.loop
-        law, integral, comp = loop.law, loop.integral, loop.compensation
-        if comp is not None:
-            valves = comp.valves
-            valve_state = (float(valves.t or 0.0), valves.pressure, valves.input,
-                           valves._switches, valves._inputs, valves.pending,
-                           valves.time_constant, valves.max_rate)
+            self._entry = _entries[type(reference._layout)]
+        valves = self._valves
+        if valves is None:
+            clock, pending = 0.0, 0
         else:
-            valve_state = _NO_VALVES
-        low, high = loop._effort_range
-        return (*self._model, layout, blend, float(t), loop.q, loop.qd, float(loop.measured_at),
-                (law.kp, law.kd, law.passive == 'reference'), valve_state, self._comp,
-                self._grid, (low, high, loop._step, loop.effort),
-                (integral.engaged, integral.force, integral.ki, integral.limit, integral.held,
-                 loop.low, loop.high, loop.q_des, loop.qd_des, loop.qdd_des),
-                self._output, self._work)
+            if valves.t is None:
+                valves.t = t
+            if valves._switches is not self._switches:      # more rows pending: new arrays
+                self._rest[1] = self._valve_arrays()
+            clock, pending = valves.t, valves.pending
+        status = self._entry(*self._model, reference._layout, reference._blend, t, loop.q,
+                             loop.qd, loop.measured_at, clock, pending, *self._rest)
+        if valves is not None:
+            valves.t = max(clock, t)
+            valves.pending = int(self._left[0])
+        return status
 
 
 _EXAMPLE_BLEND = blend_data(0.0, 1.0, False, *(np.zeros(1),) * 4)
-_NO_VALVES = (0.0, np.zeros(1), np.zeros(1), np.zeros(1), np.zeros((1, 1)), 0, 0.0, 0.0)

@@ -106,6 +106,14 @@ class Anchored:
         self._layout = layout
         self._kernel = blend_entry() if layout is None else anchored_entry(type(layout))
 
+    def sample_into(self, t, out):
+        """Write ``q_d``, ``qd_d``, ``qdd_d`` at time `t` (s) into the rows of `out` (3, n)."""
+        if self._layout is not None:
+            self._kernel(self._layout, self._blend, float(t), self._raw, out)
+            return
+        for row, value in zip(out, self.sample(t)):
+            row[:] = value
+
     def sample(self, t):
         """Return ``(q_d, qd_d, qdd_d)`` at time `t` (s, same clock as `t0`)."""
         if self._layout is not None:
@@ -152,7 +160,8 @@ class ControlLoop:
         self.nonfinite = 0
         self.events: List[Tuple[str, str]] = []
         self.q, self.qd = np.zeros(n), np.zeros(n)
-        self.q_des, self.qd_des, self.qdd_des = np.zeros(n), np.zeros(n), np.zeros(n)
+        self._desired = np.zeros((3, n))
+        self.q_des, self.qd_des, self.qdd_des = self._desired      # its rows
         self.effort = np.zeros(n)
         self.command = np.zeros(n)
         self._nan = np.full(n, np.nan)
@@ -430,9 +439,7 @@ class ControlLoop:
             except Exception as exc:  # noqa: B902 - any failure must end in the safe command
                 problem = f'{type(exc).__name__}: {exc}'
             return self._fail(problem)
-        for target, value in zip((self.q_des, self.qd_des, self.qdd_des),
-                                 self.reference.sample(t)):  # type: ignore[union-attr]
-            target[:] = value
+        self.reference.sample_into(t, self._desired)  # type: ignore[union-attr]
         problem = 'a non-finite effort'
         try:
             if self.compensation is None:
@@ -494,7 +501,7 @@ class ControlLoop:
         output = self.effort
         if settings.actuation is not None:
             output = settings.actuation.pressure(self.effort, out=self._pressure_out)
-        return np.take(output, settings.order, out=self.command)
+        return output.take(settings.order, out=self.command)
 
 
 class CycleView:

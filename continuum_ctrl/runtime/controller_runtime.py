@@ -272,10 +272,9 @@ class ControllerRuntime:
         row = self.rows.slot()
         if row is None:
             return
-        loop, n = self.loop, self.n
-        for k, part in enumerate((loop.q_des, loop.qd_des, loop.qdd_des, loop.q, loop.qd,
-                                  loop.effort, loop.integral.force)):     # STATE_PARTS
-            row[k * n:(k + 1) * n] = part
+        loop = self.loop
+        np.concatenate((loop.q_des, loop.qd_des, loop.qdd_des, loop.q, loop.qd, loop.effort,
+                        loop.integral.force), out=row)                  # STATE_PARTS
         self.rows.commit(t, status)
 
     def stop(self, t: float) -> np.ndarray:
