@@ -25,6 +25,7 @@ CASES = {
     'classical law, no integral': {'law.passive': 'measured', 'gains.ki': [0.0]},
     'no valve compensation': {'output.time_constant': 0.0, 'output.delay': 0.0},
     'dead time only': {'output.time_constant': 0.0},
+    'more commands pending than the valves first hold': {'output.delay': 0.15},
     'hold': {'reference.type': 'hold'},
     'minimum jerk': {'reference.type': 'min_jerk', 'reference.goal': [0.015],
                      'reference.duration': 0.8},

@@ -66,13 +66,18 @@ class Actuator:
 
     def command(self, values, t):
         """Command `values` (Pa) from time `t` (s) on; they act from ``t + delay``."""
+        self.make_room()
+        k = self.pending
+        self._switches[k] = t + self.delay
+        self._inputs[k] = values
+        self.pending = k + 1
+
+    def make_room(self):
+        """Make sure the pending rows have room for one more command (doubling them if not)."""
         k = self.pending
         if k == self._switches.size:
             self._switches = np.concatenate((self._switches, np.zeros(k)))
             self._inputs = np.concatenate((self._inputs, np.zeros_like(self._inputs)))
-        self._switches[k] = t + self.delay
-        self._inputs[k] = values
-        self.pending = k + 1
 
     def advance(self, t):
         """

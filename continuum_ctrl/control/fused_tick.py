@@ -67,11 +67,13 @@ def _grid_force(arm, memory, sums, layout, blend, cell, period, cells, forces, s
 
 
 @compiled(nogil=True)
-def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, clock, pending, gains,
-               valves, comp, grid, limits, integral, output, work):
+def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, clock, pending,
+               gains, valves, comp, grid, limits, integral, output, work):
     """
     Run one active tick at `t` (s) into the loop's buffers; return DONE or NONFINITE.
 
+    `sent`: when the loop's last command (`output`'s `command`) was sent (s; NaN: none yet),
+    fed to the valve model first as `Actuator.command` does (the caller made room for it);
     `clock`, `pending`: the valves' (`Actuator`) clock (s) and commands pending, `valves` its
     (pressure, input, switches, inputs, time constant, max rate), advanced to `t` here;
     `gains`: (kp, kd, passive at the reference);
@@ -79,7 +81,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, clock, p
     `grid`: (cells, forces); `limits`: (low, high, step, effort) with `effort` the force sent
     (moved here); `integral`: (engaged, force, ki, limit, held, q_low, q_high, desired
     q, qd, qdd); `output`: (area, deadzone, p_min, p_max, order, command); `work`: scratch.
-    Returns with ``work.pending[0]`` the valve commands still pending.
+    ``work.left[0]`` holds the valve commands pending, also after an exception.
     """
     kp, kd, at_reference = gains
     pressure, current, switches, inputs, time_constant, max_rate = valves
@@ -96,6 +98,12 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, clock, p
         q_des[i], qd_des[i], qdd_des[i] = now[0, i], now[1, i], now[2, i]
     x, xd, target = q, qd, now
     if compensate:
+        if sent == sent:
+            switches[pending] = sent + delay
+            for i in range(n):
+                inputs[pending, order[i]] = command[i]
+            pending += 1
+        left[0] = pending
         until[0] = t
         left[0] = advance_kernel(clock, pressure, current, switches, inputs, pending, until,
                                  time_constant, max_rate, row)
@@ -202,7 +210,7 @@ class FusedTick:
             if layout not in _entries:
                 _entries[layout] = entry_point(
                     fused_tick, *self._model, example_data(layout), _EXAMPLE_BLEND, 0.0,
-                    loop.q, loop.qd, 0.0, 0.0, 0, *self._rest, run=False)
+                    loop.q, loop.qd, 0.0, 0.0, 0.0, 0, *self._rest, run=False)
 
     def _valve_arrays(self):
         valves = self._valves
@@ -221,8 +229,12 @@ class FusedTick:
         """Tell whether the tick can run fused on `reference` (an `Anchored`) and the gains."""
         return self._diagonal and reference._layout is not None
 
-    def __call__(self, t):
-        """Run the active tick at `t` (s); return DONE, or NONFINITE (the effort unmoved)."""
+    def __call__(self, t, sent=None):
+        """
+        Run the active tick at `t` (s); return DONE, or NONFINITE (the effort unmoved).
+
+        `sent`: when the loop's last command was sent (s; None: none yet), for the valves.
+        """
         loop = self.loop
         reference = loop.reference
         if reference is not self._grid_reference:
@@ -235,15 +247,20 @@ class FusedTick:
         else:
             if valves.t is None:
                 valves.t = t
+            valves.make_room()
             if valves._switches is not self._switches:      # more rows pending: new arrays
                 self._rest[1] = self._valve_arrays()
             clock, pending = valves.t, valves.pending
-        status = self._entry(*self._model, reference._layout, reference._blend, t, loop.q,
-                             loop.qd, loop.measured_at, clock, pending, *self._rest)
-        if valves is not None:
-            valves.t = max(clock, t)
-            valves.pending = int(self._left[0])
-        return status
+            self._left[0] = pending
+        try:
+            return self._entry(*self._model, reference._layout, reference._blend, t, loop.q,
+                               loop.qd, loop.measured_at, _NONE if sent is None else sent,
+                               clock, pending, *self._rest)
+        finally:
+            if valves is not None:
+                valves.t = max(clock, t)
+                valves.pending = int(self._left[0])
 
 
+_NONE = float('nan')
 _EXAMPLE_BLEND = blend_data(0.0, 1.0, False, *(np.zeros(1),) * 4)

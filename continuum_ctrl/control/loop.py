@@ -412,10 +412,7 @@ class ControlLoop:
 
     def tick(self, t: float) -> np.ndarray:
         """Return the command for time `t` (s) in joints order (an internal buffer)."""
-        if self.compensation is not None and self._sent_time is not None:
-            self._pressures[self.settings.order] = self.command
-            self.compensation.sent(self._pressures, self._sent_time)
-        self._sent_time = t
+        sent, self._sent_time = self._sent_time, t
         if self.status == ACTIVE and t - self.last_state_time > self.settings.state_timeout:
             self.status = STALE
             self.valid_streak = 0
@@ -423,6 +420,7 @@ class ControlLoop:
                                         f'{self.settings.state_timeout} s: safe command '
                                         f"('{self.settings.safe_mode}')"))
         if self.status != ACTIVE:
+            self._feed_valves(sent)
             return self.safe_command()
         planner = self.planner
         planner.slot.take(self, t)
@@ -432,13 +430,14 @@ class ControlLoop:
         fused = self.fused
         if fused is not None and fused.covers(self.reference):
             try:
-                if fused(t) == DONE:
+                if fused(t, sent) == DONE:
                     self._failing = False
                     return self.command
                 problem = 'a non-finite effort'
             except Exception as exc:  # noqa: B902 - any failure must end in the safe command
                 problem = f'{type(exc).__name__}: {exc}'
             return self._fail(problem)
+        self._feed_valves(sent)
         self.reference.sample_into(t, self._desired)  # type: ignore[union-attr]
         problem = 'a non-finite effort'
         try:
@@ -458,6 +457,12 @@ class ControlLoop:
         if self.integral.engaged:
             self._integrate(t, low, high)
         return self._output()
+
+    def _feed_valves(self, sent):
+        """Feed the compensation's valve model the last command, sent at `sent` (s, or None)."""
+        if self.compensation is not None and sent is not None:
+            self._pressures[self.settings.order] = self.command
+            self.compensation.sent(self._pressures, sent)
 
     def _fail(self, problem):
         """Count a tick whose law failed (`problem` says how), log it once: the safe command."""
