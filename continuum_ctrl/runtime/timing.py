@@ -7,7 +7,9 @@ loop) records and another (the executor's diagnostics) reports: the recorder onl
 `head`, the reporter only `tail`, so neither loses or repeats a sample of the other. The
 whole run keeps a histogram with logarithmic bins, each 1 % wide (HdrHistogram-like), so run
 percentiles are within 0.5 % at O(1) cost per sample, constant memory and about 1700 bins per
-report.
+report. Both are Python lists: `add` runs on the loop thread four times a tick, and on lists
+it takes about two thirds of its time on NumPy arrays; the reports (once a second) make arrays
+of them.
 """
 
 import math
@@ -26,10 +28,10 @@ class Durations:
     """Durations of one kind (period, compute time, ...), in microseconds."""
 
     def __init__(self, window_capacity):
-        self.window = np.zeros(window_capacity)
+        self.window = [0.0] * window_capacity
         self.head = 0                       # samples recorded in windows (recorder's)
         self.tail = 0                       # samples reported (reporter's)
-        self.histogram = np.zeros(_BINS + 1, dtype=np.int64)
+        self.histogram = [0] * (_BINS + 1)
         self.total = 0
         self.largest = 0.0
 
@@ -50,7 +52,7 @@ class Durations:
         head, tail, capacity = self.head, self.tail, len(self.window)
         if head == tail:
             return float('nan'), float('nan'), float('nan')
-        samples = self.window[np.arange(tail, head) % capacity]
+        samples = np.take(self.window, np.arange(tail, head) % capacity)
         self.tail = head
         p50, p99 = np.percentile(samples, (50.0, 99.0))
         return float(p50), float(p99), float(samples.max())
