@@ -12,7 +12,7 @@ agree to 1e-12 of their scale; most ticks must have run fused.
 import numpy as np
 import pytest
 
-from continuum_ctrl.control.fused_tick import fused_tick, FusedTick
+from continuum_ctrl.control.fused_tick import FusedTick
 from continuum_ctrl.control.loop import ACTIVE, ControlLoop
 from continuum_ctrl.node_pair import controller_loop, plant_of
 from identify_plant import MISMATCH, NOISE
@@ -107,7 +107,3 @@ def test_covers_continuum_pressure_loops_with_diagonal_gains_and_joint_reference
     coupled.set_state(np.full(9, 0.013), np.zeros(9), 0.0)
     coupled.anchor(0.0)
     assert not coupled.fused.covers(coupled.reference)
-
-
-def test_the_fused_call_releases_the_gil():
-    assert fused_tick.targetoptions.get('nogil') is True
