@@ -8,10 +8,12 @@ which has no simulator, the middle of the joint limits) and run past its blend
 medians, us):
 - ``tick``: a fresh state in (`ControlLoop.set_state`, measured one period before) and
   `ControlLoop.tick`, the clock moving by one period per call;
+- ``runtime``: the same through the node's `ControllerRuntime` (`post_state`, `tick`: the
+  hand-off, the timing figures, the starvation window and the ``~/state`` row around it);
 - ``model``: the model call alone at the tick's state and desired acceleration:
   `inverse_dynamics` (the CoG kernel for the continuum arms, the generated code for the
   symbolic one), ``pinocchio.rnea`` for the Pinocchio arms;
-and their ratio. Run: ``python bench/bench_tick_ratio.py`` (~30 s).
+and the ratios of both to the model call. Run: ``python bench/bench_tick_ratio.py`` (~30 s).
 """
 
 import sys
@@ -22,7 +24,7 @@ import pinocchio as pin
 
 from continuum_ctrl.control.loop import ACTIVE
 from continuum_ctrl.models.rigid import RigidModel
-from continuum_ctrl.node_pair import controller_loop, node_pair
+from continuum_ctrl.node_pair import controller_runtime, node_pair
 
 ROUNDS = 15
 CALLS = 200
@@ -45,14 +47,15 @@ def median_us(function, calls=CALLS):
     return float(np.median(times)) * 1e6
 
 
-def active_loop(paths, plant=True):
-    """Return ``(loop, q, qd, t)``: the file's loop active past its blend at the plant's rest."""
-    if plant:
+def active_loop(paths, with_plant=True):
+    """Return ``(runtime, q, qd, t)``: the file's runtime, its loop active past its blend."""
+    if with_plant:          # at the plant's resting state
         runtime, plant = node_pair(paths)
-        loop = runtime.loop
         q, qd = (np.array(v) for v in plant.measure())
-    else:       # no simulator in the file: the middle of the joint limits, at rest
-        loop = controller_loop(paths)
+        loop = runtime.loop
+    else:                   # no simulator in the file: the middle of the joint limits, at rest
+        runtime = controller_runtime(paths)
+        loop = runtime.loop
         low, high = (np.clip(b, -3.0, 3.0) for b in (loop.low, loop.high))
         q, qd = 0.5 * (low + high), np.zeros(loop.model.n)
     loop.warm_up()
@@ -65,7 +68,7 @@ def active_loop(paths, plant=True):
         t += period
         if t > blend + 60.0:
             raise RuntimeError(f'{paths}: the loop did not become active')
-    return loop, q, qd, t
+    return runtime, q, qd, t
 
 
 def model_call(loop, q, qd):
@@ -77,8 +80,9 @@ def model_call(loop, q, qd):
 
 
 def measure(paths):
-    """Return ``(tick us, model us)`` for the config `paths`."""
-    loop, q, qd, t = active_loop(paths, paths != ['gazebo_arm.yaml'])
+    """Return ``(tick us, runtime us, model us)`` for the config `paths`."""
+    runtime, q, qd, t = active_loop(paths, paths != ['gazebo_arm.yaml'])
+    loop = runtime.loop
     clock = [t]
     period = loop.period
 
@@ -87,19 +91,27 @@ def measure(paths):
         loop.set_state(q, qd, now, now - period)
         loop.tick(now)
         clock[0] = now + period
+
+    def runtime_tick():
+        now = clock[0]
+        runtime.post_state(q, qd, now, now - period)
+        runtime.tick(now)
+        clock[0] = now + period
     model = model_call(loop, q, qd)
-    rounds = np.array([(median_us(tick), median_us(model)) for _ in range(ROUNDS)])
+    rounds = np.array([(median_us(tick), median_us(runtime_tick), median_us(model))
+                       for _ in range(ROUNDS)])
     if loop.status != ACTIVE:
         raise RuntimeError(f'{paths}: the loop left control ({loop.status})')
     return tuple(np.median(rounds, axis=0))
 
 
 def main(names=None):
-    """Print tick, model call and ratio per config (all of `CONFIGS` by default)."""
-    print(f'{"config":22s} {"tick us":>9s} {"model us":>9s} {"ratio":>6s}')
+    """Print tick, runtime tick, model call and ratios per config (all of `CONFIGS` by default)."""
+    print(f'{"config":22s} {"tick us":>9s} {"runtime us":>11s} {"model us":>9s} {"ratios":>11s}')
     for name in names or CONFIGS:
-        tick, model = measure(CONFIGS[name])
-        print(f'{name:22s} {tick:9.1f} {model:9.1f} {tick / model:6.1f}', flush=True)
+        tick, runtime, model = measure(CONFIGS[name])
+        print(f'{name:22s} {tick:9.1f} {runtime:11.1f} {model:9.1f} {tick / model:5.1f} '
+              f'{runtime / model:5.1f}', flush=True)
 
 
 if __name__ == '__main__':

@@ -19,6 +19,8 @@ may rest against a stop the error cannot remove. The loop resets the force at ac
 holds it during the reference's blend, so nothing jumps when control starts.
 """
 
+from typing import Optional
+
 import numpy as np
 
 from continuum_ctrl.numerics.jit import cached_entry_point, compiled
@@ -27,8 +29,9 @@ from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 class IntegralAction:
     """The integral force (n,) of one control loop; see the module doc. Not thread-safe."""
 
-    def __init__(self, n: int) -> None:
-        self.force = np.zeros(n)
+    def __init__(self, n: int, force: Optional[np.ndarray] = None) -> None:
+        """`force`: the (n,) float64 array to hold the force in (default: a new one)."""
+        self.force = np.zeros(n) if force is None else force
         self.ki = np.zeros(n)
         self.limit = np.zeros(n)
         #: joints held (not integrated) by the last update

@@ -57,6 +57,8 @@ BUMP_PEAK = 0.2845
 WAITING, ACTIVE, STALE, STOPPED = 'waiting', 'active', 'stale', 'stopped'
 
 
+#: the rows of `ControlLoop.cycle_record`: the cycle's arrays (model order, n each)
+CYCLE_PARTS = ('q_des', 'qd_des', 'qdd_des', 'q', 'qd', 'effort', 'integral')
 #: what `take_events` returns when nothing happened (no allocation per tick)
 NO_EVENTS: Sequence[Tuple[str, str]] = ()
 
@@ -147,7 +149,12 @@ class ControlLoop:
         self.awaiting_plan = False
         self.period = period
         n = model.n
-        self.integral = IntegralAction(n)
+        #: the cycle's arrays, CYCLE_PARTS in order, as rows of one block (one copy records it)
+        self.cycle_record = np.zeros((len(CYCLE_PARTS), n))
+        self._desired = self.cycle_record[:3]
+        self.q_des, self.qd_des, self.qdd_des, self.q, self.qd, self.effort = \
+            self.cycle_record[:6]
+        self.integral = IntegralAction(n, self.cycle_record[6])
         self.law = ComputedTorqueLaw(model, settings.kp, settings.kd, settings.passive,
                                      self.integral)
         self.low, self.high = (np.asarray(b, dtype=float) for b in model.joint_limits())
@@ -159,10 +166,6 @@ class ControlLoop:
         self.valid_streak = 0
         self.nonfinite = 0
         self.events: List[Tuple[str, str]] = []
-        self.q, self.qd = np.zeros(n), np.zeros(n)
-        self._desired = np.zeros((3, n))
-        self.q_des, self.qd_des, self.qdd_des = self._desired      # its rows
-        self.effort = np.zeros(n)
         self.command = np.zeros(n)
         self._nan = np.full(n, np.nan)
         self._limit_effort = effort_limiter()       # compiled now, not in the first tick

@@ -34,7 +34,7 @@ from typing import Callable, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
-from continuum_ctrl.control.loop import ACTIVE, ControlLoop, TrajectoryRejected
+from continuum_ctrl.control.loop import ACTIVE, ControlLoop, CYCLE_PARTS, TrajectoryRejected
 from continuum_ctrl.runtime.handoff import StateHandoff
 from continuum_ctrl.runtime.lateness import split
 from continuum_ctrl.runtime.snapshot_ring import SnapshotRing
@@ -46,8 +46,8 @@ from continuum_ctrl.runtime.timing import Durations
 DEGRADED = 'degraded'
 #: window of the starvation detector, s
 STARVATION_WINDOW = 0.5
-#: the arrays a ~/state row holds, in order (model order, n each)
-STATE_PARTS = ('q_des', 'qd_des', 'qdd_des', 'q', 'qd', 'effort', 'integral')
+#: the arrays a ~/state row holds, in order (model order, n each): the loop's cycle record
+STATE_PARTS = CYCLE_PARTS
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,7 @@ class ControllerRuntime:
         self.options = options = RuntimeOptions(loop.period) if options is None else options
         self.send = send
         self.n = loop.model.n
+        self._record = loop.cycle_record.reshape(-1)        # a view: STATE_PARTS in a row
         self.rejected = dict.fromkeys(kinds, 0)
         self.rejected.setdefault('pressures', 0)
         self.events: collections.deque = collections.deque()
@@ -272,9 +273,7 @@ class ControllerRuntime:
         row = self.rows.slot()
         if row is None:
             return
-        loop = self.loop
-        np.concatenate((loop.q_des, loop.qd_des, loop.qdd_des, loop.q, loop.qd, loop.effort,
-                        loop.integral.force), out=row)                  # STATE_PARTS
+        row[:] = self._record
         self.rows.commit(t, status)
 
     def stop(self, t: float) -> np.ndarray:
