@@ -5,9 +5,17 @@ Tests that start nodes or DDS participants carry the `ros` marker; `ros_domain` 
 module holding such tests a DDS domain of its own for its duration, counted from the run's
 ROS_DOMAIN_ID (`./run` picks one per run), with discovery kept on this machine. Run the fast
 part alone with ``./run test -m "not ros and not slow"``.
+
+A participant that exists before a node starts (a test's recorder or listener) is learnt by
+the node from the participant's announcements: Fast DDS sends five at 100 ms, then one every
+3 s, and here about half the node pairs started after a recorder heard it only at that next
+announcement, 2-3 s late. So the participants of this process announce themselves for 5 s
+(PARTICIPANT_PROFILE); the node processes keep Fast DDS's defaults.
 """
 
+import importlib.metadata
 import os
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +23,9 @@ import pytest
 DOMAIN_COUNT = 101
 #: module name -> its offset from the run's domain, given at collection
 ROS_MODULES = {}
+#: Fast DDS's default participant profile for this process (read once, at its first participant)
+PARTICIPANT_PROFILE = Path(__file__).with_name('data') / 'announce_participants.xml'
+_profile_loaded = []
 
 
 def pytest_collection_modifyitems(config, items):
@@ -36,6 +47,8 @@ def ros_domain(request):
     domain = (base + offset) % DOMAIN_COUNT
     os.environ['ROS_DOMAIN_ID'] = str(domain)
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    if not _profile_loaded:
+        load_participant_profile()
     try:
         yield domain
     finally:
@@ -44,3 +57,34 @@ def ros_domain(request):
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def load_participant_profile():
+    """
+    Make PARTICIPANT_PROFILE the default of this process's participants, not of its children.
+
+    Fast DDS reads the profiles file named in the environment when the process creates its
+    first participant (rclpy: its first node), so a throw-away node is made with the variable
+    set, which is then removed: node processes started later do not inherit it. Fast DDS 3
+    (Kilted) reads FASTDDS_DEFAULT_PROFILES_FILE, Fast DDS 2 (Jazzy) FASTRTPS_DEFAULT_...
+    """
+    import rclpy
+    try:
+        importlib.metadata.version('ros-fastdds')
+        variable = 'FASTDDS_DEFAULT_PROFILES_FILE'
+    except importlib.metadata.PackageNotFoundError:
+        variable = 'FASTRTPS_DEFAULT_PROFILES_FILE'
+    saved = os.environ.get(variable)
+    os.environ[variable] = str(PARTICIPANT_PROFILE)
+    context = rclpy.Context()
+    try:
+        rclpy.init(context=context)
+        rclpy.create_node('participant_profile', context=context).destroy_node()
+    finally:
+        if rclpy.ok(context=context):
+            rclpy.shutdown(context=context)
+        if saved is None:
+            os.environ.pop(variable)
+        else:
+            os.environ[variable] = saved
+        _profile_loaded.append(variable)

@@ -82,6 +82,24 @@ def params_file(tmp_path, base, **nodes):
     return path
 
 
+def windows(rec, since=0, sim_since=0):
+    """
+    Return the diagnostics windows from index `since` (`sim_since`) on, in short: what a
+    failed bound on a loaded machine needs to say which side stalled.
+
+    Per controller window: status, the p99 age of the state a tick used and the p99 latency
+    of the states received (ms), the longest tick period (ms); per simulator window, the
+    commands it accepted per plant step (0: none reached it).
+    """
+    def ms(values, key):
+        return round(float(values.get(key, 'nan')) / 1e3, 1)
+    loop = [(w['status'], ms(w, 'input_age_p99_us'), ms(w, 'state_latency_p99_us'),
+             ms(w, 'period_max_us')) for w in rec.diagnostics[since:]]
+    plant = [w.get('commands_per_step') for w in rec.sim_diagnostics[sim_since:]]
+    return (f'controller (status, input age p99 ms, state latency p99 ms, period max ms): '
+            f'{loop}; simulator commands per step: {plant}')
+
+
 @contextlib.contextmanager
 def running(tmp_path, path, with_simulator=True):
     """

@@ -36,7 +36,7 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.runtime.controller_runtime import DEGRADED
-from ros_nodes import params_file, running
+from ros_nodes import params_file, running, windows as describe
 from safety_tools import latest
 
 #: starts node processes or DDS participants, for more than a few seconds
@@ -95,11 +95,12 @@ def rss_mb(pid):
 
 def phase(rec, processes, kind=None, rate=0.0, names=()):
     """
-    Run one phase (flooding `kind` at `rate`/s); return (median rate Hz, sent, statuses).
+    Run one phase (flooding `kind` at `rate`/s); return (median rate Hz, sent, statuses, why).
 
-    `statuses`: the controller's status in each diagnostics window of the phase, in order.
+    `statuses`: the controller's status in each diagnostics window of the phase, in order;
+    `why`: those windows in short (`ros_nodes.windows`), for a failure's message.
     """
-    count = len(rec.diagnostics)
+    count, sim_count = len(rec.diagnostics), len(rec.sim_diagnostics)
     flooder = None
     if kind is not None:
         flooder = subprocess.Popen([sys.executable, '-c', FLOODER, kind, str(rate), str(PHASE),
@@ -114,7 +115,8 @@ def phase(rec, processes, kind=None, rate=0.0, names=()):
     windows = rec.diagnostics[count + 1:]
     assert windows and processes[0].poll() is None
     rates = [float(w['rate_hz']) for w in windows]
-    return float(np.median(rates)), sent, [w['status'] for w in windows]
+    return (float(np.median(rates)), sent, [w['status'] for w in windows],
+            describe(rec, count + 1, sim_count))
 
 
 @pytest.fixture(scope='module')
@@ -134,15 +136,15 @@ def test_oversized_floods_keep_the_command_rate(arm, kind, counter):
     names = rec.joint_names if kind == 'trajectories' else ()
     memory = rss_mb(procs[0].pid)
     before = latest(rec, counter, 0.0)
-    base, _, _ = phase(rec, procs)
+    base, _, _, _ = phase(rec, procs)
     figures = []
     for rate in (10.0, 0.0):
         commands = len(rec.commands)
-        flooded, sent, statuses = phase(rec, procs, kind, rate, names)
+        flooded, sent, statuses, why = phase(rec, procs, kind, rate, names)
         figures.append(f'{"10/s" if rate else "at once"}: {sent} sent, {flooded:.0f} Hz '
                        f'({flooded / base:.0%}), statuses {sorted(set(statuses))}')
         assert flooded >= 0.9 * min(base, 500.0), (kind, rate, flooded, base)
-        resumes_at_once(statuses)
+        resumes_at_once(statuses, why)
         sent_commands = np.array([c for _, c in rec.commands[commands:]])
         assert len(sent_commands) and np.all(np.isfinite(sent_commands))
     grown = rss_mb(procs[0].pid) - memory
@@ -153,7 +155,7 @@ def test_oversized_floods_keep_the_command_rate(arm, kind, counter):
     assert rejected > 0
 
 
-def resumes_at_once(statuses):
+def resumes_at_once(statuses, why):
     """
     Check a flood's diagnostics windows: active throughout, or for a moment not.
 
@@ -162,8 +164,8 @@ def resumes_at_once(statuses):
     crowd them out for a `state_timeout`: the loop then sends its safe command (stale) and must
     resume at once after, in at most one window and not the last.
     """
-    assert set(statuses) <= {'active', DEGRADED, 'stale'}, statuses
-    assert statuses.count('stale') <= 1 and statuses[-1] != 'stale', statuses
+    assert set(statuses) <= {'active', DEGRADED, 'stale'}, why
+    assert statuses.count('stale') <= 1 and statuses[-1] != 'stale', why
 
 
 def rejections(rec):
@@ -173,15 +175,15 @@ def rejections(rec):
 
 def test_a_flood_of_useless_small_states_leaves_the_loop_alive(arm):
     rec, procs = arm
-    base, _, _ = phase(rec, procs)
+    base, _, _, _ = phase(rec, procs)
     before = rejections(rec)
-    flooded, sent, statuses = phase(rec, procs, 'unknown', 20000.0)
+    flooded, sent, statuses, why = phase(rec, procs, 'unknown', 20000.0)
     after = rejections(rec)
     rejected = after['rejected_foreign'] - before['rejected_foreign']
     print(f'\nunknown-joint states: {sent} sent, {rejected:.0f} rejected; {flooded:.0f} Hz '
           f'against {base:.0f}; statuses {statuses}; missed share '
           f'{latest(rec, "missed_share")}; counters {after}')
     assert rejected > 0
-    resumes_at_once(statuses)
+    resumes_at_once(statuses, why)
     assert after['rejected_names'] == before['rejected_names']
     assert np.all(np.isfinite(np.array([c for _, c in rec.commands[-100:]])))
