@@ -4,8 +4,11 @@ Foreign joint states (naming none of the arm's joints) on a shared topic, in pro
 A real ControllerNode (its loop thread stopped; its callback and tick called as the executor
 and the loop thread would) waits for `resume_count` consecutive valid states. Another robot's
 states interleaved with them are counted (`rejected_foreign`) but do not break the streak, so
-the arm starts controlling after the same number of valid states as alone; a bad state of the
-arm itself (a missing joint) does break it, so the same interleaving keeps the arm waiting.
+the arm starts controlling after the same number of valid states as alone. So do states
+longer than `input.max_joint_states_bytes` (counted as `rejected_size`, unread): no state of
+this arm is that long, and in a flood they would otherwise keep it from resuming. A bad state
+of the arm itself (a missing joint) does break it, so the same interleaving keeps the arm
+waiting.
 """
 
 import pytest
@@ -23,6 +26,10 @@ RESUME_COUNT = 5
 VALID = serialize_message(joint_state(['joint1', 'joint2'], [0.2, -0.1], [0.0, 0.0]))
 #: another robot's state: none of the arm's joints
 FOREIGN = serialize_message(joint_state(['gripper_finger'], [0.01], [0.0]))
+#: longer than MAX_BYTES: 100 names
+OVERSIZED = serialize_message(joint_state([f'joint{k}' for k in range(100)], [0.0] * 100,
+                                          [0.0] * 100))
+MAX_BYTES = 1000
 #: the arm's own state with a joint missing
 PARTIAL = serialize_message(joint_state(['joint1', 'gripper_finger'], [0.2, 0.01], [0.0, 0.0]))
 
@@ -31,7 +38,8 @@ PARTIAL = serialize_message(joint_state(['joint1', 'gripper_finger'], [0.2, 0.01
 def node(tmp_path):
     """The 2R controller, built and activated, its loop thread stopped."""
     path = params_file(tmp_path, 'planar_2r.yaml', continuum_controller={
-        'resume_count': RESUME_COUNT, 'state_timeout': 10.0})
+        'resume_count': RESUME_COUNT, 'state_timeout': 10.0,
+        'input.max_joint_states_bytes': MAX_BYTES})
     context = rclpy.Context()
     rclpy.init(context=context)
     made = ControllerNode(context=context, cli_args=['--ros-args', '--params-file', str(path)])
@@ -59,6 +67,14 @@ def test_foreign_states_between_valid_ones_do_not_delay_activation(node):
     assert statuses[:2 * RESUME_COUNT - 2] == ['waiting'] * (2 * RESUME_COUNT - 2)
     assert statuses[-2:] == ['active', 'active'], statuses
     assert node.runtime.rejected['foreign'] == RESUME_COUNT and node.runtime.rejected['names'] == 0
+
+
+def test_oversized_states_between_valid_ones_do_not_delay_activation(node):
+    assert len(VALID) <= MAX_BYTES < len(OVERSIZED)
+    statuses = interleave(node, OVERSIZED, RESUME_COUNT)
+    assert statuses[:2 * RESUME_COUNT - 2] == ['waiting'] * (2 * RESUME_COUNT - 2)
+    assert statuses[-2:] == ['active', 'active'], statuses
+    assert node.runtime.rejected['size'] == RESUME_COUNT
 
 
 def test_a_bad_state_of_the_arm_between_valid_ones_keeps_it_waiting(node):

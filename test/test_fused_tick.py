@@ -35,12 +35,12 @@ CASES = {
 }
 
 
-def shadowed(overrides, ticks_before_bad_state=None):
+def shadowed(overrides, bad_state=None):
     """
     Run the case; return ``(worst relative difference, fused ticks, active ticks, events)``.
 
-    With `ticks_before_bad_state`, one state of huge lengths is given after that many ticks
-    (its forces are not finite).
+    `bad_state`: ``(tick, 'q' or 'qd')``: at that tick the state's positions or velocities are
+    huge (1e200), so the law's force is not finite or the prediction's mass matrix not SPD.
     """
     overrides = {'reference.blend_time': 0.3, **overrides}
     fused = controller_loop(PARAMS, overrides)
@@ -52,8 +52,11 @@ def shadowed(overrides, ticks_before_bad_state=None):
     for k in range(int(DURATION / period)):
         t = k * period
         q, qd = plant.measure()
-        if k == ticks_before_bad_state:
-            q = np.full_like(q, 1e200)
+        if bad_state is not None and k == bad_state[0]:
+            if bad_state[1] == 'q':
+                q = np.full_like(q, 1e200)
+            else:
+                qd = np.full_like(qd, 1e200)
         for loop in (fused, python):
             loop.set_state(q, qd, t, plant.t)
         covered = (fused.status == ACTIVE and fused.fused is not None
@@ -82,12 +85,13 @@ def test_the_fused_tick_gives_the_python_ticks_commands(case):
     assert worst <= 1e-12
 
 
-def test_a_non_finite_force_gives_the_same_safe_command_and_error_line():
-    worst, _, _, (fused_events, python_events) = shadowed({}, ticks_before_bad_state=400)
+@pytest.mark.parametrize('part', ['q', 'qd'])
+def test_a_failing_law_gives_the_same_safe_command_and_error_line(part):
+    worst, _, _, (fused_events, python_events) = shadowed({}, bad_state=(400, part))
     assert worst <= 1e-12
     errors = [text for level, text in fused_events if level == 'error']
     assert errors == [text for level, text in python_events if level == 'error']
-    assert errors and 'non-finite' in errors[0]
+    assert len(errors) == 1 and errors[0].startswith('the control law gave '), errors
 
 
 def test_covers_continuum_pressure_loops_with_diagonal_gains_and_joint_references():

@@ -21,9 +21,11 @@ from continuum_ctrl.ros.raw_input import commands_reader, joint_states_reader, t
 STATE_KINDS = REJECT_KINDS + ('size',)
 #: every rejection kind the node counts (`rejected_<kind>` in /diagnostics)
 KINDS = STATE_KINDS + ('trajectory', 'trajectory_size', 'pressures', 'tip_target')
-#: those of a bad measurement of this arm: they count against the streak needed to resume
-#: (foreign states, another robot's on a shared topic, do not)
-BAD_STATE_KINDS = tuple(kind for kind in STATE_KINDS if kind != FOREIGN)
+#: those of a bad measurement of this arm: they count against the streak needed to resume.
+#: Foreign states (another robot's on a shared topic) do not, nor do states longer than any
+#: state of this arm can be ('size'): interleaved with valid ones, as in a flood, each would
+#: reset the streak and keep the arm from resuming after a stall until the flood ends.
+BAD_STATE_KINDS = tuple(kind for kind in STATE_KINDS if kind not in (FOREIGN, 'size'))
 
 
 class ControllerInput:
