@@ -108,7 +108,6 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
             for i in range(n):
                 inputs[pending, order[i]] = command[i]
             pending += 1
-        left[0] = pending
         until[0] = t
         left[0] = advance_kernel(clock, pressure, current, switches, inputs, pending, until,
                                  time_constant, max_rate, row)
@@ -259,7 +258,7 @@ class FusedTick:
             self._left[0] = pending
         try:
             return self._entry(*self._model, reference._layout, reference._blend, t, loop.q,
-                               loop.qd, loop.measured_at, _NONE if sent is None else sent,
+                               loop.qd, loop.measured_at, _NOT_SENT if sent is None else sent,
                                clock, pending, *self._rest)
         finally:
             if valves is not None:
@@ -267,5 +266,5 @@ class FusedTick:
                 valves.pending = int(self._left[0])
 
 
-_NONE = float('nan')
+_NOT_SENT = float('nan')
 _EXAMPLE_BLEND = blend_data(0.0, 1.0, False, *(np.zeros(1),) * 4)
