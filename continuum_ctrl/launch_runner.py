@@ -8,10 +8,12 @@ no node starts. SIGINT and SIGTERM
 are forwarded to the nodes as SIGINT (the controller then publishes its safe command, waits
 until its subscribers have it and exits); a node that does not stop within `STOP_TIMEOUT` is
 killed, and named on stderr. Exits with 0, or the status of the first node that
-failed.
+failed. A runner that is itself killed (SIGKILL) takes its nodes with it: on Linux each node
+gets SIGINT when the runner dies, as from a Ctrl-C, and so still sends its safe command.
 """
 
 import argparse
+import ctypes
 import os
 import signal
 import subprocess
@@ -23,6 +25,26 @@ from continuum_ctrl.ros.node_settings import check_parameter_file
 
 #: seconds a node gets to exit after SIGINT before it is killed
 STOP_TIMEOUT = 5.0
+#: prctl(2) option: the signal a process gets when the thread that started it ends (Linux)
+PR_SET_PDEATHSIG = 1
+
+
+def _with_runner():
+    """
+    Return a `preexec_fn` giving the child SIGINT when this process dies, or None off Linux.
+
+    prctl is looked up here, before the fork: the child only calls it, then checks that its
+    parent did not die before the call.
+    """
+    if not sys.platform.startswith('linux'):
+        return None
+    prctl, runner = ctypes.CDLL(None, use_errno=True).prctl, os.getpid()
+
+    def preexec():
+        prctl(PR_SET_PDEATHSIG, signal.SIGINT)
+        if os.getppid() != runner:
+            os.kill(os.getpid(), signal.SIGINT)
+    return preexec
 
 
 def start(nodes, env=None, outputs=None):
@@ -32,7 +54,8 @@ def start(nodes, env=None, outputs=None):
     `outputs`: one open file per node for its stdout and stderr (default: inherited).
     """
     outputs = outputs or [None] * len(nodes)
-    return [subprocess.Popen(node.command(), env=env, stdout=out, stderr=out)
+    return [subprocess.Popen(node.command(), env=env, stdout=out, stderr=out,
+                             preexec_fn=_with_runner())
             for node, out in zip(nodes, outputs)]
 
 

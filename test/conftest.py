@@ -11,11 +11,17 @@ the node from the participant's announcements: Fast DDS sends five at 100 ms, th
 3 s, and here about half the node pairs started after a recorder heard it only at that next
 announcement, 2-3 s late. So the participants of this process announce themselves for 5 s
 (PARTICIPANT_PROFILE); the node processes keep Fast DDS's defaults.
+
+Many tests run nodes under SCHED_FIFO. On two cores, real-time threads that stop blocking
+starve every normal process, this run included, and no timeout can end them; so a real-time
+thread of this process or of any it starts may run at most REALTIME_RUN_LIMIT without a
+blocking call (RLIMIT_RTTIME, inherited): past it the kernel ends its process.
 """
 
 import importlib.metadata
 import os
 from pathlib import Path
+import resource
 
 import pytest
 
@@ -26,6 +32,16 @@ ROS_MODULES = {}
 #: Fast DDS's default participant profile for this process (read once, at its first participant)
 PARTICIPANT_PROFILE = Path(__file__).with_name('data') / 'announce_participants.xml'
 _profile_loaded = []
+#: CPU time a real-time thread may use without blocking, s (SIGXCPU; SIGKILL one second later)
+REALTIME_RUN_LIMIT = 5.0
+
+
+def pytest_configure(config):
+    """Bound every real-time thread of the run (RLIMIT_RTTIME; a lower limit is kept)."""
+    soft, hard = (int(s * 1e6) for s in (REALTIME_RUN_LIMIT, REALTIME_RUN_LIMIT + 1.0))
+    current = resource.getrlimit(resource.RLIMIT_RTTIME)
+    if current[1] == resource.RLIM_INFINITY or current[1] > hard:
+        resource.setrlimit(resource.RLIMIT_RTTIME, (soft, hard))
 
 
 def pytest_collection_modifyitems(config, items):

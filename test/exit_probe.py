@@ -92,7 +92,7 @@ def exit_once(listener, command, sig, log_path, group=False, before_signal=None,
     the runner alone; `before_signal(process)`: called once the nodes control, before the
     signal. Raises AssertionError with the log's tail when the nodes do not start controlling
     within `start_timeout` s, or the runner does not exit within `exit_timeout` s of the
-    signal.
+    signal, and when commands still arrive `exit_timeout` s after it exited.
     """
     listener.commands = []
     with open(log_path, 'w') as log:
@@ -117,9 +117,13 @@ def exit_once(listener, command, sig, log_path, group=False, before_signal=None,
                 raise AssertionError(f'no exit within {exit_timeout} s of {sig!r}:\n'
                                      f'{Path(log_path).read_text()[-3000:]}')
             listener.spin(0.01)
-        exit_s = time.monotonic() - sent
-        count, quiet = len(listener.commands), time.monotonic() + QUIET
+        exited = time.monotonic()
+        exit_s = exited - sent
+        count, quiet = len(listener.commands), exited + QUIET
         while time.monotonic() < quiet:
+            if time.monotonic() - exited > exit_timeout:
+                raise AssertionError(f'commands still arrive {exit_timeout} s after the runner '
+                                     f'exited: a node outlived it')
             listener.spin(0.02)
             if len(listener.commands) != count:
                 count, quiet = len(listener.commands), time.monotonic() + QUIET

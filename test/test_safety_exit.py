@@ -3,7 +3,8 @@ The safe command reaches an outside reliable subscriber on every exit, not only 
 
 Through `continuum-ctrl launch simulation` (the reference continuum arm: SCHED_FIFO nodes, the
 setting in which, before the controller waited for acknowledgements, most exits lost the safe
-command): twenty SIGINT and twenty SIGTERM exits in a row, each one start-up of both nodes.
+command): twenty SIGINT and twenty SIGTERM exits in a row, each one start-up of both nodes,
+and a killed runner, whose nodes then stop as on SIGINT.
 The same under the real `launch` service where it and the built package are installed. A
 simulator killed outright leaves the controller's wait to time out, bounded and logged. In
 one process: lifecycle shutdown, a failing loop and a failed configure after an activation,
@@ -118,6 +119,15 @@ def children(pid):
             for c in (task / 'children').read_text().split()]
 
 
+def running(pid):
+    """Tell whether process `pid` runs (an exited one its new parent has not reaped does not)."""
+    try:
+        stat = Path(f'/proc/{pid}/stat').read_text()
+    except OSError:
+        return False
+    return stat.rsplit(')', 1)[1].split()[0] not in 'ZX'
+
+
 def test_a_killed_simulator_bounds_the_wait_and_the_log_says_so(tmp_path):
     """The simulator's reader stays matched after SIGKILL: the wait times out, 0.2 s, logged."""
     log = Path(tmp_path) / 'exit.log'
@@ -133,6 +143,26 @@ def test_a_killed_simulator_bounds_the_wait_and_the_log_says_so(tmp_path):
     assert run.last_is_safe and run.status != 0     # the runner reports the killed node
     assert 'safe command: not acknowledged within 200 ms (2 subscribers matched' in text, text
     assert run.exit_s < 5.0
+
+
+def test_a_killed_runner_takes_its_nodes_and_the_last_command_is_safe(tmp_path):
+    """SIGKILL to `continuum-ctrl launch`: its nodes get SIGINT, vent and exit (Linux)."""
+    log = Path(tmp_path) / 'exit.log'
+    nodes = []
+    try:
+        with CommandListener(reference_safe_command()) as listener:
+            run = exit_once(listener, launch_command(DEFAULT_PARAMS), signal.SIGKILL, log,
+                            before_signal=lambda process: nodes.extend(children(process.pid)))
+            end = time.monotonic() + 10.0
+            while any(running(pid) for pid in nodes) and time.monotonic() < end:
+                listener.spin(0.05)
+        assert len(nodes) == 2 and not any(running(pid) for pid in nodes), \
+            log.read_text()[-3000:]
+        assert run.status == -signal.SIGKILL and run.last_is_safe, (run, log.read_text()[-3000:])
+    finally:
+        for pid in nodes:               # orphans would go on commanding the next tests' arms
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
 
 
 #: the 2R in pressure mode (p_min above zero, so that venting differs from zero)

@@ -1,11 +1,16 @@
 """Real-time scheduling of a node's threads: the loop thread first, the others one below."""
 
 import os
+import resource
+import subprocess
+import sys
 import threading
+import time
 
 import pytest
 
 from continuum_ctrl.runtime.scheduling import set_node_priority, set_thread_priority
+from conftest import REALTIME_RUN_LIMIT
 from ros_nodes import in_thread
 
 pytestmark = pytest.mark.skipif(not hasattr(os, 'sched_getscheduler'), reason='Linux only')
@@ -61,3 +66,38 @@ def test_a_refusal_names_the_reason_and_changes_nothing():
     problem = in_thread(lambda: set_thread_priority(1000))   # outside 1-99 on Linux
     assert problem is not None and 'rtprio' in problem
     assert in_thread(policy) == (os.SCHED_OTHER, 0)
+
+
+#: a process that puts itself under SCHED_FIFO and never blocks again (exit 3: not permitted)
+RUNAWAY = """
+import os, sys
+try:
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+except OSError:
+    sys.exit(3)
+print('spinning', flush=True)
+while True:
+    pass
+"""
+
+
+def test_a_runaway_real_time_process_is_ended_by_the_kernel():
+    """A test's node that spins under SCHED_FIFO is ended (conftest: RLIMIT_RTTIME)."""
+    assert resource.getrlimit(resource.RLIMIT_RTTIME)[0] <= REALTIME_RUN_LIMIT * 1e6
+    runaway = subprocess.Popen([sys.executable, '-c', RUNAWAY], stdout=subprocess.PIPE,
+                               text=True)
+    try:
+        if runaway.stdout.readline() != 'spinning\n':
+            assert runaway.wait(10.0) == 3
+            pytest.skip('SCHED_FIFO is not permitted here')
+        start = time.monotonic()
+        try:
+            status = runaway.wait(timeout=3 * REALTIME_RUN_LIMIT)   # the other core runs this
+        except subprocess.TimeoutExpired:
+            pytest.fail(f'a SCHED_FIFO spin still ran {3 * REALTIME_RUN_LIMIT} s later')
+        assert status in (-9, -24)                  # SIGKILL or SIGXCPU
+        assert REALTIME_RUN_LIMIT - 1.0 < time.monotonic() - start < 2 * REALTIME_RUN_LIMIT
+    finally:
+        if runaway.poll() is None:
+            runaway.kill()
+            runaway.wait()
