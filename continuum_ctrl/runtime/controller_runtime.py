@@ -42,6 +42,9 @@ from continuum_ctrl.runtime.starvation import StarvationDetector
 from continuum_ctrl.runtime.throttle import Throttle
 from continuum_ctrl.runtime.timing import Durations
 
+#: ~/state rows kept for the executor to publish, s of ticks: with both nodes at SCHED_FIFO on
+#: two cores its timer waited over 100 ms at times, and a 0.1 s ring lost that many rows
+ROW_SECONDS = 1.0
 #: status reported while the loop misses too many deadlines
 DEGRADED = 'degraded'
 #: window of the starvation detector, s
@@ -97,7 +100,7 @@ class ControllerRuntime:
         self.pressures: collections.deque = collections.deque(maxlen=64)   # (Pa, t) to apply
         self._pressure_throttle = Throttle()
         rate = 1.0 / options.period
-        self.rows = SnapshotRing(int(0.1 * rate) + 16, len(STATE_PARTS) * self.n)
+        self.rows = SnapshotRing(int(ROW_SECONDS * rate) + 16, len(STATE_PARTS) * self.n)
         capacity = int(4 * rate) + 16
         self.period = Durations(capacity)
         self.compute = Durations(capacity)
