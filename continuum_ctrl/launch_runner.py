@@ -53,9 +53,9 @@ def start(nodes, env=None, outputs=None):
 
     `outputs`: one open file per node for its stdout and stderr (default: inherited).
     """
-    outputs = outputs or [None] * len(nodes)
+    outputs, preexec = outputs or [None] * len(nodes), _with_runner()
     return [subprocess.Popen(node.command(), env=env, stdout=out, stderr=out,
-                             preexec_fn=_with_runner())
+                             preexec_fn=preexec)
             for node, out in zip(nodes, outputs)]
 
 

@@ -33,7 +33,7 @@ from exit_probe import CommandListener, exit_once, launch_command
 from ros_nodes import params_file
 from safety_tools import joint_state
 
-#: starts node processes, forty times
+#: starts node processes, twenty-odd times
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 #: exits in a row per signal: without the wait for acknowledgements, 75 % of SIGINT and 35 %
 #: of SIGTERM exits lost the safe command (docs/safety-exit.md), so ten in a row that all end
