@@ -122,6 +122,20 @@ def test_lateness_has_one_definition_for_every_figure():
     assert any('control loop starved' in text for _, text in runtime.drain_events())
 
 
+def test_a_starved_loop_reports_degraded_only_while_active():
+    """Starved and stale: the status says stale, what the command is (reporting only)."""
+    runtime = runtime_of(max_missed_share=0.2)
+    t = activate(runtime)
+    for k in range(60):
+        runtime.post_state(Q, np.zeros(2), t)
+        runtime.tick(t, 0.6 * PERIOD)
+        t += PERIOD
+    assert runtime.status == DEGRADED and runtime.loop.status == ACTIVE
+    command = runtime.tick(t + runtime.loop.settings.state_timeout, 0.6 * PERIOD)
+    assert runtime.degraded and runtime.status == STALE
+    assert np.array_equal(command, runtime.loop.safe_command())
+
+
 def test_state_rows_every_decimation_ticks_with_the_loop_buffers():
     runtime = runtime_of(state_decimation=2)
     t = activate(runtime, 4)

@@ -45,7 +45,7 @@ from continuum_ctrl.runtime.timing import Durations
 #: ~/state rows kept for the executor to publish, s of ticks: with both nodes at SCHED_FIFO on
 #: two cores its timer waited over 100 ms at times, and a 0.1 s ring lost that many rows
 ROW_SECONDS = 1.0
-#: status reported while the loop misses too many deadlines
+#: status reported while the loop is active and misses too many deadlines
 DEGRADED = 'degraded'
 #: window of the starvation detector, s
 STARVATION_WINDOW = 0.5
@@ -240,7 +240,7 @@ class ControllerRuntime:
         self._ticks += 1
         if self._ticks >= self.options.state_decimation:
             self._ticks = 0
-            self._row(t, DEGRADED if degraded else loop.status)
+            self._row(t, self.status)
         if loop.events:
             self.events.extend(loop.take_events())
         self.compute.add((time.perf_counter() - start) * 1e6)
@@ -311,8 +311,14 @@ class ControllerRuntime:
 
     @property
     def status(self) -> str:
-        """Return the status as reported: `degraded` while starved, else the loop's."""
-        return DEGRADED if self.degraded else self.loop.status
+        """
+        Return the status as reported: `degraded` while active and starved, else the loop's.
+
+        A loop that is not active sends its safe command whatever its timing: its own status
+        (stale, waiting, stopped) says more than its starvation.
+        """
+        status = self.loop.status
+        return DEGRADED if self.degraded and status == ACTIVE else status
 
     def tip_target(self) -> Optional[np.ndarray]:
         """Return the tip position the reference heads for now, m (None: a joint reference)."""
