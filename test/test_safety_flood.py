@@ -20,7 +20,7 @@ from trajectory_msgs.msg import JointTrajectory
 from continuum_ctrl.launch_description import config_path, CONTROLLER
 from continuum_ctrl.models import load_model
 from ros_nodes import params_file, running
-from safety_tools import (joint_state, publish_until, state_publisher, Timeline,
+from safety_tools import (CONTROLLING, joint_state, publish_until, state_publisher, Timeline,
                           trajectory, wait_diagnostics, wall, within)
 
 #: starts node processes or DDS participants, for more than a few seconds
@@ -78,8 +78,7 @@ def test_joint_state_flood(controller):
         good += 1
         assert publish_until(rec, pub, joint_state(NAMES, q, [0.0] * 7),
                              lambda: timeline.shows(q), procs)
-    assert publish_until(rec, pub, joint_state(NAMES, q, [0.0] * 7),
-                         lambda: timeline.rows[-1][1] == 'active', procs)
+    assert timeline.rows[-1][1] in CONTROLLING
     q0 = q
     start = time.monotonic()
     batch = []
@@ -96,12 +95,7 @@ def test_joint_state_flood(controller):
             assert rec.wait(lambda: timeline.shows(q), 30.0, procs), f'good state {good} unused'
     elapsed = time.monotonic() - start
     during = [row[1] for row in timeline.rows if row[0] >= timeline.first_seen(q0)]
-    # the bad ones did not stop control: with good states still coming, the loop is active
-    # (during the flood a slow machine may starve it at normal priority: it then reports
-    # `degraded`, and recovers once the flood is over)
-    assert publish_until(rec, pub, joint_state(NAMES, q, [0.0] * 7),
-                         lambda: timeline.rows[-1][1] == 'active', procs, timeout=10.0), (
-        timeline.rows[-1][1])
+    assert timeline.rows[-1][1] in CONTROLLING          # the bad ones did not stop control
     assert wait_diagnostics(rec, lambda v: all(v[f'rejected_{k}'] == str(n)
                                                for k, n in sent.items()), 10.0, procs), (
         sent, rec.diagnostics[-1])
@@ -136,7 +130,7 @@ def test_trajectory_flood(controller):
     msg = joint_state(NAMES, q, [0.0] * 7)             # zero stamp: not checked
     rec.node.create_timer(0.005, lambda: pub.publish(msg))
     # trajectories are taken only while controlling: 5 valid states in a row first
-    assert rec.wait(lambda: timeline.shows(q) and timeline.rows[-1][1] == 'active', 30.0,
+    assert rec.wait(lambda: timeline.shows(q) and timeline.rows[-1][1] in CONTROLLING, 30.0,
                     procs)
     traj_pub = rec.node.create_publisher(JointTrajectory, f'/{CONTROLLER}/joint_trajectory', 10)
     assert rec.wait(lambda: traj_pub.get_subscription_count() > 0, 30.0)

@@ -22,7 +22,7 @@ from continuum_ctrl.launch_description import config_path, simulation
 from continuum_ctrl.launch_runner import start
 from continuum_ctrl.models import load_model
 from ros_nodes import params_file, running, START_TIMEOUT
-from safety_tools import (joint_state, SentStates, state_publisher, Timeline,
+from safety_tools import (CONTROLLING, joint_state, SentStates, state_publisher, Timeline,
                           wait_diagnostics, wall)
 
 #: starts node processes or DDS participants, for more than a few seconds
@@ -58,7 +58,7 @@ def steadily_active(timeline, seconds, lag=0.05):
     if not rows or wall() - rows[-1][0] > lag or rows[-1][0] - rows[0][0] < seconds:
         return False
     since = rows[-1][0] - seconds
-    return all(row[1] == 'active' for row in
+    return all(row[1] in CONTROLLING for row in
                itertools.takewhile(lambda row: row[0] >= since, reversed(rows)))
 
 
@@ -77,7 +77,7 @@ def check_watchdog(timeline, sent_at):
         if stamp > seen + TIMEOUT:
             assert status == 'stale', (stamp - seen, status)
         if sent is not None and stamp <= sent + TIMEOUT:   # receipt >= sent
-            assert status == 'active', (stamp - sent, status)
+            assert status in CONTROLLING, (stamp - sent, status)
     index = next(i for i, row in enumerate(after) if row[1] == 'stale')
     first = after[index][0]
     gap = first - (after[index - 1][0] if index else seen)
@@ -105,8 +105,8 @@ def check_resumed(timeline, since):
     as long as control stays active; return those active rows.
     """
     rows = [row for row in timeline.rows if row[0] > since]
-    start = next(i for i, row in enumerate(rows) if row[1] == 'active')
-    resumed = list(itertools.takewhile(lambda row: row[1] == 'active', rows[start:]))
+    start = next(i for i, row in enumerate(rows) if row[1] in CONTROLLING)
+    resumed = list(itertools.takewhile(lambda row: row[1] in CONTROLLING, rows[start:]))
     # the anchor was set between the last stale tick and the first active one, at a measured
     # pose between their feedbacks: the reference can only have moved at its own speed since
     (t0, _, _, q0, _), (t1, _, q_des, q1, _) = rows[max(start - 1, 0)], resumed[0]
@@ -138,7 +138,7 @@ def test_stopped_states_give_the_safe_command_then_resume_after_valid_ones(tmp_p
                 rec.run(0.004)
             assert condition()
 
-        active = (lambda: timeline.rows and timeline.rows[-1][1] == 'active')
+        active = (lambda: timeline.rows and timeline.rows[-1][1] in CONTROLLING)
         stream_until(active)
         stream_until(lambda: timeline.rows[-1][0] - timeline.rows[0][0] > 1.0)
         send()
@@ -164,9 +164,14 @@ def test_stopped_states_give_the_safe_command_then_resume_after_valid_ones(tmp_p
         stream_until(active)
         stream_until(lambda: timeline.rows[-1][0] > resume + 0.5)
         check_resumed(timeline, resume)
-    # each transition logged once: active, stale, active again
+    # each transition logged once: active, stale, active again (a loaded machine may delay
+    # a state past state_timeout while control runs: a real stale and resume, logged too)
     log = (tmp_path / 'continuum_controller.log').read_text()
-    assert log.count('control active') == 2 and log.count("safe command ('") == 1, log
+    transitions = [line for line in log.splitlines()
+                   if 'control active' in line or "safe command ('" in line]
+    kinds = ['active' if 'control active' in line else 'stale' for line in transitions]
+    assert kinds[:3] == ['active', 'stale', 'active'] and kinds[-1] == 'active', log
+    assert all(a != b for a, b in zip(kinds, kinds[1:])), log
 
 
 def test_killed_simulator_gives_hold_command_and_restart_resumes(tmp_path):
@@ -213,7 +218,7 @@ def test_killed_simulator_gives_hold_command_and_restart_resumes(tmp_path):
         # second.
         since, interruptions = restart, 0
         while True:
-            assert rec.wait(lambda: timeline.rows[-1][1] == 'active', START_TIMEOUT, alive)
+            assert rec.wait(lambda: timeline.rows[-1][1] in CONTROLLING, START_TIMEOUT, alive)
             end = max(check_resumed(timeline, since)[0][0], commanded) + 2.5
             while True:
                 run_until(rec, timeline, end, alive)
