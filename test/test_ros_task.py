@@ -105,8 +105,11 @@ def test_tip_pose_and_shape_agree_with_fk_and_a_reachable_target_is_reached(tmp_
             timeouts = log.read_text().count('no valid joint states')
             sent = time.monotonic()
             watch.send(goal)
-            rec.run(4.0)
-            tips = watch.tips_since(sent + 3.0)         # the move (1.7 s) and settling done
+            rec.run(6.0)
+            # the move (1.7 s) and the settling done: on this arm (the integral model, not
+            # the controller's CoG one) the error fell from 3 mm at 2 s to 1.2 at 5 s and
+            # 1.0 at 8 s (here; at 3 s, 1.9 to 2.03 mm: the bound's edge)
+            tips = watch.tips_since(sent + 5.0)
             error = np.linalg.norm(tips - goal, axis=1)
             if log.read_text().count('no valid joint states') == timeouts:
                 break

@@ -19,6 +19,7 @@ step per period elapsed, plus one.
 """
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -26,7 +27,7 @@ import pytest
 from continuum_ctrl.launch_description import config_path
 from continuum_ctrl.models import load_model
 from ros_nodes import params_file, running
-from safety_tools import Timeline, within
+from safety_tools import CONTROLLING, Timeline, within
 
 #: starts node processes or DDS participants, for more than a few seconds
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -46,10 +47,15 @@ def test_limits_rate_limit_and_joint_limits_on_every_command(tmp_path):
     with running(tmp_path, path) as (rec, processes):
         timeline = Timeline(rec)
         rec.run(4.0)
+        # a loaded machine may start control late or hold it up: at most 30 s for 1200 ticks
+        end = time.monotonic() + 30.0
+        while sum(row[1] in CONTROLLING for row in timeline.rows) < 1200 and \
+                time.monotonic() < end:
+            rec.run(1.0)
         assert all(p.poll() is None for p in processes)
     commands = np.array([c for _, c in rec.commands])
     assert len(commands) > 1000 and within(commands, -effort, effort)
-    rows = [row for row in timeline.rows if row[1] == 'active']
+    rows = [row for row in timeline.rows if row[1] in CONTROLLING]
     assert len(rows) > 1000
     step = RATE * PERIOD
     saturated = limited = clamped = 0
