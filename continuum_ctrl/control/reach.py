@@ -7,7 +7,8 @@ The planner's inverse kinematics in a process of its own.
     reach(positions, q0, chain)   # TaskSpace.closest_points there: [(point, distance, q)]
     reach.close()
 
-An unreachable tip path costs the IK seconds of Python. On a thread of the controller's
+An unreachable tip path costs the IK up to a second of Python around its compiled steps
+(seconds on a URDF arm, in NumPy). On a thread of the controller's
 process it holds the interpreter lock all that time, and whenever the machine is loaded and
 the scheduler parks it while it holds the lock, the real-time loop thread waits for the lock:
 under a load of 6 to 9 on two cores, 20 to 50 % of a 500 Hz loop's deadlines were missed and
