@@ -9,6 +9,8 @@ does not count) against the run's median tick. Before plans moved off the loop, 
 """
 
 import gc
+import os
+import signal
 import threading
 import time
 
@@ -178,6 +180,10 @@ def test_a_threaded_planner_plans_on_its_worker_with_ik_in_a_process():
         q0, far = np.full(9, 0.013), [0.0, 0.0, 0.8]
         there, here = plan_task.reach([far], q0)[0], loop.task.closest(far, q0)
         assert there[1] > 0.01 and all(np.array_equal(a, b) for a, b in zip(there, here))
+        # a terminal's Ctrl-C reaches the whole group: the process serves on (the node ends it)
+        os.kill(plan_task.reach._process.pid, signal.SIGINT)
+        time.sleep(0.2)
+        assert plan_task.reach([far], q0)[0][1] == there[1]
         t = 0.0
         for _ in range(loop.settings.resume_count):
             loop.set_state(q0, np.zeros(9), t)

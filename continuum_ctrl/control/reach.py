@@ -22,25 +22,30 @@ at once (a check in progress is dropped).
 """
 
 import multiprocessing
+import signal
 
 import numpy as np
 
 
 def _serve(connection, spec, settings):
     """Serve ``(positions, q0, chain)`` requests until the pipe closes (the process's body)."""
+    # a terminal's Ctrl-C reaches the whole process group: the controller ends this process
+    # (`close`, or the pipe's end when it dies), which then has no traceback to print
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     from continuum_ctrl.control.task_space import TaskSpace
     from continuum_ctrl.models import load_model
     task = TaskSpace(load_model(spec), settings)
-    connection.send(('ready', None))
-    while True:
-        try:
+    try:
+        connection.send(('ready', None))
+        while True:
             positions, q0, chain = connection.recv()
-        except EOFError:
-            return
-        try:
-            connection.send(('ok', task.closest_points(positions, q0, chain)))
-        except Exception as exc:  # noqa: B902 - said to the caller, the process serves on
-            connection.send(('error', f'{type(exc).__name__}: {exc}'))
+            try:
+                answer = ('ok', task.closest_points(positions, q0, chain))
+            except Exception as exc:  # noqa: B902 - said to the caller, the process serves on
+                answer = ('error', f'{type(exc).__name__}: {exc}')
+            connection.send(answer)
+    except (EOFError, OSError):       # the controller closed its end, or ended
+        return
 
 
 class ReachProcess:

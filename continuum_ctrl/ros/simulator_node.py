@@ -21,7 +21,8 @@
   `commands_per_step`, commands accepted per plant step in the window: the plant holds one
   command over each step, so above FAST_COMMANDS it cannot see the command's faster changes
   (at a 1 kHz controller and the 2 ms step, a period-2 alternation of the command has no
-  effect on the plant, and nothing damps it): one warning asks for a `step` at most the
+  effect on the plant, and nothing damps it): one warning, after two such windows in a row
+  (the first window of a start-up can hold a burst), asks for a `step` at most the
   controller's period.
 """
 
@@ -73,6 +74,7 @@ class SimulatorNode(Node):
         self.resets = 0
         self._window_start = (0, 0)         # (commands, plant steps) at the window's start
         self._fast_warned = False
+        self._fast_before = False           # the last window was above FAST_COMMANDS
         self._throttle = Throttle()
         self.msg = JointState()
         self.msg.name = list(self.plant.model.joint_names)
@@ -166,13 +168,15 @@ class SimulatorNode(Node):
         """
         Return the commands accepted per plant step since the last call (0 without steps).
 
-        Warns once when above FAST_COMMANDS (see the module documentation).
+        Warns once when above FAST_COMMANDS in two windows in a row (see the module doc).
         """
         commands, steps = self.plant.commands, self.plant.steps
         counted = commands - self._window_start[0], steps - self._window_start[1]
         self._window_start = (commands, steps)
         ratio = counted[0] / counted[1] if counted[1] else 0.0
-        if ratio > FAST_COMMANDS and not self._fast_warned:
+        fast, fast_before, self._fast_before = (ratio > FAST_COMMANDS, self._fast_before,
+                                                ratio > FAST_COMMANDS)
+        if fast and fast_before and not self._fast_warned:
             self._fast_warned = True
             self.get_logger().warning(
                 f'{ratio:.1f} commands arrive per plant step of {self.plant.settings.step} s: '
