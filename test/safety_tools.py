@@ -14,12 +14,6 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from continuum_ctrl.ros.conversion import stamp_seconds
-from continuum_ctrl.control.loop import ACTIVE
-from continuum_ctrl.runtime.controller_runtime import DEGRADED
-
-#: the statuses of a loop that controls: active, or active and starved (a loaded machine at
-#: normal priority), which only reports it unless `loop.safe_on_overrun` is set
-CONTROLLING = (ACTIVE, DEGRADED)
 
 
 def joint_state(names, position, velocity=(), stamp=None):

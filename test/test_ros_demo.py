@@ -9,6 +9,8 @@ import sys
 import numpy as np
 import pytest
 
+from continuum_ctrl.runtime.controller_runtime import CONTROLLING
+
 
 #: starts node processes or DDS participants, for more than a few seconds
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -44,7 +46,7 @@ def assert_complete(out, rate_hz, complete=KEPT_SHARE, max_gap=KEPT_GAP):
             f, decoder_factories=[DecoderFactory()]).iter_decoded_messages(
                 topics=['/continuum_controller/state'])]
     stamps = np.array([h.stamp.sec + 1e-9 * h.stamp.nanosec for h in states
-                       if h.frame_id == 'active'])
+                       if h.frame_id in CONTROLLING])
     assert len(stamps) >= complete * expected and np.max(np.diff(stamps)) <= max_gap
 
 

@@ -19,8 +19,9 @@ from trajectory_msgs.msg import JointTrajectory
 
 from continuum_ctrl.launch_description import config_path, CONTROLLER
 from continuum_ctrl.models import load_model
+from continuum_ctrl.runtime.controller_runtime import CONTROLLING
 from ros_nodes import params_file, running
-from safety_tools import (CONTROLLING, joint_state, publish_until, state_publisher, Timeline,
+from safety_tools import (joint_state, publish_until, state_publisher, Timeline,
                           trajectory, wait_diagnostics, wall, within)
 
 #: starts node processes or DDS participants, for more than a few seconds

@@ -23,6 +23,7 @@ from trajectory_msgs.msg import JointTrajectory
 from continuum_ctrl.identify.bag import BagWriter
 from continuum_ctrl.ros.conversion import stamp_seconds
 from continuum_ctrl.ros.plumbing import single_threaded_executor
+from continuum_ctrl.runtime.controller_runtime import CONTROLLING
 from continuum_ctrl.runtime.scheduling import set_node_priority
 
 #: history depth of the recorded topics, messages: the middleware keeps what arrives while
@@ -36,7 +37,8 @@ class Recorder:
     A node of its own, in its own rclpy context, listening to one controller.
 
     `states`: (stamp s, reference q, feedback q, output effort) per `~/state` message;
-    `status`: the controller's loop status, `active_since`: stamp of the first active state;
+    `status`: the controller's loop status, `active_since`: stamp of the first controlling
+    (active or degraded) state;
     states stamped before the recorder started (a previous run's) are ignored;
     `commands`: (receive time s, values); `diagnostics`: dicts of the controller's latest
     figures (strings as published); `sim_diagnostics` likewise for the simulator. With
@@ -90,7 +92,7 @@ class Recorder:
             return
         self.joint_names = list(msg.joint_names)
         self.status = msg.header.frame_id
-        if self.status == 'active' and self.active_since is None:
+        if self.status in CONTROLLING and self.active_since is None:
             self.active_since = stamp
         reference, feedback, _, output = msg.points
         self.states.append((stamp, np.array(reference.positions),

@@ -47,6 +47,9 @@ from continuum_ctrl.runtime.timing import Durations
 ROW_SECONDS = 1.0
 #: status reported while the loop is active and misses too many deadlines
 DEGRADED = 'degraded'
+#: the statuses of a loop that controls: active, or active and starved (which only reports
+#: it, unless `loop.safe_on_overrun` is set)
+CONTROLLING = (ACTIVE, DEGRADED)
 #: window of the starvation detector, s
 STARVATION_WINDOW = 0.5
 #: the arrays a ~/state row holds, in order (model order, n each): the loop's cycle record
