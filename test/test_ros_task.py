@@ -133,8 +133,10 @@ def test_tip_pose_and_shape_agree_with_fk_and_a_reachable_target_is_reached(tmp_
 def test_tip_circle_is_tracked(tmp_path):
     with running(tmp_path, config_path(CONFIG)) as (rec, processes):
         watch = Watch(rec)
-        circle_at = time.time() + 3.0 + 1.0    # move (<= 1.5 s) and ramp (1.5 s) done
-        rec.run(4.0 + 5.0 + 0.5)
+        # on the controller's clock: the move (<= 1.5 s) and the ramp (1.5 s) done, then 5.5 s
+        # of circle, however far the recorder lags behind (a loaded machine: seconds)
+        circle_at = rec.active_since + 3.0 + 1.0
+        assert rec.wait(lambda: rec.states[-1][0] >= circle_at + 5.5, 60.0, processes)
         # ~/state: the reference and the feedback (the simulator's joint_states) per tick
         rows = [(q_des, q) for t, q_des, q, _ in rec.states if t >= circle_at]
         assert len(rows) > 1000
