@@ -19,7 +19,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from continuum_ctrl.launch_description import config_path, CONTROLLER
 from continuum_ctrl.models import load_model
-from continuum_ctrl.runtime.controller_runtime import CONTROLLING
+from continuum_ctrl.runtime.controller_runtime import CONTROLLING, DEGRADED
 from ros_nodes import params_file, running
 from safety_tools import (joint_state, publish_until, state_publisher, Timeline,
                           trajectory, wait_diagnostics, wall, within)
@@ -102,7 +102,7 @@ def test_joint_state_flood(controller):
         sent, rec.diagnostics[-1])
     print(f'\nflood: {sum(sent.values())} bad + {good} good joint states in {elapsed:.1f} s '
           f'({(sum(sent.values()) + good) / elapsed:.0f} msg/s); counters {sent}; '
-          f'{during.count("degraded") / len(during):.1%} of the ticks reported degraded')
+          f'{during.count(DEGRADED) / len(during):.1%} of the ticks reported degraded')
     assert procs[0].poll() is None
     commands = np.array([c for _, c in rec.commands])
     assert len(commands) > 500 and within(commands, -EFFORT, EFFORT)

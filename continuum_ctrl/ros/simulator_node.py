@@ -174,14 +174,14 @@ class SimulatorNode(Node):
         counted = commands - self._window_start[0], steps - self._window_start[1]
         self._window_start = (commands, steps)
         ratio = counted[0] / counted[1] if counted[1] else 0.0
-        fast, fast_before, self._fast_before = (ratio > FAST_COMMANDS, self._fast_before,
-                                                ratio > FAST_COMMANDS)
-        if fast and fast_before and not self._fast_warned:
+        fast = ratio > FAST_COMMANDS
+        if fast and self._fast_before and not self._fast_warned:
             self._fast_warned = True
             self.get_logger().warning(
                 f'{ratio:.1f} commands arrive per plant step of {self.plant.settings.step} s: '
                 f'the plant holds one per step and cannot see faster changes of the command; '
                 f'set `step` to at most the controller\'s period')
+        self._fast_before = fast
         return ratio
 
     def _diagnostics(self):
