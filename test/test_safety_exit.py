@@ -177,9 +177,9 @@ def leave_active(node, how):
     if how == 'lifecycle shutdown':
         node.trigger_shutdown()
     elif how == 'failing loop':
-        def fail(lateness):
+        def fail(*figures):
             raise RuntimeError('injected')
-        node.runtime.detector.record = fail             # the loop thread's next tick raises
+        node.runtime.timing.deadline = fail               # the loop thread's next tick raises
         executor = SingleThreadedExecutor(context=node.context)
         executor.add_node(node)
         end = time.monotonic() + 10.0           # the diagnostics timer finds it and stops

@@ -18,10 +18,11 @@ store or a deque append (StateHandoff, the planner's ReferenceSlot, the settings
 pressure queue, SnapshotRing, Durations), so either side sees the old value or the new one.
 
 A tick, in order: take the posted settings and pressures, the latest state (`StateHandoff`),
-record the timing figures, feed the starvation detector, tick the loop (or, starved with
-`safe_on_overrun`, give its safe command), hand the command to `send`, keep every
-`state_decimation`-th cycle as a ``~/state`` row, collect the loop's log lines. No
-allocation per tick beyond the loop's own.
+feed the starvation detector, tick the loop (or, starved with `safe_on_overrun`, give its
+safe command), hand the command to `send`, keep every `state_decimation`-th cycle as a
+``~/state`` row, collect the loop's log lines, record the timing figures. The detector and
+the figures are compiled calls (runtime/tick_record.py). No allocation per tick beyond the
+loop's own.
 
 `options` holds the node's run settings: a `RuntimeOptions`, or the node's
 `ros.node_settings.ControllerNodeSettings`, which has the same attributes.
@@ -29,6 +30,7 @@ allocation per tick beyond the loop's own.
 
 import collections
 from dataclasses import dataclass
+import math
 import time
 from typing import Callable, Iterator, Optional, Sequence, Tuple
 
@@ -36,11 +38,10 @@ import numpy as np
 
 from continuum_ctrl.control.loop import ACTIVE, ControlLoop, CYCLE_PARTS, TrajectoryRejected
 from continuum_ctrl.runtime.handoff import StateHandoff
-from continuum_ctrl.runtime.lateness import split
 from continuum_ctrl.runtime.snapshot_ring import SnapshotRing
 from continuum_ctrl.runtime.starvation import StarvationDetector
 from continuum_ctrl.runtime.throttle import Throttle
-from continuum_ctrl.runtime.timing import Durations
+from continuum_ctrl.runtime.tick_record import TickFigures
 
 #: ~/state rows kept for the executor to publish, s of ticks: with both nodes at SCHED_FIFO on
 #: two cores its timer waited over 100 ms at times, and a 0.1 s ring lost that many rows
@@ -54,6 +55,8 @@ CONTROLLING = (ACTIVE, DEGRADED)
 STARVATION_WINDOW = 0.5
 #: the arrays a ~/state row holds, in order (model order, n each): the loop's cycle record
 STATE_PARTS = CYCLE_PARTS
+#: the previous tick's start before the first tick: its period is NaN, none
+_NO_TICK = math.nan
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ class ControllerRuntime:
     among them; `send`: called with the command buffer (joints order) once per tick, before
     the tick's bookkeeping (its time counts as compute time). Public attributes for
     in-process callers: `loop`, `rejected`, `events`, the Durations `period`, `compute`,
-    `age`, `wait`, `transport` and the `detector`.
+    `age`, `wait`, `transport` (of `timing`, the TickFigures) and the `detector`.
     """
 
     def __init__(self, loop: ControlLoop, options=None, kinds: Sequence[str] = ('pressures',),
@@ -104,18 +107,13 @@ class ControllerRuntime:
         self._pressure_throttle = Throttle()
         rate = 1.0 / options.period
         self.rows = SnapshotRing(int(ROW_SECONDS * rate) + 16, len(STATE_PARTS) * self.n)
-        capacity = int(4 * rate) + 16
-        self.period = Durations(capacity)
-        self.compute = Durations(capacity)
-        self.age = Durations(capacity)
-        self.wait = Durations(capacity)
-        self.transport = Durations(capacity)
+        self.timing = timing = TickFigures(int(4 * rate) + 16, self._detector_of(options))
+        self.period, self.compute, self.age = timing.period, timing.compute, timing.age
+        self.wait, self.transport = timing.wait, timing.transport
         self._used_state = -np.inf          # receive time of the state the last tick used
         self._receive_wall = -np.inf        # perf_counter at the receipt of the latest state
         self._ticks = 0                     # since the last ~/state row
         self._window_start = time.perf_counter()
-        self.late_ticks = 0
-        self.missed = 0
         self.degraded = False
         self.restart()
 
@@ -205,9 +203,27 @@ class ControllerRuntime:
     def restart(self, options=None) -> None:
         """Start the timing over (a new loop thread): no previous tick, a new detector."""
         options = self.options if options is None else options
-        self._last_tick: Optional[float] = None
-        self.detector = StarvationDetector(options.period, STARVATION_WINDOW,
-                                           options.max_missed_share)
+        self._last_tick = _NO_TICK
+        self.timing.restart(self._detector_of(options))
+
+    @staticmethod
+    def _detector_of(options):
+        return StarvationDetector(options.period, STARVATION_WINDOW, options.max_missed_share)
+
+    @property
+    def detector(self) -> StarvationDetector:
+        """Return the starvation detector of the loop thread's run."""
+        return self.timing.detector
+
+    @property
+    def missed(self) -> int:
+        """Return the deadlines skipped over the run (runtime/lateness.py)."""
+        return self.timing.skipped
+
+    @property
+    def late_ticks(self) -> int:
+        """Return the ticks that started late over the run (runtime/lateness.py)."""
+        return self.timing.late
 
     def tick(self, t: float, lateness: float = 0.0) -> np.ndarray:
         """
@@ -220,17 +236,7 @@ class ControllerRuntime:
         loop = self.loop
         self._take_slots(loop)
         self.handoff.take(loop)
-        if self._last_tick is not None:
-            self.period.add((start - self._last_tick) * 1e6)
-        self._last_tick = start
-        skipped, late = split(lateness, self.detector.period)
-        self.missed += skipped
-        self.late_ticks += late
-        if loop.last_state_time != self._used_state:
-            self._used_state = loop.last_state_time     # a new state: its wait for a tick
-            if loop.status == ACTIVE:
-                self.wait.add(max(t - loop.last_state_time, 0.0) * 1e6)
-        degraded = self.detector.record(lateness)
+        degraded = self.timing.deadline(lateness)
         if degraded != self.degraded:
             self._starvation_event(degraded)
         if degraded and self.options.safe_on_overrun:
@@ -239,14 +245,22 @@ class ControllerRuntime:
             command = loop.tick(t)
         if self.send is not None:
             self.send(command)
-        self.age.add((start - self._receive_wall) * 1e6 if loop.status == ACTIVE else 0.0)
+        active = loop.status == ACTIVE
+        wait = math.nan
+        if loop.last_state_time != self._used_state:
+            self._used_state = loop.last_state_time     # a new state: its wait for a tick
+            if active:
+                wait = max(t - loop.last_state_time, 0.0) * 1e6
         self._ticks += 1
         if self._ticks >= self.options.state_decimation:
             self._ticks = 0
             self._row(t, self.status)
         if loop.events:
             self.events.extend(loop.take_events())
-        self.compute.add((time.perf_counter() - start) * 1e6)
+        last, self._last_tick = self._last_tick, start
+        self.timing.durations((start - last) * 1e6, wait,
+                              (start - self._receive_wall) * 1e6 if active else 0.0,
+                              (time.perf_counter() - start) * 1e6)
         return command
 
     def _take_slots(self, loop):

@@ -9,7 +9,12 @@ tick its `lateness`: how long after the first deadline not yet served the tick s
 - `late`: the tick started `LATE_SHARE` periods or more after the deadline it serves.
 A deadline is missed when it was skipped or its tick was late. An executor timer (simulated
 time) has no deadline and passes 0: never late.
+
+`split` is compiled so that the loop's per-tick figures (runtime/tick_record.py) call the same
+definition from their one compiled call; Python callers call it as any function.
 """
+
+from continuum_ctrl.numerics.jit import compiled
 
 #: a tick starting this share of a period after its deadline, or later, is late
 LATE_SHARE = 0.5
@@ -18,6 +23,7 @@ LATE_SHARE = 0.5
 LATE_GAP = 1.0 + LATE_SHARE
 
 
+@compiled()
 def split(lateness, period):
     """Return ``(skipped, late)`` of a tick `lateness` s after its deadline (see the module)."""
     skipped = int(lateness // period) if lateness >= period else 0

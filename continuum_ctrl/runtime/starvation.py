@@ -10,11 +10,43 @@ runtime/lateness.py defines them. The loop is `degraded` from the tick at which 
 half that share are (the gap keeps a loop at the edge from flapping). A burst of input that
 holds the executor, or a machine too slow for the rate, shows here; the node reports it and,
 if asked to, sends the safe command while degraded.
+
+The window lives in arrays and `record_deadlines` is compiled, so that the loop's per-tick
+figures feed it from their one compiled call (runtime/tick_record.py).
 """
 
 import math
 
+import numpy as np
+
+from continuum_ctrl.numerics.jit import compiled
 from continuum_ctrl.runtime.lateness import split
+
+#: entries of a detector's `state`: the next ring slot, the missed deadlines in the window,
+#: 1 while degraded
+NEXT, MISSED, DEGRADED = 0, 1, 2
+
+
+@compiled()
+def record_deadlines(ring, state, thresholds, skipped, late):
+    """
+    Push `skipped` missed deadlines and one that was missed if `late` into the window.
+
+    `ring`: 1 per missed deadline of the window; `state`: see NEXT, MISSED, DEGRADED;
+    `thresholds`: (enter, leave), missed deadlines above which the loop degrades and at or
+    below which it recovers. Return whether it is degraded.
+    """
+    size = ring.size
+    pushes = min(skipped, size)         # a stall longer than the window fills it at once
+    for k in range(pushes + 1):
+        missed = 1 if k < pushes or late else 0
+        slot = state[NEXT]
+        state[MISSED] += missed - ring[slot]
+        ring[slot] = missed
+        state[NEXT] = slot + 1 if slot + 1 < size else 0
+    threshold = thresholds[1] if state[DEGRADED] else thresholds[0]
+    state[DEGRADED] = 1 if state[MISSED] > threshold else 0
+    return state[DEGRADED] == 1
 
 
 class StarvationDetector:
@@ -27,30 +59,24 @@ class StarvationDetector:
         self.period = period
         self.max_share = max_share
         self.size = int(math.ceil(window / period))
-        self._ring = bytearray(self.size)       # 1: that deadline was missed
-        self._next = 0
-        self.missed = 0                          # missed deadlines in the window
-        self.degraded = False
-        self._enter = max_share * self.size
-        self._leave = 0.5 * max_share * self.size
-
-    def _push(self, missed):
-        ring, k = self._ring, self._next
-        self.missed += missed - ring[k]
-        ring[k] = missed
-        self._next = k + 1 if k + 1 < self.size else 0
+        self.ring = np.zeros(self.size, dtype=np.int64)     # 1: that deadline was missed
+        self.state = np.zeros(3, dtype=np.int64)
+        self.thresholds = np.array([max_share * self.size, 0.5 * max_share * self.size])
 
     def record(self, lateness):
         """Record one tick that started `lateness` s after its deadline; return `degraded`."""
-        skipped, late = split(lateness, self.period)
-        for _ in range(min(skipped, self.size)):    # deadlines that got no tick
-            self._push(1)
-        self._push(1 if late else 0)
-        if self.degraded:
-            self.degraded = self.missed > self._leave
-        else:
-            self.degraded = self.missed > self._enter
-        return self.degraded
+        return record_deadlines(self.ring, self.state, self.thresholds,
+                                *split(lateness, self.period))
+
+    @property
+    def missed(self):
+        """Missed deadlines in the window."""
+        return int(self.state[MISSED])
+
+    @property
+    def degraded(self):
+        """Whether more than `max_share` of the window's deadlines were missed (hysteresis)."""
+        return bool(self.state[DEGRADED])
 
     @property
     def share(self):
