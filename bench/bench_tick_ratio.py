@@ -10,10 +10,19 @@ medians, us):
   `ControlLoop.tick`, the clock moving by one period per call;
 - ``runtime``: the same through the node's `ControllerRuntime` (`post_state`, `tick`: the
   hand-off, the timing figures, the starvation window and the ``~/state`` row around it);
+- ``bytes``: the runtime tick handing its command to the node's publisher, which serializes
+  it (`ros.fast_publish.CommandPublisher.serialize`) but does not publish: state in, tick,
+  the command's bytes;
+- ``published``: the same, the bytes published by rclpy on an in-process node without
+  subscribers: what the node's loop thread runs;
+- ``publish``: that publish alone, of the same command;
 - ``model``: the model call alone at the tick's state and desired acceleration:
   `inverse_dynamics` (the CoG kernel for the continuum arms, the generated code for the
   symbolic one), ``pinocchio.rnea`` for the Pinocchio arms;
-and the ratios of both to the model call. Run: ``python bench/bench_tick_ratio.py`` (~30 s).
+and the ratios to the model call: tick, runtime, bytes and published against the model;
+published against the model plus the publish (the measure for the Pinocchio arms, whose
+model call is about as cheap as a publish). Run: ``python bench/bench_tick_ratio.py``
+(~40 s).
 """
 
 import sys
@@ -21,10 +30,13 @@ import time
 
 import numpy as np
 import pinocchio as pin
+import rclpy
+
 
 from continuum_ctrl.control.loop import ACTIVE
 from continuum_ctrl.models.rigid import RigidModel
 from continuum_ctrl.node_pair import controller_runtime, node_pair
+from continuum_ctrl.ros.fast_publish import CommandPublisher
 
 ROUNDS = 15
 CALLS = 200
@@ -79,12 +91,13 @@ def model_call(loop, q, qd):
     return lambda: model.inverse_dynamics(q, qd, qdd)
 
 
-def measure(paths):
-    """Return ``(tick us, runtime us, model us)`` for the config `paths`."""
+def measure(paths, node):
+    """Return ``(tick, runtime, bytes, published, publish, model)`` us for `paths`."""
     runtime, q, qd, t = active_loop(paths, paths != ['gazebo_arm.yaml'])
     loop = runtime.loop
     clock = [t]
     period = loop.period
+    publisher = CommandPublisher(node, 'commands', loop.model.n)
 
     def tick():
         now = clock[0]
@@ -97,21 +110,46 @@ def measure(paths):
         runtime.post_state(q, qd, now, now - period)
         runtime.tick(now)
         clock[0] = now + period
+
+    def sending(send):
+        """Return the runtime tick with `send` as its command's destination."""
+        def tick_and_send():
+            runtime.send = send
+            try:
+                runtime_tick()
+            finally:
+                runtime.send = None
+        return tick_and_send
+    command = loop.command.copy()
     model = model_call(loop, q, qd)
-    rounds = np.array([(median_us(tick), median_us(runtime_tick), median_us(model))
+    rounds = np.array([(median_us(tick), median_us(runtime_tick),
+                        median_us(sending(publisher.serialize)),
+                        median_us(sending(publisher.publish)),
+                        median_us(lambda: publisher.publish(command)), median_us(model))
                        for _ in range(ROUNDS)])
     if loop.status != ACTIVE:
         raise RuntimeError(f'{paths}: the loop left control ({loop.status})')
+    node.destroy_publisher(publisher.publisher)
     return tuple(np.median(rounds, axis=0))
 
 
 def main(names=None):
-    """Print tick, runtime tick, model call and ratios per config (all of `CONFIGS` by default)."""
-    print(f'{"config":22s} {"tick us":>9s} {"runtime us":>11s} {"model us":>9s} {"ratios":>11s}')
-    for name in names or CONFIGS:
-        tick, runtime, model = measure(CONFIGS[name])
-        print(f'{name:22s} {tick:9.1f} {runtime:11.1f} {model:9.1f} {tick / model:5.1f} '
-              f'{runtime / model:5.1f}', flush=True)
+    """Print the times (us) and ratios per config (all of `CONFIGS` by default)."""
+    print(f'{"config":20s} {"tick":>6s} {"runtime":>8s} {"bytes":>6s} {"published":>9s} '
+          f'{"publish":>8s} {"model":>6s}   ratios: tick runtime bytes published /model, '
+          f'published /(model+publish)')
+    rclpy.init()
+    node = rclpy.create_node('bench_tick_ratio')
+    try:
+        for name in names or CONFIGS:
+            tick, runtime, data, published, publish, model = measure(CONFIGS[name], node)
+            print(f'{name:20s} {tick:6.1f} {runtime:8.1f} {data:6.1f} {published:9.1f} '
+                  f'{publish:8.1f} {model:6.1f}   {tick / model:4.1f} {runtime / model:4.1f} '
+                  f'{data / model:4.1f} {published / model:4.1f} '
+                  f'{published / (model + publish):4.1f}', flush=True)
+    finally:
+        node.destroy_node()
+        rclpy.shutdown()
 
 
 if __name__ == '__main__':

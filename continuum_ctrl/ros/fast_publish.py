@@ -38,6 +38,7 @@ class CommandPublisher:
 
     ``publish(values)``: `values` a float64 NumPy array of length `n` (for example the control
     loop's command buffer); the bytes are copied at once, so the array may change afterwards.
+    ``serialize(values)``: those bytes, without publishing them.
     `publisher` is the underlying rclpy publisher (for counts and `destroy_publisher`).
     """
 
@@ -46,10 +47,14 @@ class CommandPublisher:
         self._size = 8 * n
         self.publisher = node.create_publisher(Float64MultiArray, topic, qos)
 
-    def publish(self, values):
-        """Publish `values` (float64 array of n); raise ValueError for another size or type."""
+    def serialize(self, values):
+        """Return the message of `values` (float64 array of n) as its serialized bytes."""
         data = values.tobytes()
         if len(data) != self._size or values.dtype != np.float64:
             raise ValueError(f'expected {self._size // 8} float64 values, got {values.size} '
                              f'{values.dtype}')
-        self.publisher.publish(self._prefix + data)
+        return self._prefix + data
+
+    def publish(self, values):
+        """Publish `values` (float64 array of n); raise ValueError for another size or type."""
+        self.publisher.publish(self.serialize(values))
