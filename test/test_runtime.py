@@ -12,7 +12,7 @@ import pytest
 from continuum_ctrl.control.loop import ACTIVE, STALE, TrajectoryRejected, WAITING
 from continuum_ctrl.node_pair import controller_runtime
 from continuum_ctrl.runtime.controller_runtime import DEGRADED, RuntimeOptions, STATE_PARTS
-from continuum_ctrl.runtime.lateness import LATE_SHARE, split
+from continuum_ctrl.runtime.lateness import LATE_SHARE, split, split_in_python
 
 PERIOD = 0.002
 #: what the node's diagnostics publish, read by docs/topics.md, the demo and the tests
@@ -104,6 +104,8 @@ def test_lateness_has_one_definition_for_every_figure():
     assert split(0.0, PERIOD) == (0, False)
     assert split(LATE_SHARE * PERIOD, PERIOD) == (0, True)
     assert split(2.2 * PERIOD, PERIOD) == (2, False)
+    for lateness in (0.0, 0.49, 0.5, 0.99, 1.0, 2.6, -1.0, float('nan')):   # periods
+        assert split(lateness * PERIOD, PERIOD) == split_in_python(lateness * PERIOD, PERIOD)
     runtime = runtime_of(safe_on_overrun=True, max_missed_share=0.2)
     t = activate(runtime)
     assert runtime.status == ACTIVE

@@ -11,7 +11,9 @@ A deadline is missed when it was skipped or its tick was late. An executor timer
 time) has no deadline and passes 0: never late.
 
 `split` is compiled so that the loop's per-tick figures (runtime/tick_record.py) call the same
-definition from their one compiled call; Python callers call it as any function.
+definition from compiled code. `split_in_python` is that definition run by the interpreter,
+for the loop thread's own clock: a compiled call there would load its kernel at the first
+tick.
 """
 
 from continuum_ctrl.numerics.jit import compiled
@@ -28,3 +30,6 @@ def split(lateness, period):
     """Return ``(skipped, late)`` of a tick `lateness` s after its deadline (see the module)."""
     skipped = int(lateness // period) if lateness >= period else 0
     return skipped, lateness - skipped * period >= LATE_SHARE * period
+
+
+split_in_python = split.py_func

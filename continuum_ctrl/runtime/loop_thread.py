@@ -40,7 +40,7 @@ import sys
 import threading
 import time
 
-from continuum_ctrl.runtime.lateness import split
+from continuum_ctrl.runtime.lateness import split_in_python
 from continuum_ctrl.runtime.scheduling import set_thread_priority
 
 #: longest spin before a deadline, s: a FIFO thread must block, not spin, between ticks
@@ -131,7 +131,7 @@ class LoopThread:
                 if not self._running:
                     break
                 lateness = clock() - deadline
-                skipped = split(lateness, period)[0]
+                skipped = split_in_python(lateness, period)[0]
                 if skipped:
                     self.missed += skipped
                     k += skipped
