@@ -34,18 +34,22 @@ def node_parameters(paths, node, overrides=None):
     return tree, tree.pop('model')
 
 
-def controller_runtime(paths, overrides=None):
-    """Return the ControllerRuntime the controller node builds from `paths` (plus overrides)."""
+def controller_runtime(paths, overrides=None, fused=True):
+    """
+    Return the ControllerRuntime the controller node builds from `paths` (plus overrides).
+
+    `fused` False: the loop without its fused tick (`ControlLoop`'s option), not compiled.
+    """
     tree, spec = node_parameters(paths, CONTROLLER, overrides)
     node, tree = ControllerNodeSettings.split(tree)
     model = load_model(spec)
     return ControllerRuntime(ControlLoop(model, ControllerSettings.parse(tree, model),
-                                         node.period), node)
+                                         node.period, fused=fused), node)
 
 
-def controller_loop(paths, overrides=None):
-    """Return the ControlLoop of `controller_runtime(paths, overrides)`."""
-    return controller_runtime(paths, overrides).loop
+def controller_loop(paths, overrides=None, fused=True):
+    """Return the ControlLoop of `controller_runtime(paths, overrides, fused)`."""
+    return controller_runtime(paths, overrides, fused).loop
 
 
 def plant_settings(paths, overrides=None, drop=()):

@@ -172,9 +172,10 @@ class FusedTick:
     tick compiles) whenever the loop's settings change: it holds their arrays (gains, limits,
     integral, valves). Call it with the tick time where `covers` says it applies; it leaves
     the loop's `q_des`, `qd_des`, `qdd_des`, `effort` and `command` as the Python tick would.
+    `layouts`: the reference layouts to compile for (the warm step shares them out).
     """
 
-    def __init__(self, loop):
+    def __init__(self, loop, layouts=LAYOUTS):
         self.loop = loop
         model, n = loop.model, loop.model.n
         law, integral, comp = loop.law, loop.integral, loop.compensation
@@ -210,7 +211,7 @@ class FusedTick:
                       (actuation.area, actuation.deadzone, actuation.p_min, actuation.p_max,
                        np.asarray(loop.settings.order, dtype=np.int64), loop.command),
                       work]
-        for layout in LAYOUTS:
+        for layout in layouts:
             if layout not in _entries:
                 _entries[layout] = entry_point(
                     fused_tick, *self._model, example_data(layout), _EXAMPLE_BLEND, 0.0,

@@ -18,6 +18,11 @@ A module-level kernel that objects call through gets a `cached_entry_point`: the
 it in their constructors, so it is compiled (or loaded) once per process, before the first
 real-time call.
 
+Numba rewrites a kernel's cache index (one file for all its signatures) by read, modify and
+replace, without a lock: two processes saving two signatures of one kernel at once can lose
+one, or file both under one data file name. Processes that compile side by side (the warm
+step's workers) call `lock_cache` first.
+
 The first kernel of a process that `entry_point` finds missing from the cache is announced
 once through the callback given to `on_compile` (default: a line on stderr), before the
 compilation: a first start after installing, without the warm step, is then seen to compile
@@ -29,6 +34,12 @@ import sys
 
 from numba import njit, typeof
 from numba.core.cpu import CPUTargetOptions
+
+try:
+    import fcntl
+    from numba.core.caching import IndexDataCacheFile
+except ImportError:                     # not POSIX, or a Numba without this class
+    fcntl = IndexDataCacheFile = None
 
 WITHOUT_RUNTIME = {'_nrt': False} if hasattr(CPUTargetOptions, '_nrt') else {}
 #: what the first compilation of a process says
@@ -43,6 +54,29 @@ _notice = {'say': lambda text: print(f'continuum_ctrl: {text}', file=sys.stderr,
 def on_compile(say):
     """Announce the process's first compilation by ``say(COMPILE_NOTICE)`` (a log call)."""
     _notice['say'] = say
+
+
+#: whether `lock_cache` can lock here
+CACHE_LOCKS = IndexDataCacheFile is not None and all(
+    hasattr(IndexDataCacheFile, name) for name in ('load', 'save'))
+
+
+def lock_cache(path):
+    """
+    Make this process's cache index reads and writes hold an ``flock`` on the file `path`.
+
+    Shared to read an index and its data, exclusive to write them (see the module); for the
+    whole process. Only where CACHE_LOCKS.
+    """
+    def locked(method, mode):
+        @functools.wraps(method)
+        def call(self, *args):
+            with open(path, 'a') as lock:   # closing it releases the lock
+                fcntl.flock(lock, mode)
+                return method(self, *args)
+        return call
+    IndexDataCacheFile.load = locked(IndexDataCacheFile.load, fcntl.LOCK_SH)
+    IndexDataCacheFile.save = locked(IndexDataCacheFile.save, fcntl.LOCK_EX)
 
 
 def cached(dispatcher):
