@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from continuum_ctrl.numerics.jit import compiled
+from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 
 #: relative width of a run-histogram bin
 BIN_RATIO = 1.01
@@ -84,12 +84,13 @@ class Durations:
         table = DurationTable(('alone',), window_capacity) if table is None else table
         self.kind = kind
         self.arrays = table.arrays
+        self._add = _add_duration()             # loaded now, not at the first sample
         windows, self._counts, self._largest, histograms = table.arrays
         self.window, self.histogram = windows[kind], histograms[kind]
 
     def add(self, us):
         """Record one duration (us); beyond the window's capacity it counts for the run only."""
-        add_duration(*self.arrays, self.kind, float(us))
+        self._add(*self.arrays, self.kind, float(us))
 
     def window_stats(self):
         """Return ``(p50, p99, max)`` of the current window (NaN when empty) and reset it."""
@@ -127,3 +128,6 @@ class Durations:
         if index >= _BINS:                  # beyond the span: only the largest is known
             return self.largest
         return min(BIN_RATIO ** (index + 0.5), self.largest) if index else 1.0
+
+
+_add_duration = cached_entry_point(add_duration, *DurationTable(('example',), 1).arrays, 0, 1.0)
