@@ -38,7 +38,6 @@ import numpy as np
 
 from continuum_ctrl.actuation.pressure_map import clamp_effort
 from continuum_ctrl.numerics.clipping import effort_limiter
-from continuum_ctrl.numerics.low_pass import low_pass_step
 from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
 from continuum_ctrl.control.fused_tick import DONE, FusedTick
@@ -170,7 +169,6 @@ class ControlLoop:
         self.command = np.zeros(n)
         self._nan = np.full(n, np.nan)
         self._limit_effort = effort_limiter()       # compiled now, not in the first tick
-        self._low_pass = low_pass_step()            # likewise
         warm_samplers()                             # likewise, before the first anchor
         self._failing = False
         self._sent_time: Optional[float] = None
@@ -332,10 +330,9 @@ class ControlLoop:
         """
         Take a validated measurement at receive time `t` (s); may (re)start control.
 
-        `q`, `qd`: (n,) float64 arrays, model order. `measured_at` (s, same clock, at most `t`;
-        default `t`): when the state held, for instance its header stamp. The valve
-        compensation predicts from then, so the time the message spent in transport and in
-        the executor's queue is predicted over too.
+        `measured_at` (s, same clock, at most `t`; default `t`): when the state held, for
+        instance its header stamp. The valve compensation predicts from then, so the time
+        the message spent in transport and in the executor's queue is predicted over too.
         With `velocity_filter` > 0 the velocity passes a first-order low-pass while active.
         The streak of valid states needed to resume restarts after a gap longer than
         `state_timeout`: the states must be consecutive and fresh.
@@ -345,7 +342,7 @@ class ControlLoop:
         if dt > self.settings.state_timeout:
             self.valid_streak = 0
         if self.status == ACTIVE and filter_time > 0.0 and dt > 0.0:
-            self._low_pass(self.qd, qd, dt / (dt + filter_time))
+            self.qd += dt / (dt + filter_time) * (qd - self.qd)
         else:
             self.qd[:] = qd
         self.last_state_time = t
