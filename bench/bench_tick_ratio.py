@@ -32,7 +32,6 @@ import numpy as np
 import pinocchio as pin
 import rclpy
 
-
 from continuum_ctrl.control.loop import ACTIVE
 from continuum_ctrl.models.rigid import RigidModel
 from continuum_ctrl.node_pair import controller_runtime, node_pair
