@@ -9,7 +9,7 @@ after the reference's 1 s blend-in (and one more second for the start-up transie
 import numpy as np
 import pytest
 
-from ros_nodes import params_file, running
+from ros_nodes import params_file, running, stall, unstalled
 
 #: starts node processes or DDS participants, for more than a few seconds
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -23,19 +23,27 @@ NO_VALVES_RMS = 0.21e-3
 
 
 def closed_loop(tmp_path, lag, delay, time_constant, predicted):
-    """Return ``(rms error, m; total variation of the commands per second, Pa/s)``."""
+    """
+    Return ``(rms error, m; total variation of the commands per second, Pa/s)``, measured
+    again when the machine stalled the nodes (ros_nodes.unstalled).
+    """
     path = params_file(tmp_path, 'continuum_3section.yaml',
                        continuum_simulator={'actuator': {'time_constant': lag,
                                                          'delay': delay}},
                        continuum_controller={'output': {'time_constant': time_constant,
                                                         'delay': predicted}})
-    with running(tmp_path, path) as (rec, _):
-        rec.run(DURATION)
-        t, q_des, q, _ = rec.arrays(since=rec.active_since + SETTLE)
-        commands = np.array([c for stamp, c in rec.commands if stamp >= t[0]])
-    error = q - q_des
-    variation = np.sum(np.abs(np.diff(commands, axis=0))) / (t[-1] - t[0])
-    return float(np.sqrt(np.mean(error ** 2))), variation
+
+    def measure():
+        with running(tmp_path, path) as (rec, _):
+            rec.run(DURATION)
+            since = rec.active_since + SETTLE
+            t, q_des, q, _ = rec.arrays(since=since)
+            commands = np.array([c for stamp, c in rec.commands if stamp >= t[0]])
+            stalled = stall(rec, since)
+        error = q - q_des
+        variation = np.sum(np.abs(np.diff(commands, axis=0))) / (t[-1] - t[0])
+        return (float(np.sqrt(np.mean(error ** 2))), variation), stalled
+    return unstalled(measure)
 
 
 @pytest.fixture(scope='module')

@@ -82,15 +82,19 @@ def tick_counts(t, period):
             int(np.sum(interval > LATE_GAP * period)))
 
 
-def recording_line(t, period, missed):
+def recording_line(t, period, skipped):
     """
     Return the line that says how complete the recording is, and whether it is not.
 
-    `missed`: the deadlines the loop skipped in its run (they have no tick to record).
+    `skipped`: the deadlines the loop skipped while it was recorded (they have no tick to
+    record; counted from its diagnostics, so from up to one window before the recording).
+    The other missing ticks were lost between the loop and the recording.
     """
     expected, missing, gap, _ = tick_counts(t, period)
-    line = (f'recording: {len(t)} of {expected} ticks, {missing} missing, largest gap '
-            f'{gap * 1e3:.1f} ms (the loop skipped {missed:.0f} deadlines in its run)')
+    lost = max(missing - skipped, 0)
+    line = (f'recording: {len(t)} of {expected} ticks, {missing} missing ({skipped:.0f} '
+            f'deadlines the loop skipped, {lost} lost by the recording), largest gap '
+            f'{gap * 1e3:.1f} ms')
     if missing > (1.0 - COMPLETE) * expected or gap > MAX_GAP:
         line += ('\nwarning: the recording has holes: the errors below, the CSV, the plot '
                  '(broken lines) and the bag cover the recorded ticks only')
@@ -218,6 +222,7 @@ def main(argv=None):
                 return 1
             rec.run(args.duration)
             diagnostics = list(rec.diagnostics)
+            skipped = rec.grown('run_missed_deadlines', rec.active_since)
             plant = rec.sim_diagnostics[-1] if rec.sim_diagnostics else {}
             t, q_des, q, effort = rec.arrays(since=rec.active_since)
             times = np.array([c[0] for c in rec.commands])
@@ -240,7 +245,7 @@ def main(argv=None):
     _, _, _, late = tick_counts(t, period)
     print(f'closed loop over ROS 2: {args.arm}, engine {engine}, {t[-1] - t[0]:.1f} s from '
           f'activation')
-    print(recording_line(t, period, figure(diagnostics, 'run_missed_deadlines')))
+    print(recording_line(t, period, skipped))
     print(f'{"group":<12} {"RMS error":>12} {"max error":>12}')
     for key, rms, worst in summary(names, error):
         print(f'{key:<12} {scale * rms:9.{digits}f} {unit:<3}{scale * worst:9.{digits}f} {unit}')

@@ -41,7 +41,8 @@ class Recorder:
     (active or degraded) state;
     states stamped before the recorder started (a previous run's) are ignored;
     `commands`: (receive time s, values); `diagnostics`: dicts of the controller's latest
-    figures (strings as published); `sim_diagnostics` likewise for the simulator. With
+    figures (strings as published); `sim_diagnostics` likewise for the simulator;
+    `diagnostic_stamps`, `sim_diagnostic_stamps`: their header stamps (s). With
     ``record=False`` only /diagnostics is heard (light, for benchmarks). With ``bag=True``
     `messages` also keeps ``(topic, type, message, receive time ns)`` of `~/state`,
     `~/commands` and `/joint_states` for `write_bag` (written after the run, so recording
@@ -62,6 +63,7 @@ class Recorder:
         self.controller, self.simulator = controller, simulator
         self.priority = priority
         self.states, self.commands, self.diagnostics, self.sim_diagnostics = [], [], [], []
+        self.diagnostic_stamps, self.sim_diagnostic_stamps = [], []
         self.joint_names = None
         self.started = time.time()
         self.status = None
@@ -105,12 +107,31 @@ class Recorder:
         self.commands.append((time.time(), np.array(msg.data)))
 
     def _diagnostics(self, msg):
+        stamp = stamp_seconds(msg.header.stamp)
         for status in msg.status:
             values = {kv.key: kv.value for kv in status.values}
             if status.hardware_id.endswith(self.controller):
                 self.diagnostics.append(values)
+                self.diagnostic_stamps.append(stamp)
             elif status.hardware_id.endswith(self.simulator):
                 self.sim_diagnostics.append(values)
+                self.sim_diagnostic_stamps.append(stamp)
+
+    def grown(self, key, since, simulator=False):
+        """
+        Return how much the run count `key` of the controller (or the simulator) grew after
+        `since` (s): its latest figure less the last one stamped at or before `since` (0
+        when none is). The figures come once per diagnostics window, so the span counted may
+        begin up to a window before `since`.
+        """
+        windows, stamps = ((self.sim_diagnostics, self.sim_diagnostic_stamps) if simulator
+                           else (self.diagnostics, self.diagnostic_stamps))
+        counts = [(stamp, int(float(values[key])))
+                  for stamp, values in zip(stamps, windows) if key in values]
+        if not counts:
+            return 0
+        before = [count for stamp, count in counts if stamp <= since]
+        return counts[-1][1] - (before[-1] if before else 0)
 
     def run(self, seconds):
         """Process messages for `seconds` (wall time), at `priority` if one is given."""
