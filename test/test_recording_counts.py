@@ -25,13 +25,17 @@ def test_missing_ticks_split_into_skipped_and_lost():
     complete = recording_line(ticks(2.0, [500]), PERIOD, 1)
     assert '1 missing (1 deadlines the loop skipped, 0 lost by the recording)' in complete
     assert 'warning' not in complete
+    # a tail that never came is missing, and a gap up to where the recording was to end
+    tail = recording_line(ticks(2.0, []), PERIOD, 0, end=2.1)
+    assert '1001 of 1051 ticks, 50 missing (0 deadlines the loop skipped, 50 lost' in tail
+    assert 'largest gap 100.0 ms' in tail and 'warning' in tail
     # the loop's count may reach back a window before the recording: never a negative loss
     assert '0 lost by the recording' in recording_line(ticks(2.0, [500]), PERIOD, 30)
 
 
 @pytest.mark.ros
 def test_run_counts_grow_from_the_window_before_the_span():
-    """Recorder.grown: the latest count less the last one published at or before `since`."""
+    """Recorder.grown: a run count's growth over a span, windows counted by their share."""
     with Recorder('controller_under_test', 'simulator_under_test', record=False) as rec:
         node = rec.node
         publisher = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
@@ -44,8 +48,10 @@ def test_run_counts_grow_from_the_window_before_the_span():
                 msg.status[0].hardware_id = f'/{name}'
                 publisher.publish(msg)
         assert rec.wait(lambda: len(rec.sim_diagnostics) == 3, 10.0)
-        assert rec.grown('run_missed_deadlines', 11.5) == 7
+        # windows (10, 11] and (11, 12] grew by 2 and 7 missed deadlines
         assert rec.grown('run_missed_deadlines', 11.0) == 7
-        assert rec.grown('run_missed_deadlines', 9.0) == 12        # none before: from 0
-        assert rec.grown('overruns', 10.5, simulator=True) == 4
+        assert rec.grown('run_missed_deadlines', 11.5) == 4            # half of (11, 12]
+        assert rec.grown('run_missed_deadlines', 10.5, 11.5) == 1 + 4  # two halves: 1, 3.5
+        assert rec.grown('run_missed_deadlines', 9.0) == 12            # the first whole
+        assert rec.grown('overruns', 10.0, simulator=True) == 4
         assert rec.grown('no_such_count', 10.5) == 0

@@ -45,6 +45,9 @@ from continuum_ctrl.sim.report import plot, summary, units
 START_TIMEOUT = 60.0
 #: share of the ticks, and longest gap (s), of a recording the demo calls complete
 COMPLETE, MAX_GAP = 0.99, 0.02
+#: longest wait, s, for the ~/state rows of the recording's last ticks (and the diagnostics
+#: that cover them) after its duration
+TAIL_WAIT = 10.0
 
 
 def align(times, commands, t):
@@ -64,33 +67,36 @@ def write_csv(path, joint_names, t, q_des, q, effort, command):
             writer.writerow([f'{v:.9g}' for v in row])
 
 
-def tick_counts(t, period):
+def tick_counts(t, period, end=None):
     """
     Return ``(expected, missing, largest gap s, late)`` of the recorded tick stamps `t` (s).
 
-    `period`: the nominal one between two ``~/state`` messages, s. The loop ticks on a fixed
-    grid of deadlines, so the span of `t` holds ``span / period + 1`` ticks; those not in
-    `t` are missing: lost by the recording, or deadlines the loop skipped. A tick is late
-    when it follows the previous one by more than LATE_GAP periods: the same window as
-    the recorded errors, not the whole node run.
+    `period`: the nominal one between two ``~/state`` messages, s; `end`: the stamp (s) the
+    recording was to reach (default: its last). The loop ticks on a fixed grid of deadlines,
+    so the span from ``t[0]`` to `end` holds ``span / period + 1`` ticks; those not in `t`
+    are missing: lost by the recording, or deadlines the loop skipped; a tail that never
+    came counts as a gap. A tick is late when it follows the previous one by more than
+    LATE_GAP periods: the same window as the recorded errors, not the whole node run.
     """
     if len(t) < 2:
         return len(t), 0, 0.0, 0
-    interval = np.diff(t)
-    expected = max(int(round((t[-1] - t[0]) / period)) + 1, len(t))
+    end = t[-1] if end is None else max(end, t[-1])
+    interval = np.diff(np.append(t, end))
+    expected = max(int((end - t[0]) / period + 0.5) + 1, len(t))
     return (expected, expected - len(t), float(np.max(interval)),
             int(np.sum(interval > LATE_GAP * period)))
 
 
-def recording_line(t, period, skipped):
+def recording_line(t, period, skipped, end=None):
     """
     Return the line that says how complete the recording is, and whether it is not.
 
     `skipped`: the deadlines the loop skipped while it was recorded (they have no tick to
-    record; counted from its diagnostics, so from up to one window before the recording).
-    The other missing ticks were lost between the loop and the recording.
+    record; from its diagnostics windows, `recorder.Recorder.grown`).
+    The other missing ticks were lost between the loop and the recording. `end`: as in
+    `tick_counts`.
     """
-    expected, missing, gap, _ = tick_counts(t, period)
+    expected, missing, gap, _ = tick_counts(t, period, end)
     lost = max(missing - skipped, 0)
     line = (f'recording: {len(t)} of {expected} ticks, {missing} missing ({skipped:.0f} '
             f'deadlines the loop skipped, {lost} lost by the recording), largest gap '
@@ -221,10 +227,15 @@ def main(argv=None):
                 print('demo: the nodes did not start; see the logs in', out, file=sys.stderr)
                 return 1
             rec.run(args.duration)
+            # a loaded machine sends the last ticks' ~/state rows late: wait for them, and for
+            # the diagnostics that count the loop's skipped deadlines up to the end
+            end = rec.active_since + args.duration
+            rec.run(TAIL_WAIT, until=lambda: (rec.states[-1][0] >= end and
+                                              max(rec.diagnostic_stamps, default=0) >= end))
             diagnostics = list(rec.diagnostics)
-            skipped = rec.grown('run_missed_deadlines', rec.active_since)
+            skipped = rec.grown('run_missed_deadlines', rec.active_since, end)
             plant = rec.sim_diagnostics[-1] if rec.sim_diagnostics else {}
-            t, q_des, q, effort = rec.arrays(since=rec.active_since)
+            t, q_des, q, effort = rec.arrays(since=rec.active_since, until=end)
             times = np.array([c[0] for c in rec.commands])
             values = np.array([c[1] for c in rec.commands])
             names = rec.joint_names
@@ -242,10 +253,10 @@ def main(argv=None):
     task_png = plot_task_space(nodes[0], out, names, t, q_des, q)
     scale, unit, _, _ = units(names, command)
     digits = 3 if unit == 'mm' else 4
-    _, _, _, late = tick_counts(t, period)
+    _, _, _, late = tick_counts(t, period, end)
     print(f'closed loop over ROS 2: {args.arm}, engine {engine}, {t[-1] - t[0]:.1f} s from '
           f'activation')
-    print(recording_line(t, period, skipped))
+    print(recording_line(t, period, skipped, end))
     print(f'{"group":<12} {"RMS error":>12} {"max error":>12}')
     for key, rms, worst in summary(names, error):
         print(f'{key:<12} {scale * rms:9.{digits}f} {unit:<3}{scale * worst:9.{digits}f} {unit}')

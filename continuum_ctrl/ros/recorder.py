@@ -117,35 +117,48 @@ class Recorder:
                 self.sim_diagnostics.append(values)
                 self.sim_diagnostic_stamps.append(stamp)
 
-    def grown(self, key, since, simulator=False):
+    def grown(self, key, since, until=None, simulator=False):
         """
-        Return how much the run count `key` of the controller (or the simulator) grew after
-        `since` (s): its latest figure less the last one stamped at or before `since` (0
-        when none is). The figures come once per diagnostics window, so the span counted may
-        begin up to a window before `since`.
+        Return how much the run count `key` of the controller (or the simulator) grew
+        between the stamps `since` and `until` (s; None: the latest figure).
+
+        The figures come once per diagnostics window; a window's growth is taken as spread
+        evenly over it, so a window that straddles `since` or `until` counts by its share
+        in the span. The first figure's window is taken whole when it ends after `since`.
         """
         windows, stamps = ((self.sim_diagnostics, self.sim_diagnostic_stamps) if simulator
                            else (self.diagnostics, self.diagnostic_stamps))
-        counts = [(stamp, int(float(values[key])))
+        counts = [(stamp, float(values[key]))
                   for stamp, values in zip(stamps, windows) if key in values]
         if not counts:
             return 0
-        before = [count for stamp, count in counts if stamp <= since]
-        return counts[-1][1] - (before[-1] if before else 0)
+        until = counts[-1][0] if until is None else until
+        grown = counts[0][1] if since < counts[0][0] <= until else 0.0
+        for (start, before), (stamp, count) in zip(counts, counts[1:]):
+            overlap = min(stamp, until) - max(start, since)
+            if overlap > 0 and stamp > start:
+                grown += (count - before) * overlap / (stamp - start)
+        return int(grown + 0.5)
 
-    def run(self, seconds):
-        """Process messages for `seconds` (wall time), at `priority` if one is given."""
+    def run(self, seconds, until=None):
+        """
+        Process messages for `seconds` (wall time), at `priority` if one is given; with
+        `until`, stop as soon as ``until()`` holds. Return whether it held (True without).
+        """
         problem = set_node_priority(self.priority) if self.priority else None
         if problem is not None:
             self.node.get_logger().warning(f'recording at normal scheduling: {problem}')
         end = time.monotonic() + seconds
         try:
             while time.monotonic() < end:
+                if until is not None and until():
+                    return True
                 self.executor.spin_once(timeout_sec=min(0.05, max(end - time.monotonic(),
                                                                   0.0)))
         finally:
             if self.priority and problem is None:
                 set_node_priority(0)
+        return until is None or until()
 
     def wait(self, condition, timeout, processes=()):
         """
@@ -162,9 +175,10 @@ class Recorder:
             self.executor.spin_once(timeout_sec=0.05)
         return condition()
 
-    def arrays(self, since=None):
-        """Return ``(t, q_des, q, effort)`` of the states recorded (after time `since`, s)."""
-        rows = [s for s in self.states if since is None or s[0] >= since]
+    def arrays(self, since=None, until=None):
+        """Return ``(t, q_des, q, effort)`` of the states stamped `since` to `until` (s)."""
+        rows = [s for s in self.states
+                if (since is None or s[0] >= since) and (until is None or s[0] <= until)]
         if not rows:
             return np.zeros(0), np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0))
         return tuple(np.array(column) for column in zip(*rows))
