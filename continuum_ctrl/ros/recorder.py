@@ -119,10 +119,10 @@ class Recorder:
 
     def grown(self, key, since, until=None, simulator=False):
         """
-        Return how much the run count `key` of the controller (or the simulator) grew
-        between the stamps `since` and `until` (s; None: the latest figure).
+        Return how much the controller's (the simulator's) run count `key` grew in a span.
 
-        The figures come once per diagnostics window; a window's growth is taken as spread
+        The span: from the stamp `since` to `until` (s; None: the latest figure). The
+        figures come once per diagnostics window; a window's growth is taken as spread
         evenly over it, so a window that straddles `since` or `until` counts by its share
         in the span. The first figure's window is taken whole when it ends after `since`.
         """
@@ -142,8 +142,10 @@ class Recorder:
 
     def run(self, seconds, until=None):
         """
-        Process messages for `seconds` (wall time), at `priority` if one is given; with
-        `until`, stop as soon as ``until()`` holds. Return whether it held (True without).
+        Process messages for `seconds` (wall time), at `priority` if one is given.
+
+        With `until`, stop as soon as ``until()`` holds; return whether it held (True
+        without).
         """
         problem = set_node_priority(self.priority) if self.priority else None
         if problem is not None:
