@@ -82,6 +82,7 @@ while True:
 """
 
 
+@pytest.mark.slow          # the kernel ends it after its RLIMIT_RTTIME: about 5 s
 def test_a_runaway_real_time_process_is_ended_by_the_kernel():
     """A test's node that spins under SCHED_FIFO is ended (conftest: RLIMIT_RTTIME)."""
     assert resource.getrlimit(resource.RLIMIT_RTTIME)[0] <= REALTIME_RUN_LIMIT * 1e6
