@@ -37,7 +37,7 @@ from continuum_ctrl.control.computed_torque import diagonal_acceleration
 from continuum_ctrl.control.integral import integral_step
 from continuum_ctrl.control.samplers import (anchored_sample, blend_data, example_data,
                                              LAYOUTS)
-from continuum_ctrl.models.continuum.cog import cog_damped_steps, cog_run, CogModel
+from continuum_ctrl.models.continuum.cog import cog_damped_steps, cog_run, CogModel, CQ_ALONE
 from continuum_ctrl.models.continuum.model import move_passive, TASK_INVERSE
 from continuum_ctrl.numerics.clipping import limit_kernel
 from continuum_ctrl.numerics.jit import compiled, entry_point
@@ -64,7 +64,7 @@ def _grid_force(arm, memory, sums, layout, blend, cell, period, cells, forces, s
         if gap > distance:
             far, distance = slot, gap
     anchored_sample(layout, blend, blend.t0 + cell * period, raw, sample)
-    cog_run(arm, memory, sample[0], sample[1], 3, TASK_INVERSE, sample[2])
+    cog_run(arm, memory, sample[0], sample[1], CQ_ALONE, TASK_INVERSE, sample[2])
     for i in range(forces.shape[1]):
         forces[far, i] = sums.out[i]
     cells[far] = cell
@@ -128,7 +128,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
         anchored_sample(layout, blend, t + delay, raw, ahead)
         target = ahead
     diagonal_acceleration(kp, kd, x, xd, target[0], target[1], target[2], v)
-    cog_run(arm, memory, x, xd, 3, TASK_INVERSE, v)
+    cog_run(arm, memory, x, xd, CQ_ALONE, TASK_INVERSE, v)
     if at_reference:
         move_passive(arm.pma, target[0], target[1], sums.passive, scratch, sums.out)
     for i in range(n):

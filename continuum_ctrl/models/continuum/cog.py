@@ -111,6 +111,11 @@ def relative_rate(sec, bbar, JY, om, dom, d2pw, qd, Wc, Jd):
             Jd[L, c] += t[c]
 
 
+#: `cog_evaluate`'s mode 3 for compiled callers: an int64, since a literal 3 would compile
+#: the kernel (and `cog_run`) a second time, for the type Literal[int](3)
+CQ_ALONE = np.int64(3)
+
+
 @compiled()
 def cog_evaluate(arm, data, q, qd, mode):
     """
@@ -246,7 +251,7 @@ def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out):
         # calls: subscripted writes to a `layout` view, in the function that made it, were
         # not seen by the reads after them (Numba 0.68 without its runtime)
         if k % hold == 0:
-            cog_evaluate(arm, data, x, v, 3)
+            cog_evaluate(arm, data, x, v, CQ_ALONE)
             if hold > 1:
                 copy_matrix(sums.M, sums.held)
         else:
