@@ -9,7 +9,7 @@ after the reference's 1 s blend-in (and one more second for the start-up transie
 import numpy as np
 import pytest
 
-from ros_nodes import params_file, running, stall, unstalled
+from ros_nodes import params_file, running, stall, unstalled, windows
 
 #: starts node processes or DDS participants, for more than a few seconds
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -40,6 +40,9 @@ def closed_loop(tmp_path, lag, delay, time_constant, predicted):
             t, q_des, q, _ = rec.arrays(since=since)
             commands = np.array([c for stamp, c in rec.commands if stamp >= t[0]])
             stalled = stall(rec, since)
+            # what a failed bound needs: the input's age and latency, the plant's commands
+            print(f'\nvalves {lag} s / {delay} s, predicted {time_constant} s / {predicted} s: '
+                  f'{windows(rec)}')
         error = q - q_des
         variation = np.sum(np.abs(np.diff(commands, axis=0))) / (t[-1] - t[0])
         return (float(np.sqrt(np.mean(error ** 2))), variation), stalled
