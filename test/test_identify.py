@@ -203,6 +203,7 @@ def test_identifies_actuator_lag_and_delay(setup):
           f'{delay.value * 1e3:.2f} +- {delay.se * 1e3:.2f} ms')
     assert lag.value == pytest.approx(0.03, rel=0.10)
     assert delay.value == pytest.approx(0.005, abs=0.002)      # one sample at 500 Hz
+    assert 'round it up' in text(result, setup, ['run'])
 
 
 def test_bag_written_by_the_package_reads_back_as_the_csv(setup, tmp_path):

@@ -31,6 +31,11 @@ def text(result, setup, sources):
         lines.append(f'samples left out of the fit (per {result.per}): {", ".join(left_out)}')
     if result.scale_note:
         lines.append(f'note: {result.scale_note}')
+    if result.values('output.delay'):
+        lines.append('note: output.delay is the dead time these data show; the controller must '
+                     'predict all of it and the command\'s own way to the valves too, so round '
+                     'it up: a prediction short of the real latency chatters, a long one costs '
+                     'little (docs/valves.md)')
     lines.extend(result.details)
     return '\n'.join(lines)
 
