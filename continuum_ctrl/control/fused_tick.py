@@ -48,7 +48,7 @@ DONE, NONFINITE = 0, 1
 EMPTY_CELL = -(2 ** 62)
 
 
-@compiled()
+@compiled(inline='always')     # typed in `fused_tick`: no compile of its own per layout
 def _grid_force(arm, memory, sums, layout, blend, cell, period, cells, forces, sample, raw):
     """
     Return the slot of `forces` (3, n) holding the force of perfect tracking at grid `cell`.

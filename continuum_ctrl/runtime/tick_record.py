@@ -22,7 +22,8 @@ from continuum_ctrl.runtime.timing import add_duration, DurationTable
 #: the runtime's kinds of durations (rows of its DurationTable); the loop thread records the
 #: first four, the input thread `transport`
 KINDS = ('period', 'compute', 'age', 'wait', 'transport')
-PERIOD, COMPUTE, AGE, WAIT = range(4)
+#: int64, since literal ints would compile `add_duration` once more for each (Literal[int])
+PERIOD, COMPUTE, AGE, WAIT = (np.int64(k) for k in range(4))
 #: entries of `TickFigures.run`: deadlines skipped, ticks late (runtime/lateness.py)
 SKIPPED, LATE = 0, 1
 

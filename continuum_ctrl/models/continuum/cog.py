@@ -34,7 +34,7 @@ from continuum_ctrl.models.continuum.model import (add_damping, ContinuumModel, 
 from continuum_ctrl.models.continuum.params import read_spec
 from continuum_ctrl.models.continuum.terms import (add_gravity, add_point_term, add_rigid_term,
                                                    add_term, angular_jacobian, angular_rate,
-                                                   column_sum, coriolis_from_parts,
+                                                   COLUMN0, column_sum, coriolis_from_parts,
                                                    cumulative_rates, local_rate, point_jacobian,
                                                    point_rate)
 from continuum_ctrl.numerics.jit import compiled, entry_point
@@ -163,9 +163,10 @@ def cog_evaluate(arm, data, q, qd, mode):
         U += add_gravity(m, arm.gravity, x, J, Ni, g)
         if rates:
             point_rate(i, x, J, om, dom, dv0, d2pw, qd, Wc, Jd)
-            add_point_term(J, Jd, 0, Ni, m, qd, mode, M, Md, cq)
+            add_point_term(J, Jd, COLUMN0, Ni, m, qd, mode, M, Md, cq)
         else:
-            add_term((J, dJ, 0, Ni), (J, dJ, 0, Ni), ones, 0.5 * m, qd, Ni, mode, sums, tw)
+            add_term((J, dJ, COLUMN0, Ni), (J, dJ, COLUMN0, Ni), ones, 0.5 * m, qd, Ni, mode,
+                     sums, tw)
         if beta[0] != 1.0 or beta[1] != 1.0 or beta[2] != 1.0:
             cross_term = nu > 0 and beta[1] != beta[0]
             relative_jacobian(i, bbar, J, d2pw, om, dom, mode == 2 or (deriv and cross_term),
@@ -173,12 +174,12 @@ def cog_evaluate(arm, data, q, qd, mode):
             if beta[0] != 1.0:          # m/2 (bv1 - 1) |d bbar/dt|^2
                 if rates:
                     relative_rate(i, bbar, JW, om, dom, d2pw, qd, Wc, Jd)
-                    add_point_term(JW, Jd, 0, Ni, m * (beta[0] - 1.0), qd, mode, M, Md, cq)
+                    add_point_term(JW, Jd, COLUMN0, Ni, m * (beta[0] - 1.0), qd, mode, M, Md, cq)
                 else:
-                    add_term((JW, dJW, 0, Ni), (JW, dJW, 0, Ni), ones, 0.5 * m * (beta[0] - 1.0),
-                             qd, Ni, mode, sums, tw)
+                    add_term((JW, dJW, COLUMN0, Ni), (JW, dJW, COLUMN0, Ni), ones,
+                             0.5 * m * (beta[0] - 1.0), qd, Ni, mode, sums, tw)
             if cross_term:              # m (bv2 - bv1) (W x bbar).cbar
-                add_term((JW, dJW, 0, nu), (JW, dJW, nu, Ni), ones, m * (beta[1] - beta[0]),
+                add_term((JW, dJW, COLUMN0, nu), (JW, dJW, nu, Ni), ones, m * (beta[1] - beta[0]),
                          qd, Ni, mode, sums, tw)
             if beta[2] != beta[0]:      # m/2 (bv3 - bv1) |cbar|^2: a local point energy
                 if rates:
@@ -197,15 +198,16 @@ def cog_evaluate(arm, data, q, qd, mode):
             angular_rate(i, body.Rw, body.R, body.omt, body.kap, body.dkap, dom, qd, Jd)
             add_rigid_term(JO, Jd, Ni, wI, qd, mode, M, Md, cq, tw.b)
         else:
-            add_term((JO, dJO, 0, Ni), (JO, dJO, 0, Ni), wI, 0.5, qd, Ni, mode, sums, tw)
+            add_term((JO, dJO, COLUMN0, Ni), (JO, dJO, COLUMN0, Ni), wI, 0.5, qd, Ni, mode,
+                     sums, tw)
         if beta[5] != 1.0:
             add_term((JO, dJO, nu, Ni), (JO, dJO, nu, Ni), wI, 0.5 * (beta[5] - 1.0),
                      qd, Ni, mode, sums, tw)
         if nu > 0 and beta[3] != 1.0:
-            add_term((JO, dJO, 0, nu), (JO, dJO, 0, nu), wI, 0.5 * (beta[3] - 1.0),
+            add_term((JO, dJO, COLUMN0, nu), (JO, dJO, COLUMN0, nu), wI, 0.5 * (beta[3] - 1.0),
                      qd, Ni, mode, sums, tw)
         if nu > 0 and beta[4] != 1.0:
-            add_term((JO, dJO, 0, nu), (JO, dJO, nu, Ni), wI, beta[4] - 1.0,
+            add_term((JO, dJO, COLUMN0, nu), (JO, dJO, nu, Ni), wI, beta[4] - 1.0,
                      qd, Ni, mode, sums, tw)
     if mode == 1:
         coriolis_from_parts(sums.Md, sums.P, C)

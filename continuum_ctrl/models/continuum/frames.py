@@ -9,7 +9,8 @@ exact time derivative ``Jdot`` of its Jacobian, from the chain's q-derivatives, 
 from continuum_ctrl.models.continuum.data import layout
 from continuum_ctrl.numerics.jit import compiled
 from continuum_ctrl.models.continuum.kinematics import (chain, cx, frame_from_chain,
-                                                        rotate_tensor, section_point, tip_frame)
+                                                        rotate_tensor, section_point, tip_frame,
+                                                        WITH_DERIVATIVES)
 from continuum_ctrl.models.continuum.terms import cumulative_rates, point_rate
 
 
@@ -29,7 +30,7 @@ def tip_frame_derivative(arm, memory, q, qd, sec, T, J, Jdot):
     from the chain's q-derivatives. `memory`: the model's workspace block.
     """
     data = layout(memory, arm.length.shape[0])[1]
-    chain(arm, q, data.chain, data.section, True)
+    chain(arm, q, data.chain, data.section, WITH_DERIVATIVES)
     frame_from_chain(data.chain, sec, T, J)
     derivative_from_chain(arm, data, q, qd, sec, J, Jdot)
 

@@ -13,11 +13,11 @@ from continuum_ctrl.models.christoffel import coriolis_from_dM
 from continuum_ctrl.models.continuum.data import layout
 from continuum_ctrl.models.continuum.kinematics import (chain, rotate_matrix, rotate_tensor,
                                                         section_cog, section_point,
-                                                        section_rotation)
+                                                        section_rotation, WITHOUT_DERIVATIVES)
 from continuum_ctrl.models.continuum.model import ContinuumModel, finish, TASK_NONE
 from continuum_ctrl.models.continuum.params import read_spec
 from continuum_ctrl.models.continuum.terms import (add_gravity, add_term, angular_jacobian,
-                                                   point_jacobian)
+                                                   COLUMN0, point_jacobian)
 from continuum_ctrl.numerics.jit import compiled
 
 
@@ -57,7 +57,8 @@ def integral_evaluate(arm, memory, q, qd, mode, task, v):
         section_cog(arm.length[i], arm.radius[i], qi, p, dp, d2p, work)
         _point_vector(B, ch.ob[i], p, x)
         rotate_matrix(B, dp, dpw)
-        point_jacobian(i, x, dpw, d2pw, ch.om, ch.v0, ch.dom, ch.dv0, False, J, dJ)
+        point_jacobian(i, x, dpw, d2pw, ch.om, ch.v0, ch.dom, ch.dv0, WITHOUT_DERIVATIVES,
+                       J, dJ)
         U += add_gravity(m, arm.gravity, x, J, Ni, sums.g)
         r2 = arm.radius[i] * arm.radius[i]
         for k in range(arm.nodes.shape[0]):
@@ -67,14 +68,16 @@ def integral_evaluate(arm, memory, q, qd, mode, task, v):
             rotate_matrix(B, dp, dpw)
             rotate_tensor(B, d2p, d2pw)
             point_jacobian(i, x, dpw, d2pw, ch.om, ch.v0, ch.dom, ch.dv0, deriv, J, dJ)
-            add_term((J, dJ, 0, Ni), (J, dJ, 0, Ni), ones, 0.5 * mk, qd, Ni, mode, sums, tw)
+            add_term((J, dJ, COLUMN0, Ni), (J, dJ, COLUMN0, Ni), ones, 0.5 * mk, qd, Ni, mode,
+                     sums, tw)
             section_rotation(arm.radius[i], qi, arm.nodes[k], body.R, body.kap, body.dkap,
                              work)
             angular_jacobian(i, B, body.R, body.kap, body.dkap, ch.om, ch.dom, deriv, JO, dJO,
                              body.Rw, body.omt)
             wI[0] = wI[1] = 0.25 * mk * r2
             wI[2] = 0.5 * mk * r2
-            add_term((JO, dJO, 0, Ni), (JO, dJO, 0, Ni), wI, 0.5, qd, Ni, mode, sums, tw)
+            add_term((JO, dJO, COLUMN0, Ni), (JO, dJO, COLUMN0, Ni), wI, 0.5, qd, Ni, mode,
+                     sums, tw)
     finish(arm, sums, q, qd, task, v)
     return U
 

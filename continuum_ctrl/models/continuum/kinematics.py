@@ -30,6 +30,9 @@ from continuum_ctrl.numerics.jit import compiled
 from continuum_ctrl.numerics.so3 import rodrigues
 
 SQRT3 = math.sqrt(3.0)
+#: `chain`'s `deriv` for compiled callers: NumPy booleans, since a literal True or False
+#: would compile `chain` once more for each (the types Literal[bool])
+WITH_DERIVATIVES, WITHOUT_DERIVATIVES = np.True_, np.False_
 _TERMS = 12
 _INV_FACT = np.array([1.0 / math.factorial(k) for k in range(2 * _TERMS + 8)])
 
@@ -313,7 +316,7 @@ def tip_frame(arm, q, ch, work, sec, T, J):
     ``LOCAL_WORLD_ALIGNED``); the columns of later sections are zero. Exact and smooth
     through the straight pose, from the motion columns of `chain` (without q-derivatives).
     """
-    chain(arm, q, ch, work, False)
+    chain(arm, q, ch, work, WITHOUT_DERIVATIVES)
     frame_from_chain(ch, sec, T, J)
 
 
@@ -346,7 +349,7 @@ def backbone_points(arm, q, ch, work, body, xi, out):
 
     Uses ``body.p``, ``body.dp``, ``body.d2p`` of a `Body` as scratch.
     """
-    chain(arm, q, ch, work, False)
+    chain(arm, q, ch, work, WITHOUT_DERIVATIVES)
     for c in range(3):
         out[0, c] = 0.0
     P = xi.shape[0]

@@ -15,7 +15,8 @@ import numpy as np
 from continuum_ctrl.models.continuum.data import also_compiled, layout, take
 from continuum_ctrl.models.continuum.frames import derivative_from_chain
 from continuum_ctrl.numerics.jit import compiled
-from continuum_ctrl.models.continuum.kinematics import chain, frame_from_chain, tip_frame
+from continuum_ctrl.models.continuum.kinematics import (chain, frame_from_chain, tip_frame,
+                                                        WITH_DERIVATIVES)
 from continuum_ctrl.models.continuum.paths import path_sample
 from continuum_ctrl.numerics.cholesky import cholesky_solve, solve_factored
 from continuum_ctrl.numerics.so3 import exp3, log3
@@ -212,7 +213,7 @@ def task_step(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, 
         _min_norm(A, m, q, low, high, e, free, dq, y, H)
         for k in range(n):
             q[k] = min(high[k], max(low[k], q[k] + dq[k]))
-    chain(arm, q, ch, work, True)
+    chain(arm, q, ch, work, WITH_DERIVATIVES)
     frame_from_chain(ch, sec, T, J)
     _task_rows(T, J, x, Rd, weight, m, A, e, Rt)
     clock[0] = t

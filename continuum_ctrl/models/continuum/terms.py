@@ -15,8 +15,14 @@ either to ``dM`` or to the two pieces of the Christoffel matrix: ``Mdot`` and
 the same as ``c_ijk qd_k`` of contract section 4 without forming ``dM``.
 """
 
+import numpy as np
+
 from continuum_ctrl.models.continuum.kinematics import cx
 from continuum_ctrl.numerics.jit import compiled
+
+#: column 0, where an operand's range starts at the first joint: an int64, since a literal 0
+#: would compile `add_term` and `add_point_term` once more (the type Literal[int](0))
+COLUMN0 = np.int64(0)
 
 
 @compiled()
