@@ -11,6 +11,13 @@ Numba looks for a cache directory next to the source (``__pycache__``), then in
 ``NUMBA_CACHE_DIR`` or the user's cache directory; when none is writable, `compiled` compiles
 without a cache (each process then pays the first-call compile time again) instead of failing.
 
+A compiled caller passes a constant argument (a mode, a flag, a first index) as a NumPy
+scalar (``np.int64``, ``np.True_``), never as a Python literal: Numba types a literal
+``3`` or ``True`` as ``Literal[int](3)`` or ``Literal[bool](True)`` and compiles the callee
+once more for each value, which cost a cold cache seconds per kernel. The modules keep such
+constants beside the kernels that take them (`cog.CQ_ALONE`, `model.TASK_*`,
+`terms.COLUMN0`, `kinematics.WITH_DERIVATIVES`, the tick record's kinds).
+
 A model calls its kernel through `entry_point`: the compiled function for fixed argument
 types, without the dispatcher's per-call typing of the arguments, which costs more than the
 kernel for a tuple of many arrays (about 8 us for 40 arrays, against 0.5 us to unbox them).

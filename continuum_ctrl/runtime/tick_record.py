@@ -22,7 +22,7 @@ from continuum_ctrl.runtime.timing import add_duration, DurationTable
 #: the runtime's kinds of durations (rows of its DurationTable); the loop thread records the
 #: first four, the input thread `transport`
 KINDS = ('period', 'compute', 'age', 'wait', 'transport')
-#: int64, since literal ints would compile `add_duration` once more for each (Literal[int])
+#: their rows, as int64 (numerics.jit: no literal arguments from compiled callers)
 PERIOD, COMPUTE, AGE, WAIT = (np.int64(k) for k in range(4))
 #: entries of `TickFigures.run`: deadlines skipped, ticks late (runtime/lateness.py)
 SKIPPED, LATE = 0, 1

@@ -111,8 +111,7 @@ def relative_rate(sec, bbar, JY, om, dom, d2pw, qd, Wc, Jd):
             Jd[L, c] += t[c]
 
 
-#: `cog_evaluate`'s mode 3 for compiled callers: an int64, since a literal 3 would compile
-#: the kernel (and `cog_run`) a second time, for the type Literal[int](3)
+#: `cog_evaluate`'s mode 3 for compiled callers (int64: numerics.jit, no literal arguments)
 CQ_ALONE = np.int64(3)
 
 

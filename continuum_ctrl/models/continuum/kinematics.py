@@ -30,8 +30,7 @@ from continuum_ctrl.numerics.jit import compiled
 from continuum_ctrl.numerics.so3 import rodrigues
 
 SQRT3 = math.sqrt(3.0)
-#: `chain`'s `deriv` for compiled callers: NumPy booleans, since a literal True or False
-#: would compile `chain` once more for each (the types Literal[bool])
+#: `chain`'s `deriv` for compiled callers (NumPy booleans: numerics.jit, no literal arguments)
 WITH_DERIVATIVES, WITHOUT_DERIVATIVES = np.True_, np.False_
 _TERMS = 12
 _INV_FACT = np.array([1.0 / math.factorial(k) for k in range(2 * _TERMS + 8)])

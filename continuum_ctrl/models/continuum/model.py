@@ -131,8 +131,8 @@ def add_damping(M, pma, dt):
         M[i, i] += dt * pma[i, 1]
 
 
-#: what `finish` computes into `out` after an evaluation; int64 values, not ints: a literal
-#: int passed from compiled code compiles the kernel again for its Literal type
+#: what `finish` computes into `out` after an evaluation (int64: numerics.jit, no literal
+#: arguments from compiled callers)
 TASK_NONE, TASK_BIAS, TASK_INVERSE, TASK_FORWARD = (np.int64(task) for task in range(4))
 
 

@@ -20,8 +20,8 @@ import numpy as np
 from continuum_ctrl.models.continuum.kinematics import cx
 from continuum_ctrl.numerics.jit import compiled
 
-#: column 0, where an operand's range starts at the first joint: an int64, since a literal 0
-#: would compile `add_term` and `add_point_term` once more (the type Literal[int](0))
+#: column 0, where an operand's range starts at the first joint (int64: numerics.jit, no
+#: literal arguments from compiled callers)
 COLUMN0 = np.int64(0)
 
 
