@@ -15,10 +15,10 @@ under a load of 6 to 9 on two cores, 20 to 50 % of a 500 Hz loop's deadlines wer
 the executor fell behind the joint states. In a process of its own the IK shares no lock with
 the loop; the calling thread waits on a pipe. The process builds the model from its
 parameters (``model.*``) and the task space of `settings`, as the controller did, so its
-answers are those of `TaskSpace.closest_points` in process. It starts with the controller's
-configuration, so that a plan is as quick as on a thread once it serves (imports, kernel
-loading: a second or two); a call before then waits for it. It is a daemon: it ends with the
-controller, and `close` ends it at once (a check in progress is dropped).
+answers are those of `TaskSpace.closest_points` in process. Its start-up (imports, kernel
+loading: a second or two) belongs in the controller's configuration, so that the first plan
+is as quick as on a thread. It is a daemon: it ends with the controller, and `close` ends it
+at once (a check in progress is dropped).
 """
 
 import multiprocessing
