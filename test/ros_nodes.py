@@ -152,24 +152,32 @@ def running(tmp_path, path, with_simulator=True):
     Run the controller (and simulator) from `path`; yield ``(recorder, processes)``.
 
     Waits until the controller's loop is active (with the simulator) or until its first
-    `~/state` message; fails with the nodes' logs when they do not start.
+    `~/state` message; fails with the nodes' logs when they do not start. When the body
+    fails, the logs' tails go to stdout, which pytest shows with the failure.
     """
     nodes = simulation(path) if with_simulator else controller(path)
     logs = [open(Path(tmp_path) / f'{node.name}.log', 'w') for node in nodes]
     processes = start(nodes, outputs=logs)
+
+    def tails():
+        for log in logs:
+            log.flush()
+        return '\n'.join(Path(log.name).read_text()[-3000:] for log in logs)
+
     try:
         with Recorder() as rec:
             ready = (lambda: rec.active_since is not None) if with_simulator else (
                 lambda: rec.status is not None)
             if not rec.wait(ready, START_TIMEOUT, processes):
-                for log in logs:
-                    log.flush()
-                text = '\n'.join(Path(log.name).read_text()[-3000:] for log in logs)
                 last = rec.diagnostics[-1] if rec.diagnostics else None
                 raise AssertionError(f'nodes did not start: status {rec.status}, '
                                      f'{len(rec.states)} states, diagnostics {last}, '
-                                     f'simulator {rec.sim_diagnostics[-1:]}\n{text}')
-            yield rec, processes
+                                     f'simulator {rec.sim_diagnostics[-1:]}\n{tails()}')
+            try:
+                yield rec, processes
+            except Exception:
+                print(f'the nodes\' logs, last lines:\n{tails()}')
+                raise
     finally:
         stop(processes)
         for log in logs:

