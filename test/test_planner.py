@@ -176,6 +176,11 @@ def test_a_threaded_planner_plans_on_its_worker_with_ik_in_a_process():
         return original(*args)
     plan_task.closest_points = closest_points
     try:
+        # `ready` does not wait: it turns True once the process serves (a second or two)
+        deadline = time.monotonic() + 60.0
+        while not planner.ready and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert planner.ready and plan_task.reach.wait_ready(0.0)
         # the process answers as the IK in process does, for an unreachable target too
         q0, far = np.full(9, 0.013), [0.0, 0.0, 0.8]
         there, here = plan_task.reach([far], q0)[0], loop.task.closest(far, q0)

@@ -40,7 +40,9 @@ class Watch:
         node.create_subscription(MarkerArray, '/continuum_controller/shape',
                                  self.shapes.append, 10)
         self.target = node.create_publisher(PoseStamped, '/continuum_controller/tip_target', 10)
-        assert rec.wait(lambda: self.target.get_subscription_count() > 0, 30.0)
+        # the IK process starts beside the loop; a target sent before it serves waits for it
+        assert rec.wait(lambda: self.target.get_subscription_count() > 0 and rec.diagnostics
+                        and rec.diagnostics[-1]['planner_ready'] == '1', 30.0)
 
     def _state(self, msg):
         index = {name: i for i, name in enumerate(msg.name)}

@@ -173,6 +173,12 @@ class Planner:
         """Wait until the IK process (if any) serves, at most `timeout` s; return whether so."""
         return self._reach is None or self._reach.wait_ready(timeout)
 
+    @property
+    def ready(self):
+        """Tell whether the IK process (if any) serves, without waiting."""
+        reach = self._reach
+        return reach is None or reach.ready
+
     def close(self):
         """End the worker after its current job (it posts nothing more) and the IK process."""
         self._closed = True

@@ -4,6 +4,7 @@ The planner's inverse kinematics in a process of its own.
     reach = ReachProcess(model_spec, task_settings)
     reach.start()                 # spawn it now (else the first call does)
     reach.wait_ready(timeout)     # until it has built its model (a second or two)
+    reach.ready                   # whether it serves, without waiting (any thread)
     reach(positions, q0, chain)   # TaskSpace.closest_points there: [(point, distance, q)]
     reach.close()
 
@@ -15,14 +16,15 @@ under a load of 6 to 9 on two cores, 20 to 50 % of a 500 Hz loop's deadlines wer
 the executor fell behind the joint states. In a process of its own the IK shares no lock with
 the loop; the calling thread waits on a pipe. The process builds the model from its
 parameters (``model.*``) and the task space of `settings`, as the controller did, so its
-answers are those of `TaskSpace.closest_points` in process. Its start-up (imports, kernel
-loading: a second or two) belongs in the controller's configuration, so that the first plan
-is as quick as on a thread. It is a daemon: it ends with the controller, and `close` ends it
-at once (a check in progress is dropped).
+answers are those of `TaskSpace.closest_points` in process. It starts with the controller's
+configuration, so that a plan is as quick as on a thread once it serves (imports, kernel
+loading: a second or two); a call before then waits for it. It is a daemon: it ends with the
+controller, and `close` ends it at once (a check in progress is dropped).
 """
 
 import multiprocessing
 import signal
+import threading
 
 import numpy as np
 
@@ -55,6 +57,7 @@ class ReachProcess:
         self._args = (spec, settings)
         self._connection = self._process = None
         self._closed = self._ready = False
+        self._lock = threading.Lock()       # one thread at a time reads the 'ready' message
 
     def start(self):
         """Spawn the process, unless it runs (or was closed)."""
@@ -70,6 +73,21 @@ class ReachProcess:
     def wait_ready(self, timeout=None):
         """Start it if needed and wait until it serves (s; None: no bound); return whether so."""
         self.start()
+        with self._lock:
+            return self._read_ready(timeout)
+
+    @property
+    def ready(self):
+        """Tell whether it serves, without waiting (False while another thread waits for it)."""
+        if self._ready or self._process is None or not self._lock.acquire(blocking=False):
+            return self._ready
+        try:
+            return self._read_ready(0.0)
+        finally:
+            self._lock.release()
+
+    def _read_ready(self, timeout):
+        """Take the process's 'ready' message if it comes within `timeout` s (lock held)."""
         if not self._ready and not self._closed:
             try:
                 if self._connection.poll(timeout):

@@ -59,7 +59,7 @@ NODE_FIELDS = {**CONTROLLER_NODE_FIELDS, **FIELDS}
 SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
 #: interval at which the executor sends the loop's ~/state rows and log lines, s
 STATE_INTERVAL = 0.01
-#: longest wait at configuration for the planner's IK process to serve, s
+#: longest wait at configuration for the planner's IK process to serve (a tip reference), s
 PLANNER_START_TIMEOUT = 60.0
 
 
@@ -205,7 +205,11 @@ class ControllerNode(LifecycleNode):
             self.create_subscription(Float64MultiArray, '~/pressures', self._on_pressures,
                                      qos_profile_sensor_data, raw=True)
         loop.warm_up()
-        if not planner.wait_ready(PLANNER_START_TIMEOUT):
+        # a tip reference is planned at activation: its IK process must serve by then; else
+        # the process starts meanwhile (`planner_ready` in /diagnostics), and a tip target
+        # sent before it serves is planned when it does (the loop keeps its reference)
+        if settings.reference.needs_task_space and not planner.wait_ready(
+                PLANNER_START_TIMEOUT):
             self.get_logger().warning(f'the planning process did not start within '
                                       f'{PLANNER_START_TIMEOUT} s: tip references cannot be '
                                       'planned (the loop holds the measured pose)')

@@ -406,6 +406,7 @@ class ControllerRuntime:
             ('planning', int(loop.awaiting_plan)),
             ('plans', loop.planner.plans),
             ('plan_max_s', loop.planner.longest),
+            ('planner_ready', int(loop.planner.ready)),
             ('integral_force_max', float(np.max(np.abs(loop.integral.force)))),
             ('integral_held_joints', int(np.count_nonzero(loop.integral.held))),
         ]
