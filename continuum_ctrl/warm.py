@@ -7,14 +7,13 @@ The cache sits next to the installed sources (``__pycache__``) when that is writ
 in ``NUMBA_CACHE_DIR`` or the user's cache directory (see `numerics.jit`).
 
 Each kernel compiles on one core. On a cold cache two worker processes share the work: first
-`cog_kernels` and `other_kernels` side by side, then the fused tick's reference layouts, one
-at a time as a worker comes free (each needs the kernels of both shares). The command then
-runs `warm` itself, which loads them all and compiles whatever the workers left out.
+`cog_kernels` and `other_kernels` side by side, then the fused tick, which calls the kernels
+of both shares. The command then runs `warm` itself, which loads them all and compiles
+whatever the workers left out.
 """
 
 import argparse
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
-import functools
 import multiprocessing
 import os
 import sys
@@ -26,7 +25,7 @@ import numpy as np
 
 from continuum_ctrl.actuation.valves import Actuator
 from continuum_ctrl.control.fused_tick import fused_tick, FusedTick
-from continuum_ctrl.control.samplers import LAYOUTS, warm_samplers
+from continuum_ctrl.control.samplers import warm_samplers
 from continuum_ctrl.launch_description import arm_config
 from continuum_ctrl.models import load_model
 from continuum_ctrl.models.continuum.cog import cog_damped_steps, cog_run
@@ -82,15 +81,9 @@ def other_kernels(params):
     Actuator(0.01, 0.0, 0.0, np.zeros(1))           # the valves' walk
 
 
-@functools.cache
-def _loop(params):
-    """Return the controller node's loop of `params` without its fused tick (one per worker)."""
-    return controller_loop(arm_config(params), fused=False)
-
-
-def fused_kernel(params, layout):
-    """Compile the fused tick of the controller's loop for one reference layout (a worker's)."""
-    FusedTick(_loop(params), (layout,))
+def fused_kernel(params):
+    """Compile the fused tick of the controller node's loop of `params` (a worker's share)."""
+    FusedTick(controller_loop(arm_config(params), fused=False))
 
 
 def warm(params='continuum'):
@@ -98,7 +91,7 @@ def warm(params='continuum'):
     start = time.perf_counter()
     cog_kernels(params)
     other_kernels(params)
-    simulate_nodes(*node_pair(arm_config(params)), WARM_RUN)   # the fused tick's layouts too
+    simulate_nodes(*node_pair(arm_config(params)), WARM_RUN)   # the fused tick too
     return time.perf_counter() - start
 
 
@@ -140,7 +133,7 @@ def compile_in_workers(params):
         try:
             _wait_all([pool.submit(_call, cog_kernels, params),
                        pool.submit(_call, other_kernels, params)])
-            _wait_all([pool.submit(_call, fused_kernel, params, layout) for layout in LAYOUTS])
+            pool.submit(_call, fused_kernel, params).result()
         except BaseException:
             # end the other worker's compile too (Python < 3.14 has no public call for it)
             for process in list((getattr(pool, '_processes', None) or {}).values()):

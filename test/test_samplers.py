@@ -7,7 +7,7 @@ from continuum_ctrl.control.loop import Anchored, BUMP_PEAK
 from continuum_ctrl.control.references import (blend_ramp, Hold, MinimumJerk, Multisine,
                                                Sinusoid, Waypoints)
 from continuum_ctrl.control.samplers import (anchored_entry, blend_data, blend_sample,
-                                             sample_into)
+                                             reference_data, sample_into)
 
 RTOL = 1e-12
 #: times before, during and after every reference's moves and joins, s
@@ -48,11 +48,14 @@ def close(actual, expected):
 
 @pytest.mark.parametrize('name', list(references()))
 def test_compiled_sampler_agrees_with_numpy(name):
+    """Each type's sampler, and the one of any type (`ReferenceData`) to the last bit."""
     reference = references()[name]
-    data, out = reference.layout(), np.zeros((3, reference.n))
+    data, out, any_out = reference.layout(), np.zeros((3, reference.n)), np.zeros((3, N))
     for t in TIMES:
         sample_into(data, t, out)
         close(out, reference.sample(t))
+        sample_into(reference_data(data), t, any_out)
+        np.testing.assert_array_equal(any_out, out)
 
 
 class NumpyAnchored:
@@ -103,13 +106,13 @@ def test_blend_alone_agrees_with_anchored():
     reference = references()['sinusoid']
     low, high = np.full(N, -0.4), np.full(N, 0.4)
     blend = blend_data(0.5, 0.8, False, low, high, np.full(N, 0.2), np.full(N, 0.3))
-    whole = anchored_entry(type(reference.layout()))
+    whole, data = anchored_entry(), reference_data(reference.layout())
     raw, out, expected = np.zeros((3, N)), np.zeros((3, N)), np.zeros((3, N))
     for t in TIMES:
         elapsed = max(t - 0.5, 0.0)
         raw[:] = reference.sample(elapsed)
         blend_sample(blend, elapsed, raw, out)
-        whole(reference.layout(), blend, t, np.zeros((3, N)), expected)
+        whole(data, blend, t, np.zeros((3, N)), expected)
         np.testing.assert_array_equal(out, expected)
 
 

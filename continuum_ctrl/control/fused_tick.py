@@ -36,7 +36,7 @@ from continuum_ctrl.control.compensation import INERTIA_HOLD, lead_kernel, MAX_A
 from continuum_ctrl.control.computed_torque import diagonal_acceleration
 from continuum_ctrl.control.integral import integral_step
 from continuum_ctrl.control.samplers import (anchored_sample, blend_data, example_data,
-                                             LAYOUTS)
+                                             ReferenceData)
 from continuum_ctrl.models.continuum.cog import cog_damped_steps, cog_run, CogModel, CQ_ALONE
 from continuum_ctrl.models.continuum.model import move_passive, TASK_INVERSE
 from continuum_ctrl.numerics.clipping import limit_kernel
@@ -48,7 +48,7 @@ DONE, NONFINITE = 0, 1
 EMPTY_CELL = -(2 ** 62)
 
 
-@compiled(inline='always')     # typed in `fused_tick`: no compile of its own per layout
+@compiled(inline='always')     # typed in `fused_tick`: no compile of its own
 def _grid_force(arm, memory, sums, layout, blend, cell, period, cells, forces, sample, raw):
     """
     Return the slot of `forces` (3, n) holding the force of perfect tracking at grid `cell`.
@@ -161,21 +161,22 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     return DONE
 
 
-_entries: dict = {}
+#: `fused_tick` compiled (or loaded) for its argument types, by the first FusedTick
+_compiled: list = []
 
 
 class FusedTick:
     """
     `fused_tick` on one `ControlLoop`'s objects: its model, law, compensation and buffers.
 
-    Build it with `of` (which compiles, or loads, the kernel for every reference layout: no
-    tick compiles) whenever the loop's settings change: it holds their arrays (gains, limits,
-    integral, valves). Call it with the tick time where `covers` says it applies; it leaves
-    the loop's `q_des`, `qd_des`, `qdd_des`, `effort` and `command` as the Python tick would.
-    `layouts`: the reference layouts to compile for (the warm step shares them out).
+    Build it with `of` (which compiles, or loads, the kernel, for every reference type at
+    once: `ReferenceData`; no tick compiles) whenever the loop's settings change: it holds
+    their arrays (gains, limits, integral, valves). Call it with the tick time where `covers`
+    says it applies; it leaves the loop's `q_des`, `qd_des`, `qdd_des`, `effort` and
+    `command` as the Python tick would.
     """
 
-    def __init__(self, loop, layouts=LAYOUTS):
+    def __init__(self, loop):
         self.loop = loop
         model, n = loop.model, loop.model.n
         law, integral, comp = loop.law, loop.integral, loop.compensation
@@ -188,7 +189,6 @@ class FusedTick:
         self._left = work[-1]
         self._cells = np.full(3, EMPTY_CELL, dtype=np.int64)
         self._grid_reference = None
-        self._entry = None
         self._model = (model.arm, model.memory, model.data.sums)
         actuation = loop.settings.actuation
         self._diagonal = law.kp.ndim == 1 and law.kd.ndim == 1
@@ -211,11 +211,11 @@ class FusedTick:
                       (actuation.area, actuation.deadzone, actuation.p_min, actuation.p_max,
                        np.asarray(loop.settings.order, dtype=np.int64), loop.command),
                       work]
-        for layout in layouts:
-            if layout not in _entries:
-                _entries[layout] = entry_point(
-                    fused_tick, *self._model, example_data(layout), _EXAMPLE_BLEND, 0.0,
-                    loop.q, loop.qd, 0.0, 0.0, 0.0, 0, *self._rest, run=False)
+        if not _compiled:
+            _compiled.append(entry_point(
+                fused_tick, *self._model, example_data(ReferenceData), _EXAMPLE_BLEND, 0.0,
+                loop.q, loop.qd, 0.0, 0.0, 0.0, 0, *self._rest, run=False))
+        self._entry = _compiled[0]
 
     def _valve_arrays(self):
         valves = self._valves
@@ -245,7 +245,6 @@ class FusedTick:
         if reference is not self._grid_reference:
             self._grid_reference = reference
             self._cells[:] = EMPTY_CELL
-            self._entry = _entries[type(reference._layout)]
         valves = self._valves
         if valves is None:
             clock, pending = 0.0, 0

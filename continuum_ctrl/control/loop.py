@@ -44,7 +44,8 @@ from continuum_ctrl.control.fused_tick import DONE, FusedTick
 from continuum_ctrl.control.integral import IntegralAction
 from continuum_ctrl.control.planner import Planner
 from continuum_ctrl.control.references import Hold, Waypoints
-from continuum_ctrl.control.samplers import anchored_entry, blend_data, blend_entry, warm_samplers
+from continuum_ctrl.control.samplers import (anchored_entry, blend_data, blend_entry,
+                                             reference_data, warm_samplers)
 from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.control.task_space import TaskSpace
 from continuum_ctrl.models.base import DynamicsModel
@@ -105,8 +106,8 @@ class Anchored:
         self._raw, self._out = np.zeros((3, n)), np.zeros((3, n))
         self._rows = tuple(self._out)
         layout = getattr(reference, 'layout', lambda: None)()
-        self._layout = layout
-        self._kernel = blend_entry() if layout is None else anchored_entry(type(layout))
+        self._layout = None if layout is None else reference_data(layout)
+        self._kernel = blend_entry() if layout is None else anchored_entry()
 
     def sample_into(self, t, out):
         """Write ``q_d``, ``qd_d``, ``qdd_d`` at time `t` (s) into the rows of `out` (3, n)."""

@@ -6,9 +6,13 @@ arrays and floats (`HoldData`, `SinusoidData`, `MultisineData`, `MinimumJerkData
 `SplineData`); ``sample_into(data, t, out)``, callable from compiled code, writes the sample
 at `t` (s) into `out` (3, n): rows ``q_d``, ``qd_d``, ``qdd_d``. The arithmetic is that of
 the classes' NumPy `sample`, which stays their reference implementation (and the tests'
-oracle). `anchored_sample` adds the loop's clip to the joint limits and blend from the
-measured state (`BlendData`, control.loop.Anchored) in the same call; `blend_sample` does the
-clip and blend alone, on a sample made elsewhere (a task-space reference's compiled IK step).
+oracle). `reference_data` puts any of them in the one type `ReferenceData`, whose sampler
+branches on the kind at run time: the compiled callers (`anchored_sample`, the fused tick)
+take that type, so each compiles once for every reference type, not once per type (the fused
+tick took about 9 s per type to compile). `anchored_sample` adds the loop's clip to the
+joint limits and blend from the measured state (`BlendData`, control.loop.Anchored) in the
+same call; `blend_sample` does the clip and blend alone, on a sample made elsewhere (a
+task-space reference's compiled IK step).
 The kernels allocate nothing and touch no Python object. They keep the GIL: a thread that
 releases it for a microsecond's work may then wait a switch interval (runtime/loop_thread.py) or
 a C call's length to take it back from a busy executor thread.
@@ -134,11 +138,31 @@ def _spline(data, t, out):
             out[row, i] = value
 
 
+#: the data layouts with a compiled sampler, in the order of `ReferenceData`'s slots
+LAYOUTS = (HoldData, SinusoidData, MultisineData, MinimumJerkData, SplineData)
+#: any layout: `kind` (int64) indexes LAYOUTS and names the slot that holds the reference's
+#: data; every other slot holds a one-joint placeholder of its layout
+ReferenceData = namedtuple('ReferenceData', 'kind hold sinusoid multisine minimum_jerk spline')
+
+
+@compiled()
+def _any(data, t, out):
+    kind = data.kind
+    if kind == 0:
+        _hold(data.hold, t, out)
+    elif kind == 1:
+        _sinusoid(data.sinusoid, t, out)
+    elif kind == 2:
+        _multisine(data.multisine, t, out)
+    elif kind == 3:
+        _minimum_jerk(data.minimum_jerk, t, out)
+    else:
+        _spline(data.spline, t, out)
+
+
 #: the namedtuple class of each layout -> its kernel
-_KERNELS = {HoldData: _hold, SinusoidData: _sinusoid, MultisineData: _multisine,
-            MinimumJerkData: _minimum_jerk, SplineData: _spline}
-#: the data layouts with a compiled sampler
-LAYOUTS = tuple(_KERNELS)
+_KERNELS = dict(zip(LAYOUTS + (ReferenceData,),
+                    (_hold, _sinusoid, _multisine, _minimum_jerk, _spline, _any)))
 
 
 def sample_into(data, t, out):
@@ -196,6 +220,8 @@ def anchored_sample(data, blend, t, raw, out):
 
 def example_data(layout):
     """Return a one-joint instance of `layout` (the argument types of every call)."""
+    if layout is ReferenceData:
+        return reference_data(example_data(HoldData))
     one, row, block = np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1, 1))
     examples = {HoldData: HoldData(one),
                 SinusoidData: SinusoidData(*(one,) * 6),
@@ -204,6 +230,18 @@ def example_data(layout):
                 SplineData: SplineData(np.array([0.0, 1.0]), block, block, block, one,
                                        np.zeros((3, 1)), np.zeros((3, 1)))}
     return examples[layout]
+
+
+def reference_data(data):
+    """Return `data` (an instance of one of LAYOUTS) as a `ReferenceData`."""
+    kind = LAYOUTS.index(type(data))
+    slots = list(_PLACEHOLDERS)
+    slots[kind] = data
+    return ReferenceData(np.int64(kind), *slots)
+
+
+#: the slots' one-joint placeholders, shared: the samplers only read their data
+_PLACEHOLDERS = tuple(example_data(layout) for layout in LAYOUTS)
 
 
 def blend_data(t0, blend_time, free, low, high, q_start, qd_start):
@@ -215,24 +253,24 @@ def blend_data(t0, blend_time, free, low, high, q_start, qd_start):
 _entries: dict = {}
 
 
-def anchored_entry(layout):
+def anchored_entry():
     """
-    Return `anchored_sample` compiled (or loaded) for the data layout class `layout`.
+    Return `anchored_sample` compiled (or loaded) for `ReferenceData`.
 
-    Compiled once per process and layout: `warm_samplers` does it ahead of the first anchor.
+    Compiled once per process: `warm_samplers` does it ahead of the first anchor.
     """
-    entry = _entries.get(layout)
+    entry = _entries.get(ReferenceData)
     if entry is None:
         blend = blend_data(0.0, 1.0, False, *(np.zeros(1),) * 4)
-        entry = _entries[layout] = entry_point(anchored_sample, example_data(layout), blend, 0.0,
-                                               np.zeros((3, 1)), np.zeros((3, 1)))
+        entry = _entries[ReferenceData] = entry_point(
+            anchored_sample, example_data(ReferenceData), blend, 0.0, np.zeros((3, 1)),
+            np.zeros((3, 1)))
     return entry
 
 
 def warm_samplers():
-    """Compile (or load) every layout's `anchored_sample` and `blend_sample` now."""
-    for layout in LAYOUTS:
-        anchored_entry(layout)
+    """Compile (or load) `anchored_sample` and `blend_sample` now."""
+    anchored_entry()
     blend_entry()
 
 
