@@ -106,7 +106,7 @@ def test_blend_alone_agrees_with_anchored():
     reference = references()['sinusoid']
     low, high = np.full(N, -0.4), np.full(N, 0.4)
     blend = blend_data(0.5, 0.8, False, low, high, np.full(N, 0.2), np.full(N, 0.3))
-    whole, data = anchored_entry(), reference_data(reference.layout())
+    whole, data = anchored_entry(type(reference.layout())), reference.layout()
     raw, out, expected = np.zeros((3, N)), np.zeros((3, N)), np.zeros((3, N))
     for t in TIMES:
         elapsed = max(t - 0.5, 0.0)

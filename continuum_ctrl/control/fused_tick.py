@@ -232,7 +232,7 @@ class FusedTick:
 
     def covers(self, reference):
         """Tell whether the tick can run fused on `reference` (an `Anchored`) and the gains."""
-        return self._diagonal and reference._layout is not None
+        return self._diagonal and reference.sampler_data is not None
 
     def __call__(self, t, sent=None):
         """
@@ -257,7 +257,7 @@ class FusedTick:
             clock, pending = valves.t, valves.pending
             self._left[0] = pending
         try:
-            return self._entry(*self._model, reference._layout, reference._blend, t, loop.q,
+            return self._entry(*self._model, reference.sampler_data, reference._blend, t, loop.q,
                                loop.qd, loop.measured_at, _NOT_SENT if sent is None else sent,
                                clock, pending, *self._rest)
         finally:

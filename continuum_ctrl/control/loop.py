@@ -106,8 +106,11 @@ class Anchored:
         self._raw, self._out = np.zeros((3, n)), np.zeros((3, n))
         self._rows = tuple(self._out)
         layout = getattr(reference, 'layout', lambda: None)()
-        self._layout = None if layout is None else reference_data(layout)
-        self._kernel = blend_entry() if layout is None else anchored_entry()
+        self._layout = layout
+        self._kernel = blend_entry() if layout is None else anchored_entry(type(layout))
+        #: the data again as `ReferenceData`, for the fused tick (None: no compiled sampler);
+        #: the Python path calls its type's own entry, which unboxes fewer arrays per tick
+        self.sampler_data = None if layout is None else reference_data(layout)
 
     def sample_into(self, t, out):
         """Write ``q_d``, ``qd_d``, ``qdd_d`` at time `t` (s) into the rows of `out` (3, n)."""

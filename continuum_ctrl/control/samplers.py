@@ -6,13 +6,13 @@ arrays and floats (`HoldData`, `SinusoidData`, `MultisineData`, `MinimumJerkData
 `SplineData`); ``sample_into(data, t, out)``, callable from compiled code, writes the sample
 at `t` (s) into `out` (3, n): rows ``q_d``, ``qd_d``, ``qdd_d``. The arithmetic is that of
 the classes' NumPy `sample`, which stays their reference implementation (and the tests'
-oracle). `reference_data` puts any of them in the one type `ReferenceData`, whose sampler
-branches on the kind at run time: the compiled callers (`anchored_sample`, the fused tick)
-take that type, so each compiles once for every reference type, not once per type (the fused
-tick took about 9 s per type to compile). `anchored_sample` adds the loop's clip to the
-joint limits and blend from the measured state (`BlendData`, control.loop.Anchored) in the
-same call; `blend_sample` does the clip and blend alone, on a sample made elsewhere (a
-task-space reference's compiled IK step).
+oracle). `anchored_sample` adds the loop's clip to the joint limits and blend from the
+measured state (`BlendData`, control.loop.Anchored) in the same call; `blend_sample` does the
+clip and blend alone, on a sample made elsewhere (a task-space reference's compiled IK step).
+`reference_data` puts any layout in the one type `ReferenceData`, whose sampler branches on
+the kind at run time: the fused tick takes that type, so it compiles once for every reference
+type, not once per type (about 9 s each). Its unused slots cost about 0.25 us more to unbox
+per call, so the Python path calls each type's own `anchored_entry`.
 The kernels allocate nothing and touch no Python object. They keep the GIL: a thread that
 releases it for a microsecond's work may then wait a switch interval (runtime/loop_thread.py) or
 a C call's length to take it back from a busy executor thread.
@@ -253,24 +253,24 @@ def blend_data(t0, blend_time, free, low, high, q_start, qd_start):
 _entries: dict = {}
 
 
-def anchored_entry():
+def anchored_entry(layout):
     """
-    Return `anchored_sample` compiled (or loaded) for `ReferenceData`.
+    Return `anchored_sample` compiled (or loaded) for the data layout class `layout`.
 
-    Compiled once per process: `warm_samplers` does it ahead of the first anchor.
+    Compiled once per process and layout: `warm_samplers` does it ahead of the first anchor.
     """
-    entry = _entries.get(ReferenceData)
+    entry = _entries.get(layout)
     if entry is None:
         blend = blend_data(0.0, 1.0, False, *(np.zeros(1),) * 4)
-        entry = _entries[ReferenceData] = entry_point(
-            anchored_sample, example_data(ReferenceData), blend, 0.0, np.zeros((3, 1)),
-            np.zeros((3, 1)))
+        entry = _entries[layout] = entry_point(anchored_sample, example_data(layout), blend, 0.0,
+                                               np.zeros((3, 1)), np.zeros((3, 1)))
     return entry
 
 
 def warm_samplers():
-    """Compile (or load) `anchored_sample` and `blend_sample` now."""
-    anchored_entry()
+    """Compile (or load) every layout's `anchored_sample` and `blend_sample` now."""
+    for layout in LAYOUTS:
+        anchored_entry(layout)
     blend_entry()
 
 
