@@ -18,6 +18,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from continuum_ctrl import load_model
 from continuum_ctrl.control.ik import InverseKinematics
 from continuum_ctrl.params import config_path
+from continuum_ctrl.ros.closed_loop_demo import stale_episodes
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -28,8 +29,8 @@ TIP = 'section3_tip'
 class Watch:
     """The simulator's joint states, ~/tip_pose, ~/shape and the controller's commands."""
 
-    def __init__(self, rec, log):
-        self.rec, self.log = rec, log
+    def __init__(self, rec, tmp_path):
+        self.rec, self.log = rec, tmp_path / 'continuum_controller.log'     # ros_nodes.running's
         self.model = load_model(str(config_path(CONFIG)), 'continuum_controller')
         self.states, self.poses, self.shapes = [], [], []
         node = rec.node
@@ -71,16 +72,13 @@ class Watch:
         ``~/joint_trajectory``: then it is sent again, at most three times in all.
         """
         for _ in range(3):
-            timeouts = self.timeouts()
+            timeouts = stale_episodes(self.log)
             sent = time.monotonic()
             self.send(position)
             self.rec.run(seconds)
-            if self.timeouts() == timeouts:
+            if stale_episodes(self.log) == timeouts:
                 return sent
         raise AssertionError(f'a state timeout in each of three tries:\n{self.log.read_text()}')
-
-    def timeouts(self):
-        return self.log.read_text().count('no valid joint states')
 
 
 def hold_file(tmp_path):
@@ -91,7 +89,7 @@ def hold_file(tmp_path):
 
 def test_tip_pose_and_shape_agree_with_fk_and_a_reachable_target_is_reached(tmp_path):
     with running(tmp_path, hold_file(tmp_path)) as (rec, processes):
-        watch = Watch(rec, tmp_path / 'continuum_controller.log')
+        watch = Watch(rec, tmp_path)
         assert rec.wait(lambda: len(watch.poses) > 5 and len(watch.shapes) > 2
                         and len(watch.states) > 5, 30.0, processes)
         # messages: frame, sizes, finite values, agreement with FK of the measured pose
@@ -144,7 +142,7 @@ def test_tip_pose_and_shape_agree_with_fk_and_a_reachable_target_is_reached(tmp_
 
 def test_tip_circle_is_tracked(tmp_path):
     with running(tmp_path, config_path(CONFIG)) as (rec, processes):
-        watch = Watch(rec, tmp_path / 'continuum_controller.log')
+        watch = Watch(rec, tmp_path)
         # on the controller's clock: the move (<= 1.5 s) and the ramp (1.5 s) done, then 5.5 s
         # of circle, however far the recorder lags behind (a loaded machine: seconds)
         circle_at = rec.active_since + 3.0 + 1.0
@@ -177,7 +175,7 @@ def test_unreachable_target_goes_to_the_closest_point_within_limits(tmp_path):
     path = params_file(tmp_path, CONFIG, all={'model': {'sections': {
         'max_extension': [0.025] * 3}}}, continuum_controller={'reference': {'type': 'hold'}})
     with running(tmp_path, path) as (rec, processes):
-        watch = Watch(rec, tmp_path / 'continuum_controller.log')
+        watch = Watch(rec, tmp_path)
         watch.model = load_model(str(path), 'continuum_controller')
         assert rec.wait(lambda: len(watch.states) > 5, 30.0, processes)
         far = np.array([0.0, 0.0, 0.8])
