@@ -14,7 +14,6 @@ from abc import ABC, abstractmethod
 from bisect import bisect_right
 
 import numpy as np
-from scipy.interpolate import BPoly, CubicSpline, PPoly
 
 from continuum_ctrl.control.samplers import (HoldData, MinimumJerkData, MultisineData,
                                              SinusoidData, SplineData)
@@ -293,6 +292,9 @@ class Waypoints(Reference):
         self._last = _frozen(points[0][-1].copy(), np.zeros(n), np.zeros(n))
         if m == 1:
             return
+        # imported here: SciPy's interpolate adds about 0.5 s to every node's start-up,
+        # and only trajectories need it
+        from scipy.interpolate import BPoly, CubicSpline, PPoly
         if len(points) == 1:
             spline = CubicSpline(self.times, points[0], bc_type='clamped', axis=0)
         else:

@@ -23,7 +23,6 @@ from typing import List, Tuple
 
 import numpy as np
 import numpy.typing as npt
-from scipy.linalg import cho_factor, cho_solve
 
 #: a float64 vector or matrix: q, qd, qdd, tau (n,), M, C, D (n, n)
 Array = np.ndarray
@@ -177,7 +176,7 @@ class DynamicsModel(ABC):
     def forward_dynamics(self, q: Array, qd: Array, tau: Array) -> Array:
         """Acceleration under a generalized force: ``M^-1 (tau - C qd - passive - g)``, (n,)."""
         rhs = np.asarray(tau, dtype=float) - self.bias_forces(q, qd)
-        return cho_solve(cho_factor(self.mass_matrix(q)), rhs)
+        return np.linalg.solve(self.mass_matrix(q), rhs)
 
     def kinetic_energy(self, q: Array, qd: Array) -> float:
         """Kinetic energy ``1/2 qd^T M qd`` in joules."""
