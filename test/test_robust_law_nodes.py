@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from identify_plant import MISMATCH
-from ros_nodes import params_file, running, stall, unstalled
+from ros_nodes import params_file, running, stall, unstalled, windows
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -39,6 +39,8 @@ def section_rms(tmp_path, controller):
             rec.run(RECORD)
             t, q_des, q, _ = rec.arrays(since=rec.active_since)
             stalled = stall(rec, rec.active_since)     # the integral settles first
+            # what a failed bound needs: the input's age and latency, the plant's commands
+            print(f'\n{controller or "nominal"}: {windows(rec)}')
         keep = t > t[0] + SETTLE
         assert np.count_nonzero(keep) > 200                 # ~/state at 100 Hz
         error = (q - q_des)[keep]
