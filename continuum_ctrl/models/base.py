@@ -176,7 +176,8 @@ class DynamicsModel(ABC):
     def forward_dynamics(self, q: Array, qd: Array, tau: Array) -> Array:
         """Acceleration under a generalized force: ``M^-1 (tau - C qd - passive - g)``, (n,)."""
         rhs = np.asarray(tau, dtype=float) - self.bias_forces(q, qd)
-        return np.linalg.solve(self.mass_matrix(q), rhs)
+        lower = np.linalg.cholesky(self.mass_matrix(q))    # LinAlgError unless M is SPD
+        return np.linalg.solve(lower.T, np.linalg.solve(lower, rhs))
 
     def kinetic_energy(self, q: Array, qd: Array) -> float:
         """Kinetic energy ``1/2 qd^T M qd`` in joules."""
