@@ -1,6 +1,7 @@
 """Controller and simulator settings without ROS: the shipped files parse, bad values name keys."""
 
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -150,3 +151,29 @@ def test_bad_parameter_file_exits_with_the_key(tmp_path):
                           timeout=120)
     assert done.returncode == 2
     assert "parameter 'gains.kp'" in done.stderr
+
+
+def test_the_launchers_check_loads_no_kernel_and_leaves_later_objects_compiled():
+    """
+    `check_parameter_file` (the launcher's, the demo's) builds a continuum file's models and
+    pressure maps without loading a kernel; the process's later objects get compiled entry
+    points, not the dispatchers the check was handed.
+    """
+    script = """
+from numba.core.registry import CPUDispatcher
+from continuum_ctrl.actuation.pressure_map import _pressure_map
+from continuum_ctrl.launch_description import config_path
+from continuum_ctrl.models import load_model
+from continuum_ctrl.models.continuum.cog import cog_run
+from continuum_ctrl.models.continuum.integral import integral_evaluate
+from continuum_ctrl.ros.node_settings import check_parameter_file
+check_parameter_file(config_path('continuum_3section.yaml'))
+print(len(cog_run.overloads), len(integral_evaluate.overloads))
+model = load_model(config_path('continuum_3section.yaml'), 'continuum_controller')
+print(len(cog_run.overloads), isinstance(model._kernel, CPUDispatcher),
+      isinstance(_pressure_map(), CPUDispatcher))
+"""
+    done = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ['0', '0', '1', 'False', 'False'], done.stdout

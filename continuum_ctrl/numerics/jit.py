@@ -30,12 +30,18 @@ replace, without a lock: two processes saving two signatures of one kernel at on
 one, or file both under one data file name. Processes that compile side by side (the warm
 step's workers) call `lock_cache` first.
 
+Objects built only to check a parameter file (the launcher's check before it starts the
+nodes) never run their kernels: within `kernels_deferred`, `entry_point` hands out the
+dispatcher itself, which compiles or loads at its first call, so the check costs no kernel
+loads (about half a second of Numba's set-up and cache reads).
+
 The first kernel of a process that `entry_point` finds missing from the cache is announced
 once through the callback given to `on_compile` (default: a line on stderr), before the
 compilation: a first start after installing, without the warm step, is then seen to compile
 rather than to hang.
 """
 
+import contextlib
 import functools
 import sys
 
@@ -56,6 +62,18 @@ COMPILE_NOTICE = ('compiling the Numba kernels, which are not in the on-disk cac
                   '`continuum-ctrl warm` compiles them ahead')
 _notice = {'say': lambda text: print(f'continuum_ctrl: {text}', file=sys.stderr, flush=True),
            'said': False}
+#: whether `entry_point` hands out dispatchers (see `kernels_deferred`)
+_deferred = [False]
+
+
+@contextlib.contextmanager
+def kernels_deferred():
+    """Within: `entry_point` compiles and loads nothing, see the module (one thread at a time)."""
+    _deferred[0] = True
+    try:
+        yield
+    finally:
+        _deferred[0] = False
 
 
 def on_compile(say):
@@ -118,7 +136,10 @@ def entry_point(dispatcher, *args, run=True):
     arguments of exactly these types (C-contiguous float64 arrays of the same dimensions,
     ints, the same namedtuple layouts). It runs once on `args` here, unless `run` is False
     (`args` then only give the types: a kernel with side effects, or examples of other sizes).
+    Within `kernels_deferred`: `dispatcher` itself, neither compiled nor run.
     """
+    if _deferred[0]:
+        return dispatcher
     if not _notice['said'] and not dispatcher.overloads and cached(dispatcher) is False:
         _notice['said'] = True
         _notice['say'](COMPILE_NOTICE)
@@ -137,6 +158,9 @@ def cached_entry_point(dispatcher, *examples):
     `examples`: arguments of the types every call will pass (one-element arrays will do).
     """
     @functools.cache
-    def getter():
+    def loaded():
         return entry_point(dispatcher, *examples)
+
+    def getter():
+        return dispatcher if _deferred[0] else loaded()
     return getter

@@ -105,14 +105,18 @@ def check_parameter_file(path: Any, nodes: Sequence[str] = (CONTROLLER, SIMULATO
     Parse a parameter file as each node in `nodes` would, without ROS; raise its ConfigError.
 
     The launcher and the demo call this before starting node processes, so a bad file gives
-    one error line at once rather than one per node after their start-up.
+    one error line at once rather than one per node after their start-up. The objects it
+    builds load no compiled kernels (`jit.kernels_deferred`): they never run.
     """
     from continuum_ctrl.control.settings import ControllerSettings
     from continuum_ctrl.models import load_model
+    from continuum_ctrl.numerics.jit import kernels_deferred
     from continuum_ctrl.sim.plant import PlantSettings
-    for node in nodes:
-        tree, model = file_parameters(path, node)
-        if node == SIMULATOR:
-            PlantSettings.parse(SimulatorNodeSettings.split(tree)[1], model)
-        else:
-            ControllerSettings.parse(ControllerNodeSettings.split(tree)[1], load_model(model))
+    with kernels_deferred():
+        for node in nodes:
+            tree, model = file_parameters(path, node)
+            if node == SIMULATOR:
+                PlantSettings.parse(SimulatorNodeSettings.split(tree)[1], model)
+            else:
+                ControllerSettings.parse(ControllerNodeSettings.split(tree)[1],
+                                         load_model(model))
