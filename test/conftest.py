@@ -45,7 +45,12 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Number the modules that hold `ros` tests, so that each gets a domain of its own."""
+    """
+    Number the modules that hold `ros` tests, so that each gets a domain of its own; put the
+    `build` tests first: beside the other tests (pytest-xdist) they would otherwise start
+    last, and end the run alone minutes after the rest.
+    """
+    items.sort(key=lambda item: item.get_closest_marker('build') is None)
     for item in items:
         if item.get_closest_marker('ros') is not None:
             ROS_MODULES.setdefault(item.module.__name__, len(ROS_MODULES) + 1)

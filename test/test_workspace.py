@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FIRST_COMMAND_BOUND = 30.0
 COLCON = shutil.which('colcon') or shutil.which('colcon', path=str(Path(sys.executable).parent))
 
-pytestmark = [pytest.mark.slow, pytest.mark.ros,
+pytestmark = [pytest.mark.slow, pytest.mark.ros, pytest.mark.build,
               pytest.mark.skipif(COLCON is None, reason='colcon is not installed (pip install '
                                  'colcon-common-extensions; requirements.txt has it)')]
 
