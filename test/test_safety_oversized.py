@@ -7,10 +7,10 @@ can publish pre-serialized bytes:
 - `joint_states` of 100,000 names (3.2 MB), above `input.max_joint_states_bytes`;
 - `~/joint_trajectory` of 20,000 points, above `input.max_trajectory_points`.
 During each flood the controller keeps at least 90 % of its command rate without a flood
-(ticks per second from its own /diagnostics, measured once, in the same run, before them), stays alive and active
-(but for at most one diagnostics window stale, not the last: see the small-state flood below),
-sends only finite commands, grows its resident memory by less than 50 MB, and counts what
-reached it under `rejected_size` (`rejected_trajectory_size`). Best-effort fragments of
+(ticks per second from its own /diagnostics, measured once, in the same run, before them),
+stays alive and active (but for at most one diagnostics window stale, not the last: see the
+small-state flood below), sends only finite commands, grows its resident memory by less than
+50 MB, and counts what reached it under `rejected_size` (`rejected_trajectory_size`). Best-effort fragments of
 multi-MB messages are often lost on the way, so only a part of the flood reaches the node.
 The flooder runs at the lowest CPU priority (nice 19): on two cores a process publishing as
 fast as it can would otherwise take a core from a loop without real-time priority (where the
