@@ -10,8 +10,9 @@ During each flood the controller keeps at least 90 % of its command rate without
 (ticks per second from its own /diagnostics, measured once, in the same run, before them),
 stays alive and active (but for at most one diagnostics window stale, not the last: see the
 small-state flood below), sends only finite commands, grows its resident memory by less than
-50 MB, and counts what reached it under `rejected_size` (`rejected_trajectory_size`). Best-effort fragments of
-multi-MB messages are often lost on the way, so only a part of the flood reaches the node.
+50 MB, and counts what reached it under `rejected_size` (`rejected_trajectory_size`).
+Best-effort fragments of multi-MB messages are often lost on the way, so only a part of the
+flood reaches the node.
 The flooder runs at the lowest CPU priority (nice 19): on two cores a process publishing as
 fast as it can would otherwise take a core from a loop without real-time priority (where the
 test has no CAP_SYS_NICE), and the test is about what the flood costs the controller itself,
