@@ -75,6 +75,17 @@ def assert_complete(out, rate_hz, stdout, complete=KEPT_SHARE, max_gap=KEPT_GAP)
     assert len(stamps) >= complete * made and np.max(np.diff(stamps)) <= max_gap
 
 
+def demo_run(out, *arguments, timeout):
+    """
+    Run ``continuum-ctrl demo ARGUMENTS --out OUT``; return ``((out, result), stall)``, as
+    `ros_nodes.unstalled` takes it (`demo_stall`; None when the demo failed).
+    """
+    done = subprocess.run([sys.executable, '-m', 'continuum_ctrl.cli', 'demo', *arguments,
+                           '--out', str(out)], env=dict(os.environ), capture_output=True,
+                          text=True, timeout=timeout)
+    return (out, done), demo_stall(done.stdout) if done.returncode == 0 else None
+
+
 @pytest.fixture(scope='module')
 def demo_runs(tmp_path_factory):
     """
@@ -86,17 +97,10 @@ def demo_runs(tmp_path_factory):
     """
     folder, runs = tmp_path_factory.mktemp('demo'), []
 
-    def measure():
-        out = folder / f'run{len(runs)}'
-        done = subprocess.run(
-            [sys.executable, '-m', 'continuum_ctrl.cli', 'demo', '--duration', '6',
-             '--out', str(out)], env=dict(os.environ), capture_output=True, text=True,
-            timeout=300)
-        return (out, done), demo_stall(done.stdout) if done.returncode == 0 else None
-
     def run(k):
         while len(runs) <= k:
-            runs.append(unstalled(measure))
+            runs.append(unstalled(lambda: demo_run(folder / f'run{len(runs)}', '--duration',
+                                                   '6', timeout=300)))
         return runs[k]
     return run
 
@@ -146,17 +150,8 @@ def test_the_demo_at_1_khz_records_its_ticks(tmp_path):
     assert '    rate_hz: 500.0\n' in text
     params = tmp_path / 'continuum_1khz.yaml'
     params.write_text(text.replace('    rate_hz: 500.0\n', '    rate_hz: 1000.0\n'))
-    runs = []
-
-    def measure():
-        out = tmp_path / f'run{len(runs)}'
-        runs.append(out)
-        done = subprocess.run([sys.executable, '-m', 'continuum_ctrl.cli', 'demo', '--arm',
-                               str(params), '--duration', '3', '--out', str(out)],
-                              env=dict(os.environ), capture_output=True, text=True,
-                              timeout=180)
-        return (out, done), demo_stall(done.stdout) if done.returncode == 0 else None
-    out, done = unstalled(measure)
+    out, done = unstalled(lambda: demo_run(tmp_path / 'run', '--arm', str(params),
+                                           '--duration', '3', timeout=180))
     assert done.returncode == 0, done.stdout + done.stderr
     assert 'recording: ' in done.stdout, done.stdout
     assert_complete(out, 1000.0, done.stdout)
