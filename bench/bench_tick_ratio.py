@@ -111,19 +111,16 @@ def measure(paths, node):
         clock[0] = now + period
 
     def sending(send):
-        """Return the runtime tick with `send` as its command's destination."""
-        def tick_and_send():
-            runtime.send = send
-            try:
-                runtime_tick()
-            finally:
-                runtime.send = None
-        return tick_and_send
+        """Return the median time of the runtime tick with `send` as its command's destination."""
+        runtime.send = send
+        try:
+            return median_us(runtime_tick)
+        finally:
+            runtime.send = None
     command = loop.command.copy()
     model = model_call(loop, q, qd)
-    rounds = np.array([(median_us(tick), median_us(runtime_tick),
-                        median_us(sending(publisher.serialize)),
-                        median_us(sending(publisher.publish)),
+    rounds = np.array([(median_us(tick), median_us(runtime_tick), sending(publisher.serialize),
+                        sending(publisher.publish),
                         median_us(lambda: publisher.publish(command)), median_us(model))
                        for _ in range(ROUNDS)])
     if loop.status != ACTIVE:

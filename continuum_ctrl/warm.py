@@ -25,6 +25,7 @@ import numpy as np
 
 from continuum_ctrl.actuation.valves import Actuator
 from continuum_ctrl.control.fused_tick import fused_tick, FusedTick
+from continuum_ctrl.control.rigid_tick import finish_entry
 from continuum_ctrl.control.samplers import warm_samplers
 from continuum_ctrl.launch_description import arm_config
 from continuum_ctrl.models import load_model
@@ -71,7 +72,8 @@ def other_kernels(params):
     Compile the integral model's kernel and the rest ahead of the fused tick: the other share.
 
     The frame, IK, task-space and backbone kernels take either continuum model (the same
-    arrays); the samplers and valves are the controller loop's.
+    arrays); the samplers and valves are the controller loop's, the last call the Pinocchio
+    arms' tick (control/rigid_tick.py), so that a rigid arm's first start compiles nothing.
     """
     model = _model(params, 'continuum_integral')
     q, qd, tip = _evaluate(model)
@@ -79,6 +81,7 @@ def other_kernels(params):
     model.backbone(q), model.compiled_task_step(tip)
     warm_samplers()
     Actuator(0.01, 0.0, 0.0, np.zeros(1))           # the valves' walk
+    finish_entry()
 
 
 def fused_kernel(params):

@@ -1,12 +1,14 @@
 """
-The fused tick (control/fused_tick.py) against the Python tick it composes, on one arm.
+The compiled ticks against the Python tick they compose: the CoG arm's fused tick
+(control/fused_tick.py) and the Pinocchio arm's (control/rigid_tick.py).
 
-Two loops of the same settings take the same states of a closed loop: the fused one (the
-default) and one built with ``fused=False``, whose commands drive the plant. The plant is
-the simulator's integral model with the mismatch a calibration leaves (test/identify_plant.py)
-and sensor noise, so the states are those of a real arm, not of the controller's model.
+Two loops of the same settings take the same states of a closed loop: the compiled one (the
+default) and one built with ``fused=False``, whose commands drive the plant. For the
+continuum arm the plant is the simulator's integral model with the mismatch a calibration
+leaves (test/identify_plant.py) and sensor noise; for the Panda, the simulator's Pinocchio
+arm with sensor noise. So the states are those of a real arm, not of the controller's model.
 Each tick, the command, the effort, the reference and the integral force of the two must
-agree to 1e-12 of their scale; most ticks must have run fused.
+agree to 1e-12 of their scale; most ticks must have run compiled.
 """
 
 import numpy as np
@@ -14,6 +16,7 @@ import pytest
 
 from continuum_ctrl.control.fused_tick import FusedTick
 from continuum_ctrl.control.loop import ACTIVE, ControlLoop
+from continuum_ctrl.control.rigid_tick import RigidTick
 from continuum_ctrl.node_pair import controller_loop, plant_of
 from identify_plant import MISMATCH, NOISE
 
@@ -33,9 +36,26 @@ CASES = {
     'trajectory': {'reference.type': 'trajectory', 'reference.times': [0.4, 0.9],
                    'reference.positions': [0.012] * 9 + [0.016] * 9},
 }
+RIGID = 'panda.yaml'
+#: the Panda's cases: its file (a sinusoid), and the others with an integral gain, a rate
+#: limit and effort limits the law reaches
+RIGID_CASES = {
+    'the file: sinusoid': {},
+    'integral, rate limit, effort limits': {'gains.ki': [20.0], 'limits.effort_rate': [2000.0],
+                                            'limits.effort': [12.0]},
+    'hold, integral': {'reference.type': 'hold', 'gains.ki': [20.0]},
+    'minimum jerk': {'reference.type': 'min_jerk', 'reference.duration': 0.8,
+                     'reference.goal': [0.2, -0.3, 0.1, -1.8, 0.2, 1.3, 0.6]},
+    'trajectory': {'reference.type': 'trajectory', 'reference.times': [0.4, 0.9],
+                   'reference.positions': [0.1, -0.4, 0.0, -1.9, 0.1, 1.4, 0.7,
+                                           0.2, -0.3, 0.1, -1.8, 0.2, 1.3, 0.6]},
+}
+#: the plants: the continuum arm's with the calibration's mismatch, the Panda's with noise
+PLANTS = {PARAMS: {'initial.position': [0.013], **MISMATCH, **NOISE},
+          RIGID: {'noise.position': 1e-4, 'noise.velocity': 1e-2, 'noise.seed': 3}}
 
 
-def shadowed(overrides, bad_state=None):
+def shadowed(overrides, bad_state=None, params=PARAMS):
     """
     Run the case; return ``(worst relative difference, fused ticks, active ticks, events)``.
 
@@ -43,9 +63,9 @@ def shadowed(overrides, bad_state=None):
     huge (1e200), so the law's force is not finite or the prediction's mass matrix not SPD.
     """
     overrides = {'reference.blend_time': 0.3, **overrides}
-    fused = controller_loop(PARAMS, overrides)
+    fused = controller_loop(params, overrides)
     python = ControlLoop(fused.model.for_thread(), fused.settings, fused.period, fused=False)
-    plant = plant_of(PARAMS, {'initial.position': [0.013], **MISMATCH, **NOISE})
+    plant = plant_of(params, PLANTS[params])
     period = fused.period
     plant.advance(0.0)
     worst, fused_ticks, active, events = 0.0, 0, 0, ([], [])
@@ -85,19 +105,31 @@ def test_the_fused_tick_gives_the_python_ticks_commands(case):
     assert worst <= 1e-12
 
 
-@pytest.mark.parametrize('part', ['q', 'qd'])
-def test_a_failing_law_gives_the_same_safe_command_and_error_line(part):
-    worst, _, _, (fused_events, python_events) = shadowed({}, bad_state=(400, part))
+@pytest.mark.parametrize('case', RIGID_CASES)
+def test_the_rigid_tick_gives_the_python_ticks_commands(case):
+    worst, fused_ticks, active, _ = shadowed(RIGID_CASES[case], params=RIGID)
+    assert active > 0.9 * DURATION * 500
+    assert fused_ticks >= active - 1
+    assert worst <= 1e-12
+
+
+#: huge positions make the CoG arm's law fail; the Panda's joints are angles, so only huge
+#: velocities (C(q, qd) qd overflows) make its law fail
+@pytest.mark.parametrize('part, params', [('q', PARAMS), ('qd', PARAMS), ('qd', RIGID)],
+                         ids=['continuum-q', 'continuum-qd', 'panda-qd'])
+def test_a_failing_law_gives_the_same_safe_command_and_error_line(part, params):
+    worst, _, _, (fused_events, python_events) = shadowed({}, (400, part), params)
     assert worst <= 1e-12
     errors = [text for level, text in fused_events if level == 'error']
     assert errors == [text for level, text in python_events if level == 'error']
     assert len(errors) == 1 and errors[0].startswith('the control law gave '), errors
 
 
-def test_covers_continuum_pressure_loops_with_diagonal_gains_and_joint_references():
+def test_covers_continuum_pressure_loops_and_pinocchio_arms_with_diagonal_gains():
     loop = controller_loop(PARAMS)
     assert isinstance(loop.fused, FusedTick)
-    assert controller_loop('panda.yaml').fused is None              # a Pinocchio arm
+    assert isinstance(controller_loop(RIGID).fused, RigidTick)      # a Pinocchio arm
+    assert controller_loop('planar_2r.yaml').fused is None          # a symbolic one
     task = controller_loop('continuum_task.yaml')
     t = 0.0
     while task.status != ACTIVE or task.awaiting_plan:

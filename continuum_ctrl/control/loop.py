@@ -44,6 +44,7 @@ from continuum_ctrl.control.fused_tick import DONE, FusedTick
 from continuum_ctrl.control.integral import IntegralAction
 from continuum_ctrl.control.planner import Planner
 from continuum_ctrl.control.references import Hold, Waypoints
+from continuum_ctrl.control.rigid_tick import RigidTick
 from continuum_ctrl.control.samplers import (anchored_entry, blend_data, blend_entry,
                                              reference_data, warm_samplers)
 from continuum_ctrl.control.settings import ControllerSettings
@@ -142,8 +143,9 @@ class ControlLoop:
     the joint limits), `effort` (generalized force sent, or implied by the safe command) and
     `command` (joints order) describe the cycle, read through `cycle`; `events` collects
     transitions to log once (`take_events`). `period` is the tick period, s (the rate limit
-    per tick). Where `fused` (control.fused_tick) covers the loop, an active tick is one
-    compiled call; ``fused=False`` keeps the Python tick (the tests' oracle).
+    per tick). Where `fused` covers the loop, an active tick is one compiled call
+    (control.fused_tick, a CoG arm) or a compiled call around one `rnea` (control.rigid_tick,
+    a Pinocchio arm); ``fused=False`` keeps the Python tick (the tests' oracle).
     """
 
     def __init__(self, model: DynamicsModel, settings: ControllerSettings,
@@ -183,7 +185,7 @@ class ControlLoop:
         self.clamped_targets = 0
         self._task_space(settings, start=True)
         self._fuse = fused
-        self.fused = FusedTick.of(self) if fused else None
+        self.fused = self._fused_tick()
         self.safe_command()
         self.cycle = CycleView(self)
 
@@ -195,9 +197,15 @@ class ControlLoop:
         self.law.passive = settings.passive
         self._limits(settings)
         self._task_space(settings)
-        self.fused = FusedTick.of(self) if self._fuse else None
+        self.fused = self._fused_tick()
         if reanchor and self.status == ACTIVE:
             self.anchor(self.last_state_time)
+
+    def _fused_tick(self):
+        """Return the compiled tick that covers this loop (CoG or Pinocchio arm), or None."""
+        if not self._fuse:
+            return None
+        return FusedTick.of(self) or RigidTick.of(self)
 
     def _limits(self, settings):
         """Take `settings`; precompute the effort range and the largest change per tick."""
