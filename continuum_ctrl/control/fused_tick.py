@@ -82,7 +82,8 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     `clock`, `pending`: the valves' (`Actuator`) clock (s) and commands pending, `valves` its
     (pressure, input, switches, inputs, time constant, max rate), advanced to `t` here;
     `gains`: (kp, kd, passive at the reference);
-    `comp`: (compensate, time constant, delay, horizon, period, area, deadzone);
+    `comp`: (compensate, time constant, delay, horizon, period, area, deadzone, the span of
+    prediction over which the inertia is held: `compensation.INERTIA_HOLD`);
     `grid`: (cells, forces); `limits`: (low, high, step, effort) with `effort` the force sent
     (moved here); `integral`: (engaged, force, ki, limit, held, q_low, q_high, desired
     q, qd, qdd); `output`: (area, deadzone, p_min, p_max, order, command); `work`: scratch.
@@ -90,7 +91,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     """
     kp, kd, at_reference = gains
     pressure, current, switches, inputs, time_constant, max_rate = valves
-    compensate, lag, delay, horizon, period, area, deadzone = comp
+    compensate, lag, delay, horizon, period, area, deadzone, inertia_hold = comp
     cells, grid_forces = grid
     low, high, step, effort = limits
     engaged, force, ki, limit, held, q_low, q_high, q_des, qd_des, qdd_des = integral
@@ -122,7 +123,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
         for k in range(steps):
             for i in range(n):
                 pushes[k, i] = area[i] * max(applied[k, i] - deadzone[i], 0.0)
-        cog_damped_steps(arm, memory, q, qd, pushes[:steps], h, max(int(INERTIA_HOLD / h), 1),
+        cog_damped_steps(arm, memory, q, qd, pushes[:steps], h, max(int(inertia_hold / h), 1),
                          predicted)
         x, xd = predicted[0], predicted[1]
         anchored_sample(layout, blend, t + delay, raw, ahead)
@@ -196,12 +197,12 @@ class FusedTick:
             self._valves = None
             valves = (np.zeros(1), np.zeros(1), np.zeros(1), np.zeros((1, 1)), 0.0, 0.0)
             compensation = (False, 0.0, 0.0, 0.0, loop.period, actuation.area,
-                            actuation.deadzone)
+                            actuation.deadzone, INERTIA_HOLD)
         else:
             self._valves = comp.valves
             valves = self._valve_arrays()
             compensation = (True, comp.time_constant, comp.delay, comp.horizon, comp.period,
-                            actuation.area, actuation.deadzone)
+                            actuation.area, actuation.deadzone, INERTIA_HOLD)
         low, high = loop._effort_range
         self._rest = [(law.kp, law.kd, law.passive == 'reference'), valves, compensation,
                       (self._cells, np.zeros((3, n))), (low, high, loop._step, loop.effort),
