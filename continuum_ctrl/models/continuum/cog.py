@@ -29,8 +29,8 @@ from continuum_ctrl.models.continuum.data import layout
 from continuum_ctrl.models.continuum.kinematics import (chain, cx, rotate_matrix,
                                                         rotate_tensor, section_cog,
                                                         section_rotation)
-from continuum_ctrl.models.continuum.model import (add_damping, ContinuumModel, copy_matrix,
-                                                   finish, forward, passive)
+from continuum_ctrl.models.continuum.model import (add_damping, ContinuumModel, factor, finish,
+                                                   forward_factored, passive)
 from continuum_ctrl.models.continuum.params import read_spec
 from continuum_ctrl.models.continuum.terms import (add_gravity, add_point_term, add_rigid_term,
                                                    add_term, angular_jacobian, angular_rate,
@@ -238,8 +238,9 @@ def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out):
 
     Each step as `models.integrators.implicit_damping_euler_step`, with ``forces[k]`` [N] held:
     ``(M + dt D) qdd = forces[k] - C qd - passive - g``, ``qd += dt qdd``, ``q += dt qd``;
-    ``M``, ``g`` and ``C qd`` are evaluated every `hold` steps and held in between, the
-    passive forces every step. Fills `out` (2, n) with the final q [m] and qd [m/s].
+    ``M``, ``g`` and ``C qd`` are evaluated every `hold` steps and held in between (and so is
+    the factor of ``M + dt D``, D being constant), the passive forces every step. Fills `out`
+    (2, n) with the final q [m] and qd [m/s].
     """
     data = layout(memory, arm.length.shape[0])[1]
     sums = data.sums
@@ -253,13 +254,10 @@ def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out):
         # not seen by the reads after them (Numba 0.68 without its runtime)
         if k % hold == 0:
             cog_evaluate(arm, data, x, v, CQ_ALONE)
-            if hold > 1:
-                copy_matrix(sums.M, sums.held)
-        else:
-            copy_matrix(sums.held, sums.M)      # `forward` overwrote it with its factor
+            add_damping(sums.M, arm.pma, dt)
+            factor(sums.M)
         passive(x, v, arm.pma, sums.passive)
-        add_damping(sums.M, arm.pma, dt)
-        forward(sums.M, sums.g, sums.passive, sums.cq, forces[k], sums.out)
+        forward_factored(sums.M, sums.g, sums.passive, sums.cq, forces[k], sums.out)
         for i in range(n):
             v[i] += dt * sums.out[i]
             x[i] += dt * v[i]

@@ -55,10 +55,8 @@ Body = namedtuple('Body', 'p dp d2p R kap dkap x bbar dpw d2pw Rw omt '
 TermWork = namedtuple('TermWork', 'uA uB wuA wuB JdA GA JdB GB b')
 
 #: what an evaluation returns: M, C, Md = Mdot, P = d(M qd)/dq (N, N); dM (N, N, N);
-#: gravity force g, C qd `cq`, passive force, task output `out` (N,); and `held` (N, N),
-#: the M that damped steps hold over several steps (last in the block: the earlier offsets
-#: stay those that kernels cached before it was added)
-Sums = namedtuple('Sums', 'M C Md P dM g cq passive out held')
+#: gravity force g, C qd `cq`, passive force, task output `out` (N,)
+Sums = namedtuple('Sums', 'M C Md P dM g cq passive out')
 
 #: the whole workspace of one model
 ContinuumData = namedtuple('ContinuumData', 'chain body section terms sums')
@@ -217,8 +215,7 @@ def layout(memory, n):
     at, cq = take(memory, at, (N,))
     at, passive = take(memory, at, (N,))
     at, out = take(memory, at, (N,))
-    at, held = take(memory, at, (N, N))
-    sums = Sums(M, C, Md, P, dM, g, cq, passive, out, held)
+    sums = Sums(M, C, Md, P, dM, g, cq, passive, out)
     return at, ContinuumData(ch, body, work, terms, sums)
 
 

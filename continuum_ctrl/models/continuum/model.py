@@ -95,13 +95,25 @@ def inverse(M, g, pas, cq, qdd, tau):
 @compiled()
 def forward(M, g, pas, cq, tau, qdd):
     """Fill ``qdd = M^-1 (tau - C qd - passive - g)`` by Cholesky; M is overwritten."""
+    factor(M)
+    forward_factored(M, g, pas, cq, tau, qdd)
+
+
+@compiled()
+def factor(M):
+    """Overwrite `M` with ``L``, ``M = L L^T``, in its lower triangle; raise if M is not SPD."""
+    if not cholesky(M, M.shape[0]):
+        raise ValueError('mass matrix is not positive definite')
+
+
+@compiled()
+def forward_factored(L, g, pas, cq, tau, qdd):
+    """Fill ``qdd = M^-1 (tau - C qd - passive - g)`` from M's factor `L` (`factor`)."""
     n = qdd.shape[0]
     _bias(g, pas, cq, qdd)
     for i in range(n):
         qdd[i] = tau[i] - qdd[i]
-    if not cholesky(M, n):             # M = L L^T, L stored in the lower triangle
-        raise ValueError('mass matrix is not positive definite')
-    solve_factored(M, qdd, n)
+    solve_factored(L, qdd, n)
 
 
 @compiled()
@@ -114,14 +126,6 @@ def move_passive(pma, q, qd, included, scratch, out):
     passive(q, qd, pma, scratch)
     for i in range(out.shape[0]):
         out[i] += scratch[i] - included[i]
-
-
-@compiled()
-def copy_matrix(source, target):
-    """Copy `source` into `target` (same shape, 2-D)."""
-    for i in range(source.shape[0]):
-        for j in range(source.shape[1]):
-            target[i, j] = source[i, j]
 
 
 @compiled()
