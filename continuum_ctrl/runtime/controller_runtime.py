@@ -234,8 +234,7 @@ class ControllerRuntime:
         """
         start = time.perf_counter()
         loop = self.loop
-        if self.pressures or self._settings_slot is not self._settings_seen:
-            self._take_slots(loop)
+        self._take_slots(loop)
         self.handoff.take(loop)
         degraded = self.timing.deadline(lateness)
         if degraded != self.degraded:
@@ -255,7 +254,7 @@ class ControllerRuntime:
         self._ticks += 1
         if self._ticks >= self.options.state_decimation:
             self._ticks = 0
-            self._row(t, DEGRADED if self.degraded and active else loop.status)
+            self._row(t, self.status)
         if loop.events:
             self.events.extend(loop.take_events())
         last, self._last_tick = self._last_tick, start
