@@ -90,14 +90,16 @@ def params_file(tmp_path, base, **nodes):
     return path
 
 
-def stall_of(gap, dropped):
+def stall_of(gap, dropped, stale=0):
     """
-    Return what stalled the nodes, when one command was held over STALL_GAP (`gap`, s) or
-    the simulator dropped more than STALL_OVERRUNS plant steps; else None.
+    Return what stalled the nodes, when one command was held over STALL_GAP (`gap`, s), the
+    simulator dropped more than STALL_OVERRUNS plant steps, or commands stopped reaching it
+    for longer than its `command_timeout` (`stale` times: its PMAs then vented while the
+    controller went on ticking, and the arm fell); else None.
     """
-    if gap > STALL_GAP or dropped > STALL_OVERRUNS:
+    if gap > STALL_GAP or dropped > STALL_OVERRUNS or stale > 0:
         return (f'the machine stalled the nodes: one command held for {gap * 1e3:.0f} ms, '
-                f'{dropped} plant steps dropped')
+                f'{dropped} plant steps dropped, commands gone stale {stale:.2g} times')
     return None
 
 
@@ -105,12 +107,13 @@ def stall(rec, since):
     """
     Return `stall_of` the span after `since` (s): the loop's longest tick period in the
     diagnostics windows published after it (the first may begin before it), the plant
-    steps dropped.
+    steps dropped and its commands gone stale.
     """
     periods = [float(values.get('period_max_us', 0.0)) * 1e-6
                for stamp, values in zip(rec.diagnostic_stamps, rec.diagnostics)
                if stamp > since]
-    return stall_of(max(periods, default=0.0), rec.grown('overruns', since, simulator=True))
+    return stall_of(max(periods, default=0.0), rec.grown('overruns', since, simulator=True),
+                    rec.grown('stale_commands', since, simulator=True))
 
 
 def unstalled(measure, attempts=2):

@@ -64,6 +64,26 @@ def test_commands_checked_and_stale_ones_mean_zero_input(arm):
     assert np.all(pushed > plant.q)
 
 
+def test_each_command_that_goes_stale_is_counted_once(arm):
+    """The plant counts the gaps longer than `command_timeout` (0.1 s), not the steps in them."""
+    plant = Plant(arm)
+    plant.advance(0.0)
+    plant.advance(0.3)                                     # no command yet: nothing went stale
+    assert plant.stale_commands == 0
+    for t in np.arange(0.3, 0.5, 0.002):                   # a command every step: fresh
+        plant.command(np.full(9, 1e5), t)
+        plant.advance(t)
+    assert plant.stale_commands == 0
+    plant.advance(0.55)                                    # 52 ms without one: still fresh
+    assert plant.stale_commands == 0
+    plant.advance(0.9)                                     # stale from 0.6 s on, counted once
+    assert plant.stale_commands == 1
+    plant.command(np.full(9, 1e5), 0.9)
+    plant.advance(0.95)
+    plant.advance(1.2)                                     # the next gap: once more
+    assert plant.stale_commands == 2
+
+
 def test_mismatch_scales_the_model(arm):
     tree, model = file_parameters(config_path('continuum_3section.yaml'),
                                   'continuum_simulator')

@@ -31,6 +31,7 @@ KEPT_SHARE, KEPT_GAP = 0.97, 0.08
 RECORDING = re.compile(r'recording: (\d+) of (\d+) ticks, \d+ missing \((\d+) deadlines the '
                        r'loop skipped, \d+ lost by the recording\), largest gap ([\d.]+) ms')
 OVERRUNS = re.compile(r'simulator at the end of the run: \d+ steps, (\d+) overruns')
+STALE = re.compile(r'commands gone stale (\d+)')
 
 
 def recording(stdout):
@@ -42,9 +43,13 @@ def recording(stdout):
 
 
 def demo_stall(stdout):
-    """Return `ros_nodes.stall_of` a demo run (its recording's largest gap), from its printout."""
-    dropped = OVERRUNS.search(stdout)
-    return stall_of(recording(stdout)[3], int(dropped.group(1)) if dropped else 0)
+    """
+    Return `ros_nodes.stall_of` a demo run (its recording's largest gap, the plant steps
+    dropped, the commands gone stale), from its printout.
+    """
+    dropped, stale = OVERRUNS.search(stdout), STALE.search(stdout)
+    return stall_of(recording(stdout)[3], int(dropped.group(1)) if dropped else 0,
+                    int(stale.group(1)) if stale else 0)
 
 
 def assert_complete(out, rate_hz, stdout, complete=KEPT_SHARE, max_gap=KEPT_GAP):

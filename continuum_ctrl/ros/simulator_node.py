@@ -14,7 +14,8 @@
   timer is due). The header stamp is the plant's time, the moment the state holds (the
   timer's due time when `step` divides the publishing period; else up to one `step` before
   publication), as a driver stamps the moment it read the sensors.
-- pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands, the engine and, with
+- pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands, commands that went stale
+  (`stale_commands`: no newer command within `command_timeout`), the engine and, with
   MuJoCo, `contact_force_n` (the sum of the contact normal forces at that moment, N) and
   `contact_force_max_n` (the largest such sum at a step's end since the last window); the
   totals are logged once more when the node stops (`run totals: ...`). Also
@@ -153,9 +154,15 @@ class SimulatorNode(Node):
         self.pub.publish(msg)
 
     def totals(self):
-        """Return the run's counts: plant steps, overruns, rejected commands, resets."""
+        """
+        Return the run's counts.
+
+        Plant steps, overruns, rejected commands, resets, and the commands that went stale
+        (no newer one within `command_timeout`: the input fell to zero).
+        """
         return {'steps': self.plant.steps, 'overruns': self.plant.overruns,
-                'rejected_commands': self.rejected, 'resets': self.resets}
+                'rejected_commands': self.rejected, 'resets': self.resets,
+                'stale_commands': self.plant.stale_commands}
 
     def destroy_node(self):
         """Log the run's totals (read by the demo at the end of a run), then destroy."""

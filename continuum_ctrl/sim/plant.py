@@ -408,8 +408,9 @@ class Plant:
     `q`, `qd` (model order) and `t` (s) are the current state; `tau` the held generalized
     force commanded. `valves` (pressure mode with `actuator.*` set, else None) holds the
     applied pressures, which make the force; `engine` integrates (`new_engine`). `overruns`
-    counts wake-ups that had to drop simulated time, `steps` the integration steps and
-    `commands` the commands accepted.
+    counts wake-ups that had to drop simulated time, `steps` the integration steps,
+    `commands` the commands accepted and `stale_commands` the times the command in force
+    outlived `command_timeout` (the input then fell to zero until the next one).
     """
 
     def __init__(self, settings):
@@ -420,6 +421,8 @@ class Plant:
         self.overruns = 0
         self.steps = 0
         self.commands = 0
+        self.stale_commands = 0
+        self._fresh = False
         self.rng = np.random.default_rng(settings.noise_seed)
         self.valves: Optional[Actuator] = None
         self._vented = True
@@ -520,6 +523,8 @@ class Plant:
             # held over the whole step, or stale from within it (then the valves vent from
             # the moment it turned stale, which lies ahead of them)
             fresh = self.t + dt - self.command_time <= self.settings.command_timeout
+            self.stale_commands += self._fresh and not fresh
+            self._fresh = fresh
             tau = self.tau if fresh else self.zero_input()
             if self.valves is not None:
                 tau = self._valve_force(fresh, dt)
