@@ -44,6 +44,7 @@ RIGID_CASES = {
     'integral, rate limit, effort limits': {'gains.ki': [20.0], 'limits.effort_rate': [2000.0],
                                             'limits.effort': [12.0]},
     'hold, integral': {'reference.type': 'hold', 'gains.ki': [20.0]},
+    'multisine': {'reference.type': 'multisine', 'reference.amplitude': [0.1]},
     'minimum jerk': {'reference.type': 'min_jerk', 'reference.duration': 0.8,
                      'reference.goal': [0.2, -0.3, 0.1, -1.8, 0.2, 1.3, 0.6]},
     'trajectory': {'reference.type': 'trajectory', 'reference.times': [0.4, 0.9],
