@@ -82,13 +82,19 @@ class BagWriter:
         self._writer = Writer(self._file)
         self._schemas = {}
 
-    def write(self, topic, type_name, message, log_time_ns):
-        """Write one message of `type_name` ('pkg/msg/Type') on `topic` at `log_time_ns`."""
+    def write(self, topic, type_name, message, log_time_ns, publish_time_ns=None):
+        """
+        Write one message of `type_name` ('pkg/msg/Type') on `topic` at `log_time_ns`.
+
+        `publish_time_ns`: when it was sent (default: the log time).
+        """
         schema = self._schemas.get(type_name)
         if schema is None:
             schema = self._writer.register_msgdef(type_name, message_definition(type_name))
             self._schemas[type_name] = schema
-        self._writer.write_message(topic, schema, message, log_time=int(log_time_ns))
+        self._writer.write_message(
+            topic, schema, message, log_time=int(log_time_ns),
+            publish_time=int(log_time_ns if publish_time_ns is None else publish_time_ns))
 
     def close(self):
         """Finish the file (summary and index) and close it."""

@@ -143,10 +143,13 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
     """
     Read a rosbag2 MCAP bag (directory or file): JointState positions and the commands.
 
-    Log times (ns) become seconds after the bag's first message (float seconds since 1970
-    would keep only about 0.2 us); joint states are mapped by name on every message, and those
-    naming none of the arm's joints (another robot's, on a shared topic) are skipped and
-    counted (`Run.foreign`), as the controller skips them.
+    Each message's time is its send time, the bag's publish time (its log time, the receive
+    time, where the publish time is missing: 0): a recorder that falls behind receives late
+    and in bursts, the sender's clock does not. On several machines their clocks must agree
+    (chrony, PTP). The times (ns) become seconds after the bag's first message (float
+    seconds since 1970 would keep only about 0.2 us). Joint states are mapped by name on
+    every message, and those naming none of the arm's joints (another robot's, on a shared
+    topic) are skipped and counted (`Run.foreign`), as the controller skips them.
     """
     from mcap.exceptions import McapError
     from mcap.reader import make_reader
@@ -165,8 +168,9 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
                     topics |= {c.topic for c in summary.channels.values()}
                 for _, channel, message, decoded in reader.iter_decoded_messages(
                         topics=[states_topic, commands_topic]):
-                    origin = message.log_time if origin is None else origin
-                    t = (message.log_time - origin) * 1e-9
+                    sent = message.publish_time or message.log_time
+                    origin = sent if origin is None else origin
+                    t = (sent - origin) * 1e-9
                     if channel.topic == states_topic:
                         if list(decoded.name) != names:
                             names = list(decoded.name)

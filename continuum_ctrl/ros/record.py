@@ -2,7 +2,8 @@
 `continuum-ctrl record OUT.mcap TOPIC... [--duration S]`: a rosbag2 MCAP bag without ros2cli.
 
 Waits for each topic to appear (its type from the ROS graph), keeps every message with its
-receive time as log time, and writes the bag when the duration has passed or on Ctrl-C. Reads
+receive time as log time and its send time (the DDS source timestamp) as publish time, as
+`ros2 bag record` does, and writes the bag when the duration has passed or on Ctrl-C. Reads
 back with `continuum-ctrl identify`, Foxglove and `ros2 bag info`.
 """
 
@@ -65,8 +66,9 @@ def main(argv=None):
             raise ConfigError('', f'topics {missing} did not appear within '
                                   f'{DISCOVERY_TIMEOUT:g} s')
         for topic, type_name in types.items():
-            def keep(msg, topic=topic, type_name=type_name):
-                messages.append((topic, type_name, msg, time.time_ns()))
+            def keep(msg, info, topic=topic, type_name=type_name):
+                messages.append((topic, type_name, msg, time.time_ns(),
+                                 info['source_timestamp']))
             node.create_subscription(message_class(type_name), topic, keep, _qos(node, topic))
         print(f'recording {", ".join(f"{t} ({types[t]})" for t in args.topics)}; Ctrl-C stops')
         end = time.monotonic() + (args.duration if args.duration else float('inf'))
@@ -79,7 +81,7 @@ def main(argv=None):
         node.destroy_node()
         rclpy.try_shutdown()
     with BagWriter(args.out) as bag:
-        for topic, type_name, msg, t_ns in messages:
-            bag.write(topic, type_name, msg, t_ns)
+        for topic, type_name, msg, received, sent in messages:
+            bag.write(topic, type_name, msg, received, sent)
     print(f'wrote {args.out}: {len(messages)} messages')
     return 0

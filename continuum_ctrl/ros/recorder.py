@@ -40,14 +40,17 @@ class Recorder:
     `status`: the controller's loop status, `active_since`: stamp of the first controlling
     (active or degraded) state;
     states stamped before the recorder started (a previous run's) are ignored;
-    `commands`: (receive time s, values); `diagnostics`: dicts of the controller's latest
+    `commands`: (send time s, values), the send time being the DDS source timestamp (the
+    controller's clock when it published: a recorder that falls behind receives late, and
+    its receive times would bunch up); `diagnostics`: dicts of the controller's latest
     figures (strings as published); `sim_diagnostics` likewise for the simulator;
     `diagnostic_stamps`, `sim_diagnostic_stamps`: their header stamps (s). With
     ``record=False`` only /diagnostics is heard (light, for benchmarks). With ``bag=True``
-    `messages` also keeps ``(topic, type, message, receive time ns)`` of `~/state`,
-    `~/commands` and `/joint_states` for `write_bag` (written after the run, so recording
-    costs the loop nothing). `priority`: the SCHED_FIFO priority of the recorder's threads
-    while `run` records (0: normal scheduling), below the recorded nodes' own.
+    `messages` also keeps ``(topic, type, message, receive time ns, send time ns)`` of
+    `~/state`, `~/commands` and `/joint_states` for `write_bag` (written after the run, so
+    recording costs the loop nothing). `priority`: the SCHED_FIFO priority of the
+    recorder's threads while `run` records (0: normal scheduling), below the recorded nodes'
+    own.
     """
 
     def __init__(self, controller='continuum_controller', simulator='continuum_simulator',
@@ -55,9 +58,11 @@ class Recorder:
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         self.node = Node('continuum_recorder', context=self.context)
-        # the events executor takes about half the CPU per message: a 500 Hz recording
-        # leaves more of a small machine to the nodes it records
-        self.executor = single_threaded_executor(context=self.context,
+        # the events executor takes about half the CPU per message, but rclpy's (Kilted)
+        # fails on a callback that takes the message info ("null argument to internal
+        # routine"), which a recording needs for the send times: it hears /diagnostics alone
+        self.executor = single_threaded_executor(events=not (record or bag),
+                                                 context=self.context,
                                                  logger=self.node.get_logger())
         self.executor.add_node(self.node)
         self.controller, self.simulator = controller, simulator
@@ -81,14 +86,16 @@ class Recorder:
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostics, 10)
 
     def _keep(self, topic, type_name):
-        def keep(msg):
-            self.messages.append((topic, type_name, msg, time.time_ns()))
+        def keep(msg, info):
+            self.messages.append((topic, type_name, msg, time.time_ns(),
+                                  info['source_timestamp']))
         return keep
 
-    def _state(self, msg):
+    def _state(self, msg, info):
         if self.messages is not None:
             self.messages.append((f'/{self.controller}/state',
-                                  'trajectory_msgs/msg/JointTrajectory', msg, time.time_ns()))
+                                  'trajectory_msgs/msg/JointTrajectory', msg, time.time_ns(),
+                                  info['source_timestamp']))
         stamp = stamp_seconds(msg.header.stamp)
         if stamp < self.started:
             return
@@ -100,11 +107,12 @@ class Recorder:
         self.states.append((stamp, np.array(reference.positions),
                             np.array(feedback.positions), np.array(output.effort)))
 
-    def _command(self, msg):
+    def _command(self, msg, info):
+        sent = info['source_timestamp']
         if self.messages is not None:
             self.messages.append((f'/{self.controller}/commands',
-                                  'std_msgs/msg/Float64MultiArray', msg, time.time_ns()))
-        self.commands.append((time.time(), np.array(msg.data)))
+                                  'std_msgs/msg/Float64MultiArray', msg, time.time_ns(), sent))
+        self.commands.append((sent * 1e-9, np.array(msg.data)))
 
     def _diagnostics(self, msg):
         stamp = stamp_seconds(msg.header.stamp)
@@ -186,10 +194,16 @@ class Recorder:
         return tuple(np.array(column) for column in zip(*rows))
 
     def write_bag(self, path):
-        """Write the kept messages as a rosbag2 MCAP file (log time: receive time)."""
+        """
+        Write the kept messages as a rosbag2 MCAP file, in send order.
+
+        Log time: the receive time; publish time: the send time (DDS source timestamp), as
+        `ros2 bag record` writes them.
+        """
         with BagWriter(path) as bag:
-            for topic, type_name, msg, t_ns in sorted(self.messages, key=lambda m: m[3]):
-                bag.write(topic, type_name, msg, t_ns)
+            for topic, type_name, msg, received, sent in sorted(self.messages,
+                                                                key=lambda m: m[4]):
+                bag.write(topic, type_name, msg, received, sent)
         return path
 
     def close(self):
