@@ -87,15 +87,18 @@ class Recorder:
 
     def _keep(self, topic, type_name):
         def keep(msg, info):
-            self.messages.append((topic, type_name, msg, time.time_ns(),
-                                  info['source_timestamp']))
+            self._bag(topic, type_name, msg, info)
         return keep
 
-    def _state(self, msg, info):
+    def _bag(self, topic, type_name, msg, info):
+        """Keep `msg` for `write_bag` (with ``bag=True``): its receive and send times, ns."""
         if self.messages is not None:
-            self.messages.append((f'/{self.controller}/state',
-                                  'trajectory_msgs/msg/JointTrajectory', msg, time.time_ns(),
+            self.messages.append((topic, type_name, msg, time.time_ns(),
                                   info['source_timestamp']))
+
+    def _state(self, msg, info):
+        self._bag(f'/{self.controller}/state', 'trajectory_msgs/msg/JointTrajectory', msg,
+                  info)
         stamp = stamp_seconds(msg.header.stamp)
         if stamp < self.started:
             return
@@ -108,11 +111,8 @@ class Recorder:
                             np.array(feedback.positions), np.array(output.effort)))
 
     def _command(self, msg, info):
-        sent = info['source_timestamp']
-        if self.messages is not None:
-            self.messages.append((f'/{self.controller}/commands',
-                                  'std_msgs/msg/Float64MultiArray', msg, time.time_ns(), sent))
-        self.commands.append((sent * 1e-9, np.array(msg.data)))
+        self._bag(f'/{self.controller}/commands', 'std_msgs/msg/Float64MultiArray', msg, info)
+        self.commands.append((info['source_timestamp'] * 1e-9, np.array(msg.data)))
 
     def _diagnostics(self, msg):
         stamp = stamp_seconds(msg.header.stamp)
