@@ -3,15 +3,15 @@ Where one controller tick's time goes: its parts timed one by one, in one proces
 
 The controller node for the three-section continuum arm (CoG model, pressure mode) is built
 in-process (its loop thread stopped) and fed a fresh valid state; its runtime's loop is
-active. Each part of a tick is
-then called on its own, back to back, in interleaved rounds (medians of round medians, us):
-the reference sample (with its clamps to the joint limits), the law (one model call and the
-NumPy around it), the effort clamp and rate limit, the pressure map, the command publish (a
-Float64MultiArray message against the node's pre-serialized bytes), the timing statistics, a
-state's way in, and the whole `runtime.tick` after it (with the continuum config's valve
-compensation, whose prediction over `output.delay` is most of it); then the `~/state` publish
-and the 1 Hz diagnostics, which the node runs on its executor, off the loop thread. The
-Python side of a tick is everything but the model call. Some parts are timed woken from a
+active. Each part of a tick is then called on its own, back to back, in interleaved rounds
+(medians of round medians, us): the reference sample (with its clamps to the joint limits),
+the law (one model call and the NumPy around it), the effort clamp and rate limit, the
+pressure map, the command publish (a Float64MultiArray message against the node's
+pre-serialized bytes), the tick's end record (its durations and ``~/state`` row), a state's
+way in, and the whole `runtime.tick` after it (with the continuum config's valve
+compensation, whose prediction over `output.delay` is most of it); then the `~/state`
+publish and the 1 Hz diagnostics, which the node runs on its executor, off the loop thread.
+The Python side of a tick is everything but the model call. Some parts are timed woken from a
 1 ms sleep too (`WOKEN`), as a live loop calls them, and woken from 0.8 ms of sleep followed
 by 0.2 ms of spinning (`spin_before`). Run: `./run bench bench/bench_tick.py` (~30 s).
 """
@@ -81,10 +81,8 @@ def parts(node, msg):
         message.data = loop.command.tolist()
         message_pub.publish(message)
 
-    def statistics():
-        runtime.period.add(2000.0)
-        runtime.age.add(500.0)
-        runtime.compute.add(80.0)
+    def tick_end():
+        runtime.timing.end(runtime._record, t, 1, True, 0.0, -2e-3, -5e-4, 8e-5, t, True, True)
 
     return {
         'reference sample (clamped to the limits)': lambda: loop.reference.sample(t),
@@ -98,11 +96,10 @@ def parts(node, msg):
                                                 settings.order, out=loop.command),
         'publish: message': publish_message,
         'publish: bytes': lambda: node.command_out.publish(loop.command),
-        'timing statistics': statistics,
         'clock now (node.now)': node.now,
         'state in (stamp, serialize, _on_joint_states)': lambda: fresh_state(node, msg),
         'state in + whole tick': lambda: (fresh_state(node, msg), runtime.tick(node.now())),
-        '~/state row (loop thread)': lambda: runtime._row(t, loop.status),
+        'tick end: durations + ~/state row (loop thread)': tick_end,
         '~/state publish (executor)': lambda: node._send_loop_output(),
         'diagnostics (1 Hz)': node._diagnostics,
     }

@@ -46,7 +46,9 @@ def test_subscriber_receives_exactly_the_published_doubles(node, n):
     special = np.array([0.0, -0.0, np.pi, -1e300, 5e-324, 1e5, -2.5, 7.0, 1.0 / 3.0] * 3)
     batches = [special[:n].copy(), rng.normal(size=n) * 1e5, np.full(n, 3e5)]
     expected = [b.copy() for b in batches]
-    received = receive(node, CommandPublisher(node, 'commands', n), batches)
+    publisher = CommandPublisher(node, 'commands', n)
+    received = receive(node, publisher, batches)
+    publisher.close()
     assert len(received) == len(batches)
     for msg, values in zip(received, expected):
         data = np.asarray(msg.data)
@@ -60,6 +62,18 @@ def test_wrong_size_or_type_is_refused(node):
     for bad in (np.zeros(8), np.zeros(10), np.zeros(9, dtype=np.float32)):
         with pytest.raises(ValueError, match='expected 9 float64 values'):
             publisher.publish(bad)
+    publisher.close()
+
+
+@pytest.mark.ros
+def test_the_publisher_outlives_a_destroy_until_closed(node):
+    """The loop thread may publish while the node is destroyed: rclpy waits for the close."""
+    publisher = CommandPublisher(node, 'commands', 3)
+    node.destroy_publisher(publisher.publisher)
+    publisher.publish(np.ones(3))
+    publisher.close()
+    with pytest.raises(Exception, match='Failed to publish'):
+        publisher.publish(np.ones(3))
 
 
 def test_prefix_is_the_serialized_message_up_to_its_doubles():

@@ -151,6 +151,24 @@ def test_state_rows_every_decimation_ticks_with_the_loop_buffers():
     assert np.array_equal(parts[STATE_PARTS.index('q')], Q)
 
 
+def test_rows_beyond_a_ring_the_reader_left_are_dropped_counted_and_labelled():
+    """The reader a whole ring behind: the oldest rows kept, in order, with their status."""
+    runtime = runtime_of(max_missed_share=0.2)
+    start = activate(runtime)
+    list(runtime.drain_rows())
+    capacity = runtime.row_capacity
+    for k in range(capacity + 5):           # every tick late: starved after a while
+        runtime.post_state(Q, np.zeros(2), start + k * PERIOD)
+        runtime.tick(start + k * PERIOD, 0.6 * PERIOD)
+    rows = list(runtime.drain_rows())
+    assert dict(runtime.figures())['run_state_rows_dropped'] == 5
+    assert [t for t, _, _ in rows] == pytest.approx(start + PERIOD * np.arange(capacity))
+    statuses = [status for _, status, _ in rows]
+    assert statuses[0] == ACTIVE and statuses[-1] == DEGRADED
+    runtime.tick(start + (capacity + 5) * PERIOD)
+    assert len(list(runtime.drain_rows())) == 1       # room again once read
+
+
 def test_settings_posted_twice_keep_a_reanchor_and_trajectories_need_control():
     runtime = runtime_of()
     with pytest.raises(TrajectoryRejected, match='controller is waiting'):

@@ -169,6 +169,8 @@ class ControllerNode(LifecycleNode):
     def destroy_node(self) -> None:
         """Publish the safe command (when the loop runs), then destroy the node."""
         self.stop()
+        if self.command_out is not None:    # nothing publishes commands any more
+            self.command_out.close()
         super().destroy_node()
 
     # -- configuration --------------------------------------------------------------------

@@ -36,12 +36,13 @@ from typing import Callable, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
-from continuum_ctrl.control.loop import ACTIVE, ControlLoop, CYCLE_PARTS, TrajectoryRejected
+from continuum_ctrl.control.loop import (ACTIVE, ControlLoop, CYCLE_PARTS, STALE, STOPPED,
+                                         TrajectoryRejected, WAITING)
 from continuum_ctrl.runtime.handoff import StateHandoff
 from continuum_ctrl.runtime.snapshot_ring import SnapshotRing
 from continuum_ctrl.runtime.starvation import StarvationDetector
 from continuum_ctrl.runtime.throttle import Throttle
-from continuum_ctrl.runtime.tick_record import TickFigures
+from continuum_ctrl.runtime.tick_record import TickRecord
 
 #: ~/state rows kept for the executor to publish, s of ticks: with both nodes at SCHED_FIFO on
 #: two cores its timer waited over 100 ms at times, and a 0.1 s ring lost that many rows
@@ -55,6 +56,8 @@ CONTROLLING = (ACTIVE, DEGRADED)
 STARVATION_WINDOW = 0.5
 #: the arrays a ~/state row holds, in order (model order, n each): the loop's cycle record
 STATE_PARTS = CYCLE_PARTS
+#: the statuses a ~/state row is labelled with (the ring keeps their indices)
+STATUSES = (WAITING, ACTIVE, STALE, STOPPED, DEGRADED)
 #: the previous tick's start before the first tick: its period is NaN, none
 _NO_TICK = math.nan
 
@@ -85,7 +88,7 @@ class ControllerRuntime:
     among them; `send`: called with the command buffer (joints order) once per tick, before
     the tick's bookkeeping (its time counts as compute time). Public attributes for
     in-process callers: `loop`, `rejected`, `events`, the Durations `period`, `compute`,
-    `age`, `wait`, `transport` (of `timing`, the TickFigures) and the `detector`.
+    `age`, `wait`, `transport` (of `timing`, the TickRecord) and the `detector`.
     """
 
     def __init__(self, loop: ControlLoop, options=None, kinds: Sequence[str] = ('pressures',),
@@ -106,8 +109,11 @@ class ControllerRuntime:
         self.pressures: collections.deque = collections.deque(maxlen=64)   # (Pa, t) to apply
         self._pressure_throttle = Throttle()
         rate = 1.0 / options.period
-        self.rows = SnapshotRing(int(ROW_SECONDS * rate) + 16, len(STATE_PARTS) * self.n)
-        self.timing = timing = TickFigures(int(4 * rate) + 16, self._detector_of(options))
+        self.rows = SnapshotRing(int(ROW_SECONDS * rate) + 16, len(STATE_PARTS) * self.n,
+                                 STATUSES)
+        self._codes = {status: k for k, status in enumerate(STATUSES)}
+        self.timing = timing = TickRecord(int(4 * rate) + 16, self._detector_of(options),
+                                          self.rows)
         self.period, self.compute, self.age = timing.period, timing.compute, timing.age
         self.wait, self.transport = timing.wait, timing.transport
         self._used_state = -np.inf          # receive time of the state the last tick used
@@ -245,22 +251,21 @@ class ControllerRuntime:
             command = loop.tick(t)
         if self.send is not None:
             self.send(command)
-        active = loop.status == ACTIVE
-        wait = math.nan
-        if loop.last_state_time != self._used_state:
-            self._used_state = loop.last_state_time     # a new state: its wait for a tick
-            if active:
-                wait = max(t - loop.last_state_time, 0.0) * 1e6
+        end = time.perf_counter()
+        status = loop.status
+        state_time = loop.last_state_time      # a new state: its wait for a tick is recorded
+        new_state, self._used_state = state_time != self._used_state, state_time
         self._ticks += 1
-        if self._ticks >= self.options.state_decimation:
+        keep = self._ticks >= self.options.state_decimation
+        if keep:
             self._ticks = 0
-            self._row(t, self.status)
+        last, self._last_tick = self._last_tick, start
+        self.timing.end(self._record, t,
+                        self._codes[DEGRADED if degraded and status == ACTIVE else status],
+                        keep, start, last, self._receive_wall, end, state_time, new_state,
+                        status == ACTIVE)
         if loop.events:
             self.events.extend(loop.take_events())
-        last, self._last_tick = self._last_tick, start
-        self.timing.durations((start - last) * 1e6, wait,
-                              (start - self._receive_wall) * 1e6 if active else 0.0,
-                              (time.perf_counter() - start) * 1e6)
         return command
 
     def _take_slots(self, loop):
@@ -289,13 +294,6 @@ class ControllerRuntime:
         else:
             self.events.append(('info', f'control loop recovered: {share} missed'))
 
-    def _row(self, t, status):
-        row = self.rows.slot()
-        if row is None:
-            return
-        row[:] = self._record
-        self.rows.commit(t, status)
-
     def stop(self, t: float) -> np.ndarray:
         """Stop the loop: return the safe command (joints order); ticks stay safe until `start`."""
         return self.loop.stop(t)
@@ -309,7 +307,7 @@ class ControllerRuntime:
     @property
     def row_capacity(self) -> int:
         """Return how many ~/state rows wait at most for `drain_rows` (more are dropped)."""
-        return len(self.rows.times)
+        return self.rows.capacity
 
     @property
     def cycle(self):

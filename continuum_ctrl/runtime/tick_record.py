@@ -1,21 +1,23 @@
 """
-A tick's deadline and its timing figures, each recorded by one compiled call (loop thread).
+A tick's deadline, its timing figures and its ``~/state`` row, recorded by two compiled calls.
 
-    figures = TickFigures(capacity, detector)   # the runtime's Durations, run counts
-    degraded = figures.deadline(lateness)       # at the tick's start: its safe command?
-    figures.durations(period_us, wait_us, age_us, compute_us)        # at its end
+    record = TickRecord(capacity, detector, rows)   # Durations, run counts, the row ring
+    degraded = record.deadline(lateness)          # at the tick's start: its safe command?
+    record.end(values, t, label, keep, ...)       # at its end: durations, the row
 
 In Python the bookkeeping of a tick (four `Durations.add`, the lateness split, the
-starvation window) cost more than a rigid arm's control law; here it is two calls into the
-compiled pieces, each kept in its home: `timing.add_duration`, `lateness.split`,
-`starvation.record_deadlines`, at the tick's start (its lateness decides whether it gives the
-safe command) and at its end (its durations).
+starvation window, the row's copy) cost more than a rigid arm's control law; here it is two
+calls into the compiled pieces, each kept in its home: `timing.add_duration`,
+`lateness.split`, `starvation.record_deadlines`, `snapshot_ring.keep_row`. One call at the
+tick's start (its lateness decides whether it gives the safe command), one at its end (its
+durations and row).
 """
 
 import numpy as np
 
 from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 from continuum_ctrl.runtime.lateness import split
+from continuum_ctrl.runtime.snapshot_ring import keep_row, SnapshotRing
 from continuum_ctrl.runtime.starvation import record_deadlines, StarvationDetector
 from continuum_ctrl.runtime.timing import add_duration, DurationTable
 
@@ -24,7 +26,7 @@ from continuum_ctrl.runtime.timing import add_duration, DurationTable
 KINDS = ('period', 'compute', 'age', 'wait', 'transport')
 #: their rows, as int64 (numerics.jit: no literal arguments from compiled callers)
 PERIOD, COMPUTE, AGE, WAIT = (np.int64(k) for k in range(4))
-#: entries of `TickFigures.run`: deadlines skipped, ticks late (runtime/lateness.py)
+#: entries of `TickRecord.run`: deadlines skipped, ticks late (runtime/lateness.py)
 SKIPPED, LATE = 0, 1
 
 
@@ -58,20 +60,43 @@ def record_durations(windows, counts, largest, histograms, period_us, wait_us, a
         add_duration(windows, counts, largest, histograms, WAIT, wait_us)
 
 
-class TickFigures:
+@compiled()
+def record_end(windows, counts, largest, histograms, rows, times, labels, kept, values, t,
+               label, keep, start, last, received, end, state_time, new_state, active):
     """
-    The loop's Durations of KINDS (attributes of those names), run counts and detector.
+    Record a tick's durations and, if `keep`, its row `values` labelled `label` at `t` (s).
+
+    The arrays: a DurationTable's of KINDS, then a SnapshotRing's. `start`, `end`: this
+    tick's (perf_counter s), `last` the previous one's start (NaN: none), `received` the
+    receipt of the latest state; `state_time`: the receive time of the state the tick used
+    (s, the clock of `t`), `new_state` if no tick used it before; `active`: the loop controls
+    (else the input age is 0 and no wait is recorded).
+    """
+    if keep:
+        keep_row(rows, times, labels, kept, values, t, label)
+    wait_us = np.nan
+    if new_state and active:
+        wait_us = max(t - state_time, 0.0) * 1e6
+    record_durations(windows, counts, largest, histograms, (start - last) * 1e6, wait_us,
+                     (start - received) * 1e6 if active else 0.0, (end - start) * 1e6)
+
+
+class TickRecord:
+    """
+    The loop's Durations of KINDS (attributes of those names), run counts, detector and rows.
 
     `capacity`: samples per window and kind; `detector`: the StarvationDetector (replaced by
-    `restart`).
+    `restart`); `rows`: the SnapshotRing of the ``~/state`` rows.
     """
 
-    def __init__(self, capacity, detector):
+    def __init__(self, capacity, detector, rows):
         self.table = table = DurationTable(KINDS, capacity)
         self.period, self.compute, self.age, self.wait, self.transport = (
             table.kind(name) for name in KINDS)
         self.run = np.zeros(2, dtype=np.int64)
-        self._record_deadline, self._record_durations = _record_deadline(), _record_durations()
+        self.rows = rows
+        self._end = table.arrays + rows.arrays
+        self._record_deadline, self._record_end = _record_deadline(), _record_end()
         self.restart(detector)
 
     def restart(self, detector):
@@ -84,9 +109,11 @@ class TickFigures:
         """Record a tick starting `lateness` s after its deadline; return whether degraded."""
         return self._record_deadline(*self._deadline, lateness)
 
-    def durations(self, period_us, wait_us, age_us, compute_us):
-        """Record the tick's period, wait, input age and compute time (us; NaN: none)."""
-        self._record_durations(*self.table.arrays, period_us, wait_us, age_us, compute_us)
+    def end(self, values, t, label, keep, start, last, received, end, state_time, new_state,
+            active):
+        """Record the tick's durations and, if `keep`, its row: `record_end`'s arguments."""
+        self._record_end(*self._end, values, t, label, keep, start, last, received, end,
+                         state_time, new_state, active)
 
     @property
     def skipped(self):
@@ -103,5 +130,7 @@ _DETECTOR = StarvationDetector(0.5)
 _record_deadline = cached_entry_point(record_deadline, _DETECTOR.ring, _DETECTOR.state,
                                       _DETECTOR.thresholds, np.zeros(2, dtype=np.int64), 0.5,
                                       0.0)
-_record_durations = cached_entry_point(record_durations, *DurationTable(KINDS, 1).arrays,
-                                       1.0, 1.0, 1.0, 1.0)
+_RING = SnapshotRing(1, 1, ('',))
+_record_end = cached_entry_point(record_end, *DurationTable(KINDS, 1).arrays, *_RING.arrays,
+                                 np.zeros(1), 0.0, np.int64(0), True, 0.0, 0.0, 0.0, 0.0, 0.0,
+                                 True, True)
