@@ -55,8 +55,8 @@ from continuum_ctrl.params import ConfigError
 #: largest value of the bump x (1 - s(x)) over the blend (at x = 0.389), in blend times
 BUMP_PEAK = 0.2845
 #: loop status: no valid state yet, controlling, safe command after a state timeout, or
-#: stopped (safe command until `start`)
-WAITING, ACTIVE, STALE, STOPPED = 'waiting', 'active', 'stale', 'stopped'
+#: stopped (safe command until `start`); `LOOP_STATUSES`: all four
+LOOP_STATUSES = WAITING, ACTIVE, STALE, STOPPED = 'waiting', 'active', 'stale', 'stopped'
 
 
 #: the rows of `ControlLoop.cycle_record`: the cycle's arrays (model order, n each)

@@ -36,8 +36,8 @@ from typing import Callable, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
-from continuum_ctrl.control.loop import (ACTIVE, ControlLoop, CYCLE_PARTS, STALE, STOPPED,
-                                         TrajectoryRejected, WAITING)
+from continuum_ctrl.control.loop import (ACTIVE, ControlLoop, CYCLE_PARTS, LOOP_STATUSES,
+                                         TrajectoryRejected)
 from continuum_ctrl.runtime.handoff import StateHandoff
 from continuum_ctrl.runtime.snapshot_ring import SnapshotRing
 from continuum_ctrl.runtime.starvation import StarvationDetector
@@ -57,7 +57,7 @@ STARVATION_WINDOW = 0.5
 #: the arrays a ~/state row holds, in order (model order, n each): the loop's cycle record
 STATE_PARTS = CYCLE_PARTS
 #: the statuses a ~/state row is labelled with (the ring keeps their indices)
-STATUSES = (WAITING, ACTIVE, STALE, STOPPED, DEGRADED)
+STATUSES = LOOP_STATUSES + (DEGRADED,)
 #: the previous tick's start before the first tick: its period is NaN, none
 _NO_TICK = math.nan
 
