@@ -14,15 +14,16 @@ The node (ros/controller_node.py), the one-process simulation
 benchmarks drive this same object; only the node has threads. Two threads use it: an input
 thread (the node's executor) calls the `post_*` and `request_*` methods, `drain_*` and
 `figures`; the loop thread calls `tick`. They share no lock: each hand-off is one attribute
-store or a deque append (StateHandoff, the planner's ReferenceSlot, the settings slot, the
-pressure queue, SnapshotRing, Durations), so either side sees the old value or the new one.
+store, a deque append, or a counter stored after what it counts by a call that holds the GIL
+(StateHandoff, the planner's ReferenceSlot, the settings slot, the pressure queue,
+SnapshotRing, Durations), so either side sees the old value or the new one.
 
 A tick, in order: take the posted settings and pressures, the latest state (`StateHandoff`),
 feed the starvation detector, tick the loop (or, starved with `safe_on_overrun`, give its
-safe command), hand the command to `send`, keep every `state_decimation`-th cycle as a
-``~/state`` row, collect the loop's log lines, record the timing figures. The detector and
-the figures are compiled calls (runtime/tick_record.py). No allocation per tick beyond the
-loop's own.
+safe command), hand the command to `send`, then record the timing figures and keep every
+`state_decimation`-th cycle as a ``~/state`` row, and collect the loop's log lines. The
+detector, the figures and the row are two compiled calls (runtime/tick_record.py). No
+allocation per tick beyond the loop's own.
 
 `options` holds the node's run settings: a `RuntimeOptions`, or the node's
 `ros.node_settings.ControllerNodeSettings`, which has the same attributes.
