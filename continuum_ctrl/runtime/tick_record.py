@@ -94,7 +94,6 @@ class TickRecord:
         self.period, self.compute, self.age, self.wait, self.transport = (
             table.kind(name) for name in KINDS)
         self.run = np.zeros(2, dtype=np.int64)
-        self.rows = rows
         self._end = table.arrays + rows.arrays
         self._record_deadline, self._record_end = _record_deadline(), _record_end()
         self.restart(detector)
