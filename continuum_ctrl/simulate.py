@@ -10,8 +10,12 @@ limits, valve compensation, watchdog and activation blend) ticks at its `rate_hz
 simulator's `Plant` of the same file (its model, mismatch, valves, noise, integrator and
 `engine`). Each tick the loop gets the plant's state as the simulator node stamps it, and
 its command drives the plant until the next tick. `--kp`/`--kd` replace the file's gains (one
-value for every joint). Prints the RMS and largest tracking error per section (joint) from
-activation, as the demo does for the same file, and writes ``<out>/<arm>_tracking.png``.
+value for every joint). Prints per section (joint) from activation, as the demo does for the
+same file: the RMS and largest tracking error, and the worst PMA's (joint's) command
+variation (sum of |change| per second, MPa/s or N m/s) and chatter index (its share of power
+above 10 Hz, control/command_quality.py); then the tip's error (the task frame, else a
+continuum arm's last section tip, by the controller's own kinematics); and writes
+``<out>/<arm>_tracking.png``.
 """
 
 import argparse
@@ -27,7 +31,7 @@ from continuum_ctrl.node_pair import node_pair
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.plant import ENGINES
-from continuum_ctrl.sim.report import plot, summary, units
+from continuum_ctrl.sim.report import plot, print_tables, tip_frame, tip_paths
 
 
 def _gain_text(gain):
@@ -92,13 +96,12 @@ def main(argv=None):
     t = log.t[first:]
     q_des, q = (x[first:][:, settings.order] for x in (log.q_des, log.q))
     command = log.command[first:]
-    scale, unit, _, _ = units(names, command)
-    digits = 3 if unit == 'mm' else 4
     print(f'closed loop in one process: {t[-1] - t[0]:.1f} s from activation, '
           f'{len(t)} ticks')
-    print(f'{"group":<12} {"RMS error":>12} {"max error":>12}')
-    for key, rms, worst in summary(names, q - q_des):
-        print(f'{key:<12} {scale * rms:9.{digits}f} {unit:<3}{scale * worst:9.{digits}f} {unit}')
+    frame = tip_frame(loop.model, settings.task.frame)
+    tip = None if frame is None else (frame, tip_paths(
+        loop.model, frame, log.q_des[first:], log.q[first:])[2])
+    print_tables(names, t, q - q_des, command, tip)
     image = Path(args.out) / f'{path.stem}_tracking.png'
     image.parent.mkdir(parents=True, exist_ok=True)
     plot(image, names, t, q_des, q, command, loop.period)

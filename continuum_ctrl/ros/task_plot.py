@@ -12,6 +12,7 @@ from continuum_ctrl import load_model
 from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.params import file_parameters
 from continuum_ctrl.ros.node_settings import ControllerNodeSettings
+from continuum_ctrl.sim.report import tip_paths
 
 #: backbone snapshots drawn
 SNAPSHOTS = 4
@@ -23,13 +24,6 @@ def task_model(params_path, node_name):
     _, tree = ControllerNodeSettings.split(tree)
     model = load_model(spec)
     return model, ControllerSettings.parse(tree, model).task.frame
-
-
-def tip_paths(model, frame, q_des, q):
-    """Return desired and actual tip positions (N, 3) [m] and the tip error (N,) [m]."""
-    desired = np.array([model.frame_pose(row, frame)[:3, 3] for row in q_des])
-    actual = np.array([model.frame_pose(row, frame)[:3, 3] for row in q])
-    return desired, actual, np.linalg.norm(actual - desired, axis=1)
 
 
 def plot_task(path, model, frame, t, q_des, q):
