@@ -1,6 +1,5 @@
 """
-What a closed loop's tracking looked like: errors by section, how quiet its commands were,
-the tip's error, display units, the plot.
+How a closed loop did: errors and command quality by section, the tip's error, the plot.
 
 The demo (over ROS) and `continuum-ctrl simulate` (in one process) report a run alike:
 
@@ -82,9 +81,10 @@ def tip_paths(model, frame, q_des, q):
 
 def print_tables(joint_names, t, error, command, tip=None):
     """
-    Print the run's table: per group the RMS and largest error, the worst channel's command
-    variation and the group's largest chatter index; then the tip's error line.
+    Print the run's table by group, then the tip's error line.
 
+    Per group: the RMS and largest error, the worst channel's command variation and the
+    group's largest chatter index (`command_summary`).
     `error`, `command` (N, n) in the order of `joint_names`, at the times `t` (s); `tip`:
     ``(frame, errors (N,) m)`` or None (no line).
     """
