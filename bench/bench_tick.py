@@ -82,7 +82,8 @@ def parts(node, msg):
         message_pub.publish(message)
 
     def tick_end():
-        runtime.timing.end(runtime._record, t, 1, True, 0.0, -2e-3, -5e-4, 8e-5, t, True, True)
+        runtime.timing.end(runtime._record, t, 1, True, 0.0, -2e-3, -5e-4, 8e-5, t, True, True,
+                           loop.command)
 
     return {
         'reference sample (clamped to the limits)': lambda: loop.reference.sample(t),

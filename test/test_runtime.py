@@ -19,7 +19,8 @@ PERIOD = 0.002
 KEYS = ('status', 'rate_hz', 'period_p50_us', 'period_p99_us', 'period_max_us',
         'jitter_p99_us', 'compute_p50_us', 'compute_p99_us', 'compute_max_us',
         'input_age_p50_us', 'input_age_p99_us', 'state_wait_p50_us', 'state_wait_p99_us',
-        'state_latency_p50_us', 'state_latency_p99_us', 'missed_share', 'run_ticks',
+        'state_latency_p50_us', 'state_latency_p99_us', 'missed_share', 'command_variation',
+        'command_variation_joint', 'chatter_index', 'chatter_joint', 'run_ticks',
         'run_late_ticks', 'run_missed_deadlines', 'run_period_p50_us', 'run_period_p99_us',
         'run_period_max_us', 'run_compute_p50_us', 'run_compute_p99_us',
         'run_compute_max_us', 'nonfinite_efforts', 'run_state_rows_dropped',
@@ -97,6 +98,40 @@ def test_the_figures_keys_and_what_they_count():
     assert figures['state_latency_p50_us'] == pytest.approx(1e3)
     assert figures['run_late_ticks'] == 0 and figures['run_missed_deadlines'] == 0
     assert np.isnan(dict(runtime.figures())['period_p50_us'])   # a new window
+
+
+def test_a_chattering_command_warns_in_the_diagnostics():
+    """
+    An arm on its reference is quiet and OK (from the activation blend on). States whose
+    joint2 jumps 50 mrad back and forth each tick (a bad sensor) make the command alternate
+    at 250 Hz by about 5 N m, against the sinusoid's 9 N m swing: the window's chatter index
+    is above 0.5 at joint2, and the status line warns, until `chatter_warning` 0 turns the
+    check off. The inertia couples the jump into joint1's command, the larger.
+    """
+    runtime = runtime_of()
+    t = activate(runtime)
+    loop = runtime.loop
+
+    def run(jump, ticks):
+        for k in range(ticks):
+            runtime.post_state(loop.q_des + (-1) ** k * np.array([0.0, jump]), loop.qd_des,
+                               t + k * PERIOD)
+            runtime.tick(t + k * PERIOD)
+        values = runtime.figures()
+        return values, dict(values)
+    values, figures = run(0.0, 700)                         # past the activation blend
+    assert figures['chatter_index'] < 0.05 and runtime.verdict(values) == (ACTIVE, True)
+    quiet = figures['command_variation']
+    t += 700 * PERIOD
+    values, figures = run(0.05, 300)
+    assert figures['chatter_index'] > 0.6 and figures['command_variation'] > 20 * quiet
+    assert figures['chatter_joint'] == 'joint2'
+    assert figures['command_variation_joint'] == 'joint1'
+    message, ok = runtime.verdict(values)
+    assert not ok and message.startswith(f'{ACTIVE}; the command chatters: chatter index')
+    assert 'at joint2 (above 0.5)' in message and 'N/s or N m/s at joint1' in message
+    runtime.options = RuntimeOptions(PERIOD, chatter_warning=0.0)
+    assert runtime.verdict(values) == (ACTIVE, True)
 
 
 def test_lateness_has_one_definition_for_every_figure():

@@ -362,9 +362,8 @@ class ControllerNode(LifecycleNode):
             self.get_logger().error(f'the loop thread failed: {self.runner.error!r}')
             self.stop()
         values = self.runtime.figures()
-        state = values[0][1]
-        self.diag_pub.publish(diagnostic_array(self, 'control loop', values, state,
-                                               state == ACTIVE))
+        self.diag_pub.publish(diagnostic_array(self, 'control loop', values,
+                                               *self.runtime.verdict(values)))
 
 
 def main(argv=None):

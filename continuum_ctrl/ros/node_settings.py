@@ -37,6 +37,10 @@ CONTROLLER_NODE_FIELDS = {
     'input.max_trajectory_points': Field('integer', 1000, '~/joint_trajectory messages '
                                          'longer than this many full points are rejected '
                                          'unread', 1, 1000000),
+    'diagnostics.chatter_warning': Field(
+        'number', 0.5, '/diagnostics warns while the chatter index of a command channel '
+        '(its share of power above 10 Hz over the last window) is above this; 0: never',
+        0.0, 1.0),
     'loop.max_missed_share': Field('number', 0.2, 'share of the deadlines of the last 0.5 s '
                                    'missed above which the loop reports degraded', 0.01, 0.99),
     'loop.safe_on_overrun': Field('bool', False, 'send the safe command while degraded'),
@@ -81,6 +85,7 @@ class ControllerNodeSettings(NodeSettings):
     stamp_tolerance: float
     max_joint_states_bytes: int
     max_trajectory_points: int
+    chatter_warning: float
     max_missed_share: float
     safe_on_overrun: bool
     spin_before_us: float

@@ -7,7 +7,8 @@ The controller's runtime without ROS: a ControlLoop ticked between its inputs an
     command = runtime.tick(t, lateness)          # loop thread: state in, command out
     for t, status, row in runtime.drain_rows(): ...     # publishing thread: ~/state rows
     for level, text in runtime.drain_events(): ...     # publishing thread: log lines
-    runtime.figures()                            # the /diagnostics (key, value) pairs
+    values = runtime.figures()                   # the /diagnostics (key, value) pairs
+    message, ok = runtime.verdict(values)        # their status line, and OK or WARN
 
 The node (ros/controller_node.py), the one-process simulation
 (`sim.closed_loop.simulate_nodes`, `continuum-ctrl simulate`), the in-process tests and the
@@ -21,9 +22,10 @@ SnapshotRing, Durations), so either side sees the old value or the new one.
 A tick, in order: take the posted settings and pressures, the latest state (`StateHandoff`),
 feed the starvation detector, tick the loop (or, starved with `safe_on_overrun`, give its
 safe command), hand the command to `send`, then record the timing figures and keep every
-`state_decimation`-th cycle as a ``~/state`` row, and collect the loop's log lines. The
-detector, the figures and the row are two compiled calls (runtime/tick_record.py). No
-allocation per tick beyond the loop's own.
+`state_decimation`-th cycle as a ``~/state`` row, add the command to its quality sums
+(runtime/command_watch.py), and collect the loop's log lines. The detector, the figures, the
+row and the sums are two compiled calls (runtime/tick_record.py). No allocation per tick
+beyond the loop's own.
 
 `options` holds the node's run settings: a `RuntimeOptions`, or the node's
 `ros.node_settings.ControllerNodeSettings`, which has the same attributes.
@@ -39,6 +41,7 @@ import numpy as np
 
 from continuum_ctrl.control.loop import (ACTIVE, ControlLoop, CYCLE_PARTS, LOOP_STATUSES,
                                          TrajectoryRejected)
+from continuum_ctrl.runtime.command_watch import CommandWatch
 from continuum_ctrl.runtime.handoff import StateHandoff
 from continuum_ctrl.runtime.snapshot_ring import SnapshotRing
 from continuum_ctrl.runtime.starvation import StarvationDetector
@@ -70,13 +73,15 @@ class RuntimeOptions:
 
     `period` (s); a ~/state row every `state_decimation` ticks; the safe command while
     starved (`safe_on_overrun`); starved above `max_missed_share` of the deadlines of the
-    last STARVATION_WINDOW s.
+    last STARVATION_WINDOW s; the diagnostics warn above a `chatter_warning` index (0:
+    never).
     """
 
     period: float
     state_decimation: int = 1
     safe_on_overrun: bool = False
     max_missed_share: float = 0.2
+    chatter_warning: float = 0.5
 
 
 class ControllerRuntime:
@@ -114,7 +119,7 @@ class ControllerRuntime:
                                  STATUSES)
         self._codes = {status: k for k, status in enumerate(STATUSES)}
         self.timing = timing = TickRecord(int(4 * rate) + 16, self._detector_of(options),
-                                          self.rows)
+                                          self.rows, CommandWatch(self.n))
         self.period, self.compute, self.age = timing.period, timing.compute, timing.age
         self.wait, self.transport = timing.wait, timing.transport
         self._used_state = -np.inf          # receive time of the state the last tick used
@@ -265,7 +270,7 @@ class ControllerRuntime:
         self.timing.end(self._record, t,
                         self._codes[DEGRADED if degraded and status == ACTIVE else status],
                         keep, start, last, self._receive_wall, end, state_time, new_state,
-                        status == ACTIVE)
+                        status == ACTIVE, command)
         if loop.events:
             self.events.extend(loop.take_events())
         return command
@@ -366,7 +371,12 @@ class ControllerRuntime:
         end, the command sent), `input_age_*` (the receipt of the state a tick used to that
         tick's start, 0 while not active), `state_wait_*` (a new state's receipt to the first
         tick that uses it, t clock), `state_latency_*` (header stamp to receipt, wall clock),
-        `missed_share` (of the starvation window's deadlines). Run: `run_ticks`,
+        `missed_share` (of the starvation window's deadlines), `command_variation` (the
+        largest of the channels' sum of |change| per second, command units/s: Pa/s for PMA
+        arms, N/s or N m/s for efforts) with `command_variation_joint` (its channel's joint),
+        `chatter_index` (the largest channel's high-frequency share of its power, 0..1) with
+        `chatter_joint`, both of the active ticks (runtime/command_watch.py; NaN and '' with
+        none). Run: `run_ticks`,
         `run_late_ticks` (ticks that started late), `run_missed_deadlines` (deadlines
         skipped): both as runtime/lateness.py defines them; the run's period and compute
         percentiles; the loop's counters, and ``rejected_<kind>`` for each counted kind.
@@ -381,6 +391,11 @@ class ControllerRuntime:
         w50, w99, _ = self.wait.window_stats()
         s50, s99, _ = self.transport.window_stats()
         loop = self.loop
+        rate, chatter = self.timing.watch.window()
+        joints = loop.settings.joints
+        worst_rate, worst_chatter = (int(np.argmax(np.nan_to_num(x, nan=-1.0)))
+                                     for x in (rate, chatter))
+        measured = bool(np.isfinite(rate[worst_rate]))
         values = [
             ('status', self.status),
             ('rate_hz', ticks / window if window > 0 else 0.0),
@@ -391,6 +406,10 @@ class ControllerRuntime:
             ('state_wait_p50_us', w50), ('state_wait_p99_us', w99),
             ('state_latency_p50_us', s50), ('state_latency_p99_us', s99),
             ('missed_share', self.detector.share),
+            ('command_variation', float(rate[worst_rate])),
+            ('command_variation_joint', joints[worst_rate] if measured else ''),
+            ('chatter_index', float(chatter[worst_chatter])),
+            ('chatter_joint', joints[worst_chatter] if measured else ''),
             ('run_ticks', self.compute.total),
             ('run_late_ticks', self.late_ticks),
             ('run_missed_deadlines', self.missed),
@@ -412,6 +431,24 @@ class ControllerRuntime:
         ]
         values += [(f'rejected_{kind}', count) for kind, count in self.rejected.items()]
         return values
+
+    def verdict(self, values) -> Tuple[str, bool]:
+        """
+        Return the status line and whether it is OK (else WARN) of `figures` `values`.
+
+        OK while active and the chatter index is at most the `chatter_warning` option (0:
+        not checked); the line is the status, and then says how the command chatters.
+        """
+        figures = dict(values)
+        status, chatter = figures['status'], figures['chatter_index']
+        limit = self.options.chatter_warning
+        if limit > 0.0 and chatter > limit:
+            unit = 'Pa/s' if self.loop.settings.actuation is not None else 'N/s or N m/s'
+            return (f'{status}; the command chatters: chatter index {chatter:.2f} at '
+                    f'{figures["chatter_joint"]} (above {limit:g}), variation '
+                    f'{figures["command_variation"]:.4g} {unit} at '
+                    f'{figures["command_variation_joint"]}'), False
+        return status, status == ACTIVE
 
     def step(self) -> None:
         """In process (a planner without a worker): make a pending plan now, between ticks."""

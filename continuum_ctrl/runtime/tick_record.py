@@ -1,21 +1,23 @@
 """
-A tick's deadline, its timing figures and its ``~/state`` row, recorded by two compiled calls.
+A tick's deadline, timing figures, ``~/state`` row and command sums, in two compiled calls.
 
-    record = TickRecord(capacity, detector, rows)   # Durations, run counts, the row ring
+    record = TickRecord(capacity, detector, rows, watch)  # Durations, run counts, rows, sums
     degraded = record.deadline(lateness)          # at the tick's start: its safe command?
-    record.end(values, t, label, keep, ...)       # at its end: durations, the row
+    record.end(values, t, label, keep, ..., command)   # at its end: durations, row, command
 
 In Python the bookkeeping of a tick (four `Durations.add`, the lateness split, the
-starvation window, the row's copy) cost more than a rigid arm's control law; here it is two
-calls into the compiled pieces, each kept in its home: `timing.add_duration`,
-`lateness.split`, `starvation.record_deadlines`, `snapshot_ring.keep_row`. One call at the
-tick's start (its lateness decides whether it gives the safe command), one at its end (its
-durations and row).
+starvation window, the row's copy, the command's sums) cost more than a rigid arm's control
+law; here it is two calls into the compiled pieces, each kept in its home:
+`timing.add_duration`, `lateness.split`, `starvation.record_deadlines`,
+`snapshot_ring.keep_row`, `command_watch.watch_command`. One call at the tick's start (its
+lateness decides whether it gives the safe command), one at its end (its durations, row and
+command).
 """
 
 import numpy as np
 
 from continuum_ctrl.numerics.jit import cached_entry_point, compiled
+from continuum_ctrl.runtime.command_watch import CommandWatch, watch_command
 from continuum_ctrl.runtime.lateness import split
 from continuum_ctrl.runtime.snapshot_ring import keep_row, SnapshotRing
 from continuum_ctrl.runtime.starvation import record_deadlines, StarvationDetector
@@ -61,12 +63,14 @@ def record_durations(windows, counts, largest, histograms, period_us, wait_us, a
 
 
 @compiled()
-def record_end(windows, counts, largest, histograms, rows, times, labels, kept, values, t,
-               label, keep, start, last, received, end, state_time, new_state, active):
+def record_end(windows, counts, largest, histograms, rows, times, labels, kept, last_command,
+               high, origin, clock, sums, values, t, label, keep, start, last, received, end,
+               state_time, new_state, active, command):
     """
-    Record a tick's durations and, if `keep`, its row `values` labelled `label` at `t` (s).
+    Record a tick's durations, its `command` and, if `keep`, its row `values` at `t` (s).
 
-    The arrays: a DurationTable's of KINDS, then a SnapshotRing's. `start`, `end`: this
+    The arrays: a DurationTable's of KINDS, a SnapshotRing's, a CommandWatch's. `label`: the
+    row's; `command`: what the tick sent (joints order), summed if `active`. `start`, `end`: this
     tick's (perf_counter s), `last` the previous one's start (NaN: none), `received` the
     receipt of the latest state; `state_time`: the receive time of the state the tick used
     (s, the clock of `t`), `new_state` if no tick used it before; `active`: the loop controls
@@ -74,6 +78,7 @@ def record_end(windows, counts, largest, histograms, rows, times, labels, kept, 
     """
     if keep:
         keep_row(rows, times, labels, kept, values, t, label)
+    watch_command(last_command, high, origin, clock, sums, command, t, active)
     wait_us = np.nan
     if new_state and active:
         wait_us = max(t - state_time, 0.0) * 1e6
@@ -83,18 +88,20 @@ def record_end(windows, counts, largest, histograms, rows, times, labels, kept, 
 
 class TickRecord:
     """
-    The loop's Durations of KINDS (attributes of those names), run counts, detector and rows.
+    The loop's Durations of KINDS (attributes of those names), run counts, detector, rows, sums.
 
     `capacity`: samples per window and kind; `detector`: the StarvationDetector (replaced by
-    `restart`); `rows`: the SnapshotRing of the ``~/state`` rows.
+    `restart`); `rows`: the SnapshotRing of the ``~/state`` rows; `watch`: the CommandWatch
+    of the commands.
     """
 
-    def __init__(self, capacity, detector, rows):
+    def __init__(self, capacity, detector, rows, watch):
         self.table = table = DurationTable(KINDS, capacity)
         self.period, self.compute, self.age, self.wait, self.transport = (
             table.kind(name) for name in KINDS)
         self.run = np.zeros(2, dtype=np.int64)
-        self._end = table.arrays + rows.arrays
+        self.watch = watch
+        self._end = table.arrays + rows.arrays + watch.arrays
         self._record_deadline, self._record_end = _record_deadline(), _record_end()
         self.restart(detector)
 
@@ -109,10 +116,10 @@ class TickRecord:
         return self._record_deadline(*self._deadline, lateness)
 
     def end(self, values, t, label, keep, start, last, received, end, state_time, new_state,
-            active):
-        """Record the tick's durations and, if `keep`, its row: `record_end`'s arguments."""
+            active, command):
+        """Record the tick's durations, command and, if `keep`, its row: `record_end`'s."""
         self._record_end(*self._end, values, t, label, keep, start, last, received, end,
-                         state_time, new_state, active)
+                         state_time, new_state, active, command)
 
     @property
     def skipped(self):
@@ -131,5 +138,5 @@ _record_deadline = cached_entry_point(record_deadline, _DETECTOR.ring, _DETECTOR
                                       0.0)
 _RING = SnapshotRing(1, 1, ('',))
 _record_end = cached_entry_point(record_end, *DurationTable(KINDS, 1).arrays, *_RING.arrays,
-                                 np.zeros(1), 0.0, np.int64(0), True, 0.0, 0.0, 0.0, 0.0, 0.0,
-                                 True, True)
+                                 *CommandWatch(1).arrays, np.zeros(1), 0.0, np.int64(0), True,
+                                 0.0, 0.0, 0.0, 0.0, 0.0, True, True, np.zeros(1))
