@@ -28,8 +28,10 @@ import numpy as np
 from continuum_ctrl.control.command_quality import CHATTER_CUTOFF_HZ
 from continuum_ctrl.numerics.jit import compiled
 
-#: rows of `sums` (per channel): |change|, high-pass squared, command, command squared
-CHANGE, HIGH, VALUE, SQUARE = 0, 1, 2, 3
+#: rows of `sums` (per channel): |change|, high-pass squared, command, command squared; then
+#: the previous command, the high-pass output, the first active command (one array: each
+#: array argument costs the tick's compiled call its unboxing)
+CHANGE, HIGH, VALUE, SQUARE, LAST, OUTPUT, ORIGIN = 0, 1, 2, 3, 4, 5, 6
 #: entries of `clock`: the last active tick's time (s), 1 after an active tick, 1 once the
 #: origin is set, the time the changes span (s), the ticks summed, the high-pass time
 #: constant (s)
@@ -37,12 +39,11 @@ LAST_T, FOLLOWS, HAS_ORIGIN, SPAN, TICKS, TAU = 0, 1, 2, 3, 4, 5
 
 
 @compiled()
-def watch_command(last, high, origin, clock, sums, command, t, active):
+def watch_command(clock, sums, command, t, active):
     """
     Add the tick's `command` (n,) at `t` (s) to the sums, if `active` (module doc).
 
-    `last`, `high`, `origin` (n,): the previous command, the high-pass output, the first
-    active command; `clock` (see LAST_T...); `sums` (4, n): see CHANGE...
+    `clock`: see LAST_T...; `sums` (7, n): see CHANGE...
     """
     n = command.shape[0]
     if not active:
@@ -51,9 +52,9 @@ def watch_command(last, high, origin, clock, sums, command, t, active):
     if clock[FOLLOWS] == 0.0:                   # the first active tick: no change yet
         for i in range(n):                      # loops: compiled without Numba's runtime
             if clock[HAS_ORIGIN] == 0.0:
-                origin[i] = command[i]
-            last[i] = command[i]
-            high[i] = 0.0
+                sums[ORIGIN, i] = command[i]
+            sums[LAST, i] = command[i]
+            sums[OUTPUT, i] = 0.0
         clock[HAS_ORIGIN] = 1.0
         clock[LAST_T] = t
         clock[FOLLOWS] = 1.0
@@ -61,11 +62,11 @@ def watch_command(last, high, origin, clock, sums, command, t, active):
     dt = t - clock[LAST_T]
     gain = clock[TAU] / (clock[TAU] + dt)       # the discrete first-order high-pass
     for i in range(n):
-        change = command[i] - last[i]
-        h = gain * (high[i] + change)
-        high[i] = h
-        last[i] = command[i]
-        x = command[i] - origin[i]
+        change = command[i] - sums[LAST, i]
+        h = gain * (sums[OUTPUT, i] + change)
+        sums[OUTPUT, i] = h
+        sums[LAST, i] = command[i]
+        x = command[i] - sums[ORIGIN, i]
         sums[CHANGE, i] += abs(change)
         sums[HIGH, i] += h * h
         sums[VALUE, i] += x
@@ -87,7 +88,7 @@ class CommandWatch:
             raise ValueError(f'the chatter cutoff must be > 0 Hz, got {cutoff!r}')
         clock = np.zeros(6)
         clock[TAU] = 1.0 / (2.0 * math.pi * cutoff)
-        self.arrays = (np.zeros(n), np.zeros(n), np.zeros(n), clock, np.zeros((4, n)))
+        self.arrays = (clock, np.zeros((7, n)))
         self._seen = np.zeros((4, n)), np.zeros(2)          # the sums at the last window
 
     def window(self):
@@ -96,7 +97,7 @@ class CommandWatch:
 
         NaN where no two active ticks followed each other in the window.
         """
-        clock, sums = self.arrays[3], self.arrays[4].copy()
+        clock, sums = self.arrays[0], self.arrays[1][:SQUARE + 1].copy()
         counts = clock[[SPAN, TICKS]]
         seen, seen_counts = self._seen
         self._seen = sums, counts

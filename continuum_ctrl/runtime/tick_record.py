@@ -63,9 +63,9 @@ def record_durations(windows, counts, largest, histograms, period_us, wait_us, a
 
 
 @compiled()
-def record_end(windows, counts, largest, histograms, rows, times, labels, kept, last_command,
-               high, origin, clock, sums, values, t, label, keep, start, last, received, end,
-               state_time, new_state, active, command):
+def record_end(windows, counts, largest, histograms, rows, times, labels, kept, clock, sums,
+               values, t, label, keep, start, last, received, end, state_time, new_state,
+               active, command):
     """
     Record a tick's durations, its `command` and, if `keep`, its row `values` at `t` (s).
 
@@ -78,7 +78,7 @@ def record_end(windows, counts, largest, histograms, rows, times, labels, kept, 
     """
     if keep:
         keep_row(rows, times, labels, kept, values, t, label)
-    watch_command(last_command, high, origin, clock, sums, command, t, active)
+    watch_command(clock, sums, command, t, active)
     wait_us = np.nan
     if new_state and active:
         wait_us = max(t - state_time, 0.0) * 1e6
