@@ -22,6 +22,7 @@ from continuum_ctrl.params import ConfigError, model_spec
 from continuum_ctrl.control import ComputedTorqueLaw
 from continuum_ctrl.control.references import MinimumJerk, Sinusoid
 from continuum_ctrl.simulate import main as simulate_main
+from command_bounds import QUIET_CHATTER, QUIET_PMA
 from motion_range import motion_range
 from continuum_ctrl.models import load_model
 from continuum_ctrl.sim.closed_loop import SimulationDiverged, simulate
@@ -122,10 +123,14 @@ def test_minimum_jerk_tracking_converges_and_logs_are_consistent():
 
 
 def table(out):
-    """Return the simulate printout's error table: {group: (rms, max)} in its units."""
+    """
+    Return the simulate printout's table: {group: (rms, max, command variation, chatter
+    index)} in its units (mm or rad; MPa/s or N m/s).
+    """
     rows = [line.split() for line in out.splitlines()
             if line.startswith(('joint', 'section', 'panda_joint'))]
-    return {row[0]: (float(row[1]), float(row[3])) for row in rows}
+    return {row[0]: (float(row[1]), float(row[3]), float(row[5]), float(row[-2]))
+            for row in rows}
 
 
 @pytest.mark.slow
@@ -136,7 +141,10 @@ def test_simulate_runs_the_controllers_loop_against_the_files_plant(tmp_path, ca
     assert 'Kp=100 Kd=20' in out and '500 Hz' in out and 'reference sinusoid' in out
     errors = table(out)
     assert list(errors) == ['joint1', 'joint2']
-    assert all(0.0 < rms <= worst < 1e-2 for rms, worst in errors.values())   # rad
+    assert all(0.0 < rms <= worst < 1e-2 for rms, worst, _, _ in errors.values())   # rad
+    # quiet efforts: the sinusoid's own variation (40 / 13 N m/s), no power above 10 Hz
+    assert all(0.0 < variation < 100.0 and chatter < QUIET_CHATTER
+               for _, _, variation, chatter in errors.values()), errors
     image = tmp_path / 'planar_2r_tracking.png'
     assert image.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and image.stat().st_size > 10_000
 
@@ -160,15 +168,23 @@ def test_simulate_shows_what_uncompensated_valves_cost(tmp_path, capsys):
     through the valves). From activation, the blend's error counts in both (section 1:
     0.1 mm compensated); per section the uncompensated arm is 2 to 45 times worse.
     """
-    rms = []
+    rms, variation, tips = [], [], []
     for path in (CONFIG / 'continuum_3section.yaml',
                  continuum_file(tmp_path, output__time_constant=0.0, output__delay=0.0)):
         assert simulate_main(['--arm', str(path), '--duration', '6', '--out',
                               str(tmp_path)]) == 0
         out = capsys.readouterr().out
         assert 'Kp=700 Kd=40' in out and 'valves 0.02 s lag, 0.005 s dead time' in out
-        rms.append(np.array([value[0] for value in table(out).values()]))
+        rows = table(out)
+        rms.append(np.array([value[0] for value in rows.values()]))
+        variation.append(np.array([value[2] for value in rows.values()]))
+        tips.append(float(out.split('tip (section3_tip): RMS error ')[1].split()[0]))
     compensated, uncompensated = rms
+    # the compensated commands are quiet (0.1-0.2 MPa/s), the uncompensated chatter, and
+    # the tip's error is the PMAs' grown about tenfold by the arm's length (0.9 mm)
+    assert np.all(variation[0] <= QUIET_PMA * 1e-6), variation
+    assert variation[1].max() > 2.0 * QUIET_PMA * 1e-6, variation
+    assert 2.0 * compensated.max() < tips[0] < 2.0 and tips[1] > tips[0], tips
     assert len(compensated) == 3 and np.all(compensated < 0.2)            # mm
     assert np.all(uncompensated > 1.5 * compensated), (compensated, uncompensated)
     assert uncompensated.mean() > 4.0 * compensated.mean(), (compensated, uncompensated)

@@ -325,8 +325,14 @@ def test_simulate_runs_on_the_mujoco_arm(tmp_path, capsys):
                             '--out', str(tmp_path)])
     out = capsys.readouterr().out
     assert status == 0 and 'engine mujoco' in out
-    rms = [float(line.split()[1]) for line in out.splitlines() if line.startswith('section')]
+    rows = [line.split() for line in out.splitlines() if line.startswith('section')]
+    rms = [float(row[1]) for row in rows]
     assert len(rms) == 3 and max(rms) < 0.5
+    # the command's figures beside the errors (their bound is the quiet runs' of
+    # command_bounds.py, once the file's gains are quiet on this arm) and the tip's error
+    assert all(row[6] == 'MPa/s' and float(row[5]) > 0.0 and 0.0 <= float(row[7]) <= 1.0
+               for row in rows), out
+    assert 'tip (section3_tip): RMS error ' in out
 
 
 def test_the_demo_sets_the_simulators_engine_over_the_file(tmp_path):

@@ -14,6 +14,7 @@ import functools
 import numpy as np
 import pytest
 
+from command_bounds import QUIET_PMA, worst_variation
 from continuum_ctrl.control import ComputedTorqueLaw
 from continuum_ctrl.control.integral import IntegralAction
 from continuum_ctrl.models import load_model
@@ -28,7 +29,7 @@ SETTLE, DURATION = 4.0, 4.0
 
 
 def tracking(controller=(), plant=()):
-    """Return ``(RMS error per section, m; command variation per second, Pa/s)`` after SETTLE."""
+    """Return ``(RMS error per section, m; the worst PMA's command variation Pa/s)``, settled."""
     return _tracking(repr(controller), repr(plant))
 
 
@@ -40,7 +41,7 @@ def _tracking(controller, plant):
     late = log.t >= SETTLE
     error = (log.q - log.q_des)[late]
     rms = np.sqrt(np.mean(error.reshape(len(error), -1, 3) ** 2, axis=(0, 2)))
-    return rms, np.sum(np.abs(np.diff(log.command[late], axis=0))) / DURATION
+    return rms, worst_variation(log.t[late], log.command[late])
 
 
 OFF = tuple(MISMATCH.items())
@@ -50,8 +51,9 @@ WITHOUT_INTEGRAL = (('gains.ki', [0.0]),)
 
 @pytest.mark.slow
 def test_the_nominal_file_tracks_the_mismatched_arm_within_half_a_millimetre():
-    rms, _ = tracking((), OFF)
+    rms, variation = tracking((), OFF)
     assert np.all(rms <= 0.5e-3), rms                   # measured: 0.05 / 0.03 / 0.03 mm
+    assert variation <= QUIET_PMA, variation
 
 
 @pytest.mark.slow
@@ -70,9 +72,15 @@ def test_the_classical_law_loses_the_mismatched_arm_to_centimetres():
 
 @pytest.mark.slow
 def test_no_chatter_against_the_classical_law():
-    """Total variation per second at most 1.5 x the classical law's, matched and mismatched."""
+    """
+    The worst PMA's command variation at most 1.5 x the classical law's; quiet with exact
+    states (0.12 / 0.13 MPa/s measured). The sensor's noise reaches the command through the
+    gains (6.4 MPa/s measured, of the noise, not of the loop: issue 39's state estimate).
+    """
     for plant in ((), OFF, OFF + tuple(NOISE.items())):
-        assert tracking((), plant)[1] <= 1.5 * tracking(CLASSICAL, plant)[1], plant
+        variation = tracking((), plant)[1]
+        assert variation <= 1.5 * tracking(CLASSICAL, plant)[1], plant
+        assert variation <= QUIET_PMA or 'noise.position' in dict(plant), plant
 
 
 @pytest.mark.slow

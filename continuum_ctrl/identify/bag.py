@@ -81,6 +81,7 @@ class BagWriter:
         self._file = open(self.path, 'wb')
         self._writer = Writer(self._file)
         self._schemas = {}
+        self._bytes = set()         # types with a `byte` field (rclpy gives it as bytes)
 
     def write(self, topic, type_name, message, log_time_ns, publish_time_ns=None):
         """
@@ -90,8 +91,13 @@ class BagWriter:
         """
         schema = self._schemas.get(type_name)
         if schema is None:
-            schema = self._writer.register_msgdef(type_name, message_definition(type_name))
+            definition = message_definition(type_name)
+            schema = self._writer.register_msgdef(type_name, definition)
             self._schemas[type_name] = schema
+            if re.search(r'^byte\b', definition, re.MULTILINE):
+                self._bytes.add(type_name)
+        if type_name in self._bytes:
+            message = plain(message)
         self._writer.write_message(
             topic, schema, message, log_time=int(log_time_ns),
             publish_time=int(log_time_ns if publish_time_ns is None else publish_time_ns))
@@ -108,6 +114,22 @@ class BagWriter:
     def __exit__(self, *exc):
         """Close the writer."""
         self.close()
+
+
+def plain(message):
+    """
+    Return an rclpy `message` as mappings and lists, its `byte` fields (bytes) as ints.
+
+    The CDR encoder takes an int for a `byte` field (a DiagnosticStatus's level, say).
+    """
+    if isinstance(message, bytes) and len(message) == 1:
+        return message[0]
+    if isinstance(message, (list, tuple)):
+        return [plain(item) for item in message]
+    if hasattr(message, 'get_fields_and_field_types'):
+        return {name: plain(getattr(message, name))
+                for name in message.get_fields_and_field_types()}
+    return message
 
 
 def stamp(t):

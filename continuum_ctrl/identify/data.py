@@ -213,6 +213,29 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
     return _finite(run, source)
 
 
+def read_diagnostics(path, hardware_id=''):
+    """
+    Return the bag's `/diagnostics` statuses: ``[(stamp s, name, level, message, figures)]``.
+
+    `figures`: {key: value}, the strings as published; `hardware_id`: only the statuses
+    whose hardware_id ends with it (a node's name, say ``continuum_controller``). In the
+    order of the bag's files and messages; none when the bag has no `/diagnostics`.
+    """
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    out = []
+    for file in mcap_files(path):
+        with open(file, 'rb') as handle:
+            reader = make_reader(handle, decoder_factories=[DecoderFactory()])
+            for _, _, _, decoded in reader.iter_decoded_messages(topics=['/diagnostics']):
+                stamp = decoded.header.stamp.sec + 1e-9 * decoded.header.stamp.nanosec
+                out += [(stamp, status.name, int(status.level), status.message,
+                         {kv.key: kv.value for kv in status.values})
+                        for status in decoded.status if status.hardware_id.endswith(hardware_id)]
+    return out
+
+
 def read_run(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_TOPIC):
     """Read one recorded run by its kind: ``.csv``, else a rosbag2 MCAP bag or file."""
     if Path(path).suffix.lower() == '.csv':

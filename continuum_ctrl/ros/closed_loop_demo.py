@@ -7,7 +7,10 @@ The closed-loop demo over ROS 2: simulator and controller as two processes, reco
 Starts the nodes of `launch_description.simulation` (the exact `--ros-args` command lines of
 the launch files), waits until the controller is active, records `~/state`, `~/commands` and
 `/diagnostics` for `duration` seconds, stops the nodes with SIGINT, then prints per-section
-(per-joint for rigid arms) RMS and maximum tracking errors and the loop figures, and writes
+(per-joint for rigid arms) RMS and maximum tracking errors, the worst PMA's (joint's) command
+variation (MPa/s, N m/s) and chatter index (of the recorded commands at the ticks, as in the
+CSV: sim/report.py), the tip's error (the task frame, else a continuum arm's last section
+tip, by the controller's kinematics) and the loop figures, and writes
 into DIR: `closed_loop.png` (desired vs actual positions, and the commands), `closed_loop.csv`
 (one row per control tick: time, desired and actual position, effort and command per joint),
 `closed_loop.mcap` (a rosbag2 MCAP bag of `/joint_states`, the commands and `~/state`, for
@@ -39,7 +42,7 @@ from continuum_ctrl.ros.recorder import Recorder
 from continuum_ctrl.ros.task_plot import plot_task, task_model
 from continuum_ctrl.runtime.lateness import LATE_GAP
 from continuum_ctrl.sim.plant import ENGINES
-from continuum_ctrl.sim.report import plot, summary, units
+from continuum_ctrl.sim.report import plot, print_tables, tip_frame, tip_paths
 
 #: seconds allowed for the nodes to start (model set-up, JIT compilation)
 START_TIMEOUT = 60.0
@@ -137,15 +140,22 @@ def last_error(log_paths):
     return lines[-1].strip() if lines else None
 
 
-def plot_task_space(controller, out, names, t, q_des, q):
-    """With a task frame: write `task_space.png`; return a summary line (else None)."""
+def tip_error(controller, out, names, t, q_des, q):
+    """
+    Return ``(frame, tip errors (N,) m, picture or None)`` of the run (None: no tip frame).
+
+    The tip: the task frame, else a continuum arm's last section tip (`report.tip_frame`),
+    by the controller's model; with a task frame the picture `task_space.png` is written.
+    """
     model, frame = task_model(controller.parameters[0], controller.name)
-    if frame is None:
+    tip = tip_frame(model, frame)
+    if tip is None:
         return None
     index = [names.index(name) for name in model.joint_names]      # joints -> model order
-    error = plot_task(out / 'task_space.png', model, frame, t, q_des[:, index], q[:, index])
-    return (f'tip ({frame}): RMS error {np.sqrt(np.mean(error ** 2)) * 1e3:.3f} mm, largest '
-            f'{np.max(error) * 1e3:.3f} mm; wrote {out / "task_space.png"}')
+    if frame is None:
+        return tip, tip_paths(model, tip, q_des[:, index], q[:, index])[2], None
+    picture = out / 'task_space.png'
+    return tip, plot_task(picture, model, frame, t, q_des[:, index], q[:, index]), picture
 
 
 def default_engine(simulator):
@@ -250,16 +260,12 @@ def main(argv=None):
     error = q - q_des
     write_csv(out / 'closed_loop.csv', names, t, q_des, q, effort, command)
     plot(out / 'closed_loop.png', names, t, q_des, q, command, period)
-    task_png = plot_task_space(nodes[0], out, names, t, q_des, q)
-    scale, unit, _, _ = units(names, command)
-    digits = 3 if unit == 'mm' else 4
+    tip = tip_error(nodes[0], out, names, t, q_des, q)
     _, _, _, late = tick_counts(t, period, end)
     print(f'closed loop over ROS 2: {args.arm}, engine {engine}, {t[-1] - t[0]:.1f} s from '
           f'activation')
     print(recording_line(t, period, skipped, end))
-    print(f'{"group":<12} {"RMS error":>12} {"max error":>12}')
-    for key, rms, worst in summary(names, error):
-        print(f'{key:<12} {scale * rms:9.{digits}f} {unit:<3}{scale * worst:9.{digits}f} {unit}')
+    print_tables(names, t, error, command, tip[:2] if tip else None)
     rates = [float(d['rate_hz']) for d in diagnostics[1:] if 'rate_hz' in d]
     ages = [float(d['input_age_p50_us']) for d in diagnostics[1:] if 'input_age_p50_us' in d]
     print(f'loop rate {np.median(rates) if rates else float("nan"):.1f} Hz (median of 1 s '
@@ -274,8 +280,8 @@ def main(argv=None):
           f'{plant.get("stale_commands", "?")}; controller: rejected joint_states '
           f'{sum(int(diagnostics[-1].get(f"rejected_{k}", 0)) for k in REJECT_KINDS)}, state '
           f'timeouts {stale_episodes(out / f"{nodes[0].name}.log")}')
-    if task_png:
-        print(task_png)
+    if tip and tip[2]:
+        print(f'wrote {tip[2]}')
     print(f'wrote {out / "closed_loop.png"}, {out / "closed_loop.csv"} (CSV: t, q_des_*, q_*, '
           f'effort_*, command_* per joint, SI units), {out / "closed_loop.mcap"} (rosbag2)')
     return 0

@@ -47,10 +47,10 @@ class Recorder:
     `diagnostic_stamps`, `sim_diagnostic_stamps`: their header stamps (s). With
     ``record=False`` only /diagnostics is heard (light, for benchmarks). With ``bag=True``
     `messages` also keeps ``(topic, type, message, receive time ns, send time ns)`` of
-    `~/state`, `~/commands` and `/joint_states` for `write_bag` (written after the run, so
-    recording costs the loop nothing). `priority`: the SCHED_FIFO priority of the
-    recorder's threads while `run` records (0: normal scheduling), below the recorded nodes'
-    own.
+    `~/state`, `~/commands`, `/joint_states` and `/diagnostics` for `write_bag` (written
+    after the run, so recording costs the loop nothing). `priority`: the SCHED_FIFO priority
+    of the recorder's threads while `run` records (0: normal scheduling), below the recorded
+    nodes' own.
     """
 
     def __init__(self, controller='continuum_controller', simulator='continuum_simulator',
@@ -83,7 +83,9 @@ class Recorder:
                                           DEPTH)
             self.node.create_subscription(Float64MultiArray, f'/{controller}/commands',
                                           self._command, DEPTH)
-        self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostics, 10)
+        # only a bag needs the message info (the send time), which the events executor lacks
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostics_kept
+                                      if bag else self._diagnostics, 10)
 
     def _keep(self, topic, type_name):
         def keep(msg, info):
@@ -113,6 +115,10 @@ class Recorder:
     def _command(self, msg, info):
         self._bag(f'/{self.controller}/commands', 'std_msgs/msg/Float64MultiArray', msg, info)
         self.commands.append((info['source_timestamp'] * 1e-9, np.array(msg.data)))
+
+    def _diagnostics_kept(self, msg, info):
+        self._bag('/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray', msg, info)
+        self._diagnostics(msg)
 
     def _diagnostics(self, msg):
         stamp = stamp_seconds(msg.header.stamp)
