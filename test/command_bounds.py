@@ -30,3 +30,9 @@ def worst_variation(t, command):
 def worst_chatter(t, command):
     """Return the largest channel's chatter index, 0..1."""
     return float(np.nanmax(chatter_index(t, command)))
+
+
+def recorded(commands, since=-np.inf):
+    """Return ``(t, command)`` arrays of a Recorder's `commands` sent at `since` s or later."""
+    kept = [(stamp, values) for stamp, values in commands if stamp >= since]
+    return np.array([stamp for stamp, _ in kept]), np.array([values for _, values in kept])

@@ -14,7 +14,7 @@ import yaml
 from continuum_ctrl import cli
 from continuum_ctrl.control.references import Multisine
 from continuum_ctrl.identify.bag import BagWriter, stamp, write_run
-from continuum_ctrl.identify.data import read_csv, read_mcap
+from continuum_ctrl.identify.data import read_csv, read_diagnostics, read_mcap
 from continuum_ctrl.identify.fit import DEFAULT_FIT, identify, Options
 from continuum_ctrl.identify.report import fitted_yaml, text
 from continuum_ctrl.identify.setup import read_setup
@@ -219,6 +219,23 @@ def test_bag_written_by_the_package_reads_back_as_the_csv(setup, tmp_path):
     a, b = (identify([r], setup).estimates for r in (from_bag, from_csv))
     for x, y in zip(a, b):
         assert x.value == pytest.approx(y.value, rel=1e-6), x.label
+
+
+def test_diagnostics_as_rclpy_gives_them_go_into_a_bag_and_read_back(tmp_path):
+    """The level (a `byte`, bytes in rclpy) and the figures of the controller's status."""
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+    statuses = [DiagnosticStatus(level=DiagnosticStatus.WARN, name='c: control loop',
+                                 message='active; the command chatters', hardware_id='/c',
+                                 values=[KeyValue(key='chatter_index', value='0.76')]),
+                DiagnosticStatus(level=DiagnosticStatus.OK, name='s', hardware_id='/s')]
+    msg = DiagnosticArray(status=statuses)
+    msg.header.stamp.sec, msg.header.stamp.nanosec = 1700000000, 500000000
+    with BagWriter(tmp_path / 'd.mcap') as bag:
+        bag.write('/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray', msg, 1)
+    assert read_diagnostics(tmp_path / 'd.mcap', '/c') == [
+        (1700000000.5, 'c: control loop', 1, 'active; the command chatters',
+         {'chatter_index': '0.76'})]
+    assert [status[2] for status in read_diagnostics(tmp_path / 'd.mcap')] == [1, 0]
 
 
 def test_another_robots_joint_states_in_the_bag_are_skipped_and_counted(setup, tmp_path):

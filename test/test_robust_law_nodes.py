@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from identify_plant import MISMATCH
+from command_bounds import QUIET_PMA, recorded, worst_variation
 from ros_nodes import params_file, running, stall, unstalled, windows
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -23,8 +24,9 @@ RECORD, SETTLE = 9.0, 4.0
 
 def section_rms(tmp_path, controller):
     """
-    Return the RMS error per section (m) of the nominal file's controller on the arm off,
-    measured again when the machine stalled the nodes (ros_nodes.unstalled).
+    Return the RMS error per section (m) and the worst PMA's command variation (Pa/s) of the
+    nominal file's controller on the arm off, measured again when the machine stalled the
+    nodes (ros_nodes.unstalled).
     """
     mismatch = {}
     for key, value in MISMATCH.items():
@@ -38,23 +40,26 @@ def section_rms(tmp_path, controller):
         with running(tmp_path, path) as (rec, _):
             rec.run(RECORD)
             t, q_des, q, _ = rec.arrays(since=rec.active_since)
+            commands = recorded(rec.commands, t[0] + SETTLE)
             stalled = stall(rec, rec.active_since)     # the integral settles first
             # what a failed bound needs: the input's age and latency, the plant's commands
             print(f'\n{controller or "nominal"}: {windows(rec)}')
         keep = t > t[0] + SETTLE
         assert np.count_nonzero(keep) > 200                 # ~/state at 100 Hz
         error = (q - q_des)[keep]
-        return np.sqrt(np.mean(error.reshape(len(error), 3, 3) ** 2, axis=(0, 2))), stalled
+        rms = np.sqrt(np.mean(error.reshape(len(error), 3, 3) ** 2, axis=(0, 2)))
+        return (rms, worst_variation(*commands)), stalled
     return unstalled(measure)
 
 
 def test_the_nominal_file_tracks_the_arm_off_within_half_a_millimetre(tmp_path):
-    rms = section_rms(tmp_path, {})
-    print(f"\nshipped law, arm off, through the nodes: {rms * 1e3} mm")
+    rms, variation = section_rms(tmp_path, {})
+    print(f"\nshipped law, arm off, through the nodes: {rms * 1e3} mm, {variation:.3g} Pa/s")
     assert np.all(rms <= 0.5e-3), rms
+    assert variation <= QUIET_PMA, variation            # in process: 0.13 MPa/s
 
 
 def test_the_classical_law_is_centimetres_off_on_the_same_arm(tmp_path):
-    rms = section_rms(tmp_path, {'law': {'passive': 'measured'}, 'gains': {'ki': [0.0]}})
+    rms, _ = section_rms(tmp_path, {'law': {'passive': 'measured'}, 'gains': {'ki': [0.0]}})
     print(f"\nclassical law, arm off, through the nodes: {rms * 1e3} mm")
     assert rms.max() >= 5e-3, rms

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING
+from command_bounds import worst_chatter, worst_variation
 from ros_nodes import stall_of, unstalled
 
 
@@ -135,15 +136,28 @@ def test_demo_runs_the_continuum_arm_and_writes_its_outputs(demo_runs):
     # the rosbag2 MCAP bag of the same run reads back: joint states, commands and ~/state
     from mcap.reader import make_reader
 
-    from continuum_ctrl.identify.data import Joints, read_mcap
+    from continuum_ctrl.identify.data import Joints, read_diagnostics, read_mcap
     run = read_mcap(tmp_path / 'closed_loop.mcap', Joints(joints, joints))
     assert len(run.t) > 500 and len(run.command_t) > 500
     assert np.all((run.command >= 0.0) & (run.command <= P_MAX))
     with open(tmp_path / 'closed_loop.mcap', 'rb') as f:
         summary = make_reader(f).get_summary()
     assert {c.topic for c in summary.channels.values()} == {
-        '/joint_states', '/continuum_controller/commands', '/continuum_controller/state'}
+        '/joint_states', '/continuum_controller/commands', '/continuum_controller/state',
+        '/diagnostics'}
     assert summary.statistics.message_count > 1500
+    # the controller's figures read back from the bag, the command's among them, and the
+    # printout's per section, computed from the recorded commands (CSV)
+    statuses = read_diagnostics(tmp_path / 'closed_loop.mcap', 'continuum_controller')
+    assert len(statuses) >= 5 and all(0.0 <= float(figures['chatter_index']) <= 1.0
+                                      for *_, figures in statuses[1:]), statuses
+    rows = [line.split() for line in done.stdout.splitlines() if line.startswith('section')]
+    t = data[:, 0]
+    for row, section in zip(rows, (command[:, :3], command[:, 3:6], command[:, 6:])):
+        assert row[6] == 'MPa/s' and float(row[5]) == pytest.approx(
+            worst_variation(t, section) * 1e-6, abs=1e-3), row
+        assert float(row[7]) == pytest.approx(worst_chatter(t, section), abs=1e-3), row
+    assert 'tip (section3_tip): RMS error ' in done.stdout
 
 
 def test_the_demo_at_1_khz_records_its_ticks(tmp_path):

@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pytest
 
+from command_bounds import QUIET_CHATTER, recorded, worst_chatter
 from ros_nodes import params_file, running
 
 #: starts node processes or DDS participants, for more than a few seconds
@@ -40,7 +41,7 @@ def test_the_mujoco_arm_tracks_its_reference(tmp_path):
     with running(tmp_path, path) as (rec, processes):
         rec.run(1.5)                                     # the reference's blend-in
         t, q_des, q, effort, commands = record(rec, 6.0)
-        plant = rec.sim_diagnostics[-1]
+        plant, figures = rec.sim_diagnostics[-1], rec.diagnostics[-1]
     error = q - q_des
     rms = np.sqrt(np.mean(error.reshape(len(error), 3, 3) ** 2, axis=(0, 2)))
     assert len(error) > 300                               # ~/state at 100 Hz
@@ -48,6 +49,10 @@ def test_the_mujoco_arm_tracks_its_reference(tmp_path):
     follow = [np.corrcoef(q[:, k], q_des[:, k])[0, 1] for k in range(9)]
     assert np.mean(follow) > 0.8, follow
     assert np.all((commands >= 0.0) & (commands <= 5e5))
+    # the command's figures in /diagnostics (their bound is command_bounds.py's once the
+    # file's gains are quiet on this arm)
+    assert {'command_variation', 'chatter_index'} <= set(figures) and 0.0 <= float(
+        figures['chatter_index']) <= 1.0 and figures['chatter_joint'].startswith('section')
     assert plant['engine'] == 'mujoco' and float(plant['contact_force_n']) == 0.0
     assert int(plant['resets']) == 0
 
@@ -81,8 +86,10 @@ def test_the_panda_in_mujoco_with_friction_and_armature_under_the_pinocchio_cont
         rec.run(1.5)
         t, q_des, q, effort, commands = record(rec, 5.0)
         plant = rec.sim_diagnostics[-1]
+        quiet = recorded(rec.commands, t[0])
     rms = np.sqrt(np.mean((q - q_des) ** 2, axis=0))
     assert np.all(rms < [0.02, 0.02, 0.02, 0.02, 0.1, 0.1, 0.4]), rms
+    assert worst_chatter(*quiet) < QUIET_CHATTER, worst_chatter(*quiet)
     follow = [np.corrcoef(q[:, k], q_des[:, k])[0, 1] for k in range(6)]
     assert min(follow) > 0.8, follow
     assert plant['engine'] == 'mujoco' and int(plant['resets']) == 0

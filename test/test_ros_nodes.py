@@ -23,6 +23,7 @@ from continuum_ctrl.params import file_parameters
 from continuum_ctrl.launch_description import config_path, CONTROLLER
 from continuum_ctrl.models import load_model
 from continuum_ctrl.runtime.scheduling import set_thread_priority
+from command_bounds import QUIET_CHATTER, QUIET_PMA, recorded, worst_chatter, worst_variation
 from ros_nodes import in_thread, params_file, running, windows
 
 #: starts node processes or DDS participants, for more than a few seconds
@@ -116,6 +117,8 @@ class TestTwoLink:
         assert np.all(rms < bound), f'RMS {rms}; {windows(rec, since, sim_since)}'
         assert np.all(np.percentile(error, 90, axis=0) < 2 * bound)
         assert np.ptp(q_des[:, 0]) > 0.7                    # it moved: 2 x 0.4 rad amplitude
+        # quiet efforts: none of their power above 10 Hz (command_bounds.py)
+        assert worst_chatter(*recorded(rec.commands, t[0] + 1.0)) < QUIET_CHATTER
 
     def test_trajectory_followed_and_invalid_ones_rejected(self, two_link):
         rec, _ = two_link
@@ -157,6 +160,7 @@ def test_continuum_arm_tracks_its_reference(tmp_path):
     with running(tmp_path, path) as (rec, processes):
         t, q_des, q, effort = settle(rec, 6.0)
         commands = np.array([c[1] for c in rec.commands])
+        quiet = recorded(rec.commands, t[0] + 1.5)
         policies = [os.sched_getscheduler(p.pid) for p in processes]
     # the config's realtime_priority (/**: both nodes) puts both loop threads under SCHED_FIFO
     assert policies == [os.SCHED_FIFO if privileged else os.SCHED_OTHER] * 2
@@ -170,6 +174,8 @@ def test_continuum_arm_tracks_its_reference(tmp_path):
     assert commands.shape[1] == 9
     assert np.all((commands >= 0.0) & (commands <= 5e5))
     assert np.all(effort >= -1e-9) and np.all(effort <= 66.5 + 1e-9)
+    # the commands beside the error: quiet (0.1-0.2 MPa/s in one process), not chattering
+    assert worst_variation(*quiet) <= QUIET_PMA, worst_variation(*quiet)
 
 
 def state_publisher(rec, names, positions, rate=200.0):
