@@ -149,8 +149,9 @@ def test_demo_runs_the_continuum_arm_and_writes_its_outputs(demo_runs):
     # the controller's figures read back from the bag, the command's among them, and the
     # printout's per section, computed from the recorded commands (CSV)
     statuses = read_diagnostics(tmp_path / 'closed_loop.mcap', 'continuum_controller')
-    assert len(statuses) >= 5 and all(0.0 <= float(figures['chatter_index']) <= 1.0
-                                      for *_, figures in statuses[1:]), statuses
+    chatter = [float(figures['chatter_index']) for *_, figures in statuses
+               if figures['command_variation_joint']]   # windows with two active ticks
+    assert len(chatter) >= 4 and all(0.0 <= x <= 1.0 for x in chatter), statuses
     rows = [line.split() for line in done.stdout.splitlines() if line.startswith('section')]
     t = data[:, 0]
     for row, section in zip(rows, (command[:, :3], command[:, 3:6], command[:, 6:])):
