@@ -357,7 +357,8 @@ class Integrated:
         """Advance by `dt` s with the generalized force `tau` held; return ``(q, qd)``."""
         q, qd = self.integrator(self.model, self.q, self.qd, tau, dt)
         if self.limits is not None:
-            q, qd = stop(self.model, q, qd, *self.limits, dt)
+            low, high = self.limits
+            q, qd = stop(self.model, q, qd, low, high, dt)
         self.q, self.qd = q, qd
         return self.q, self.qd
 
