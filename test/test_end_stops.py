@@ -58,14 +58,15 @@ VENTED = np.zeros(9)
 BENT = np.array([0.0, P_MAX, P_MAX] + [0.0] * 6)
 
 
-def no_energy_gain(energy, engine):
+def no_energy_gain(energy, engine, rise=1e-9):
     """
-    Whether `energy` never rises above its start, and, built-in, never rises at all.
+    Whether `energy` never rises above its start, and, built-in, never by more than `rise`
+    (J) from one step to the next.
 
     MuJoCo's soft stops hold energy in their penetration, which its energy does not count:
     released, it shows as a rise from one step to the next (measured: up to 0.02 J).
     """
-    monotone = 'end_stops' not in engine or np.max(np.diff(energy)) < 1e-9
+    monotone = 'end_stops' not in engine or np.max(np.diff(energy)) < rise
     return monotone and energy.max() <= energy[0] + 1e-9
 
 
@@ -102,7 +103,16 @@ def test_without_end_stops_the_limit_stiffness_lets_lengths_past():
     ({'engine': 'mujoco'}, 1e-2),            # measured 8.6 mm under, 3.2 mm over
 ])
 def test_a_bent_section_stops_its_vented_pma(engine, beyond):
-    """Without stops: 14 mm under 0 and 4 mm past the stroke (limit stiffness 5000 N/m)."""
-    lengths, _ = run(engine, BENT)
+    """
+    Without stops: 14 mm under 0 and 4 mm past the stroke (limit stiffness 5000 N/m).
+
+    A stop acts in every step of the run; the built-in energy still rises by up to 0.6 mJ
+    in a few steps (against 2.5 J taken over the run), where the arm swings fast at a
+    strong bend: a first-order step with the stop's impulse in it. With half the stiffness
+    (two stops of section 1 at once, 117 degrees of bend, the vented sections swinging
+    sideways) the 2 ms step diverges; not tested, see docs/simulation.md.
+    """
+    lengths, energy = run(engine, BENT)
     assert lengths.min() >= -beyond and lengths.max() <= L_MAX + beyond
     assert lengths[:, 1].max() > L_MAX - 1e-3           # on the stroke
+    assert no_energy_gain(energy, engine, rise=1e-3) and energy[-1] < energy[0] - 1.0

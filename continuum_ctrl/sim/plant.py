@@ -335,12 +335,14 @@ class Integrated:
 
     With `end_stops` each coordinate stops at its joint limits (a PMA at its rest length and
     its stroke, ``[0, l_max]``), as the MuJoCo arm's tendon limits stop its PMA pieces: a
-    coordinate that a step carried beyond a limit ends the step on it, and the stop's impulse
-    takes its velocity into the stop to zero (`stop`). The MuJoCo stop is soft (4 ms, damping
-    ratio 1: critically damped, no bounce, a fraction of a millimetre deep under full
-    pressure); this one is exact, which no step size makes unstable, and never adds energy.
-    The model's own `model.limit_stiffness` (a smooth spring outside the limits, off by
-    default) is what stops the arm without them; the default keeps that, as before.
+    coordinate that a step carried beyond a limit ends the step on it, by an inelastic
+    impulse (`stop`). The MuJoCo stop is soft (4 ms, damping ratio 1: no bounce, but
+    millimetres deep under full pressure, docs/simulation-mujoco.md); this one is exact and
+    no stiffer spring: a stiff spring taken explicitly would need steps far below 2 ms on a
+    few grams of PMA inertia. Off by default, as before: the model's own
+    `model.limit_stiffness` (a smooth spring outside the limits; the shipped files' 5000 N/m)
+    stops the arm, millimetres past under full pressure; the shipped files' comments call it
+    a stiffening, not a stop, so they do not ask for this one.
     """
 
     def __init__(self, settings):
@@ -358,7 +360,7 @@ class Integrated:
         q, qd = self.integrator(self.model, self.q, self.qd, tau, dt)
         if self.limits is not None:
             low, high = self.limits
-            q, qd = stop(self.model, q, qd, low, high, dt)
+            q, qd = stop(self.model, self.q, q, qd, low, high, dt)
         self.q, self.qd = q, qd
         return self.q, self.qd
 
@@ -375,35 +377,37 @@ class Integrated:
         return None
 
 
-def stop(model, q, qd, low, high, dt):
+def stop(model, start, q, qd, low, high, dt):
     """
-    Return ``(q, qd)`` after a step that ended at ``(q, qd)``, stopped at ``[low, high]``.
+    Return the step from `start` that ended at ``(q, qd)``, stopped at ``[low, high]``.
 
-    The coordinates beyond a limit and moving outwards take a perfectly inelastic impulse
-    ``J^T lam``: the smallest change of velocity in the kinetic-energy metric (M at `q`) that
-    takes their velocities to zero, the others moving as the coupling through M makes them;
-    an impulse that would have to pull a coordinate off its stop is left out (the active set
-    shrinks until every impulse pushes). Such an impulse can only take kinetic energy
-    (``-v^T (J M^-1 J^T)^-1 v / 2``). The velocity change moves the step's end by `dt` times
-    it; then each coordinate beyond a limit is set on it. The stopped step has no
-    penetration: the coordinate touched the stop within the step.
+    The coordinates the step carried beyond a limit take an inelastic impulse ``J^T lam``
+    that makes their velocity the one that ends the step on the limit (a time-stepping
+    contact: the stop is met within the step, and its impulse is computed in the step's own
+    matrix ``M + dt D`` at `start`, the matrix the implicit damping step solves with, so the
+    impulse moves the other coordinates as the step would have; with M alone, the few grams of
+    PMA inertia against 30 N s/m of damping turn the impulse into velocities the next step
+    damps away, after they moved the arm: energy from nowhere). An impulse that would have
+    to pull a coordinate off its stop is left out (the active set shrinks until every impulse
+    pushes). The step's end moves by `dt` times the velocity change; what rounding leaves
+    beyond a limit is set on it.
     """
     beyond = (q < low) | (q > high)
     if not beyond.any():
         return q, qd
+    limit = np.where(q < low, low, high)
     inward = np.where(q < low, 1.0, -1.0)        # the direction each stop pushes
-    active = beyond & (inward * qd < 0.0)
-    change = np.zeros_like(qd)
-    if active.any():
-        W = np.linalg.inv(model.mass_matrix(q))
-        while active.any():
-            index = np.flatnonzero(active)
-            lam = np.linalg.solve(W[np.ix_(index, index)], -qd[index])
-            pulls = inward[index] * lam < 0.0
-            if not pulls.any():
-                change = W[:, index] @ lam
-                break
-            active[index[pulls]] = False
+    W = np.linalg.inv(model.mass_matrix(start) + dt * model.damping_matrix(start))
+    active, change = beyond.copy(), np.zeros_like(qd)
+    while active.any():
+        index = np.flatnonzero(active)
+        lam = np.linalg.solve(W[np.ix_(index, index)],
+                              (limit[index] - start[index]) / dt - qd[index])
+        pulls = inward[index] * lam < 0.0
+        if not pulls.any():
+            change = W[:, index] @ lam
+            break
+        active[index[pulls]] = False
     return np.clip(q + dt * change, low, high), qd + change
 
 
