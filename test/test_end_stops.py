@@ -109,8 +109,9 @@ def test_a_bent_section_stops_its_vented_pma(engine, beyond):
     A stop acts in every step of the run; the built-in energy still rises by up to 0.6 mJ
     in a few steps (against 2.5 J taken over the run), where the arm swings fast at a
     strong bend: a first-order step with the stop's impulse in it. With half the stiffness
-    (two stops of section 1 at once, 117 degrees of bend, the vented sections swinging
-    sideways) the 2 ms step diverges; not tested, see docs/simulation.md.
+    (three stops of section 1 at once, 117 degrees of bend, the vented sections swinging
+    sideways) the 2 ms step diverges, as the implicit damping step of the arm held there
+    does; not tested, see docs/simulation.md.
     """
     lengths, energy = run(engine, BENT)
     assert lengths.min() >= -beyond and lengths.max() <= L_MAX + beyond

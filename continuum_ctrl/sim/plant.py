@@ -390,7 +390,8 @@ def stop(model, start, q, qd, low, high, dt):
     damps away, after they moved the arm: energy from nowhere). An impulse that would have
     to pull a coordinate off its stop is left out (the active set shrinks until every impulse
     pushes). The step's end moves by `dt` times the velocity change; what rounding leaves
-    beyond a limit is set on it.
+    beyond a limit is set on it. After an implicit damping step this is that step of the
+    arm with the stopped coordinates held (block inversion of ``M + dt D``): as stable.
     """
     beyond = (q < low) | (q > high)
     if not beyond.any():
