@@ -16,7 +16,9 @@ rotational inertia, CoM kept); the controller's `output.*` keys say how commands
 generalized forces (the same ActuationMap), with the PMA area scaled by `mismatch.area_scale`
 and the dead zone replaced by `mismatch.deadzone` where given.
 In pressure mode, `actuator.*` puts valve dynamics (actuation/valves.py) between the command and
-the pressure that pushes.
+the pressure that pushes. What the simulator publishes is what the plant's `sensor` reads
+(sim/sensor.py: `noise.*`, `sensor.*`): `plant.publish(t)` gives the sample published at `t`.
+With `end_stops` the built-in engine stops each coordinate at its joint limits (`Integrated`).
 
 `engine` says what integrates the arm: `builtin`, the plant model itself with `integrator`, or
 `mujoco`, MuJoCo integrating, in `mujoco.timestep` steps within each `step` and among the
@@ -337,9 +339,9 @@ class Integrated:
     its stroke, ``[0, l_max]``), as the MuJoCo arm's tendon limits stop its PMA pieces: a
     coordinate that a step carried beyond a limit ends the step on it, by an inelastic
     impulse (`stop`). The MuJoCo stop is soft (4 ms, damping ratio 1: no bounce, but
-    millimetres deep under full pressure, docs/simulation-mujoco.md); this one is exact and
-    no stiffer spring: a stiff spring taken explicitly would need steps far below 2 ms on a
-    few grams of PMA inertia. Off by default, as before: the model's own
+    millimetres deep under full pressure, docs/simulation-mujoco.md); this one is exact
+    rather than a stiffer spring, which, taken explicitly, would need steps far below 2 ms on
+    a few grams of PMA inertia. Off by default, as before: the model's own
     `model.limit_stiffness` (a smooth spring outside the limits; the shipped files' 5000 N/m)
     stops the arm, millimetres past under full pressure; the shipped files' comments call it
     a stiffening, not a stop, so they do not ask for this one.
@@ -458,7 +460,8 @@ class Plant:
 
     `q`, `qd` (model order) and `t` (s) are the current state; `tau` the held generalized
     force commanded. `valves` (pressure mode with `actuator.*` set, else None) holds the
-    applied pressures, which make the force; `engine` integrates (`new_engine`). `overruns`
+    applied pressures, which make the force; `engine` integrates (`new_engine`); `sensor`
+    records every state it makes and publishes what it reads. `overruns`
     counts wake-ups that had to drop simulated time, `steps` the integration steps,
     `commands` the commands accepted and `stale_commands` the times the command in force
     outlived `command_timeout` (the input then fell to zero until the next one).
