@@ -127,3 +127,29 @@ def test_the_loop_receives_each_sample_at_its_publication():
     log = simulate_nodes(runtime, plant, 1.0)
     assert np.array_equal(log.measured[2:], log.q[1:-1])
     assert plant.sensor.published == len(log.t) + 1 and plant.sensor.dropped == 0
+
+
+def test_by_default_the_plant_publishes_its_own_state_at_its_time():
+    plant = plant_of(ARM)
+    plant.advance(0.0)
+    plant.command([1.0, 0.5], 0.0)
+    plant.advance(0.0105)
+    sample = plant.publish(0.0105)
+    assert sample.q is plant.q and sample.qd is plant.qd        # not even copied, as before
+    assert sample.stamp == sample.measured_at == plant.t == pytest.approx(0.010)
+    assert sample.published == 0.0105
+
+
+def test_the_delay_ring_restarts_with_the_plant():
+    """A reset (or a grid that restarts while waiting) leaves no state of before it."""
+    plant = plant_of(ARM, {'sensor.delay': 0.005})
+    plant.advance(0.0)
+    plant.command([5.0, 5.0], 0.0)
+    plant.advance(0.0205)
+    q, _ = plant.measure()
+    assert not np.array_equal(q, plant.q) and not np.array_equal(q, plant.settings.initial)
+    plant.reset()
+    for _ in range(2):
+        q, qd = plant.measure()
+        assert np.array_equal(q, plant.settings.initial) and not qd.any()
+        plant.advance(0.03)                 # the clock restarts: the arm rests
