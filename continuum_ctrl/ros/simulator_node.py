@@ -11,11 +11,17 @@
   `publish_rate_hz`, reliable, keep last 10 (as joint_state_broadcaster publishes them:
   default-QoS and best-effort subscribers both match); the plant integrates with the fixed
   `step` in between, following the wall clock, on the timer's grid (a step ends when the
-  timer is due). The header stamp is the plant's time, the moment the state holds (the
-  timer's due time when `step` divides the publishing period; else up to one `step` before
-  publication), as a driver stamps the moment it read the sensors.
+  timer is due). What is published is the plant's sensor's sample (sim/sensor.py: noise,
+  quantisation, delay, `velocity` empty without `sensor.velocity`, samples lost with
+  `sensor.drop`). Its header stamp is, by default, the moment the state held (the plant's
+  time less `sensor.delay`; the timer's due time when `step` divides the publishing period,
+  else up to one `step` before it), as a driver stamps the moment it read the sensors; with
+  `sensor.stamp: publish`, the moment it is published. With `sensor.jitter` each sample is
+  held back by its random hold on a one-shot timer (no waiting in the callback); a sample
+  still held when the next is due goes out first.
 - pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands, commands that went stale
-  (`stale_commands`: no newer command within `command_timeout`), the engine and, with
+  (`stale_commands`: no newer command within `command_timeout`), the sensor's samples lost
+  (`dropped_samples`, by `sensor.drop`), the engine and, with
   MuJoCo, `contact_force_n` (the sum of the contact normal forces at that moment, N) and
   `contact_force_max_n` (the largest such sum at a step's end since the last window); the
   totals are logged once more when the node stops (`run totals: ...`). Also
@@ -88,6 +94,9 @@ class SimulatorNode(Node):
         self.create_subscription(Float64MultiArray, 'commands', self._on_command,
                                  QoSProfile(depth=10), raw=True)
         self.timer = self.create_timer(1.0 / settings.publish_rate_hz, self._tick)
+        # the sample held back by `sensor.jitter`, and the one-shot timer that sends it
+        self._held = None
+        self._hold_timer = self.create_timer(1.0, self._send_held, autostart=False)
         self.create_timer(1.0, self._diagnostics)
         self._wall = time.perf_counter()
         self._step_time = 0.0
@@ -144,25 +153,50 @@ class SimulatorNode(Node):
                                     f'pose ({self.resets} resets)')
             self.plant.reset()
         self._step_time += time.perf_counter() - start
-        q, qd = self.plant.measure()
+        if self._held is not None:                  # still held: it goes out first
+            self._send_held()
+        sample = self.plant.publish(t)
+        if sample is None:
+            return
+        effort = self.plant.effort(t)
+        if sample.published <= t:
+            self._send(sample, effort, t)
+            return
+        self._held = (sample, effort)
+        self._hold_timer.timer_period_ns = round((sample.published - t) * 1e9)
+        self._hold_timer.reset()
+
+    def _send_held(self):
+        self._hold_timer.cancel()
+        if self._held is not None:
+            (sample, effort), self._held = self._held, None
+            self._send(sample, effort, self._now())
+
+    def _send(self, sample, effort, now):
+        """Publish `sample` with `effort` at `now` (s); a `publish` stamp is `now`."""
         msg = self.msg
-        held = t if self.plant.t is None else self.plant.t
-        msg.header.stamp = Time(nanoseconds=round(held * 1e9)).to_msg()
-        set_doubles(msg.position, q)
-        set_doubles(msg.velocity, qd)
-        set_doubles(msg.effort, self.plant.effort(t))
+        stamp = sample.measured_at if self.plant.settings.sensor.stamp == 'measurement' else now
+        msg.header.stamp = Time(nanoseconds=round(stamp * 1e9)).to_msg()
+        set_doubles(msg.position, sample.q)
+        if sample.qd is None:
+            msg.velocity = []
+        else:
+            set_doubles(msg.velocity, sample.qd)
+        set_doubles(msg.effort, effort)
         self.pub.publish(msg)
 
     def totals(self):
         """
         Return the run's counts.
 
-        Plant steps, overruns, rejected commands, resets, and the commands that went stale
-        (no newer one within `command_timeout`: the input fell to zero).
+        Plant steps, overruns, rejected commands, resets, the commands that went stale (no
+        newer one within `command_timeout`: the input fell to zero) and the sensor's samples
+        lost (`sensor.drop`).
         """
         return {'steps': self.plant.steps, 'overruns': self.plant.overruns,
                 'rejected_commands': self.rejected, 'resets': self.resets,
-                'stale_commands': self.plant.stale_commands}
+                'stale_commands': self.plant.stale_commands,
+                'dropped_samples': self.plant.sensor.dropped}
 
     def destroy_node(self):
         """Log the run's totals (read by the demo at the end of a run), then destroy."""

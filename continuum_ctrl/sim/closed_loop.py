@@ -130,19 +130,22 @@ class NodeLoopLog:
     active: np.ndarray
 
 
-def simulate_nodes(runtime, plant, duration, delay_ticks=0, stamped=True):
+def simulate_nodes(runtime, plant, duration):
     """
     Run the controller's runtime against the simulator's plant tick by tick, as the nodes do.
 
     `runtime`: a runtime.ControllerRuntime, the node's (or a control.loop.ControlLoop, run in
     one with the default options); `plant`: a sim.plant.Plant (it rests until the first
-    command, then integrates in fixed steps). At each tick ``t_k = k * period`` the loop gets
-    the plant's state measured `delay_ticks` ticks earlier, with the time that state held (the
-    plant's clock, up to one plant step before the tick, as the simulator node stamps it and
-    the controller node passes the stamp on; `stamped` False: only the receive time ``t_k``),
-    and its command drives the plant until the next tick; a plan the loop asked for (a tip
-    reference's IK) is made after the tick, as the node's worker would between ticks, and the
-    next tick installs it. Returns a NodeLoopLog of `duration` seconds.
+    command, then integrates in fixed steps). Its sensor publishes every
+    ``1 / publish_rate_hz`` s, as the simulator node does (sim/sensor.py: noise, quantisation,
+    delay, stamps, lost samples and jitter): the plant is advanced to each publication, and the
+    loop receives each sample at its publication time (`Sample.published`, due time plus its
+    jitter hold) with its header stamp, in order, all those that arrived by a tick before it
+    (``runtime.post_state(q, qd, published, stamp)``; `qd` None without `sensor.velocity`).
+    At each tick ``t_k = k * period`` its command drives the plant until the next tick; a
+    plan the loop asked for (a tip reference's IK) is made after the tick, as the node's
+    worker would between ticks, and the next tick installs it. Returns a NodeLoopLog of
+    `duration` seconds; `measured` holds the last sample the loop received by each tick.
     """
     if not isinstance(runtime, ControllerRuntime):
         runtime = ControllerRuntime(runtime)
@@ -152,18 +155,34 @@ def simulate_nodes(runtime, plant, duration, delay_ticks=0, stamped=True):
     n = plant.model.n
     log = NodeLoopLog(period * np.arange(ticks), *(np.zeros((ticks, n)) for _ in range(5)),
                       np.zeros(ticks, dtype=bool))
-    measured = []
-    plant.advance(0.0)
+    half_step = 0.5 * plant.settings.step          # no step lost to rounding
+    every = 1.0 / plant.settings.publish_rate_hz
+    sent = []                                       # samples on their way, in arrival order
+    count = 0                                       # publications so far
+
+    def publish_until(end):
+        nonlocal count
+        while count * every <= end + half_step:
+            due = count * every
+            plant.advance(due + half_step if count else due)    # the clock starts at 0
+            sample = plant.publish(due)
+            if sample is not None:
+                sent.append(sample)
+            count += 1
+
+    publish_until(0.0)
+    received = plant.q
     for k, t in enumerate(log.t):
-        q, qd = plant.measure()
-        measured.append((q.copy(), qd.copy(), plant.t))
-        q, qd, measured_at = measured[max(len(measured) - 1 - delay_ticks, 0)]
-        runtime.post_state(q, qd, t, measured_at if stamped else t)
-        log.measured[k] = q
+        while sent and sent[0].published <= t:
+            sample = sent.pop(0)
+            runtime.post_state(sample.q, sample.qd, sample.published, sample.stamp)
+            received = sample.q
+        log.measured[k] = received
         log.command[k] = runtime.tick(t)
         plant.command(log.command[k], t)
         runtime.step()
         log.q[k], log.q_des[k], log.effort[k] = plant.q, loop.q_des, loop.effort
         log.active[k] = loop.status == ACTIVE
-        plant.advance(t + period + 0.5 * plant.settings.step)  # no step lost to rounding
+        publish_until(t + period)
+        plant.advance(t + period + half_step)
     return log

@@ -16,7 +16,9 @@ rotational inertia, CoM kept); the controller's `output.*` keys say how commands
 generalized forces (the same ActuationMap), with the PMA area scaled by `mismatch.area_scale`
 and the dead zone replaced by `mismatch.deadzone` where given.
 In pressure mode, `actuator.*` puts valve dynamics (actuation/valves.py) between the command and
-the pressure that pushes.
+the pressure that pushes. What the simulator publishes is what the plant's `sensor` reads
+(sim/sensor.py: `noise.*`, `sensor.*`): `plant.publish(t)` gives the sample published at `t`.
+With `end_stops` the built-in engine stops each coordinate at its joint limits (`Integrated`).
 
 `engine` says what integrates the arm: `builtin`, the plant model itself with `integrator`, or
 `mujoco`, MuJoCo integrating, in `mujoco.timestep` steps within each `step` and among the
@@ -43,6 +45,7 @@ from continuum_ctrl.models.integrators import INTEGRATORS
 from continuum_ctrl.models.rigid import resolve_urdf
 from continuum_ctrl.params import ConfigError, Field, flatten, Reader
 from continuum_ctrl.sim.mujoco_arm import continuum_mjcf, Obstacles
+from continuum_ctrl.sim.sensor import FIELDS as SENSOR_FIELDS, Sensor, SensorSettings
 
 #: the physics engines the plant can run on
 ENGINES = ('builtin', 'mujoco')
@@ -58,6 +61,9 @@ FIELDS = {
                              1e-3, 10.0),
     'wait_for_command': Field('bool', True, 'rest at the initial pose until the first valid '
                               'command arrives'),
+    'end_stops': Field('bool', False, 'builtin engine: each coordinate stops at its joint '
+                       'limits (PMAs: [0, l_max]) as a hard, inelastic stop, as the MuJoCo '
+                       "arm's do; false: the model's own passive forces alone"),
     'max_catch_up': Field('number', 0.05, 'longest simulated time integrated per wake-up; '
                           'more is dropped and counted as an overrun, s', 1e-3, 1.0),
     'initial.position': Field('numbers', [0.0], 'initial pose, joints order'),
@@ -69,10 +75,7 @@ FIELDS = {
     'mismatch.area_scale': Field('number', 1.0, 'plant PMA area / output.area', 0.01, 100.0),
     'mismatch.deadzone': Field('number', ..., "plant PMA dead zone, Pa (default: "
                                "output.deadzone)", 0.0, 1e7),
-    'noise.position': Field('number', 0.0, 'std. dev. of position noise, m or rad', 0.0, 1.0),
-    'noise.velocity': Field('number', 0.0, 'std. dev. of velocity noise, m/s or rad/s', 0.0,
-                            10.0),
-    'noise.seed': Field('integer', 0, 'seed of the noise generator', 0, 2 ** 31 - 1),
+    **SENSOR_FIELDS,
     'actuator.time_constant': Field('number', 0.0, 'pressure mode: first-order lag of the '
                                     'applied PMA pressure behind the command, s (0: none)',
                                     0.0, 1.0),
@@ -126,9 +129,8 @@ class PlantSettings:
     max_catch_up: float
     wait_for_command: bool
     initial: np.ndarray
-    noise_position: float
-    noise_velocity: float
-    noise_seed: int
+    sensor: SensorSettings = SensorSettings()
+    end_stops: bool = False
     actuator: Tuple[float, float, float] = (0.0, 0.0, 0.0)
     engine: str = 'builtin'
     mujoco: Optional['MujocoOptions'] = None
@@ -148,25 +150,23 @@ class PlantSettings:
         position = vec.per_joint(initial, 'position', FIELDS['initial.position'])
         initial.finish()
         actuator = _actuator(top.namespace('actuator'), actuation)
-        noise = top.namespace('noise')
         engine = top.string('engine', 'builtin', ENGINES)
         step = _field(top, 'step')
+        publish_rate_hz = _field(top, 'publish_rate_hz')
         options = MujocoOptions.read(top.namespace('mujoco'), engine, model, step, spec, vec,
                                      _field(mismatch, 'mass_scale'))
         settings = cls(
             model=model, vectors=vec, mode=mode, actuation=actuation,
             step=step,
             integrator=INTEGRATORS[_field(top, 'integrator')],
-            publish_rate_hz=_field(top, 'publish_rate_hz'),
+            publish_rate_hz=publish_rate_hz,
             command_timeout=_field(top, 'command_timeout'),
             max_catch_up=_field(top, 'max_catch_up'),
             wait_for_command=_field(top, 'wait_for_command'),
             initial=position,
-            noise_position=_field(noise, 'position'),
-            noise_velocity=_field(noise, 'velocity'),
-            noise_seed=_field(noise, 'seed'),
+            sensor=SensorSettings.read(top, step, publish_rate_hz),
+            end_stops=_field(top, 'end_stops'),
             actuator=actuator, engine=engine, mujoco=options)
-        noise.finish()
         top.finish()
         return settings
 
@@ -332,11 +332,25 @@ def _scaled_links(model, spec, mismatch):
 
 
 class Integrated:
-    """The built-in engine: the plant model integrated by the settings' `integrator`."""
+    """
+    The built-in engine: the plant model integrated by the settings' `integrator`.
+
+    With `end_stops` each coordinate stops at its joint limits (a PMA at its rest length and
+    its stroke, ``[0, l_max]``), as the MuJoCo arm's tendon limits stop its PMA pieces: a
+    coordinate that a step carried beyond a limit ends the step on it, by an inelastic
+    impulse (`stop`). The MuJoCo stop is soft (4 ms, damping ratio 1: no bounce, but
+    millimetres deep under full pressure, docs/simulation-mujoco.md); this one is exact
+    rather than a stiffer spring, which, taken explicitly, would need steps far below 2 ms on
+    a few grams of PMA inertia. Off by default, as before: the model's own
+    `model.limit_stiffness` (a smooth spring outside the limits; the shipped files' 5000 N/m)
+    stops the arm, millimetres past under full pressure; the shipped files' comments call it
+    a stiffening, not a stop, so they do not ask for this one.
+    """
 
     def __init__(self, settings):
         self.model, self.integrator = settings.model, settings.integrator
         self.q = self.qd = np.zeros(self.model.n)
+        self.limits = self.model.joint_limits() if settings.end_stops else None
 
     def reset(self, q0):
         """Rest at `q0` (model order); return ``(q, qd)``."""
@@ -345,7 +359,11 @@ class Integrated:
 
     def step(self, tau, dt):
         """Advance by `dt` s with the generalized force `tau` held; return ``(q, qd)``."""
-        self.q, self.qd = self.integrator(self.model, self.q, self.qd, tau, dt)
+        q, qd = self.integrator(self.model, self.q, self.qd, tau, dt)
+        if self.limits is not None:
+            low, high = self.limits
+            q, qd = stop(self.model, self.q, q, qd, low, high, dt)
+        self.q, self.qd = q, qd
         return self.q, self.qd
 
     def warm_up(self, tau, dt):
@@ -359,6 +377,41 @@ class Integrated:
     def largest_contact_force(self):
         """Return None: the built-in plant has no contacts."""
         return None
+
+
+def stop(model, start, q, qd, low, high, dt):
+    """
+    Return the step from `start` that ended at ``(q, qd)``, stopped at ``[low, high]``.
+
+    The coordinates the step carried beyond a limit take an inelastic impulse ``J^T lam``
+    that makes their velocity the one that ends the step on the limit (a time-stepping
+    contact: the stop is met within the step, and its impulse is computed in the step's own
+    matrix ``M + dt D`` at `start`, the matrix the implicit damping step solves with, so the
+    impulse moves the other coordinates as the step would have; with M alone, the few grams of
+    PMA inertia against 30 N s/m of damping turn the impulse into velocities the next step
+    damps away, after they moved the arm: energy from nowhere). An impulse that would have
+    to pull a coordinate off its stop is left out (the active set shrinks until every impulse
+    pushes). The step's end moves by `dt` times the velocity change; what rounding leaves
+    beyond a limit is set on it. After an implicit damping step this is that step of the
+    arm with the stopped coordinates held (block inversion of ``M + dt D``): as stable.
+    """
+    beyond = (q < low) | (q > high)
+    if not beyond.any():
+        return q, qd
+    limit = np.where(q < low, low, high)
+    inward = np.where(q < low, 1.0, -1.0)        # the direction each stop pushes
+    W = np.linalg.inv(model.mass_matrix(start) + dt * model.damping_matrix(start))
+    active, change = beyond.copy(), np.zeros_like(qd)
+    while active.any():
+        index = np.flatnonzero(active)
+        lam = np.linalg.solve(W[np.ix_(index, index)],
+                              (limit[index] - start[index]) / dt - qd[index])
+        pulls = inward[index] * lam < 0.0
+        if not pulls.any():
+            change = W[:, index] @ lam
+            break
+        active[index[pulls]] = False
+    return np.clip(q + dt * change, low, high), qd + change
 
 
 def mujoco_xml(settings):
@@ -407,7 +460,8 @@ class Plant:
 
     `q`, `qd` (model order) and `t` (s) are the current state; `tau` the held generalized
     force commanded. `valves` (pressure mode with `actuator.*` set, else None) holds the
-    applied pressures, which make the force; `engine` integrates (`new_engine`). `overruns`
+    applied pressures, which make the force; `engine` integrates (`new_engine`); `sensor`
+    records every state it makes and publishes what it reads. `overruns`
     counts wake-ups that had to drop simulated time, `steps` the integration steps,
     `commands` the commands accepted and `stale_commands` the times the command in force
     outlived `command_timeout` (the input then fell to zero until the next one).
@@ -423,7 +477,7 @@ class Plant:
         self.commands = 0
         self.stale_commands = 0
         self._fresh = False
-        self.rng = np.random.default_rng(settings.noise_seed)
+        self.sensor = Sensor(settings.sensor, self.model.n)
         self.valves: Optional[Actuator] = None
         self._vented = True
         if settings.actuation is not None and any(settings.actuator):
@@ -442,6 +496,7 @@ class Plant:
         model changed is built anew at the current pose, at rest.
         """
         self.settings, self.model = settings, settings.model
+        self.sensor.update(settings.sensor)
         if settings.engine == 'mujoco' and getattr(self.engine, 'xml', None) == mujoco_xml(
                 settings):
             return
@@ -450,10 +505,12 @@ class Plant:
         if settings.engine == 'builtin':
             self.engine.qd = qd
         self.q, self.qd = self.engine.q, self.engine.qd
+        self.sensor.replace(self.q, self.qd)
 
     def reset(self):
         """Return to the initial pose at rest; the clock restarts at the next `advance`."""
         self.q, self.qd = self.engine.reset(self.settings.initial)
+        self.sensor.restart(self.q, self.qd)
         self._grid = None               # (origin s, steps since) once the clock runs
         if self.valves is not None:
             self.valves.reset(self.settings.actuation.p_min)
@@ -509,6 +566,7 @@ class Plant:
         if self._grid is None or (self.settings.wait_for_command
                                   and self.command_time == -np.inf):
             self._grid = (t if start is None else min(start, t), 0)
+            self.sensor.restart(self.q, self.qd)
             if self.valves is not None:
                 self.valves.advance(self._grid[0])
             return 0
@@ -529,6 +587,7 @@ class Plant:
             if self.valves is not None:
                 tau = self._valve_force(fresh, dt)
             self.q, self.qd = self.engine.step(tau, dt)
+            self.sensor.record(self.q, self.qd)
             count += 1
             self._grid = origin, count
             steps += 1
@@ -567,9 +626,13 @@ class Plant:
         return actuation.force(actuation.p_min)
 
     def measure(self):
-        """Return the measured ``(q, qd)``, with sensor noise when configured."""
-        s = self.settings
-        if s.noise_position == 0.0 and s.noise_velocity == 0.0:
-            return self.q, self.qd
-        return (self.q + s.noise_position * self.rng.standard_normal(self.model.n),
-                self.qd + s.noise_velocity * self.rng.standard_normal(self.model.n))
+        """Return what the sensor reads now, ``(q, qd)`` (model order; qd None without)."""
+        return self.sensor.read()
+
+    def publish(self, due):
+        """
+        Return the sensor's sample published at `due` (s), None when it is lost.
+
+        Its state held at the plant's time (`due` before the clock starts) less the delay.
+        """
+        return self.sensor.publish(due if self.t is None else self.t, due)
