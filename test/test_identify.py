@@ -188,13 +188,16 @@ def test_fitted_file_halves_the_tracking_error(excitation_fit):
 def test_identifies_actuator_lag_and_delay(setup):
     """
     A 30 ms valve lag and 5 ms delay (1 ms plant step) on the mismatched plant, excited by
-    the controller as its file has it: compensating the 20 ms / 5 ms valves it believes in.
-    (Without any compensation the loop chatters behind the valves, and the chatter's content
-    above the lag's corner reads as one 37 ms lag without dead time.)
+    the controller as its file has it: compensating the 20 ms / 5 ms valves it believes in,
+    with the file's gains (kd 40, a 10 ms velocity filter). (Without any compensation the loop
+    chatters behind the valves, and the chatter's content above the lag's corner reads as one
+    37 ms lag without dead time; the excitation file's quieter gains, kd 20 or a 20 ms filter,
+    leave too little content above it to tell the two apart: a 37-38 ms lag, no delay.)
     """
     run, *_ = closed_loop([PARAMS, EXCITATION], {**MISMATCH, **NOISE}, 20.0,
                           controller_overrides={'output.time_constant': 0.02,
-                                                'output.delay': 0.005},
+                                                'output.delay': 0.005,
+                                                'gains.kd': [40.0] * 9, 'velocity_filter': 0.01},
                           time_constant=0.03, delay=0.005, step=0.001)
     result = identify([run], setup, Options(DEFAULT_FIT + ('time_constant', 'delay')))
     lag, = result.values('output.time_constant')
