@@ -45,7 +45,8 @@ def test_the_differentiator_recovers_a_known_signal_through_noise():
     grid's smoothed velocity within 3 % RMS of the exact one and the smoothed acceleration
     (what enters the fit) within 50 % (measured 36 %: it is only 0.1 m/s^2 RMS, so M qdd is
     some 10 mN per PMA against a fit's 1 N of residual); the short derivative alone is
-    noise (3 times the signal), so the smoothing sets these figures.
+    noise (3 times the signal), so the smoothing sets these figures. The noise is found
+    from what the short cubic leaves.
     """
     reference = Multisine([0.013] * 3, [0.007] * 3, [0.2, 1.0], 4)
     t = np.arange(0.0, 20.0, 0.002)
@@ -63,6 +64,7 @@ def test_the_differentiator_recovers_a_known_signal_through_noise():
     assert error(g.qd, exact[1]) < 0.03
     assert error(g.smooth(g.state[2]), exact[2]) < 0.5
     assert error(g.state[2], exact[2]) > 1.0          # the short window alone: noise
+    np.testing.assert_allclose(g.noise(), 2e-5, rtol=0.05)
     assert '15 samples (30 ms, zero phase) on a 2 ms grid' in g.how()
 
 
@@ -109,17 +111,23 @@ def test_refusal_says_what_each_failing_pma_lacked(setup):
     result = identify([synthetic_run(setup, duration=8.0)], setup)
     names = setup.joints.model_names
     assert refusals(result, names) == []
-    lacking = [PmaExcitation(0.9, 0.8, 5e-3, 0.12), PmaExcitation(0.1, 0.1, 5e-3, 0.12),
-               PmaExcitation(0.1, 0.8, 2e-4, 0.005), PmaExcitation(0.1, 0.8, 5e-3, 0.12)]
+    lacking = [PmaExcitation(0.9, 0.8, 5e-3, 0.12, 0.0, 0.1),
+               PmaExcitation(0.1, 0.1, 5e-3, 0.12, 0.0, 0.1),
+               PmaExcitation(0.1, 0.8, 2e-4, 0.005, 0.0, 0.1),
+               PmaExcitation(0.1, 0.8, 5e-3, 0.12, 0.0, 0.1),
+               PmaExcitation(0.1, 0.8, 5e-3, 0.12, 2e-5, 0.05),
+               PmaExcitation(0.1, 0.8, 5e-3, 0.12, 0.0, 0.1)]
     r2 = result.r2_test.copy()
-    r2[:4] = [0.13, -1.7, 0.2, np.nan]
+    r2[:6] = [0.13, -1.7, 0.2, np.nan, -1.6, 0.3]
     lines = refusals(dataclasses.replace(result, r2_test=r2, excitation=lacking
-                                         + result.excitation[4:]), names, 0.5)
-    assert len(lines) == 4 and all(line.startswith(name) for line, name in zip(lines, names))
+                                         + result.excitation[6:]), names, 0.5)
+    assert len(lines) == 6 and all(line.startswith(name) for line, name in zip(lines, names))
     assert 'held-out R^2 0.130 < 0.5: its commands chatter (90 % of their power' in lines[0]
     assert 'above the dead zone over a whole window in only 10 %' in lines[1]
     assert 'moved only 0.2 mm RMS' in lines[2]
     assert 'no held-out sample above the dead zone' in lines[3]
+    assert 'its positions are noisy (20 um RMS) for a 50 ms window: a longer --window' in lines[4]
+    assert 'the model does not explain its force' in lines[5]
 
 
 @pytest.mark.slow

@@ -44,8 +44,6 @@ class Run:
     foreign: int = 0
     #: what times `t` are: STAMPED, or the send times and why the stamps were not used
     timing: str = STAMPED
-    #: joint states that carried velocities (not used)
-    velocities: int = 0
 
 
 class Joints:
@@ -171,7 +169,7 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
     source = str(path)
     states, commands, topics = [], [], set()
     columns, names, origin = None, None, None
-    foreign, example, velocities = 0, None, 0
+    foreign, example = 0, None
     for file in mcap_files(path):
         try:
             with open(file, 'rb') as handle:
@@ -196,7 +194,6 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
                         if position.size != len(names):
                             raise ConfigError('', f'{source}: a joint state has {position.size}'
                                                   f' positions for {len(names)} names')
-                        velocities += len(decoded.velocity) > 0
                         header = decoded.header.stamp
                         measured = header.sec * 1000000000 + header.nanosec
                         states.append((t, (measured - origin) * 1e-9 if measured else None,
@@ -229,7 +226,7 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
     command_t = np.array([row[0] for row in commands])
     run = Run(Path(path).name, t[order], np.array([states[k][2] for k in order]), command_t,
               joints.commands_to_model(np.array([row[1] for row in commands]), source),
-              foreign, timing or STAMPED, velocities)
+              foreign, timing or STAMPED)
     return _finite(run, source)
 
 

@@ -10,7 +10,8 @@ it and names, per such PMA, what the runs lacked:
   smoothed force pairs with a pressure the arm never felt;
 - pressure above the dead zone: the share of its samples that entered the fit;
 - motion: the length's RMS about its mean, against the stroke;
-- parameters the data barely pin: a relative standard error above POOR_SE.
+- parameters the data barely pin: a relative standard error above POOR_SE;
+- failing all these, noisy positions (a short window passes their noise into the force).
 """
 
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ MIN_PRESSURISED = 0.3
 MIN_MOTION = 0.025
 #: a parameter with a standard error above this share of its value is barely excited
 POOR_SE = 0.05
+#: positions noisier than this (m RMS) may be what the force's misfit is: name it
+NOISY = 2e-6
 
 
 @dataclass
@@ -38,13 +41,16 @@ class PmaExcitation:
     `chatter`: the share of its command's power above CHATTER_FREQUENCY (the largest over the
     runs); `pressurised`: the share of the training samples that entered the fit;
     `motion_rms` (m): its length's RMS about its mean (the largest over the runs); `motion`:
-    that as a share of the stroke.
+    that as a share of the stroke; `noise` (m): its positions' noise RMS (the largest over
+    the runs); `window` (s): the smoothing window.
     """
 
     chatter: float
     pressurised: float
     motion_rms: float
     motion: float
+    noise: float
+    window: float
 
 
 def chatter_share(command_t, command, frequency=CHATTER_FREQUENCY):
@@ -53,9 +59,11 @@ def chatter_share(command_t, command, frequency=CHATTER_FREQUENCY):
 
     The commands (M, n) hold from their times `command_t` (s); they are sampled at their
     median period, their mean removed, and their periodogram split at `frequency`. A
-    constant command has no power: 0.
+    constant command, or fewer than two distinct times, has no power: 0.
     """
-    dt = float(np.median(np.diff(command_t)))
+    dt = float(np.median(np.diff(command_t))) if len(command_t) > 1 else 0.0
+    if not dt > 0.0:
+        return np.zeros(command.shape[1])
     times = command_t[0] + dt * np.arange(int((command_t[-1] - command_t[0]) / dt) + 1)
     held = command[np.searchsorted(command_t, times, side='right') - 1]
     power = np.abs(np.fft.rfft(held - held.mean(axis=0), axis=0)) ** 2
@@ -72,6 +80,12 @@ def chatter_note(share):
             'velocity_filter; config/identify_excitation.yaml)')
 
 
+def poorly_pinned(result):
+    """Return the estimates whose standard error exceeds POOR_SE of their value, as text."""
+    return [f'{e.label} +-{100 * e.se / abs(e.value):.0f} %' for e in result.estimates
+            if e.value and e.se > POOR_SE * abs(e.value)]
+
+
 def refusals(result, names, threshold=MIN_R2):
     """
     Return one line per PMA whose held-out R^2 is below `threshold`, saying what it lacked.
@@ -80,8 +94,7 @@ def refusals(result, names, threshold=MIN_R2):
     model's joint names.
     """
     lines = []
-    poor = [f'{e.label} +-{100 * e.se / abs(e.value):.0f} %' for e in result.estimates
-            if e.value and e.se > POOR_SE * abs(e.value)]
+    poor = poorly_pinned(result)
     for j, r2 in enumerate(result.r2_test):
         if r2 >= threshold:
             continue
@@ -97,9 +110,13 @@ def refusals(result, names, threshold=MIN_R2):
                        f'({100 * x.motion:.1f} % of the stroke)')
         if poor:
             why.append(f'the data barely pin {", ".join(poor)}')
+        if not why and x.noise > NOISY:
+            # a short window passes the positions' noise into the force through qdd
+            why.append(f'its positions are noisy ({1e6 * x.noise:.2g} um RMS) for a '
+                       f'{1e3 * x.window:.0f} ms window: a longer --window')
         if not why:
             why.append('the model does not explain its force (check the joint order, the '
-                       'masses and the actuator lag: --fit ...,time_constant,delay)')
+                       'masses and the valves: --fit ...,time_constant,delay)')
         figure = (f'held-out R^2 {r2:.3f} < {threshold:g}' if np.isfinite(r2) else
                   'no held-out sample above the dead zone')
         lines.append(f'{names[j]}: {figure}: ' + '; '.join(why))

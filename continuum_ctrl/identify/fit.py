@@ -445,8 +445,11 @@ class Identification:
         """Return how the runs excited each PMA (PmaExcitation, model order)."""
         low, high = (np.asarray(b, dtype=float) for b in self.setup.model.joint_limits())
         motion = np.max([np.std(run.grid.q, axis=0) for run in self.runs], axis=0)
+        noise = np.max([run.grid.noise() for run in self.runs], axis=0)
+        g = self.runs[0].grid
         return [PmaExcitation(float(self.chatter[j]), np.count_nonzero(mask) / samples,
-                              float(motion[j]), float(motion[j] / (high[j] - low[j])))
+                              float(motion[j]), float(motion[j] / (high[j] - low[j])),
+                              float(noise[j]), g.window * g.dt)
                 for j, mask in enumerate(masks)]
 
     def _estimates(self, theta, cov, lag, lag_cov):

@@ -8,7 +8,7 @@ nominal one, so its values win.
 
 from pathlib import Path
 
-from continuum_ctrl.identify.excitation import CHATTER_FREQUENCY, CHATTER_SHARE
+from continuum_ctrl.identify.excitation import CHATTER_FREQUENCY, CHATTER_SHARE, poorly_pinned
 
 #: parameter-file keys in the order they are written, with their namespace path
 KEYS = ('model.sections.stiffness', 'model.sections.damping', 'output.area',
@@ -37,6 +37,11 @@ def text(result, setup, sources):
         lines.append(f'samples left out of the fit (per {result.per}): {", ".join(left_out)}')
     if result.scale_note:
         lines.append(f'note: {result.scale_note}')
+    # a URDF arm's base parameters are combinations, many of them barely pinned by design
+    poor = poorly_pinned(result) if result.excitation else []
+    if poor:
+        lines.append(f'note: the data barely pin {", ".join(poor)} (standard errors): excite '
+                     'them more or fit fewer parameters')
     if result.values('output.delay'):
         lines.append('note: output.delay is the dead time these data show; the controller must '
                      'predict all of it and the command\'s own way to the valves too, so round '

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.ndimage import minimum_filter1d
-from scipy.signal import savgol_filter
+from scipy.signal import savgol_coeffs, savgol_filter
 
 from continuum_ctrl.numerics.jit import compiled
 from continuum_ctrl.params import ConfigError
@@ -40,8 +40,8 @@ class Grid:
     A run on a uniform grid: `t` (N,) s, `dt` s, `window` (samples) of the smoother.
 
     `state`: ``(q, qd, qdd)`` (N, n) from the short differentiator over `short` samples, for
-    the model; `q`, `qd`: the same smoothed by the window. `timing`: what the positions'
-    times were (identify/data.py `Run.timing`).
+    the model; `q`, `qd`: the same smoothed by the window; `q_raw`: the positions on the
+    grid. `timing`: what the positions' times were (identify/data.py `Run.timing`).
     """
 
     t: np.ndarray
@@ -52,6 +52,7 @@ class Grid:
     qd: np.ndarray
     short: int
     timing: str
+    q_raw: np.ndarray
 
     def how(self):
         """Return how the velocities and accelerations were obtained, for the report."""
@@ -59,6 +60,19 @@ class Grid:
                 f'positions over {self.short} samples ({self.short * self.dt * 1e3:.3g} ms, '
                 f'zero phase) on a {self.dt * 1e3:.3g} ms grid, positions timed by '
                 f'{self.timing}')
+
+    def noise(self):
+        """
+        Return the positions' noise on the grid (n,), m or rad RMS: what the short cubic leaves.
+
+        The filter projects onto cubics, so white noise of variance ``s^2`` leaves
+        ``s^2 (1 - c0)`` (``c0``: the filter's own weight of the middle sample); a smooth
+        motion leaves next to nothing over the short window. Samples off the grid's times are
+        interpolated, which averages some of their noise away (down to 0.7 of it halfway).
+        """
+        c0 = savgol_coeffs(self.short, POLYORDER)[self.short // 2]
+        residual = self.q_raw - self.state[0]
+        return np.sqrt(np.mean(residual ** 2, axis=0) / (1.0 - c0))
 
     def smooth(self, x):
         """Return `x` (N, n) through the grid's Savitzky-Golay smoother (zero phase)."""
@@ -94,7 +108,7 @@ def grid(run, window=None):
     short = max(int(round(DERIVATIVE_SHARE * samples)) | 1, POLYORDER + 2)
     state = differentiate(q, dt, short)
     smooth = [savgol_filter(x, samples, POLYORDER, axis=0) for x in state[:2]]
-    return Grid(times, dt, samples, state, *smooth, short, run.timing)
+    return Grid(times, dt, samples, state, *smooth, short, run.timing, q)
 
 
 def differentiate(q, dt, samples):
