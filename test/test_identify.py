@@ -22,7 +22,8 @@ from continuum_ctrl.identify.signals import applied_mean
 from continuum_ctrl.ros.closed_loop_demo import write_csv
 
 sys.path.insert(0, str(Path(__file__).parent))
-from identify_plant import closed_loop, MISMATCH, PARAMS, still_csv, synthetic_run  # noqa: E402
+from identify_plant import (closed_loop, MISMATCH, NOMINAL_GAINS, PARAMS,  # noqa: E402
+                            still_csv, synthetic_run)
 
 EXCITATION = 'config/identify_excitation.yaml'
 #: sensor noise of the acceptance runs: m and m/s standard deviations
@@ -196,8 +197,7 @@ def test_identifies_actuator_lag_and_delay(setup):
     """
     run, *_ = closed_loop([PARAMS, EXCITATION], {**MISMATCH, **NOISE}, 20.0,
                           controller_overrides={'output.time_constant': 0.02,
-                                                'output.delay': 0.005,
-                                                'gains.kd': [40.0] * 9, 'velocity_filter': 0.01},
+                                                'output.delay': 0.005, **NOMINAL_GAINS},
                           time_constant=0.03, delay=0.005, step=0.001)
     result = identify([run], setup, Options(DEFAULT_FIT + ('time_constant', 'delay')))
     lag, = result.values('output.time_constant')

@@ -25,8 +25,8 @@ from continuum_ctrl.identify.setup import read_setup
 from continuum_ctrl.identify.signals import grid
 
 sys.path.insert(0, str(Path(__file__).parent))
-from identify_plant import (lengths_only_bag, MUJOCO_MISMATCH, PARAMS,  # noqa: E402
-                            synthetic_run)
+from identify_plant import (lengths_only_bag, MUJOCO_MISMATCH, NOMINAL_GAINS,  # noqa: E402
+                            PARAMS, synthetic_run)
 
 EXCITATION = 'config/identify_excitation.yaml'
 #: the MuJoCo plant's PMA parameters (MUJOCO_MISMATCH on the nominal file)
@@ -165,8 +165,7 @@ def test_a_chattering_recording_is_refused_and_not_written(tmp_path, capsys):
     per PMA, names the chatter, writes nothing and exits 1; `--force` writes it.
     """
     bag, *_ = lengths_only_bag(tmp_path / 'run.mcap', [PARAMS, EXCITATION], MUJOCO_MISMATCH,
-                               40.0, controller_overrides={'gains.kd': [40.0] * 9,
-                                                           'velocity_filter': 0.01})
+                               40.0, controller_overrides=NOMINAL_GAINS)
     out = tmp_path / 'fitted.yaml'
     arguments = ['identify', PARAMS, str(bag), '--fit', 'stiffness,area,deadzone', '--out',
                  str(out)]
