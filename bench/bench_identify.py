@@ -8,10 +8,10 @@ PMA parameters) for the default fit, and 60 s of the excitation through the embe
 the mismatched plant behind valves with a 30 ms lag and a 5 ms dead time (1 ms plant step) for
 the lag search, with the nominal file's gains (NOMINAL_GAINS). Timed: `identify` from the
 recorded arrays (grid, differentiation, one compiled inverse dynamics per sample, the fit
-with its dead-zone refits, the held-out judgement), and the same with the actuator lag and delay searched. Baseline in the same run: the bare
-per-sample inverse-dynamics calls alone. Target: under 15 s. Also timed: a rigid arm, 60 s of
-the Panda's exact efforts at 500 Hz (base inertial parameters and friction), against its
-per-sample regressor calls.
+with its dead-zone refits, the held-out judgement), and the same with the actuator lag and
+delay searched. Baseline in the same run: the bare per-sample inverse-dynamics calls alone.
+Target: under 15 s. Also timed: a rigid arm, 60 s of the Panda's exact efforts at 500 Hz
+(base inertial parameters and friction), against its per-sample regressor calls.
 """
 
 import sys
