@@ -314,9 +314,11 @@ BAD_INPUTS = [
 @pytest.mark.parametrize('case, build, message', BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
 def test_bad_input_gives_one_error_line(setup, tmp_path, capsys, case, build, message):
     run = synthetic_run(setup, duration=4.0)
-    status = cli.main(['identify', PARAMS, *build(setup, tmp_path, run)])
+    out = tmp_path / 'fitted.yaml'
+    status = cli.main(['identify', PARAMS, *build(setup, tmp_path, run), '--out', str(out)])
     err = capsys.readouterr().err
     assert status == 2, err
+    assert not out.exists()
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith('continuum-ctrl identify: error: '), err
     assert message in lines[0]
