@@ -6,12 +6,12 @@ Identification speed: seconds to identify 60 s of a 500 Hz run of the three-sect
 Made before timing: a synthetic run (the controller's model following a multisine with known
 PMA parameters) for the default fit, and 60 s of the excitation through the embedded loop on
 the mismatched plant behind valves with a 30 ms lag and a 5 ms dead time (1 ms plant step) for
-the lag search. Timed: `identify` from the recorded arrays (grid, differentiation, one compiled
-inverse dynamics per sample, the fit with its dead-zone refits, the held-out judgement), and
-the same with the actuator lag and delay searched. Baseline in the same run: the bare
-per-sample inverse-dynamics calls alone. Target: under 15 s. Also timed: a rigid arm, 60 s of
-the Panda's exact efforts at 500 Hz (base inertial parameters and friction), against its
-per-sample regressor calls.
+the lag search, with the nominal file's gains (NOMINAL_GAINS). Timed: `identify` from the
+recorded arrays (grid, differentiation, one compiled inverse dynamics per sample, the fit
+with its dead-zone refits, the held-out judgement), and the same with the actuator lag and
+delay searched. Baseline in the same run: the bare per-sample inverse-dynamics calls alone.
+Target: under 15 s. Also timed: a rigid arm, 60 s of the Panda's exact efforts at 500 Hz
+(base inertial parameters and friction), against its per-sample regressor calls.
 """
 
 import sys
@@ -23,8 +23,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'test'))
 
-from identify_plant import (closed_loop, MISMATCH, NOISE, PARAMS, RIGID_PARAMS,  # noqa: E402
-                            synthetic_rigid_run, synthetic_run)
+from identify_plant import (closed_loop, MISMATCH, NOISE, NOMINAL_GAINS,  # noqa: E402
+                            PARAMS, RIGID_PARAMS, synthetic_rigid_run, synthetic_run)
 
 from continuum_ctrl.identify.fit import DEFAULT_FIT, identify, Options  # noqa: E402
 from continuum_ctrl.identify.rigid import identify_rigid, RigidArm  # noqa: E402
@@ -51,7 +51,8 @@ def main():
     floor = seconds(lambda: [setup.rigid.inverse_dynamics(q, q, q) for q in run.q])
     default = seconds(lambda: identify([run], setup))
     lagged, *_ = closed_loop([PARAMS, 'config/identify_excitation.yaml'], {**MISMATCH, **NOISE},
-                             60.0, time_constant=0.03, delay=0.005, step=0.001)
+                             60.0, controller_overrides=NOMINAL_GAINS, time_constant=0.03,
+                             delay=0.005, step=0.001)
     searched = Options(DEFAULT_FIT + ('time_constant', 'delay'))
     lag = seconds(lambda: identify([lagged], setup, searched))
     found = {e.key: e for e in identify([lagged], setup, searched).estimates}

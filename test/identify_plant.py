@@ -11,6 +11,7 @@ controller compensates none), as in the runs the identification tests were writt
 import numpy as np
 
 from continuum_ctrl.control.references import Multisine
+from continuum_ctrl.identify.bag import write_run
 from continuum_ctrl.identify.data import Run
 from continuum_ctrl.ros.closed_loop_demo import write_csv
 from continuum_ctrl.sim.closed_loop import simulate_nodes
@@ -21,6 +22,63 @@ PARAMS = 'config/continuum_3section.yaml'
 MISMATCH = {'mismatch.stiffness_scale': 1.2, 'mismatch.damping_scale': 0.75,
             'mismatch.area_scale': 1.1, 'mismatch.deadzone': 15e3}
 NOISE = {'noise.position': 2e-5, 'noise.velocity': 2e-3, 'noise.seed': 3}
+#: the nominal file's kd and velocity filter, in place of the excitation file's quieter ones:
+#: their loop carries content above the valves' lag's corner (the quieter gains leave too
+#: little to tell a lag from a delay: one 37-38 ms lag), and chatters on the MuJoCo arm
+NOMINAL_GAINS = {'gains.kd': [40.0] * 9, 'velocity_filter': 0.01}
+#: issue 39's calibration plant: the MuJoCo disc stack 20 % stiffer, 25 % more damped, 10 %
+#: more area and a 15 kPa dead zone against the nominal file
+MUJOCO_MISMATCH = {'engine': 'mujoco', 'mismatch.stiffness_scale': 1.2,
+                   'mismatch.damping_scale': 1.25, 'mismatch.area_scale': 1.1,
+                   'mismatch.deadzone': 15e3}
+
+
+class LengthsOnly:
+    """
+    A driver that sends lengths only, in front of the simulator's plant (the rest delegated).
+
+    `measure` gives the true lengths with `noise` (m, normal) rounded to `quantum` (m), and as
+    velocities their difference over the plant's clock: what the controller node makes of a
+    joint state without velocities. `stamps` keeps each measurement's time (s).
+    """
+
+    def __init__(self, plant, noise=2e-5, quantum=1e-6, seed=3):
+        self.plant, self.noise, self.quantum = plant, noise, quantum
+        self.rng = np.random.default_rng(seed)
+        self.stamps, self.last = [], None
+
+    def __getattr__(self, name):
+        return getattr(self.plant, name)
+
+    def measure(self):
+        """Return the quantised, noisy lengths (m) and their difference quotient (m/s)."""
+        q = self.plant.q + self.noise * self.rng.standard_normal(self.plant.model.n)
+        q = self.quantum * np.round(q / self.quantum)
+        t = self.plant.t
+        qd = np.zeros_like(q) if self.last is None else (q - self.last[0]) / (t - self.last[1])
+        self.last = (q, t)
+        self.stamps.append(t)
+        return q, qd
+
+
+def lengths_only_bag(path, controller_files, plant_overrides, duration, delay_ticks=1,
+                     controller_overrides=None):
+    """
+    Record a lengths-only run as a bag at `path`; return ``(path, t, q, q_des)`` (true q).
+
+    The controller gets the driver's lengths `delay_ticks` ticks old (LengthsOnly); the bag
+    holds them with empty velocities, stamped at their measurement times, and the commands,
+    both logged at the tick that used or sent them.
+    """
+    loop = controller_loop(controller_files, controller_overrides)
+    driver = LengthsOnly(plant_of(PARAMS, {'initial.position': [0.013], **plant_overrides},
+                                  drop=('gains', 'reference')))
+    log = simulate_nodes(loop, driver, duration, delay_ticks=delay_ticks)
+    rows = slice(delay_ticks, None)
+    stamps = np.asarray(driver.stamps)[:len(log.t) - delay_ticks]
+    write_run(path, driver.model.joint_names, log.t[rows], log.measured[rows],
+              log.command[rows], t0=1.7e9, stamps=stamps)
+    return path, log.t, log.q, log.q_des
 
 
 def closed_loop(controller_files, plant_overrides, duration, controller_overrides=None,
@@ -46,17 +104,18 @@ def closed_loop(controller_files, plant_overrides, duration, controller_override
 
 
 def synthetic_run(setup, duration=10.0, rate=500.0, stiffness=1.2, damping=0.75, area=1.1,
-                  deadzone=15e3, noise=0.0, seed=0, band=(0.2, 3.0)):
+                  deadzone=15e3, noise=0.0, seed=0, band=(0.2, 3.0), amplitude=0.006):
     """
     Return a Run whose held pressures make the controller's own model follow a multisine.
 
     The true PMA parameters are the nominal ones scaled (stiffness, damping, area) and a dead
-    zone in Pa; a PMA that would have to pull is vented (0 Pa). Each command holds for one
+    zone in Pa; a PMA that would have to pull is vented (0 Pa); lengths within 0.013 +-
+    `amplitude` m. Each command holds for one
     period and is the pressure the motion needs at the period's middle (the hold's
     second-order approximation of the continuous pressure). Position noise in m.
     """
     n = setup.model.n
-    reference = Multisine(np.full(n, 0.013), np.full(n, 0.006), band, 4)
+    reference = Multisine(np.full(n, 0.013), np.full(n, amplitude), band, 4)
     t = np.arange(int(round(duration * rate))) / rate
     q = np.array([reference.sample(s)[0] for s in t])
     mid = np.array([reference.sample(s + 0.5 / rate) for s in t])

@@ -22,7 +22,8 @@ from continuum_ctrl.identify.signals import applied_mean
 from continuum_ctrl.ros.closed_loop_demo import write_csv
 
 sys.path.insert(0, str(Path(__file__).parent))
-from identify_plant import closed_loop, MISMATCH, PARAMS, still_csv, synthetic_run  # noqa: E402
+from identify_plant import (closed_loop, MISMATCH, NOMINAL_GAINS, PARAMS,  # noqa: E402
+                            still_csv, synthetic_run)
 
 EXCITATION = 'config/identify_excitation.yaml'
 #: sensor noise of the acceptance runs: m and m/s standard deviations
@@ -188,13 +189,15 @@ def test_fitted_file_halves_the_tracking_error(excitation_fit):
 def test_identifies_actuator_lag_and_delay(setup):
     """
     A 30 ms valve lag and 5 ms delay (1 ms plant step) on the mismatched plant, excited by
-    the controller as its file has it: compensating the 20 ms / 5 ms valves it believes in.
-    (Without any compensation the loop chatters behind the valves, and the chatter's content
-    above the lag's corner reads as one 37 ms lag without dead time.)
+    the controller as its file has it: compensating the 20 ms / 5 ms valves it believes in,
+    with the file's gains (kd 40, a 10 ms velocity filter). (Without any compensation the loop
+    chatters behind the valves, and the chatter's content above the lag's corner reads as one
+    37 ms lag without dead time; the excitation file's quieter gains, kd 20 or a 20 ms filter,
+    leave too little content above it to tell the two apart: a 37-38 ms lag, no delay.)
     """
     run, *_ = closed_loop([PARAMS, EXCITATION], {**MISMATCH, **NOISE}, 20.0,
                           controller_overrides={'output.time_constant': 0.02,
-                                                'output.delay': 0.005},
+                                                'output.delay': 0.005, **NOMINAL_GAINS},
                           time_constant=0.03, delay=0.005, step=0.001)
     result = identify([run], setup, Options(DEFAULT_FIT + ('time_constant', 'delay')))
     lag, = result.values('output.time_constant')
@@ -328,9 +331,11 @@ BAD_INPUTS = [
 @pytest.mark.parametrize('case, build, message', BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
 def test_bad_input_gives_one_error_line(setup, tmp_path, capsys, case, build, message):
     run = synthetic_run(setup, duration=4.0)
-    status = cli.main(['identify', PARAMS, *build(setup, tmp_path, run)])
+    out = tmp_path / 'fitted.yaml'
+    status = cli.main(['identify', PARAMS, *build(setup, tmp_path, run), '--out', str(out)])
     err = capsys.readouterr().err
     assert status == 2, err
+    assert not out.exists()
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith('continuum-ctrl identify: error: '), err
     assert message in lines[0]

@@ -139,17 +139,22 @@ def stamp(t):
 
 
 def write_run(path, joint_names, t, q, command, command_topic='/continuum_controller/commands',
-              t0=0.0):
+              t0=0.0, stamps=None):
     """
     Write a run as a bag of JointState positions and Float64MultiArray commands; return the path.
 
-    Positions in `joint_names` order and commands at times `t` (s after `t0`, a Unix time).
+    Positions in `joint_names` order (no velocities) and commands logged at times `t` (s after
+    `t0`, a Unix time); the states' header stamps are `stamps` (s after `t0`: when each was
+    measured), or their log times.
     """
     start = int(round(t0 * 1e9))
+    stamps = t if stamps is None else stamps
     with BagWriter(path) as bag:
-        for time, position, values in zip(t, q, command):
+        for time, measured, position, values in zip(t, stamps, q, command):
             ns = start + int(round(time * 1e9))
-            header = {'stamp': stamp(t0 + time), 'frame_id': ''}
+            measured_ns = start + int(round(measured * 1e9))    # exact: no float Unix seconds
+            header = {'stamp': {'sec': measured_ns // 1000000000,
+                                'nanosec': measured_ns % 1000000000}, 'frame_id': ''}
             bag.write('/joint_states', 'sensor_msgs/msg/JointState',
                       {'header': header, 'name': list(joint_names), 'position': list(position),
                        'velocity': [], 'effort': []}, ns)

@@ -4,14 +4,16 @@
     continuum-ctrl identify PARAMS.yaml DATA... [--out FITTED.yaml] [--report DIR]
         [--states-topic /joint_states] [--commands-topic /continuum_controller/commands]
         [--fit stiffness,damping,area,deadzone[,time_constant,delay]] [--per-pma]
-        [--window S]
+        [--window S] [--min-r2 R] [--force]
 
 PARAMS.yaml is the nominal parameter file, read as the controller node reads it; DATA are
 rosbag2 MCAP bags (directories or single .mcap files) or the demo's CSV. Continuum arms get
 PMA stiffness, damping, area and dead zone (and the valves' lag); URDF arms (effort mode) their
 identifiable (base) inertial parameters, with ``--fit inertia,friction`` also viscous joint
 friction. Prints the report; writes the fitted parameter file to --out (continuum arms) and
-the report, fitted file and held-out plot to --report.
+the report, fitted file and held-out plot to --report. A continuum fit whose held-out R^2 is
+below --min-r2 for some PMA is refused: one line per such PMA saying what the runs lacked
+(identify/excitation.py), no fitted file (unless --force), exit status 1.
 """
 
 import argparse
@@ -19,7 +21,8 @@ import sys
 from pathlib import Path
 
 from continuum_ctrl.params import ConfigError
-from continuum_ctrl.identify.data import COMMANDS_TOPIC, read_run, STATES_TOPIC
+from continuum_ctrl.identify.data import COMMANDS_TOPIC, read_run, STAMPED, STATES_TOPIC
+from continuum_ctrl.identify.excitation import MIN_R2, refusals
 from continuum_ctrl.identify.fit import DEFAULT_FIT, identify, Options
 from continuum_ctrl.identify.report import fitted_yaml, text, unusable, write_report
 from continuum_ctrl.identify.rigid import DEFAULT_FIT as RIGID_FIT, identify_rigid
@@ -34,6 +37,13 @@ def _window(value):
     if not seconds > 0.0:
         raise argparse.ArgumentTypeError(f'must be > 0 s, got {value!r}')
     return seconds
+
+
+def _r2(value):
+    try:
+        return float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'must be a number, got {value!r}') from None
 
 
 def parse(argv):
@@ -55,6 +65,11 @@ def parse(argv):
     parser.add_argument('--window', type=_window, default=None,
                         help='Savitzky-Golay smoothing window, s (default 0.1; 0.05 when '
                              'time_constant or delay is fitted)')
+    parser.add_argument('--min-r2', type=_r2, default=MIN_R2,
+                        help='least held-out R^2 of every PMA for the fit to be written '
+                             f'(default {MIN_R2})')
+    parser.add_argument('--force', action='store_true',
+                        help='write the fitted file even when the held-out data contradict it')
     return parser.parse_args(argv)
 
 
@@ -82,18 +97,29 @@ def main(argv=None):
         if run.foreign:
             print(f"{run.name}: skipped {run.foreign} joint states on '{args.states_topic}' "
                   f'that name none of the joints (another robot\'s)')
+        if run.timing != STAMPED:
+            print(f'{run.name}: joint states timed by {run.timing}')
     if rigid:
         result = identify_rigid(runs, setup, fit, args.window)
     else:
         result = identify(runs, setup, Options(fit, args.per_pma, args.window))
     print(text(result, setup, args.data))
-    if args.out:
+    refused = [] if rigid else refusals(result, setup.joints.model_names, args.min_r2)
+    for line in refused:
+        print(f'continuum-ctrl identify: refused: {line}', file=sys.stderr)
+    write = not refused or args.force
+    if args.out and write:
         problem = unusable(result)
         if problem:
             raise ConfigError('--out', problem)
         Path(args.out).write_text(fitted_yaml(result, args.data))
         print(f'wrote {args.out}')
     if args.report:
-        for path in write_report(result, setup, args.data, args.report):
+        for path in write_report(result, setup, args.data, args.report, fitted=write):
             print(f'wrote {path}')
+    if refused and not args.force:
+        print(f'continuum-ctrl identify: not written{" " + args.out if args.out else ""}: '
+              f'the held-out data contradict the fit for {len(refused)} PMAs (--force writes '
+              'it anyway)', file=sys.stderr)
+        return 1
     return 0

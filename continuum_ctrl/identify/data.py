@@ -1,12 +1,14 @@
 """
 Recorded runs: joint positions and commands on their log times, read from MCAP bags or CSV.
 
-A run holds the measured positions ``q`` (model order, m or rad) at their log times and the
-commands (model order: Pa in pressure mode, N or N m in effort mode) at theirs. Readers accept
-a rosbag2 bag directory (``metadata.yaml`` and ``.mcap`` files), a single ``.mcap`` file, or the
-closed-loop demo's CSV (``t, q_des_*, q_*, effort_*, command_*``). Log times are what a bag
-records on arrival; a command holds from its time until the next one. Bad data raise
-ConfigError with one line naming the file and the problem.
+A run holds the measured positions ``q`` (model order, m or rad) at the times they held and the
+commands (model order: Pa in pressure mode, N or N m in effort mode) at their send times.
+Readers accept a rosbag2 bag directory (``metadata.yaml`` and ``.mcap`` files), a single
+``.mcap`` file, or the closed-loop demo's CSV (``t, q_des_*, q_*, effort_*, command_*``). Only
+positions are read: velocities, where a bag has them, are not used (identification
+differentiates the positions, identify/signals.py), so lengths-only bags serve as well. A
+command holds from its time until the next one. Bad data raise ConfigError with one line
+naming the file and the problem.
 """
 
 import csv
@@ -23,6 +25,10 @@ from continuum_ctrl.params import ConfigError, read_text
 #: default topics, as `ros2 bag record /joint_states /continuum_controller/commands` names them
 STATES_TOPIC = '/joint_states'
 COMMANDS_TOPIC = '/continuum_controller/commands'
+#: header stamps further than this (median, s) from the publish times run on another clock
+STAMP_SKEW = 1.0
+#: how the positions were timed (`Run.timing`)
+STAMPED = 'the header stamps (measurement times)'
 
 
 @dataclass
@@ -36,6 +42,8 @@ class Run:
     command: np.ndarray
     #: joint states skipped as foreign: naming none of the arm's joints (another robot's)
     foreign: int = 0
+    #: what times `t` are: STAMPED, or the send times and why the stamps were not used
+    timing: str = STAMPED
 
 
 class Joints:
@@ -114,7 +122,7 @@ def read_csv(path, joints):
     command = data[:, [header.index('command_' + name) for name in joints.command_names]]
     t = data[:, header.index('t')]
     return _finite(Run(Path(path).name, t, q, t.copy(), joints.commands_to_model(
-        command, source)), source)
+        command, source), timing="the CSV's t column"), source)
 
 
 def mcap_files(path):
@@ -143,11 +151,14 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
     """
     Read a rosbag2 MCAP bag (directory or file): JointState positions and the commands.
 
-    Each message's time is its send time, the bag's publish time (its log time, the receive
-    time, where the publish time is missing: 0): a recorder that falls behind receives late
-    and in bursts, the sender's clock does not. On several machines their clocks must agree
-    (chrony, PTP). The times (ns) become seconds after the bag's first message (float
-    seconds since 1970 would keep only about 0.2 us). Joint states are mapped by name on
+    A joint state's time is its header stamp, when the position was measured; a command's,
+    its send time: the bag's publish time (its log time, the receive time, where the publish
+    time is missing: 0): a recorder that falls behind receives late and in bursts, the
+    sender's clock does not. Stamps that are zero, do not increase or lie on another clock
+    (STAMP_SKEW from the publish times) give way to the states' send times (`Run.timing`
+    says why). On several machines the clocks must agree (chrony, PTP). The times (ns)
+    become seconds after the bag's first message (float seconds since 1970 would keep only
+    about 0.2 us). Joint states are mapped by name on
     every message, and those naming none of the arm's joints (another robot's, on a shared
     topic) are skipped and counted (`Run.foreign`), as the controller skips them.
     """
@@ -183,7 +194,10 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
                         if position.size != len(names):
                             raise ConfigError('', f'{source}: a joint state has {position.size}'
                                                   f' positions for {len(names)} names')
-                        states.append((t, position[columns]))
+                        header = decoded.header.stamp
+                        measured = header.sec * 1000000000 + header.nanosec
+                        states.append((t, (measured - origin) * 1e-9 if measured else None,
+                                       position[columns]))
                     else:
                         commands.append((t, np.asarray(decoded.data, dtype=float)))
         except (McapError, ValueError, KeyError, EOFError, OSError) as exc:
@@ -203,13 +217,16 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
         raise ConfigError('', f'{source}: commands have {sorted(lengths)} values, expected '
                               f'{joints.n} (one per joint, in joints order '
                               f'{joints.command_names})')
-    states.sort(key=lambda row: row[0])
+    sent = np.array([row[0] for row in states])
+    stamped = [row[1] for row in states]
+    timing = _stamp_problem(sent, stamped)
+    t = np.array(stamped) if timing is None else sent
+    order = np.argsort(t, kind='stable')
     commands.sort(key=lambda row: row[0])
-    t = np.array([row[0] for row in states])
     command_t = np.array([row[0] for row in commands])
-    run = Run(Path(path).name, t, np.array([row[1] for row in states]), command_t,
+    run = Run(Path(path).name, t[order], np.array([states[k][2] for k in order]), command_t,
               joints.commands_to_model(np.array([row[1] for row in commands]), source),
-              foreign)
+              foreign, timing or STAMPED)
     return _finite(run, source)
 
 
@@ -234,6 +251,20 @@ def read_diagnostics(path, hardware_id=''):
                          {kv.key: kv.value for kv in status.values})
                         for status in decoded.status if status.hardware_id.endswith(hardware_id)]
     return out
+
+
+def _stamp_problem(sent, stamps):
+    """Return why the header `stamps` (s, None: zero) cannot time the states, or None."""
+    where = 'the publish times'
+    if any(s is None for s in stamps):
+        return f'{where}: the header stamps are zero'
+    stamps = np.asarray(stamps)
+    if np.any(np.diff(stamps) <= 0.0):
+        return f'{where}: the header stamps do not increase'
+    skew = float(np.median(np.abs(sent - stamps)))
+    if skew > STAMP_SKEW:
+        return f'{where}: the header stamps lie {skew:.3g} s from them (another clock)'
+    return None
 
 
 def read_run(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_TOPIC):

@@ -23,6 +23,8 @@ import numpy as np
 from scipy.optimize import minimize
 
 from continuum_ctrl.params import ConfigError
+from continuum_ctrl.identify.excitation import (chatter_note, chatter_share, CHATTER_SHARE,
+                                                PmaExcitation)
 from continuum_ctrl.identify.signals import applied_mean, grid
 
 #: parameters `--fit` can name, and the default set
@@ -93,6 +95,8 @@ class Result:
     details: list = field(default_factory=list)    # further report lines
     #: training samples (summed over PMAs) left out, by reason
     left_out: dict = field(default_factory=dict)
+    #: per PMA (model order): how the runs excited it (identify/excitation.py)
+    excitation: list = field(default_factory=list)
 
     def values(self, key):
         """Return the estimates of one parameter-file key, in index order."""
@@ -161,6 +165,8 @@ class Identification:
         self.groups = np.arange(setup.model.n) if options.per_pma else np.zeros(
             setup.model.n, dtype=int)
         self.names = self._parameter_names()
+        self.chatter = np.max([chatter_share(run.command_t, run.command) for run in runs],
+                              axis=0)
 
     # -- the linear problem ------------------------------------------------------------------
     def _parameter_names(self):
@@ -243,11 +249,12 @@ class Identification:
             mask = low[:, j] > deadzone[j] + self.margin
             if np.count_nonzero(mask) < MIN_SAMPLES:
                 name = self.setup.joints.model_names[j]
+                fix = (chatter_note(self.chatter[j]) if self.chatter[j] > CHATTER_SHARE else
+                       'run an excitation reference that pressurises every PMA')
                 raise ConfigError('', f'pressures of {name} are above the dead zone '
                                       f'({deadzone[j] / 1e3:.1f} kPa + {self.margin / 1e3:.1f} '
                                       f'kPa margin) in only {np.count_nonzero(mask)} samples,'
-                                      f' need {MIN_SAMPLES}: run an excitation reference that '
-                                      f'pressurises every PMA')
+                                      f' need {MIN_SAMPLES}: {fix}')
             index, X, y = self._columns(j, q[mask, j], qd[mask, j], h[mask, j], p[mask, j],
                                         deadzone[j])
             A[np.ix_(index, index)] += X.T @ X
@@ -430,7 +437,20 @@ class Identification:
         result = self._judge(theta, deadzone, lag, estimates, condition, flat)
         result.scale_note = self._scale_note(estimates)
         result.left_out = left_out
+        result.excitation = self._excitation(masks, len(data[0]))
+        result.details = [f'{run.name}: {run.grid.how()}' for run in self.runs]
         return result
+
+    def _excitation(self, masks, samples):
+        """Return how the runs excited each PMA (PmaExcitation, model order)."""
+        low, high = (np.asarray(b, dtype=float) for b in self.setup.model.joint_limits())
+        motion = np.max([np.std(run.grid.q, axis=0) for run in self.runs], axis=0)
+        noise = np.max([run.grid.noise() for run in self.runs], axis=0)
+        g = self.runs[0].grid
+        return [PmaExcitation(float(self.chatter[j]), np.count_nonzero(mask) / samples,
+                              float(motion[j]), float(motion[j] / (high[j] - low[j])),
+                              float(noise[j]), g.window * g.dt)
+                for j, mask in enumerate(masks)]
 
     def _estimates(self, theta, cov, lag, lag_cov):
         s, fit = self.setup, self.options.fit

@@ -8,6 +8,8 @@ nominal one, so its values win.
 
 from pathlib import Path
 
+from continuum_ctrl.identify.excitation import CHATTER_FREQUENCY, CHATTER_SHARE, poorly_pinned
+
 #: parameter-file keys in the order they are written, with their namespace path
 KEYS = ('model.sections.stiffness', 'model.sections.damping', 'output.area',
         'output.deadzone', 'output.time_constant', 'output.delay')
@@ -26,11 +28,20 @@ def text(result, setup, sources):
     per_coordinate = ' '.join(f'{r:.3f}' for r in result.r2_test)
     lines.append(f'R^2 on the held-out last 30 % of each run: {result.r2_test_all:.4f} '
                  f'(per {result.per}: {per_coordinate})')
+    if result.excitation:
+        shares = ' '.join(f'{100 * x.chatter:.0f}' for x in result.excitation)
+        lines.append(f"share of the commands' power above {CHATTER_FREQUENCY:g} Hz, % (per "
+                     f'{result.per}; above {100 * CHATTER_SHARE:.0f} they chatter): {shares}')
     left_out = [f'{count} {reason}' for reason, count in result.left_out.items() if count]
     if left_out:
         lines.append(f'samples left out of the fit (per {result.per}): {", ".join(left_out)}')
     if result.scale_note:
         lines.append(f'note: {result.scale_note}')
+    # a URDF arm's base parameters are combinations, many of them barely pinned by design
+    poor = poorly_pinned(result) if result.excitation else []
+    if poor:
+        lines.append(f'note: the data barely pin {", ".join(poor)} (standard errors): excite '
+                     'them more or fit fewer parameters')
     if result.values('output.delay'):
         lines.append('note: output.delay is the dead time these data show; the controller must '
                      'predict all of it and the command\'s own way to the valves too, so round '
@@ -132,13 +143,13 @@ def has_keys(result):
     return any(e.key for e in result.estimates)
 
 
-def write_report(result, setup, sources, directory):
-    """Write report.txt, fitted.yaml (if any key) and held_out.png into `directory`."""
+def write_report(result, setup, sources, directory, fitted=True):
+    """Write report.txt, fitted.yaml (any key, `fitted`) and held_out.png into `directory`."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     written = [directory / 'report.txt']
     written[0].write_text(text(result, setup, sources) + '\n')
-    if has_keys(result):
+    if fitted and has_keys(result):
         written.append(directory / 'fitted.yaml')
         written[-1].write_text(fitted_yaml(result, sources))
     written.append(plot(result, setup.joints.model_names, directory / 'held_out.png'))

@@ -164,6 +164,7 @@ def identify_rigid(runs, setup, fit=DEFAULT_FIT, window=None):
                       'from it):'] + [f'  {arm.combination(base, k)}'
                                       for k in range(len(base.base))]
     result.details.append(RIGID_NOTE)
+    result.details += [f'{run.name}: {r.grid.how()}' for run, r in zip(runs, prepared)]
     return result
 
 

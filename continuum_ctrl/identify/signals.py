@@ -1,12 +1,17 @@
 """
 Signals of a run on a uniform time grid: smoothed positions and their derivatives, pressures.
 
-Positions are interpolated onto a grid at the median sample period and differentiated by a
-short non-causal Savitzky-Golay filter (cubic); forces computed from them (the model's inverse
-dynamics, nonlinear in the state) are then smoothed by a longer Savitzky-Golay filter (the
-window, in seconds), and so is everything else on both sides of the dynamics: the same linear
-filter on both sides keeps the equation exact, and smoothing the force after the nonlinear
-model (not the state before it) keeps fast motions from biasing it. Commands hold from
+Positions are interpolated onto a grid at the median sample period (over the times the run
+gives them: the header stamps of a bag, identify/data.py) and differentiated by a short
+non-causal Savitzky-Golay filter (cubic, `differentiate`): velocities and accelerations come
+from the positions alone, so bags without velocities (a driver that sends lengths only) serve
+as well, and noise is smoothed by fitting a cubic over the window on both sides of each
+sample, at no phase lag, which only offline data allow. Forces computed from them (the
+model's inverse dynamics, nonlinear in the state) are then smoothed by a longer
+Savitzky-Golay filter (the window, in seconds), and so is everything else on both sides of
+the dynamics: the same linear filter on both sides keeps the equation exact, and smoothing
+the force after the nonlinear model (not the state before it) keeps fast motions from
+biasing it. Commands hold from
 their log time until the next one; `applied_mean` predicts what the actuator makes of them: a
 pure delay, then a first-order lag ``T dp/dt = u - p``, averaged exactly over each grid cell,
 which is what pairs with the sample there.
@@ -16,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.ndimage import minimum_filter1d
-from scipy.signal import savgol_filter
+from scipy.signal import savgol_coeffs, savgol_filter
 
 from continuum_ctrl.numerics.jit import compiled
 from continuum_ctrl.params import ConfigError
@@ -34,8 +39,9 @@ class Grid:
     """
     A run on a uniform grid: `t` (N,) s, `dt` s, `window` (samples) of the smoother.
 
-    `state`: ``(q, qd, qdd)`` (N, n) from the short differentiator, for the model; `q`, `qd`:
-    the same smoothed by the window.
+    `state`: ``(q, qd, qdd)`` (N, n) from the short differentiator over `short` samples, for
+    the model; `q`, `qd`: the same smoothed by the window; `q_raw`: the positions on the
+    grid. `timing`: what the positions' times were (identify/data.py `Run.timing`).
     """
 
     t: np.ndarray
@@ -44,6 +50,29 @@ class Grid:
     state: tuple
     q: np.ndarray
     qd: np.ndarray
+    short: int
+    timing: str
+    q_raw: np.ndarray
+
+    def how(self):
+        """Return how the velocities and accelerations were obtained, for the report."""
+        return (f'velocities and accelerations: cubic Savitzky-Golay derivatives of the '
+                f'positions over {self.short} samples ({self.short * self.dt * 1e3:.3g} ms, '
+                f'zero phase) on a {self.dt * 1e3:.3g} ms grid, positions timed by '
+                f'{self.timing}')
+
+    def noise(self):
+        """
+        Return the positions' noise on the grid (n,), m or rad RMS: what the short cubic leaves.
+
+        The filter projects onto cubics, so white noise of variance ``s^2`` leaves
+        ``s^2 (1 - c0)`` (``c0``: the filter's own weight of the middle sample); a smooth
+        motion leaves next to nothing over the short window. Samples off the grid's times are
+        interpolated, which averages some of their noise away (down to 0.7 of it halfway).
+        """
+        c0 = savgol_coeffs(self.short, POLYORDER)[self.short // 2]
+        residual = self.q_raw - self.state[0]
+        return np.sqrt(np.mean(residual ** 2, axis=0) / (1.0 - c0))
 
     def smooth(self, x):
         """Return `x` (N, n) through the grid's Savitzky-Golay smoother (zero phase)."""
@@ -77,10 +106,21 @@ def grid(run, window=None):
                               f'({times[-1] - times[0]:.2f} s), need at least {3 * samples}')
     q = np.column_stack([np.interp(times, t, column) for column in run.q.T])
     short = max(int(round(DERIVATIVE_SHARE * samples)) | 1, POLYORDER + 2)
-    state = tuple(savgol_filter(q, short, POLYORDER, deriv=d, delta=dt, axis=0)
-                  for d in range(3))
+    state = differentiate(q, dt, short)
     smooth = [savgol_filter(x, samples, POLYORDER, axis=0) for x in state[:2]]
-    return Grid(times, dt, samples, state, *smooth)
+    return Grid(times, dt, samples, state, *smooth, short, run.timing, q)
+
+
+def differentiate(q, dt, samples):
+    """
+    Return ``(q, qd, qdd)`` (N, n) of positions `q` (N, n) on a uniform grid of period `dt` s.
+
+    A cubic Savitzky-Golay filter over `samples` (odd) samples: each sample's cubic
+    least-squares fit over the window around it, and that cubic's value and derivatives there
+    (m, m/s, m/s^2 for lengths). Zero phase: it looks ahead as far as behind.
+    """
+    return tuple(savgol_filter(q, samples, POLYORDER, deriv=d, delta=dt, axis=0)
+                 for d in range(3))
 
 
 @compiled()
