@@ -2,8 +2,9 @@
 The controller's cycle without ROS: watchdog, reference, computed torque, limits, command.
 
     loop = ControlLoop(model, settings, period)    # period: the tick period, s
-    loop.set_state(q, qd, t, measured_at)   # a validated measurement (model order), t:
-                                 # receive time, measured_at: when it was measured (s)
+    loop.set_state(q, qd, t, measured_at)   # a validated measurement (model order; qd None:
+                                 # positions only), t: receive time, measured_at: when it
+                                 # was measured (s)
     command = loop.tick(t)       # in `settings.joints` order: N, N m or Pa
     loop.cycle                   # what the tick produced (CycleView), for publishing
     loop.stop(t)                 # the safe command, once; ticks stay safe until `start`
@@ -27,8 +28,9 @@ time (control/compensation.py); the limits apply to the compensated command.
 A low-pass on measured velocities (`velocity_filter`) matters for PMA arms: their damping acts
 on a few grams of generalized inertia, so cancelling ``D qd`` with a velocity measured a few
 ms ago closes a loop of gain about one at high frequency, which chatters at 500 Hz. It is the
-one filter a velocity passes: joint states without velocities bring the unfiltered
-difference of their positions (ros/conversion.py).
+one filter a velocity passes: states without velocities bring the difference of their
+positions over their stamps or receive times (control/differencing.py; the loop logs which,
+and again when it changes), refused as a bad state beyond MAX_SPEED.
 """
 
 import time
@@ -40,6 +42,7 @@ from continuum_ctrl.actuation.pressure_map import clamp_effort
 from continuum_ctrl.numerics.clipping import effort_limiter
 from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
+from continuum_ctrl.control.differencing import MAX_SPEED, PositionDifference
 from continuum_ctrl.control.fused_tick import DONE, FusedTick
 from continuum_ctrl.control.integral import IntegralAction
 from continuum_ctrl.control.planner import Planner
@@ -171,6 +174,10 @@ class ControlLoop:
         self.measured_at = -np.inf
         self.valid_streak = 0
         self.nonfinite = 0
+        self.difference = PositionDifference(n)
+        self._source: Optional[str] = None      # what the difference used, as last logged
+        self.too_fast = 0
+        self._refusing = False
         self.events: List[Tuple[str, str]] = []
         self.command = np.zeros(n)
         self._nan = np.full(n, np.nan)
@@ -337,18 +344,24 @@ class ControlLoop:
             raise TrajectoryRejected('its interpolation is not finite')
         return reference
 
-    def set_state(self, q: np.ndarray, qd: np.ndarray, t: float,
+    def set_state(self, q: np.ndarray, qd: Optional[np.ndarray], t: float,
                   measured_at: Optional[float] = None) -> None:
         """
         Take a validated measurement at receive time `t` (s); may (re)start control.
 
-        `measured_at` (s, same clock, at most `t`; default `t`): when the state held, for
-        instance its header stamp. The valve compensation predicts from then, so the time
+        `measured_at` (s, same clock, at most `t`; None: `t`, no stamp): when the state held,
+        for instance its header stamp. The valve compensation predicts from then, so the time
         the message spent in transport and in the executor's queue is predicted over too.
-        With `velocity_filter` > 0 the velocity passes a first-order low-pass while active.
-        The streak of valid states needed to resume restarts after a gap longer than
-        `state_timeout`: the states must be consecutive and fresh.
+        `qd` None (positions only): the difference of the positions stands for it
+        (`difference`); one beyond MAX_SPEED refuses the state, counted in `too_fast`, as
+        `reject_state`. With `velocity_filter` > 0 the velocity passes a first-order low-pass
+        while active. The streak of valid states needed to resume restarts after a gap longer
+        than `state_timeout`: the states must be consecutive and fresh.
         """
+        if qd is None:
+            qd = self._differenced(q, t, measured_at)
+            if qd is None:
+                return
         self.q[:] = q
         dt, filter_time = t - self.last_state_time, self.settings.velocity_filter
         if dt > self.settings.state_timeout:
@@ -366,6 +379,27 @@ class ControlLoop:
             self.status = ACTIVE
             self.integral.reset()
             self.anchor(t)
+
+    def _differenced(self, q, t, measured_at):
+        """Return the velocity of positions `q` (None: too fast, refused); log its source."""
+        qd = self.difference(q, t, 0.0 if measured_at is None else measured_at)
+        refusing, self._refusing = self._refusing, qd is None
+        if qd is None:
+            self.too_fast += 1
+            self.reject_state()
+            if not refusing:                # once per run of refused states
+                self.events.append(('warn', f'velocity estimated from positions beyond '
+                                            f'{MAX_SPEED:g}: states refused ({self.too_fast} '
+                                            'so far)'))
+            return None
+        source = self.difference.source
+        if source is not None and source != self._source:
+            self._source = source
+            self.events.append(('info', f'joint states without velocities: positions '
+                                        f'differenced over their {source}, low-passed by '
+                                        f'velocity_filter '
+                                        f'({self.settings.velocity_filter:g} s)'))
+        return qd
 
     def set_pressures(self, pressures: np.ndarray, t: float) -> None:
         """
