@@ -35,6 +35,8 @@ CASES = {
     'multisine': {'reference.type': 'multisine', 'reference.amplitude': [0.004]},
     'trajectory': {'reference.type': 'trajectory', 'reference.times': [0.4, 0.9],
                    'reference.positions': [0.012] * 9 + [0.016] * 9},
+    'Kalman observer': {'observer.type': 'kalman'},
+    'Kalman observer, lengths only': {'observer.type': 'kalman', 'lengths only': True},
 }
 RIGID = 'panda.yaml'
 #: the Panda's cases: its file (a sinusoid), and the others with an integral gain, a rate
@@ -64,6 +66,7 @@ def shadowed(overrides, bad_state=None, params=PARAMS):
     huge (1e200), so the law's force is not finite or the prediction's mass matrix not SPD.
     """
     overrides = {'reference.blend_time': 0.3, **overrides}
+    lengths_only = overrides.pop('lengths only', False)     # states without velocities
     fused = controller_loop(params, overrides)
     python = ControlLoop(fused.model.for_thread(), fused.settings, fused.period, fused=False)
     plant = plant_of(params, PLANTS[params])
@@ -79,7 +82,7 @@ def shadowed(overrides, bad_state=None, params=PARAMS):
             else:
                 qd = np.full_like(qd, 1e200)
         for loop in (fused, python):
-            loop.set_state(q, qd, t, plant.t)
+            loop.set_state(q, None if lengths_only else qd, t, plant.t)
         covered = (fused.status == ACTIVE and fused.fused is not None
                    and fused.fused.covers(fused.reference))
         command = fused.tick(t).copy()
@@ -91,7 +94,8 @@ def shadowed(overrides, bad_state=None, params=PARAMS):
         active += python.status == ACTIVE
         for mine, theirs in ((command, reference), (fused.effort, python.effort),
                              (fused.q_des, python.q_des), (fused.qdd_des, python.qdd_des),
-                             (fused.integral.force, python.integral.force)):
+                             (fused.integral.force, python.integral.force), (fused.q, python.q),
+                             (fused.qd, python.qd)):
             worst = max(worst, np.max(np.abs(mine - theirs)) / max(np.max(np.abs(theirs)), 1.0))
         plant.command(reference, t)
         plant.advance(t + period + 0.5 * plant.settings.step)

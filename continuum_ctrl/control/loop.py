@@ -44,6 +44,7 @@ from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
 from continuum_ctrl.control.differencing import MAX_SPEED, PositionDifference
 from continuum_ctrl.control.fused_tick import DONE, FusedTick
+from continuum_ctrl.control.observer import Observer
 from continuum_ctrl.control.integral import IntegralAction
 from continuum_ctrl.control.planner import Planner
 from continuum_ctrl.control.references import Hold, Waypoints
@@ -167,11 +168,11 @@ class ControlLoop:
         self.law = ComputedTorqueLaw(model, settings.kp, settings.kd, settings.passive,
                                      self.integral)
         self.low, self.high = (np.asarray(b, dtype=float) for b in model.joint_limits())
-        self._limits(settings)
         self.status = WAITING
         self.reference: Optional[Anchored] = None
         self.last_state_time = -np.inf
         self.measured_at = -np.inf
+        self._limits(settings)
         self.valid_streak = 0
         self.nonfinite = 0
         self.difference = PositionDifference(n)
@@ -234,6 +235,22 @@ class ControlLoop:
                                              time_constant, delay, self.period)
         else:
             old.actuation = settings.actuation
+        self._observer(settings)
+
+    def _observer(self, settings):
+        """Keep the `observer` of `settings` (None: the measured state), solved at its pose."""
+        old: Optional[Observer] = getattr(self, 'observer', None)
+        self.observer = None
+        if settings.observer.kind == 'none':
+            return
+        pose = observer_pose(settings.reference, self.low, self.high)
+        if old is not None and old.settings == settings.observer and old.period == self.period \
+                and np.array_equal(old.pose, pose):
+            self.observer = old                 # keeps its estimate
+            return
+        self.observer = Observer(self.model, settings.observer, self.period, pose)
+        if self.status == ACTIVE:
+            self.observer.start(self.q, self.qd, self.measured_at)
 
     def _task_space(self, settings, start=False):
         """
@@ -366,18 +383,23 @@ class ControlLoop:
         dt, filter_time = t - self.last_state_time, self.settings.velocity_filter
         if dt > self.settings.state_timeout:
             self.valid_streak = 0
-        if self.status == ACTIVE and filter_time > 0.0 and dt > 0.0:
+        observer = self.observer
+        if self.status == ACTIVE and filter_time > 0.0 and dt > 0.0 and observer is None:
             self.qd += dt / (dt + filter_time) * (qd - self.qd)
         else:
             self.qd[:] = qd
         self.last_state_time = t
         self.measured_at = t if measured_at is None else min(measured_at, t)
         self.valid_streak += 1
+        if observer is not None and self.status == ACTIVE:
+            observer.measure(self.q, self.qd, self.measured_at)
         if self.status in (WAITING, STALE) and self.valid_streak >= self.settings.resume_count:
             self.events.append(('info', 'valid joint states: control active, reference '
                                         'anchored at the measured pose'))
             self.status = ACTIVE
             self.integral.reset()
+            if observer is not None:
+                observer.start(self.q, self.qd, self.measured_at)
             self.anchor(t)
 
     def _differenced(self, q, t, measured_at):
@@ -490,11 +512,17 @@ class ControlLoop:
         self.reference.sample_into(t, self._desired)  # type: ignore[union-attr]
         problem = 'a non-finite effort'
         try:
+            observer = self.observer
             if self.compensation is None:
                 tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
-            else:
+            elif observer is None:
                 tau = self.compensation.effort(self.q, self.qd, self.measured_at,
                                                self.reference, t, self._effort_range)
+            else:
+                x = observer.x
+                tau = self.compensation.effort(x[0], x[1], observer.times[0], self.reference,
+                                               t, self._effort_range, observer)
+                self.q[:], self.qd[:] = x           # the corrected estimate is fed back
         except Exception as exc:  # noqa: B902 - any failure must end in the safe command
             tau, problem = self._nan, f'{type(exc).__name__}: {exc}'
         low, high = self._effort_range
@@ -556,6 +584,20 @@ class ControlLoop:
         if settings.actuation is not None:
             output = settings.actuation.pressure(self.effort, out=self._pressure_out)
         return output.take(settings.order, out=self.command)
+
+
+def observer_pose(spec, low, high):
+    """
+    Return the pose an observer linearizes at (model order).
+
+    The reference's centre or first fixed pose, else the middle of the joint limits (0 where
+    unbounded).
+    """
+    for pose in (getattr(spec, 'center', None), *spec.poses()):
+        if pose is not None:
+            return np.asarray(pose, dtype=float)
+    middle = 0.5 * (low + high)
+    return np.where(np.isfinite(middle), middle, 0.0)
 
 
 class CycleView:

@@ -409,6 +409,7 @@ class ControllerRuntime:
             ('plan_max_s', loop.planner.longest),
             ('planner_ready', int(loop.planner.ready)),
             ('rejected_estimated_speed', loop.too_fast),
+            ('observer_dropped_samples', 0 if loop.observer is None else loop.observer.dropped),
             ('integral_force_max', float(np.max(np.abs(loop.integral.force)))),
             ('integral_held_joints', int(np.count_nonzero(loop.integral.held))),
         ]
