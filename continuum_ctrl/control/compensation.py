@@ -111,7 +111,8 @@ class Compensation:
         The applied pressures before `t` are taken as the estimate at `t` (the state is
         usually a few ms old, the valves' lag is longer). `observer` (control/observer.py):
         `q`, `qd` are its estimate at `measured_at`, which its pending sample corrects at
-        the nearest step, the estimate and its time updated.
+        the nearest step, the estimate and its time updated; its force bias, as estimated
+        before the correction, is added to the applied forces.
         """
         self.valves.advance(t)
         start = min(max(measured_at, t - MAX_AGE), t)
@@ -122,6 +123,8 @@ class Compensation:
         hold = max(int(INERTIA_HOLD / h), 1)
         if observer is None:
             return self._steps(q, qd, forces, h, hold)
+        if observer.bias is not None:
+            forces += observer.bias
         at = observer.step_at(start, h, steps)
         predicted = self._steps(q, qd, forces, h, hold,
                                 (at, observer.gain, observer.y, observer.x))

@@ -85,9 +85,10 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     `gains`: (kp, kd, passive at the reference);
     `comp`: (compensate, time constant, delay, horizon, period, area, deadzone, the span of
     prediction over which the inertia is held: `compensation.INERTIA_HOLD`);
-    `observer`: (observing, estimate (2, n), sample (n,), their times (2,), gain (2n, n)) of
-    the loop's Observer: where observing, the prediction starts from the estimate, the sample
-    corrects it (`Compensation.predict`) and `q`, `qd` take the corrected estimate;
+    `observer`: (observing, estimate (2 or 3, n), sample (n,), their times (2,), gain (2n or
+    3n, n)) of the loop's Observer: where observing, the prediction starts from the estimate,
+    its force bias (a third row) is added to the forces, the sample corrects it
+    (`Compensation.predict`) and `q`, `qd` take the corrected estimate;
     `grid`: (cells, forces); `limits`: (low, high, step, effort) with `effort` the force sent
     (moved here); `integral`: (engaged, force, ki, limit, held, q_low, q_high, desired
     q, qd, qdd); `output`: (area, deadzone, p_min, p_max, order, command); `work`: scratch.
@@ -128,6 +129,8 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
         for k in range(steps):
             for i in range(n):
                 pushes[k, i] = area[i] * max(applied[k, i] - deadzone[i], 0.0)
+                if observing and estimate.shape[0] > 2:
+                    pushes[k, i] += estimate[2, i]
         at = correction_step(times[1], start, h, steps) if observing else -1
         x0, v0 = (estimate[0], estimate[1]) if observing else (q, qd)
         cog_damped_steps(arm, memory, x0, v0, pushes[:steps], h, max(int(inertia_hold / h), 1),

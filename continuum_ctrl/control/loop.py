@@ -522,7 +522,7 @@ class ControlLoop:
                 x = observer.x
                 tau = self.compensation.effort(x[0], x[1], observer.times[0], self.reference,
                                                t, self._effort_range, observer)
-                self.q[:], self.qd[:] = x           # the corrected estimate is fed back
+                self.q[:], self.qd[:] = x[0], x[1]      # the corrected estimate is fed back
         except Exception as exc:  # noqa: B902 - any failure must end in the safe command
             tau, problem = self._nan, f'{type(exc).__name__}: {exc}'
         low, high = self._effort_range

@@ -76,20 +76,28 @@ def linearized(model, pose, period):
     return F, G
 
 
-def kalman_gain(F, G, force_noise, position_noise):
+def kalman_gain(F, G, force_noise, position_noise, bias_step=0.0):
     """
-    Return ``(L, P)``: the steady-state gain (2n, n) and a priori error covariance (2n, 2n).
+    Return ``(L, P)``: the steady-state gain (2n or 3n, n) and a priori error covariance.
 
-    For ``x' = F x + G w``, ``y = q + e`` (the first half of x), w and e white with standard
-    deviations `force_noise` and `position_noise`. Solved in units of `position_noise` (the
-    covariances are ~1e-10 m^2 otherwise), which leaves the gain as it is.
+    For ``x' = F x + G w``, ``y = q + e`` (the first n entries of x), w and e white with
+    standard deviations `force_noise` and `position_noise`. `bias_step` > 0: x is augmented
+    by a force bias ``b`` acting as w does, ``x' = F x + G (w + b)``, a random walk
+    ``b' = b + c`` with c of that standard deviation (N), estimated too. Solved in units of
+    `position_noise` (the covariances are ~1e-10 m^2 otherwise), which leaves the gain as it
+    is.
     """
     n = G.shape[1]
-    H = np.hstack((np.eye(n), np.zeros((n, n))))
-    ratio = force_noise / position_noise
-    P = solve_discrete_are(F.T, H.T, ratio * ratio * G @ G.T, np.eye(n))
+    Q = force_noise * force_noise * G @ G.T
+    if bias_step > 0.0:
+        F = np.block([[F, G], [np.zeros((n, 2 * n)), np.eye(n)]])
+        Q = np.block([[Q, np.zeros((2 * n, n))],
+                      [np.zeros((n, 2 * n)), bias_step * bias_step * np.eye(n)]])
+    H = np.eye(n, len(F))
+    scale = position_noise * position_noise
+    P = solve_discrete_are(F.T, H.T, Q / scale, np.eye(n))
     L = P @ H.T @ np.linalg.inv(H @ P @ H.T + np.eye(n))
-    return L, P * position_noise * position_noise
+    return L, P * scale
 
 
 class Observer:
@@ -98,18 +106,28 @@ class Observer:
     def __init__(self, model, settings, period, pose):
         F, G = linearized(model, pose, period)
         gain, self.covariance = kalman_gain(F, G, settings.force_noise,
-                                            settings.position_noise)
+                                            settings.position_noise,
+                                            settings.bias_noise * math.sqrt(period))
         self.gain = np.ascontiguousarray(gain)
         self.settings, self.period, self.pose = settings, period, pose
         n = model.n
-        self.x = np.zeros((2, n))
+        self.x = np.zeros((len(gain) // n, n))
         self.y = np.zeros(n)
         self.times = np.array([-np.inf, np.nan])
         self._stamp = -np.inf           # the last sample's (taken or pending)
         self.dropped = 0
 
+    @property
+    def bias(self):
+        """Return the force the model misses, as estimated (N or N m, (n,); None: not)."""
+        return self.x[2] if len(self.x) > 2 else None
+
     def start(self, q, qd, stamp):
-        """Take the measured state `q`, `qd` at `stamp` (s) as the estimate; none pending."""
+        """
+        Take the measured state `q`, `qd` at `stamp` (s) as the estimate; none pending.
+
+        The force bias is kept: what the model misses changes slowly.
+        """
         self.x[0], self.x[1] = q, qd
         self.times[:] = (stamp, np.nan)
         self._stamp = stamp

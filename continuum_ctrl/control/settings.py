@@ -90,10 +90,13 @@ FIELDS = {
                            choices=OBSERVER_TYPES),
     'observer.position_noise': Field('number', 2e-5, 'kalman: standard deviation of the '
                                      'measured positions, m or rad', 0.0, strict_low=True),
-    'observer.force_noise': Field('number', 1.0, 'kalman: standard deviation of the '
+    'observer.force_noise': Field('number', 0.5, 'kalman: standard deviation of the '
                                   'generalized force the model misses, independent from one '
                                   'control period to the next, N or N m', 0.0,
                                   strict_low=True),
+    'observer.bias_noise': Field('number', 0.3, 'kalman: how fast a force bias the model '
+                                 'misses may drift, the standard deviation of its change over '
+                                 'a second, N/s^0.5 or N m/s^0.5 (0: no bias estimated)', 0.0),
     'limits.effort': Field('numbers', ..., 'largest |effort| per joint, N or N m (default: '
                            'the model, e.g. URDF <limit effort>)', 0.0, strict_low=True),
     'limits.integral': Field('numbers', ..., 'largest |integral force| per joint, N or N m '
@@ -111,12 +114,14 @@ class ObserverSettings:
     kind: str = 'none'
     position_noise: float = FIELDS['observer.position_noise'].default
     force_noise: float = FIELDS['observer.force_noise'].default
+    bias_noise: float = FIELDS['observer.bias_noise'].default
 
     @classmethod
     def read(cls, observer: Reader, compensation: Tuple[float, float]) -> 'ObserverSettings':
         """Read the `observer` namespace; a Kalman filter needs the valve model."""
         settings = cls(*(_field(observer, name)
-                         for name in ('type', 'position_noise', 'force_noise')))
+                         for name in ('type', 'position_noise', 'force_noise',
+                                      'bias_noise')))
         observer.finish()
         if settings.kind == 'kalman' and not any(compensation):
             raise ConfigError(observer.key('type'), "'kalman' is driven by the valve model's "

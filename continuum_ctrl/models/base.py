@@ -133,7 +133,8 @@ class DynamicsModel(ABC):
         float64 arrays, `forces` (k, n) held one per step of `dt` s; ``M``, ``g`` and ``C qd``
         evaluated every `hold` (int >= 1) steps and held in between, the passive forces every
         step; fills `out` (2, n) with the final q and qd. Before step `at` (-1: none) the
-        state is corrected, ``(q, qd) += gain (y - q)``, and copied into `kept` (2, n).
+        state is corrected, ``(q, qd) += gain (y - q)``, and copied into `kept` (k, n)
+        (`models.integrators.implicit_damping_euler_stepper`).
         """
         return None
 

@@ -72,8 +72,9 @@ def implicit_damping_euler_stepper(model):
     its step. ``M``, ``g`` and ``C qd`` are evaluated every `hold` steps and held in between;
     the passive forces, the fast part of a PMA arm, every step. ``hold=1``:
     `implicit_damping_euler_step`s in a row. `correction` ``(at, gain, y, kept)``: before step
-    `at` (-1: none) the state takes ``(q, qd) += gain (y - q)`` (gain (2n, n), positions y)
-    and is copied into `kept` (2, n), as an observer's update (control/observer.py). One
+    `at` (-1: none) the state takes ``(q, qd) += gain (y - q)`` (gain (k n, n), positions y)
+    and is copied into the first rows of `kept` (k, n), whose further rows take the further
+    rows of the gain's correction, as an observer's update (control/observer.py). One
     compiled call where the model offers `compiled_damped_steps`, else a Python loop.
     """
     compiled = model.compiled_damped_steps()
@@ -83,8 +84,10 @@ def implicit_damping_euler_stepper(model):
             at, gain, y, kept = correction or NO_CORRECTION
             for k, force in enumerate(forces):
                 if k == at:
-                    q, qd = np.split(np.concatenate((q, qd)) + gain @ (y - q), 2)
-                    kept[:] = q, qd
+                    update = gain @ (y - q)
+                    q, qd = q + update[:len(q)], qd + update[len(q):2 * len(q)]
+                    kept[2:] += update[2 * len(q):].reshape(-1, len(q))
+                    kept[:2] = q, qd
                 if k % hold == 0:
                     M, _, bias = model.dynamics(q, qd)
                     M += dt * model.damping_matrix(q)

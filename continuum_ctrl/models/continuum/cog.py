@@ -241,9 +241,9 @@ def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out, at, gain, y, kep
     ``M``, ``g`` and ``C qd`` are evaluated every `hold` steps and held in between (and so is
     the factor of ``M + dt D``, D being constant), the passive forces every step. Fills `out`
     (2, n) with the final q [m] and qd [m/s]. Before step `at` (-1: none) the state takes a
-    linear correction by the positions `y` (n,) with `gain` (2n, n),
-    ``(q, qd) += gain (y - q)``, and is copied into `kept` (2, n), which may be `q` and `qd`
-    (they are read first): an observer's update (control/observer.py).
+    linear correction by the positions `y` (n,) with `gain` (k n, n),
+    ``(q, qd) += gain (y - q)``, and is copied into `kept` (k, n), which may be `q` and `qd`
+    (they are read first): an observer's update (control/observer.py; `correct`).
     """
     data = layout(memory, arm.length.shape[0])[1]
     sums = data.sums
@@ -270,11 +270,21 @@ def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out, at, gain, y, kep
 
 @compiled()
 def correct(x, v, gain, y, kept):
-    """``(x, v) += gain (y - x)`` (gain (2n, n)), the result copied into `kept` (2, n)."""
+    """
+    ``(x, v) += gain (y - x)``, the result copied into the first rows of `kept` (k, n).
+
+    `gain` (k n, n): its first 2n rows correct `x` and `v`, further rows the rows of `kept`
+    after the second in place (an observer's force bias, control/observer.py).
+    """
     n = x.shape[0]
     innovation = kept[0]            # scratch: the result overwrites it
     for j in range(n):
         innovation[j] = y[j] - x[j]
+    for i in range(2 * n, gain.shape[0]):
+        change = 0.0
+        for j in range(n):
+            change += gain[i, j] * innovation[j]
+        kept[i // n, i % n] += change
     for i in range(n):
         dx, dv = 0.0, 0.0
         for j in range(n):
