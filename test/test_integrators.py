@@ -156,6 +156,16 @@ def test_stepper_runs_the_implicit_damping_step_in_a_row(config, compiled):
     assert not np.allclose(got_qd, qd, rtol=1e-3)      # the forces moved the arm
 
 
+def moving(config, seed, steps):
+    """Return the model of `config` and a random state in its motion range, `steps` forces."""
+    model = load_model(CONFIG / f'{config}.yaml')
+    rng = np.random.default_rng(seed)
+    center, amplitude = motion_range(model)
+    q = center + rng.uniform(-1.0, 1.0, model.n) * amplitude
+    qd = rng.uniform(-0.2, 0.2, model.n)
+    return model, q, qd, model.gravity_vector(q) + rng.uniform(-5.0, 5.0, (steps, model.n))
+
+
 def held_steps(model, q, qd, forces, dt, hold):
     """The steps with M, g and C qd held over `hold` steps, from the model's public terms."""
     for k, force in enumerate(forces):
@@ -170,12 +180,7 @@ def held_steps(model, q, qd, forces, dt, hold):
 @pytest.mark.parametrize('config', ['continuum_3section', 'planar_2r'])
 def test_stepper_holds_the_inertial_terms_over_hold_steps(config):
     """``hold`` steps share one M, g and C qd; the passive forces follow every step."""
-    model = load_model(CONFIG / f'{config}.yaml')
-    rng = np.random.default_rng(6)
-    center, amplitude = motion_range(model)
-    q = center + rng.uniform(-1.0, 1.0, model.n) * amplitude
-    qd = rng.uniform(-0.2, 0.2, model.n)
-    forces = model.gravity_vector(q) + rng.uniform(-5.0, 5.0, (9, model.n))
+    model, q, qd, forces = moving(config, 6, 9)
     steps = implicit_damping_euler_stepper(model)
     exact = steps(q, qd, forces, 1e-3)
     for hold in (2, 4, 9, 20):
@@ -192,12 +197,8 @@ def test_stepper_holds_the_inertial_terms_over_hold_steps(config):
 @pytest.mark.parametrize('config', ['continuum_3section', 'planar_2r'])
 def test_a_correction_before_a_step_is_the_steps_before_it_corrected_then_the_rest(config):
     """An observer's update inside the steps (control/observer.py): one run, one model call."""
-    model = load_model(CONFIG / f'{config}.yaml')
-    rng = np.random.default_rng(8)
-    center, amplitude = motion_range(model)
-    q = center + rng.uniform(-1.0, 1.0, model.n) * amplitude
-    qd = rng.uniform(-0.2, 0.2, model.n)
-    forces = model.gravity_vector(q) + rng.uniform(-5.0, 5.0, (6, model.n))
+    model, q, qd, forces = moving(config, 8, 6)
+    rng = np.random.default_rng(9)
     gain = rng.uniform(0.0, 0.5, (2 * model.n, model.n))
     y = q + rng.uniform(-1e-3, 1e-3, model.n)
     steps = implicit_damping_euler_stepper(model)

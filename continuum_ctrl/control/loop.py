@@ -30,7 +30,9 @@ on a few grams of generalized inertia, so cancelling ``D qd`` with a velocity me
 ms ago closes a loop of gain about one at high frequency, which chatters at 500 Hz. It is the
 one filter a velocity passes: states without velocities bring the difference of their
 positions over their stamps or receive times (control/differencing.py; the loop logs which,
-and again when it changes), refused as a bad state beyond MAX_SPEED.
+and again when it changes), refused as a bad state beyond MAX_SPEED. With ``observer.type:
+kalman`` the state fed back is instead a Kalman filter's (control/observer.py), corrected by
+each sample inside the compensation's prediction; the low-pass then does not apply.
 """
 
 import time

@@ -6,12 +6,12 @@ The state fed back, estimated: a steady-state Kalman filter driven by the forces
     observer.measure(q, qd, stamp)      # a sample (model order), measured at `stamp` (s)
     at = observer.step_at(start, h, steps)   # the prediction step that takes the sample
 
-The estimate `x` = (q, qd) holds at ``times[0]``; a pending sample `y` at ``times[1]`` (NaN:
-none). The loop's prediction over the valves' dead time (control/compensation.py; in one
-compiled call, control/fused_tick.py) starts from the estimate, is corrected at the step
-nearest the sample's stamp (within half a step, a millisecond at 500 Hz), writes the
-corrected estimate back into `x` and runs on to the horizon: one prediction through the
-correction, with one model evaluation held over it. The loop feeds back the corrected
+The estimate `x` = (q, qd) (and the force bias, `bias`) holds at ``times[0]``; a pending
+sample `y` at ``times[1]`` (NaN: none). The loop's prediction over the valves' dead time
+(control/compensation.py; in one compiled call, control/fused_tick.py) starts from the
+estimate, is corrected at the step nearest the sample's stamp (within half a step, a
+millisecond at 500 Hz), writes the corrected estimate back into `x` and runs on to the
+horizon: one prediction through the correction, with one model evaluation held over it. The loop feeds back the corrected
 estimate (its `q`, `qd`), so the law, the integral and ``~/state`` see it.
 
 The model: the arm linearized at rest at `pose` and stepped over the period `h` as the
@@ -23,10 +23,15 @@ with ``K`` the stiffness of the passive forces and gravity, ``D`` the damping, `
 applied force (taken out of the error dynamics: the prediction applies it) and ``w`` a
 generalized-force disturbance, independent from one period to the next, of standard deviation
 `force_noise` (N or N m) on every coordinate: what the model misses (parameter error, the
-valves' error). The measurement is the positions, ``y = q + e`` with ``e`` of standard
-deviation `position_noise` (m or rad). `kalman_gain` solves the discrete Riccati equation
-for the a priori error covariance ``P``; the gain is ``L = P H^T (H P H^T + R)^-1`` (2n, n),
-the correction ``x += L (y - q)``.
+valves' error). With `bias_noise` > 0 the state holds a third part, a force bias ``b``
+the model misses, acting as ``w`` does and drifting as a random walk whose change over a
+second has that standard deviation (N/s^0.5): the prediction adds it to the applied forces,
+so a steady model error (stiffness, area, dead zone) leaves no steady error in the estimate.
+Without it, the arm 20 % off its model tracked 0.79 mm RMS in section 1, with it 0.04 mm.
+The measurement is the positions, ``y = q + e`` with ``e`` of standard deviation
+`position_noise` (m or rad). `kalman_gain` solves the discrete Riccati equation for the a
+priori error covariance ``P``; the gain is ``L = P H^T (H P H^T + R)^-1`` (2n or 3n, n), the
+correction ``x += L (y - q)``.
 
 Samples arrive as they may: a late one (older than the tick, newer than the estimate) is
 taken at its stamp; missing ones mean a longer prediction; a reordered one (its stamp not
