@@ -11,8 +11,9 @@ sample `y` at ``times[1]`` (NaN: none). The loop's prediction over the valves' d
 (control/compensation.py; in one compiled call, control/fused_tick.py) starts from the
 estimate, is corrected at the step nearest the sample's stamp (within half a step, a
 millisecond at 500 Hz), writes the corrected estimate back into `x` and runs on to the
-horizon: one prediction through the correction, with one model evaluation held over it. The loop feeds back the corrected
-estimate (its `q`, `qd`), so the law, the integral and ``~/state`` see it.
+horizon: one prediction through the correction, with one model evaluation held over it.
+The loop feeds back the corrected estimate (its `q`, `qd`), so the law, the integral and
+``~/state`` see it.
 
 The model: the arm linearized at rest at `pose` and stepped over the period `h` as the
 prediction steps it (implicit damping Euler; `linearized`):
