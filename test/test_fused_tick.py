@@ -39,7 +39,13 @@ CASES = {
     'Kalman observer without a force bias': {'observer.type': 'kalman',
                                              'observer.bias_noise': 0.0},
     'Kalman observer, lengths only': {'observer.type': 'kalman', 'lengths only': True},
+    'Kalman observer, samples missing, late and reordered': {'observer.type': 'kalman',
+                                                            'lengths only': True,
+                                                            'sparse': True},
 }
+#: the sparse case's sensor: a sample every other tick, 3 ms old; at REORDERED, one older
+#: than the last (the observer drops it)
+SPARSE_AGE, REORDERED = 0.003, 401
 RIGID = 'panda.yaml'
 #: the Panda's cases: its file (a sinusoid), and the others with an integral gain, a rate
 #: limit and effort limits the law reaches
@@ -69,6 +75,7 @@ def shadowed(overrides, bad_state=None, params=PARAMS):
     """
     overrides = {'reference.blend_time': 0.3, **overrides}
     lengths_only = overrides.pop('lengths only', False)     # states without velocities
+    sparse = overrides.pop('sparse', False)
     fused = controller_loop(params, overrides)
     python = ControlLoop(fused.model.for_thread(), fused.settings, fused.period, fused=False)
     plant = plant_of(params, PLANTS[params])
@@ -83,8 +90,12 @@ def shadowed(overrides, bad_state=None, params=PARAMS):
                 q = np.full_like(q, 1e200)
             else:
                 qd = np.full_like(qd, 1e200)
+        stamp = plant.t
+        if sparse:
+            stamp = plant.t - SPARSE_AGE - (k == REORDERED) * 4 * period
         for loop in (fused, python):
-            loop.set_state(q, None if lengths_only else qd, t, plant.t)
+            if not sparse or k % 2 or k == REORDERED:
+                loop.set_state(q, None if lengths_only else qd, t, stamp)
         covered = (fused.status == ACTIVE and fused.fused is not None
                    and fused.fused.covers(fused.reference))
         command = fused.tick(t).copy()
@@ -101,6 +112,8 @@ def shadowed(overrides, bad_state=None, params=PARAMS):
             worst = max(worst, np.max(np.abs(mine - theirs)) / max(np.max(np.abs(theirs)), 1.0))
         plant.command(reference, t)
         plant.advance(t + period + 0.5 * plant.settings.step)
+    if sparse:
+        assert fused.observer.dropped == python.observer.dropped == 1
     return worst, fused_ticks, active, events
 
 
