@@ -39,9 +39,8 @@ CASES = {
     'Kalman observer without a force bias': {'observer.type': 'kalman',
                                              'observer.bias_noise': 0.0},
     'Kalman observer, lengths only': {'observer.type': 'kalman', 'lengths only': True},
-    'Kalman observer, samples missing, late and reordered': {'observer.type': 'kalman',
-                                                            'lengths only': True,
-                                                            'sparse': True},
+    'Kalman observer, samples missing, late and reordered': {
+        'observer.type': 'kalman', 'lengths only': True, 'sparse': True},
 }
 #: the sparse case's sensor: a sample every other tick, 3 ms old; at REORDERED, one older
 #: than the last (the observer drops it)
