@@ -46,8 +46,8 @@ from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
 from continuum_ctrl.control.differencing import MAX_SPEED, PositionDifference
 from continuum_ctrl.control.fused_tick import DONE, FusedTick
-from continuum_ctrl.control.observer import Observer
 from continuum_ctrl.control.integral import IntegralAction
+from continuum_ctrl.control.observer import Observer
 from continuum_ctrl.control.planner import Planner
 from continuum_ctrl.control.references import Hold, Waypoints
 from continuum_ctrl.control.rigid_tick import RigidTick
@@ -419,10 +419,10 @@ class ControlLoop:
         source = self.difference.source
         if source is not None and source != self._source:
             self._source = source
+            then = (f'low-passed by velocity_filter ({self.settings.velocity_filter:g} s)'
+                    if self.observer is None else 'the Kalman observer estimates the state')
             self.events.append(('info', f'joint states without velocities: positions '
-                                        f'differenced over their {source}, low-passed by '
-                                        f'velocity_filter '
-                                        f'({self.settings.velocity_filter:g} s)'))
+                                        f'differenced over their {source}; {then}'))
         return qd
 
     def set_pressures(self, pressures: np.ndarray, t: float) -> None:
@@ -595,7 +595,7 @@ def observer_pose(spec, low, high):
     The reference's centre or first fixed pose, else the middle of the joint limits (0 where
     unbounded).
     """
-    for pose in (getattr(spec, 'center', None), *spec.poses()):
+    for pose in (getattr(spec, 'center', None), *spec.poses()):    # centre: of a sinusoid
         if pose is not None:
             return np.asarray(pose, dtype=float)
     middle = 0.5 * (low + high)
