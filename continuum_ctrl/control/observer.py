@@ -115,7 +115,7 @@ class Observer:
                                             settings.position_noise,
                                             settings.bias_noise * math.sqrt(period))
         self.gain = np.ascontiguousarray(gain)
-        self.settings, self.period, self.pose = settings, period, pose
+        self.settings, self.period = settings, period
         n = model.n
         self.x = np.zeros((len(gain) // n, n))
         self.y = np.zeros(n)
