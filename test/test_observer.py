@@ -176,3 +176,29 @@ def test_on_the_mujoco_arm_the_observer_quiets_the_commands_of_a_lengths_only_se
     assert np.max(variation) > 10e6                     # what the observer is for
     assert np.max(observed) < 1.5e6 and np.all(observed < 0.1 * variation)
     assert np.all(observed_rms <= rms), (observed_rms, rms)
+
+
+def test_the_observer_switched_on_and_off_at_run_time_starts_from_the_loops_state():
+    """Settings posted to the running loop, as a parameter change: control goes on."""
+    runtime = controller_runtime(CONFIG)
+    changes = {0.8: controller_runtime(CONFIG, {'observer.type': 'kalman'}).settings,
+               1.4: runtime.settings}
+    tick, started = runtime.tick, []
+
+    def tick_and_change(t, lateness=0.0):
+        for at, settings in changes.items():
+            if abs(t - at) < 1e-9:
+                runtime.post_settings(settings, runtime.options)
+        command = tick(t, lateness)
+        if runtime.loop.observer is not None and not started:
+            started.append(runtime.loop.observer.times[0])
+        return command
+    runtime.tick = tick_and_change
+    log = simulate_nodes(runtime, plant_of(CONFIG), 2.0, delay_ticks=1)
+    unchanged = simulate_nodes(controller_runtime(CONFIG), plant_of(CONFIG), 2.0, 1)
+    assert started and 0.79 < started[0] < 0.8             # from the state of the change
+    assert runtime.loop.observer is None and np.all(log.active[log.t > 0.5])
+    for start, end in ((0.8, 1.4), (1.4, 2.0)):             # with it, then without again
+        window = (log.t > start) & (log.t <= end)
+        worst = np.max(np.abs(log.q - log.q_des)[window])
+        assert worst < 1.5 * np.max(np.abs(unchanged.q - unchanged.q_des)[window]) + 2e-5
