@@ -25,7 +25,8 @@ medians, us):
 and the ratios to the model call: tick, runtime, bytes and published against the model;
 published against the model plus the publish (the measure for the Pinocchio arms, whose
 model call is about as cheap as a publish). Run: ``python bench/bench_tick_ratio.py``
-(~40 s).
+(~40 s), or with config names to run only those. ``continuum_observer`` is the continuum
+file with ``observer.type: kalman`` (control/observer.py).
 """
 
 import sys
@@ -48,7 +49,10 @@ CONFIGS = {'continuum_3section': ['continuum_3section.yaml'],
            'identify_excitation': ['continuum_3section.yaml', 'identify_excitation.yaml'],
            'panda': ['panda.yaml'],
            'gazebo_arm': ['gazebo_arm.yaml'],
-           'planar_2r': ['planar_2r.yaml']}
+           'planar_2r': ['planar_2r.yaml'],
+           'continuum_observer': ['continuum_3section.yaml']}
+#: controller overrides of a config (by name): the continuum file with its state observed
+OVERRIDES = {'continuum_observer': {'observer.type': 'kalman'}}
 
 
 def median_us(function, calls=CALLS):
@@ -61,10 +65,10 @@ def median_us(function, calls=CALLS):
     return float(np.median(times)) * 1e6
 
 
-def active_loop(paths, with_plant=True):
+def active_loop(paths, with_plant=True, overrides=None):
     """Return ``(runtime, q, qd, t)``: the file's runtime, its loop active past its blend."""
     if with_plant:          # at the plant's resting state
-        runtime, plant = node_pair(paths)
+        runtime, plant = node_pair(paths, overrides)
         q, qd = (np.array(v) for v in plant.measure())
         loop = runtime.loop
     else:                   # no simulator in the file: the middle of the joint limits, at rest
@@ -93,9 +97,9 @@ def model_call(loop, q, qd):
     return lambda: model.inverse_dynamics(q, qd, qdd)
 
 
-def measure(paths, node):
+def measure(paths, node, overrides=None):
     """Return ``(tick, runtime, bytes, published, publish, model)`` us for `paths`."""
-    runtime, q, qd, t = active_loop(paths, paths != ['gazebo_arm.yaml'])
+    runtime, q, qd, t = active_loop(paths, paths != ['gazebo_arm.yaml'], overrides)
     loop = runtime.loop
     clock = [t]
     period = loop.period
@@ -143,7 +147,8 @@ def main(names=None):
     node = rclpy.create_node('bench_tick_ratio')
     try:
         for name in names or CONFIGS:
-            tick, runtime, data, published, publish, model = measure(CONFIGS[name], node)
+            tick, runtime, data, published, publish, model = measure(CONFIGS[name], node,
+                                                                     OVERRIDES.get(name))
             print(f'{name:20s} {tick:6.1f} {runtime:8.1f} {data:6.1f} {published:9.1f} '
                   f'{publish:8.1f} {model:6.1f}   {tick / model:4.1f} {runtime / model:4.1f} '
                   f'{data / model:4.1f} {published / model:4.1f} '

@@ -35,7 +35,16 @@ CASES = {
     'multisine': {'reference.type': 'multisine', 'reference.amplitude': [0.004]},
     'trajectory': {'reference.type': 'trajectory', 'reference.times': [0.4, 0.9],
                    'reference.positions': [0.012] * 9 + [0.016] * 9},
+    'Kalman observer': {'observer.type': 'kalman'},
+    'Kalman observer without a force bias': {'observer.type': 'kalman',
+                                             'observer.bias_noise': 0.0},
+    'Kalman observer, lengths only': {'observer.type': 'kalman', 'lengths only': True},
+    'Kalman observer, samples missing, late and reordered': {
+        'observer.type': 'kalman', 'lengths only': True, 'sparse': True},
 }
+#: the sparse case's sensor: a sample every other tick, 3 ms old; at REORDERED, one older
+#: than the last (the observer drops it)
+SPARSE_AGE, REORDERED = 0.003, 401
 RIGID = 'panda.yaml'
 #: the Panda's cases: its file (a sinusoid), and the others with an integral gain, a rate
 #: limit and effort limits the law reaches
@@ -64,6 +73,8 @@ def shadowed(overrides, bad_state=None, params=PARAMS):
     huge (1e200), so the law's force is not finite or the prediction's mass matrix not SPD.
     """
     overrides = {'reference.blend_time': 0.3, **overrides}
+    lengths_only = overrides.pop('lengths only', False)     # states without velocities
+    sparse = overrides.pop('sparse', False)
     fused = controller_loop(params, overrides)
     python = ControlLoop(fused.model.for_thread(), fused.settings, fused.period, fused=False)
     plant = plant_of(params, PLANTS[params])
@@ -78,8 +89,12 @@ def shadowed(overrides, bad_state=None, params=PARAMS):
                 q = np.full_like(q, 1e200)
             else:
                 qd = np.full_like(qd, 1e200)
+        stamp = plant.t
+        if sparse:
+            stamp = plant.t - SPARSE_AGE - (k == REORDERED) * 4 * period
         for loop in (fused, python):
-            loop.set_state(q, qd, t, plant.t)
+            if not sparse or k % 2 or k == REORDERED:
+                loop.set_state(q, None if lengths_only else qd, t, stamp)
         covered = (fused.status == ACTIVE and fused.fused is not None
                    and fused.fused.covers(fused.reference))
         command = fused.tick(t).copy()
@@ -91,10 +106,13 @@ def shadowed(overrides, bad_state=None, params=PARAMS):
         active += python.status == ACTIVE
         for mine, theirs in ((command, reference), (fused.effort, python.effort),
                              (fused.q_des, python.q_des), (fused.qdd_des, python.qdd_des),
-                             (fused.integral.force, python.integral.force)):
+                             (fused.integral.force, python.integral.force), (fused.q, python.q),
+                             (fused.qd, python.qd)):
             worst = max(worst, np.max(np.abs(mine - theirs)) / max(np.max(np.abs(theirs)), 1.0))
         plant.command(reference, t)
         plant.advance(t + period + 0.5 * plant.settings.step)
+    if sparse:
+        assert fused.observer.dropped == python.observer.dropped == 1
     return worst, fused_ticks, active, events
 
 

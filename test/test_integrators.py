@@ -156,6 +156,16 @@ def test_stepper_runs_the_implicit_damping_step_in_a_row(config, compiled):
     assert not np.allclose(got_qd, qd, rtol=1e-3)      # the forces moved the arm
 
 
+def moving(config, seed, steps):
+    """Return the model of `config` and a random state in its motion range, `steps` forces."""
+    model = load_model(CONFIG / f'{config}.yaml')
+    rng = np.random.default_rng(seed)
+    center, amplitude = motion_range(model)
+    q = center + rng.uniform(-1.0, 1.0, model.n) * amplitude
+    qd = rng.uniform(-0.2, 0.2, model.n)
+    return model, q, qd, model.gravity_vector(q) + rng.uniform(-5.0, 5.0, (steps, model.n))
+
+
 def held_steps(model, q, qd, forces, dt, hold):
     """The steps with M, g and C qd held over `hold` steps, from the model's public terms."""
     for k, force in enumerate(forces):
@@ -170,12 +180,7 @@ def held_steps(model, q, qd, forces, dt, hold):
 @pytest.mark.parametrize('config', ['continuum_3section', 'planar_2r'])
 def test_stepper_holds_the_inertial_terms_over_hold_steps(config):
     """``hold`` steps share one M, g and C qd; the passive forces follow every step."""
-    model = load_model(CONFIG / f'{config}.yaml')
-    rng = np.random.default_rng(6)
-    center, amplitude = motion_range(model)
-    q = center + rng.uniform(-1.0, 1.0, model.n) * amplitude
-    qd = rng.uniform(-0.2, 0.2, model.n)
-    forces = model.gravity_vector(q) + rng.uniform(-5.0, 5.0, (9, model.n))
+    model, q, qd, forces = moving(config, 6, 9)
     steps = implicit_damping_euler_stepper(model)
     exact = steps(q, qd, forces, 1e-3)
     for hold in (2, 4, 9, 20):
@@ -187,3 +192,22 @@ def test_stepper_holds_the_inertial_terms_over_hold_steps(config):
         # 9 ms of violent motion (the velocity changes by up to 1.5 m/s on the PMA arm):
         # holding changes the velocity reached by a few % of its change
         assert np.max(np.abs(got[1] - exact[1])) < 0.05 * np.max(np.abs(exact[1] - qd))
+
+
+@pytest.mark.parametrize('config', ['continuum_3section', 'planar_2r'])
+def test_a_correction_before_a_step_is_the_steps_before_it_corrected_then_the_rest(config):
+    """An observer's update inside the steps (control/observer.py): one run, one model call."""
+    model, q, qd, forces = moving(config, 8, 6)
+    rng = np.random.default_rng(9)
+    gain = rng.uniform(0.0, 0.5, (2 * model.n, model.n))
+    y = q + rng.uniform(-1e-3, 1e-3, model.n)
+    steps = implicit_damping_euler_stepper(model)
+    kept = np.zeros((2, model.n))
+    got = steps(q, qd, forces, 1e-3, 1, (2, gain, y, kept))
+    before = steps(q, qd, forces[:2], 1e-3)
+    corrected = np.concatenate(before) + gain @ (y - before[0])
+    np.testing.assert_allclose(kept.ravel(), corrected, rtol=1e-12, atol=1e-15)
+    expected = steps(kept[0], kept[1], forces[2:], 1e-3)
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got[1], expected[1], rtol=1e-10, atol=1e-13)
+    assert not np.allclose(got[0], steps(q, qd, forces, 1e-3)[0], rtol=1e-6)   # it did

@@ -47,18 +47,11 @@ def test_bad_joint_states_are_rejected_whole(kind, msg):
     assert np.array_equal(r.q, [0.01, 0.02, 0.03]) and np.array_equal(r.qd, [1.0, 2.0, 3.0])
 
 
-def test_missing_velocities_are_the_difference_of_positions_unfiltered():
-    """The loop's `velocity_filter` is the one low-pass: the reader adds none."""
+def test_missing_velocities_are_left_to_the_loop():
+    """No velocities: qd None, the loop differences the positions (control/differencing.py)."""
     r = reader()
-    dt, speed = 0.002, np.array([0.02, -0.04, 0.01])
-    for k in range(3):
-        _, qd = r.read(JointState(name=NAMES, position=list(0.02 + speed * k * dt)), k * dt)
-        assert np.allclose(qd, speed if k else 0.0, rtol=1e-9)    # a ramp: its slope at once
-    assert r.estimating
-    r = reader()
-    r.read(JointState(name=NAMES, position=[0.02] * 3), 0.0)
-    _, qd = r.read(JointState(name=NAMES, position=[0.021] * 3), dt)
-    assert np.allclose(qd, 0.5)
+    q, qd = r.read(JointState(name=NAMES, position=[0.02, 0.01, 0.03]), 0.0)
+    assert qd is None and np.array_equal(q, [0.02, 0.01, 0.03])
 
 
 def point(t, positions, velocities=()):

@@ -104,33 +104,45 @@ class Compensation:
         self.valves.advance(t)
         self.valves.pressure[:] = pressures
 
-    def predict(self, q, qd, measured_at, t):
+    def predict(self, q, qd, measured_at, t, observer=None):
         """
         Return ``(q, qd)`` measured at `measured_at` predicted to ``t + horizon`` (s).
 
         The applied pressures before `t` are taken as the estimate at `t` (the state is
-        usually a few ms old, the valves' lag is longer).
+        usually a few ms old, the valves' lag is longer). `observer` (control/observer.py):
+        `q`, `qd` are its estimate at `measured_at`, which its pending sample corrects at
+        the nearest step, the estimate and its time updated; its force bias, as estimated
+        before the correction, is added to the applied forces.
         """
         self.valves.advance(t)
         start = min(max(measured_at, t - MAX_AGE), t)
         steps = max(math.ceil((t + self.horizon - start) / self.period - 1e-9), 1)
         h = (t + self.horizon - start) / steps
         middles = np.maximum(start + (np.arange(steps) + 0.5) * h, t)
-        pressures = self.valves.pressures_at(middles)
+        forces = self.actuation.force(self.valves.pressures_at(middles))
         hold = max(int(INERTIA_HOLD / h), 1)
-        return self._steps(q, qd, self.actuation.force(pressures), h, hold)
+        if observer is None:
+            return self._steps(q, qd, forces, h, hold)
+        if observer.bias is not None:
+            forces += observer.bias
+        at = observer.step_at(start, h, steps)
+        predicted = self._steps(q, qd, forces, h, hold,
+                                (at, observer.gain, observer.y, observer.x))
+        if at >= 0:
+            observer.times[:] = (start + at * h, np.nan)
+        return predicted
 
-    def effort(self, q, qd, measured_at, reference, t, bounds):
+    def effort(self, q, qd, measured_at, reference, t, bounds, observer=None):
         """
         Return the force (model order, N) to command at time `t` (s).
 
-        `q`, `qd`: the state received at time `measured_at` (s); `reference` samples
-        ``(q_d, qd_d, qdd_d)`` inside the joint limits from its start `t0` (s; the loop's
-        `Anchored` clamps); `bounds` = (low, high) forces the loop clamps to (the lead acts on
-        clamped forces; float64 arrays of the model's length). The returned force is a buffer
-        that the next call overwrites.
+        `q`, `qd`: the state received at time `measured_at` (s), or `observer`'s estimate
+        then (see `predict`); `reference` samples ``(q_d, qd_d, qdd_d)`` inside the joint
+        limits from its start `t0` (s; the loop's `Anchored` clamps); `bounds` = (low, high)
+        forces the loop clamps to (the lead acts on clamped forces; float64 arrays of the
+        model's length). The returned force is a buffer that the next call overwrites.
         """
-        q, qd = self.predict(q, qd, measured_at, t)
+        q, qd = self.predict(q, qd, measured_at, t, observer)
         t_act = t + self.delay
         low, high = bounds
         tau = np.ascontiguousarray(self.law(q, qd, *reference.sample(t_act)), dtype=float)

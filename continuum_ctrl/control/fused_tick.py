@@ -35,6 +35,7 @@ from continuum_ctrl.actuation.valves import advance_kernel, lag_kernel
 from continuum_ctrl.control.compensation import INERTIA_HOLD, lead_kernel, MAX_AGE
 from continuum_ctrl.control.computed_torque import diagonal_acceleration
 from continuum_ctrl.control.integral import integral_step
+from continuum_ctrl.control.observer import correction_step
 from continuum_ctrl.control.samplers import (anchored_sample, blend_data, example_data,
                                              ReferenceData)
 from continuum_ctrl.models.continuum.cog import cog_damped_steps, cog_run, CogModel, CQ_ALONE
@@ -73,7 +74,7 @@ def _grid_force(arm, memory, sums, layout, blend, cell, period, cells, forces, s
 
 @compiled()
 def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, clock, pending,
-               gains, valves, comp, grid, limits, integral, output, work):
+               gains, valves, comp, observer, grid, limits, integral, output, work):
     """
     Run one active tick at `t` (s) into the loop's buffers; return DONE or NONFINITE.
 
@@ -84,6 +85,10 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     `gains`: (kp, kd, passive at the reference);
     `comp`: (compensate, time constant, delay, horizon, period, area, deadzone, the span of
     prediction over which the inertia is held: `compensation.INERTIA_HOLD`);
+    `observer`: (observing, estimate (2 or 3, n), sample (n,), their times (2,), gain (2n or
+    3n, n)) of the loop's Observer: where observing, the prediction starts from the estimate,
+    its force bias (a third row) is added to the forces, the sample corrects it
+    (`Compensation.predict`) and `q`, `qd` take the corrected estimate;
     `grid`: (cells, forces); `limits`: (low, high, step, effort) with `effort` the force sent
     (moved here); `integral`: (engaged, force, ki, limit, held, q_low, q_high, desired
     q, qd, qdd); `output`: (area, deadzone, p_min, p_max, order, command); `work`: scratch.
@@ -92,6 +97,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     kp, kd, at_reference = gains
     pressure, current, switches, inputs, time_constant, max_rate = valves
     compensate, lag, delay, horizon, period, area, deadzone, inertia_hold = comp
+    observing, estimate, sample_q, times, gain = observer
     cells, grid_forces = grid
     low, high, step, effort = limits
     engaged, force, ki, limit, held, q_low, q_high, q_des, qd_des, qdd_des = integral
@@ -113,7 +119,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
         left[0] = advance_kernel(clock, pressure, current, switches, inputs, pending, until,
                                  time_constant, max_rate, row)
         clock = max(clock, t)
-        start = min(max(measured_at, t - MAX_AGE), t)
+        start = min(max(times[0] if observing else measured_at, t - MAX_AGE), t)
         steps = max(math.ceil((t + horizon - start) / period - 1e-9), 1)
         h = (t + horizon - start) / steps
         for k in range(steps):
@@ -123,8 +129,17 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
         for k in range(steps):
             for i in range(n):
                 pushes[k, i] = area[i] * max(applied[k, i] - deadzone[i], 0.0)
-        cog_damped_steps(arm, memory, q, qd, pushes[:steps], h, max(int(inertia_hold / h), 1),
-                         predicted)
+                if observing and estimate.shape[0] > 2:
+                    pushes[k, i] += estimate[2, i]
+        at = correction_step(times[1], start, h, steps) if observing else -1
+        x0, v0 = (estimate[0], estimate[1]) if observing else (q, qd)
+        cog_damped_steps(arm, memory, x0, v0, pushes[:steps], h, max(int(inertia_hold / h), 1),
+                         predicted, at, gain, sample_q, estimate)
+        if at >= 0:
+            times[0], times[1] = start + at * h, math.nan
+        if observing:
+            for i in range(n):
+                q[i], qd[i] = estimate[0, i], estimate[1, i]
         x, xd = predicted[0], predicted[1]
         anchored_sample(layout, blend, t + delay, raw, ahead)
         target = ahead
@@ -204,8 +219,13 @@ class FusedTick:
             compensation = (True, comp.time_constant, comp.delay, comp.horizon, comp.period,
                             actuation.area, actuation.deadzone, INERTIA_HOLD)
         low, high = loop._effort_range
+        observer = loop.observer
+        watch = ((True, observer.x, observer.y, observer.times, observer.gain)
+                 if observer is not None else
+                 (False, np.zeros((2, n)), np.zeros(n), np.array([0.0, np.nan]),
+                  np.zeros((2 * n, n))))
         self._rest = [(law.kp, law.kd, law.passive == 'reference'), valves, compensation,
-                      (self._cells, np.zeros((3, n))), (low, high, loop._step, loop.effort),
+                      watch, (self._cells, np.zeros((3, n))), (low, high, loop._step, loop.effort),
                       (integral.engaged, integral.force, integral.ki, integral.limit,
                        integral.held, loop.low, loop.high, loop.q_des, loop.qd_des,
                        loop.qdd_des),

@@ -2,8 +2,9 @@
 The controller's cycle without ROS: watchdog, reference, computed torque, limits, command.
 
     loop = ControlLoop(model, settings, period)    # period: the tick period, s
-    loop.set_state(q, qd, t, measured_at)   # a validated measurement (model order), t:
-                                 # receive time, measured_at: when it was measured (s)
+    loop.set_state(q, qd, t, measured_at)   # a validated measurement (model order; qd None:
+                                 # positions only), t: receive time, measured_at: when it
+                                 # was measured (s)
     command = loop.tick(t)       # in `settings.joints` order: N, N m or Pa
     loop.cycle                   # what the tick produced (CycleView), for publishing
     loop.stop(t)                 # the safe command, once; ticks stay safe until `start`
@@ -27,8 +28,11 @@ time (control/compensation.py); the limits apply to the compensated command.
 A low-pass on measured velocities (`velocity_filter`) matters for PMA arms: their damping acts
 on a few grams of generalized inertia, so cancelling ``D qd`` with a velocity measured a few
 ms ago closes a loop of gain about one at high frequency, which chatters at 500 Hz. It is the
-one filter a velocity passes: joint states without velocities bring the unfiltered
-difference of their positions (ros/conversion.py).
+one filter a velocity passes: states without velocities bring the difference of their
+positions over their stamps or receive times (control/differencing.py; the loop logs which,
+and again when it changes), refused as a bad state beyond MAX_SPEED. With ``observer.type:
+kalman`` the state fed back is instead a Kalman filter's (control/observer.py), corrected by
+each sample inside the compensation's prediction; the low-pass then does not apply.
 """
 
 import time
@@ -40,8 +44,10 @@ from continuum_ctrl.actuation.pressure_map import clamp_effort
 from continuum_ctrl.numerics.clipping import effort_limiter
 from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
+from continuum_ctrl.control.differencing import MAX_SPEED, PositionDifference
 from continuum_ctrl.control.fused_tick import DONE, FusedTick
 from continuum_ctrl.control.integral import IntegralAction
+from continuum_ctrl.control.observer import Observer
 from continuum_ctrl.control.planner import Planner
 from continuum_ctrl.control.references import Hold, Waypoints
 from continuum_ctrl.control.rigid_tick import RigidTick
@@ -164,13 +170,17 @@ class ControlLoop:
         self.law = ComputedTorqueLaw(model, settings.kp, settings.kd, settings.passive,
                                      self.integral)
         self.low, self.high = (np.asarray(b, dtype=float) for b in model.joint_limits())
-        self._limits(settings)
         self.status = WAITING
         self.reference: Optional[Anchored] = None
         self.last_state_time = -np.inf
         self.measured_at = -np.inf
+        self._limits(settings)
         self.valid_streak = 0
         self.nonfinite = 0
+        self.difference = PositionDifference(n)
+        self._source: Optional[str] = None      # what the difference used, as last logged
+        self.too_fast = 0
+        self._refusing = False
         self.events: List[Tuple[str, str]] = []
         self.command = np.zeros(n)
         self._nan = np.full(n, np.nan)
@@ -227,6 +237,28 @@ class ControlLoop:
                                              time_constant, delay, self.period)
         else:
             old.actuation = settings.actuation
+        self._observer(settings)
+
+    def _observer(self, settings):
+        """
+        Keep the `observer` of `settings` (None: the measured state).
+
+        Its gain is solved at the middle of the joint limits (0 where unbounded): the
+        reference's centre gave the same figures to 0.001 mm on the MuJoCo arm, and a
+        reference changed at run time then costs the loop thread no new solution (2-20 ms).
+        """
+        old: Optional[Observer] = getattr(self, 'observer', None)
+        self.observer = None
+        if settings.observer.kind == 'none':
+            return
+        if old is not None and old.settings == settings.observer and old.period == self.period:
+            self.observer = old                 # keeps its estimate
+            return
+        middle = 0.5 * (self.low + self.high)
+        self.observer = Observer(self.model, settings.observer, self.period,
+                                 np.where(np.isfinite(middle), middle, 0.0))
+        if self.status == ACTIVE:
+            self.observer.start(self.q, self.qd, self.measured_at)
 
     def _task_space(self, settings, start=False):
         """
@@ -337,35 +369,67 @@ class ControlLoop:
             raise TrajectoryRejected('its interpolation is not finite')
         return reference
 
-    def set_state(self, q: np.ndarray, qd: np.ndarray, t: float,
+    def set_state(self, q: np.ndarray, qd: Optional[np.ndarray], t: float,
                   measured_at: Optional[float] = None) -> None:
         """
         Take a validated measurement at receive time `t` (s); may (re)start control.
 
-        `measured_at` (s, same clock, at most `t`; default `t`): when the state held, for
-        instance its header stamp. The valve compensation predicts from then, so the time
+        `measured_at` (s, same clock, at most `t`; None: `t`, no stamp): when the state held,
+        for instance its header stamp. The valve compensation predicts from then, so the time
         the message spent in transport and in the executor's queue is predicted over too.
-        With `velocity_filter` > 0 the velocity passes a first-order low-pass while active.
-        The streak of valid states needed to resume restarts after a gap longer than
-        `state_timeout`: the states must be consecutive and fresh.
+        `qd` None (positions only): the difference of the positions stands for it
+        (`difference`); one beyond MAX_SPEED refuses the state, counted in `too_fast`, as
+        `reject_state`. With `velocity_filter` > 0 the velocity passes a first-order low-pass
+        while active. The streak of valid states needed to resume restarts after a gap longer
+        than `state_timeout`: the states must be consecutive and fresh.
         """
+        if qd is None:
+            qd = self._differenced(q, t, measured_at)
+            if qd is None:
+                return
         self.q[:] = q
         dt, filter_time = t - self.last_state_time, self.settings.velocity_filter
         if dt > self.settings.state_timeout:
             self.valid_streak = 0
-        if self.status == ACTIVE and filter_time > 0.0 and dt > 0.0:
+        observer = self.observer
+        if self.status == ACTIVE and filter_time > 0.0 and dt > 0.0 and observer is None:
             self.qd += dt / (dt + filter_time) * (qd - self.qd)
         else:
             self.qd[:] = qd
         self.last_state_time = t
         self.measured_at = t if measured_at is None else min(measured_at, t)
         self.valid_streak += 1
+        if observer is not None and self.status == ACTIVE:
+            observer.measure(self.q, self.qd, self.measured_at)
         if self.status in (WAITING, STALE) and self.valid_streak >= self.settings.resume_count:
             self.events.append(('info', 'valid joint states: control active, reference '
                                         'anchored at the measured pose'))
             self.status = ACTIVE
             self.integral.reset()
+            if observer is not None:
+                observer.start(self.q, self.qd, self.measured_at)
             self.anchor(t)
+
+    def _differenced(self, q, t, measured_at):
+        """Return the velocity of positions `q` (None: too fast, refused); log its source."""
+        qd = self.difference(q, t, 0.0 if measured_at is None else measured_at)
+        refusing, self._refusing = self._refusing, qd is None
+        if qd is None:
+            self.too_fast += 1
+            self.reject_state()
+            if not refusing:                # once per run of refused states
+                self.events.append(('warn', f'velocity estimated from positions beyond '
+                                            f'{MAX_SPEED:g}: states refused ({self.too_fast} '
+                                            'so far)'))
+            return None
+        source = self.difference.source
+        if source is not None and source != self._source:
+            self._source = source
+            then = (f'low-passed by velocity_filter ({self.settings.velocity_filter:g} s)'
+                    if self.observer is None else 'the Kalman observer estimates the state')
+            self.events.append(('info', f'joint states without velocities: positions '
+                                        f'differenced over their {source}; {then}'))
+        return qd
 
     def set_pressures(self, pressures: np.ndarray, t: float) -> None:
         """
@@ -456,11 +520,17 @@ class ControlLoop:
         self.reference.sample_into(t, self._desired)  # type: ignore[union-attr]
         problem = 'a non-finite effort'
         try:
+            observer = self.observer
             if self.compensation is None:
                 tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
-            else:
+            elif observer is None:
                 tau = self.compensation.effort(self.q, self.qd, self.measured_at,
                                                self.reference, t, self._effort_range)
+            else:
+                x = observer.x
+                tau = self.compensation.effort(x[0], x[1], observer.times[0], self.reference,
+                                               t, self._effort_range, observer)
+                self.q[:], self.qd[:] = x[0], x[1]      # the corrected estimate is fed back
         except Exception as exc:  # noqa: B902 - any failure must end in the safe command
             tau, problem = self._nan, f'{type(exc).__name__}: {exc}'
         low, high = self._effort_range

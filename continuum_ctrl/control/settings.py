@@ -27,6 +27,8 @@ from continuum_ctrl.params import ConfigError, Field, Reader
 SAFE_MODES = ('zero', 'hold')
 #: output.mode values: generalized forces, or PMA pressures through the actuation map
 OUTPUT_MODES = ('effort', 'pressure')
+#: observer.type values: the measured state, or a Kalman filter's (control/observer.py)
+OBSERVER_TYPES = ('none', 'kalman')
 
 #: every parameter of the loop; the ROS node declares these, `model.*` and its own
 FIELDS = {
@@ -80,6 +82,21 @@ FIELDS = {
                                   'command leads by, s (0: none)', 0.0, 1.0),
     'output.delay': Field('number', 0.0, 'pressure: dead time of the PMA valves that the '
                           'controller predicts over, s (0: none)', 0.0, 1.0),
+    'observer.type': Field('string', 'none', "the state fed back: 'none' (the measured one; "
+                           'without velocities, the difference of positions low-passed by '
+                           "velocity_filter) or 'kalman' (a steady-state Kalman filter "
+                           "driven by the valve model's pressures; needs output.mode "
+                           "'pressure' and output.time_constant or output.delay)",
+                           choices=OBSERVER_TYPES),
+    'observer.position_noise': Field('number', 2e-5, 'kalman: standard deviation of the '
+                                     'measured positions, m or rad', 0.0, strict_low=True),
+    'observer.force_noise': Field('number', 0.5, 'kalman: standard deviation of the '
+                                  'generalized force the model misses, independent from one '
+                                  'control period to the next, N or N m', 0.0,
+                                  strict_low=True),
+    'observer.bias_noise': Field('number', 0.3, 'kalman: how fast a force bias the model '
+                                 'misses may drift, the standard deviation of its change over '
+                                 'a second, N/s^0.5 or N m/s^0.5 (0: no bias estimated)', 0.0),
     'limits.effort': Field('numbers', ..., 'largest |effort| per joint, N or N m (default: '
                            'the model, e.g. URDF <limit effort>)', 0.0, strict_low=True),
     'limits.integral': Field('numbers', ..., 'largest |integral force| per joint, N or N m '
@@ -88,6 +105,29 @@ FIELDS = {
     'limits.effort_rate': Field('numbers', ..., 'largest effort change per second, N/s or '
                                 'N m/s (default: none)', 0.0, strict_low=True),
 }
+
+
+@dataclass(frozen=True)
+class ObserverSettings:
+    """`observer.*`: `kind` ('none' or 'kalman') and its noises (m or rad; N or N m)."""
+
+    kind: str = 'none'
+    position_noise: float = FIELDS['observer.position_noise'].default
+    force_noise: float = FIELDS['observer.force_noise'].default
+    bias_noise: float = FIELDS['observer.bias_noise'].default
+
+    @classmethod
+    def read(cls, observer: Reader, compensation: Tuple[float, float]) -> 'ObserverSettings':
+        """Read the `observer` namespace; a Kalman filter needs the valve model."""
+        settings = cls(*(_field(observer, name)
+                         for name in ('type', 'position_noise', 'force_noise',
+                                      'bias_noise')))
+        observer.finish()
+        if settings.kind == 'kalman' and not any(compensation):
+            raise ConfigError(observer.key('type'), "'kalman' is driven by the valve model's "
+                                                    "pressures: needs output.mode 'pressure' "
+                                                    'and output.time_constant or output.delay')
+        return settings
 
 
 @dataclass(frozen=True)
@@ -117,6 +157,7 @@ class ControllerSettings:
     effort_rate: np.ndarray
     compensation: Tuple[float, float] = (0.0, 0.0)
     task: TaskSettings = TaskSettings()
+    observer: ObserverSettings = ObserverSettings()
 
     @classmethod
     def parse(cls, tree: Dict[str, Any], model: Any) -> 'ControllerSettings':
@@ -140,6 +181,7 @@ class ControllerSettings:
 
         mode, actuation = read_output(top, vec)
         compensation = _compensation(top.namespace('output'), mode)
+        observer = ObserverSettings.read(top.namespace('observer'), compensation)
 
         limits = top.namespace('limits')
         effort = (vec.per_joint(limits, 'effort', strict_low=True) if limits.has('effort')
@@ -164,7 +206,7 @@ class ControllerSettings:
             reference=_reference(top.namespace('reference'), vec, model, task),
             mode=mode, actuation=actuation,
             effort_limit=effort, effort_rate=rate, compensation=compensation,
-            task=task)
+            task=task, observer=observer)
         top.finish()
         return settings
 

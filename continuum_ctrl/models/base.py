@@ -129,10 +129,12 @@ class DynamicsModel(ABC):
         """
         Return compiled `models.integrators.implicit_damping_euler_step` runs, or None (none here).
 
-        Called ``steps(q, qd, forces, dt, hold, out)``: C-contiguous float64 arrays, `forces`
-        (k, n) held one per step of `dt` s; ``M``, ``g`` and ``C qd`` evaluated every `hold`
-        (int >= 1) steps and held in between, the passive forces every step; fills `out`
-        (2, n) with the final q and qd.
+        Called ``steps(q, qd, forces, dt, hold, out, at, gain, y, kept)``: C-contiguous
+        float64 arrays, `forces` (k, n) held one per step of `dt` s; ``M``, ``g`` and ``C qd``
+        evaluated every `hold` (int >= 1) steps and held in between, the passive forces every
+        step; fills `out` (2, n) with the final q and qd. Before step `at` (-1: none) the
+        state is corrected, ``(q, qd) += gain (y - q)``, and copied into `kept` (k, n)
+        (`models.integrators.implicit_damping_euler_stepper`).
         """
         return None
 

@@ -66,18 +66,28 @@ def implicit_damping_euler_step(model, q, qd, tau, dt, t=0.0):
 
 def implicit_damping_euler_stepper(model):
     """
-    Return ``steps(q, qd, forces, dt, hold=1) -> (q, qd)``: implicit damping Euler steps.
+    Return ``steps(q, qd, forces, dt, hold=1, correction=None) -> (q, qd)``.
 
-    One step of `dt` s per row of `forces` (k, n), each held over its step. ``M``, ``g`` and
-    ``C qd`` are evaluated every `hold` steps and held in between; the passive forces, the
-    fast part of a PMA arm, every step. ``hold=1``: `implicit_damping_euler_step`s in a row.
-    One compiled call where the model offers `compiled_damped_steps`, else a Python loop.
+    Implicit damping Euler steps, one of `dt` s per row of `forces` (k, n), each held over
+    its step. ``M``, ``g`` and ``C qd`` are evaluated every `hold` steps and held in between;
+    the passive forces, the fast part of a PMA arm, every step. ``hold=1``:
+    `implicit_damping_euler_step`s in a row. `correction` ``(at, gain, y, kept)``: before step
+    `at` (-1: none) the state takes ``(q, qd) += gain (y - q)`` (gain (k n, n), positions y)
+    and is copied into the first rows of `kept` (k, n), whose further rows take the further
+    rows of the gain's correction, as an observer's update (control/observer.py). One
+    compiled call where the model offers `compiled_damped_steps`, else a Python loop.
     """
     compiled = model.compiled_damped_steps()
     if compiled is None:
-        def steps(q, qd, forces, dt, hold=1):
+        def steps(q, qd, forces, dt, hold=1, correction=None):
             q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
+            at, gain, y, kept = correction or NO_CORRECTION
             for k, force in enumerate(forces):
+                if k == at:
+                    update = gain @ (y - q)
+                    q, qd = q + update[:len(q)], qd + update[len(q):2 * len(q)]
+                    kept[2:] += update[2 * len(q):].reshape(-1, len(q))
+                    kept[:2] = q, qd
                 if k % hold == 0:
                     M, _, bias = model.dynamics(q, qd)
                     M += dt * model.damping_matrix(q)
@@ -88,12 +98,18 @@ def implicit_damping_euler_stepper(model):
             return q, qd
         return steps
     out = np.zeros((2, model.n))
+    none = (-1, np.zeros((2 * model.n, model.n)), np.zeros(model.n), np.zeros((2, model.n)))
 
-    def compiled_steps(q, qd, forces, dt, hold=1):
+    def compiled_steps(q, qd, forces, dt, hold=1, correction=None):
         compiled(np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float),
-                 np.ascontiguousarray(forces, dtype=float), float(dt), int(hold), out)
+                 np.ascontiguousarray(forces, dtype=float), float(dt), int(hold), out,
+                 *(correction or none))
         return out[0].copy(), out[1].copy()
     return compiled_steps
+
+
+#: `correction` of no step (the stepper's default)
+NO_CORRECTION = (-1, None, None, None)
 
 
 #: integrator name (as in parameters) -> step function

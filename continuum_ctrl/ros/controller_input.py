@@ -2,7 +2,7 @@
 The controller node's input, serialized messages to checked arrays (model order).
 
     read = ControllerInput(model, settings)     # settings: ControllerNodeSettings
-    q, qd, stamp = read.state(data, t)          # joint_states; stamp 0: none
+    q, qd, stamp = read.state(data, t)          # joint_states; qd None: none; stamp 0: none
     times, positions, velocities, accelerations = read.trajectory(data, now)
     pressures = read.pressures(data)            # ~/pressures, Pa, joints order
 
@@ -44,13 +44,8 @@ class ControllerInput:
         self.trajectory_input = trajectory_reader(self.names, settings.max_trajectory_points)
         self.reader.stamp_tolerance = settings.stamp_tolerance
 
-    @property
-    def estimating(self):
-        """Tell whether a joint state without velocities was used (they are estimated)."""
-        return self.reader.estimating
-
     def state(self, data, t):
-        """Return ``(q, qd, stamp)`` of serialized joint_states received at `t` (s)."""
+        """Return ``(q, qd or None, stamp)`` of serialized joint_states received at `t` (s)."""
         fields = self.state_input.read(data)
         q, qd = self.reader.read_fields(fields, t)
         return q, qd, fields.stamp

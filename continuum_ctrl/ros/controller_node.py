@@ -193,7 +193,6 @@ class ControllerNode(LifecycleNode):
             self.command_out = CommandPublisher(self, '~/commands', n)
         self.runtime = ControllerRuntime(loop, node, KINDS, self.command_out.publish)
         self.input = ControllerInput(self.model, node)
-        self._estimate_logged = False
         self.state_msg = StateMessage(settings.joints)
         if self.state_pub is None:
             # deep enough for a whole batch (the ring): a sample lost on the way can be repaired
@@ -301,14 +300,10 @@ class ControllerNode(LifecycleNode):
         except Rejected as exc:
             self.reject(exc.kind, str(exc))
             return
-        if self.input.estimating and not self._estimate_logged:
-            self._estimate_logged = True
-            self.get_logger().info(f'joint_states carry no velocities: the difference of '
-                                   f'positions stands for them, low-passed by velocity_filter '
-                                   f'({self.runtime.settings.velocity_filter:g} s)')
         # the stamp says when the state held (checked against `stamp_tolerance`); the valve
-        # compensation predicts from then, over the time the message waited to be read here
-        self.runtime.post_state(q, qd, t, sent if sent > 0.0 else t,
+        # compensation predicts from then, over the time the message waited to be read here,
+        # and the loop differences positions over the stamps (no velocities: qd None)
+        self.runtime.post_state(q, qd, t, sent if sent > 0.0 else None,
                                 time.time() - sent if sent > 0.0 else None)
 
     def _on_trajectory(self, data):

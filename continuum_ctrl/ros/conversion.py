@@ -10,24 +10,21 @@ the caller, when:
 - ``length``: `position` (or a non-empty `velocity`) differs in length from `name`;
 - ``nonfinite``: a used position or velocity is NaN or infinite;
 - ``range``: a position lies outside the joint limits widened by their span on each side (for
-  an unbounded joint: beyond `MAX_POSITION`), or a speed (given, or estimated from positions)
-  exceeds `MAX_SPEED`;
+  an unbounded joint: beyond `MAX_POSITION`), or a given speed exceeds `MAX_SPEED`;
 - ``stamp``: with a `stamp_tolerance` > 0, a non-zero header stamp lies more than that ahead of
   or behind the receive time (a zero stamp is not checked).
-Without velocities, the difference of the positions over the receive times stands for them,
-unfiltered: the loop's `velocity_filter` low-pass (control/loop.py) is the one filter every
-measured velocity passes.
+A message without velocities gives ``qd`` None: the loop estimates them from the positions
+and their stamps (control/differencing.py), for the node and the one-process loops alike.
 """
 
 import array
 
 import numpy as np
 
+from continuum_ctrl.control.differencing import MAX_SPEED
 from continuum_ctrl.models.joint_order import FOREIGN, joint_columns, JointOrderError, NAMES
 from continuum_ctrl.ros.joint_state_cdr import decode_names, JointStateFields
 
-#: largest accepted |velocity| in a joint state, rad/s or m/s
-MAX_SPEED = 1e3
 #: largest accepted |position| of an unbounded joint, rad or m: larger values only overflow
 #: the law downstream (and warn) before the non-finite effort is caught
 MAX_POSITION = 1e6
@@ -60,10 +57,9 @@ class JointStateReader:
     """
     Convert JointState messages to ``(q, qd)`` in model order (internal buffers).
 
-    `joint_names` in model order; `low`, `high`: joint limits (+-inf where unbounded);
-    `stamp_tolerance`: largest |receive time - header stamp| accepted, s (0: not checked).
-    `estimating` is True once a message without velocities was used (its velocity: the
-    difference quotient of the positions since the previous message).
+    `qd` is None for a message without velocities. `joint_names` in model order; `low`,
+    `high`: joint limits (+-inf where unbounded); `stamp_tolerance`: largest |receive time -
+    header stamp| accepted, s (0: not checked).
     """
 
     def __init__(self, joint_names, low, high, stamp_tolerance=0.0):
@@ -79,8 +75,6 @@ class JointStateReader:
         self._names = None
         self._section = None                # the serialized name section `_index` maps
         self._index = np.zeros(self.n, dtype=int)
-        self._previous = None
-        self.estimating = False
 
     def _map(self, names):
         if isinstance(names, bytes):        # a serialized name section (ros/joint_state_cdr)
@@ -103,7 +97,7 @@ class JointStateReader:
         return self._index
 
     def read(self, msg, t):
-        """Return ``(q, qd)`` from `msg` received at `t` (s); raise Rejected (state kept)."""
+        """Return ``(q, qd or None)`` from `msg` received at `t` (s); raise Rejected."""
         return self.read_fields(fields_of(msg), t)
 
     def read_fields(self, fields, t):
@@ -111,7 +105,8 @@ class JointStateReader:
         Return ``(q, qd)`` from the `fields` of a JointState received at `t` (s).
 
         `fields`: a ros.joint_state_cdr.JointStateFields, read from the serialized message or
-        from a deserialized one. Raises Rejected (the state kept).
+        from a deserialized one. `qd` is None where the message has no velocities. Raises
+        Rejected (the state kept).
         """
         position, velocity, count = fields.position, fields.velocity, fields.count
         index = self._map(fields.names)     # first: a foreign message is no one's bad input
@@ -125,12 +120,9 @@ class JointStateReader:
                 qd is not None and not (np.abs(qd) <= MAX_SPEED).all()):
             self._classify(q, qd)
         self._check_stamp(fields.stamp, t)
-        if qd is None:
-            qd = self._estimate(q, t)
-            if not np.all(np.abs(qd) <= MAX_SPEED):
-                raise Rejected('range', 'velocity estimated from positions out of range')
-        self._previous = (q, t)
         self.q[:] = q
+        if qd is None:
+            return self.q, None
         self.qd[:] = qd
         return self.q, self.qd
 
@@ -144,13 +136,6 @@ class JointStateReader:
             where = 'in the future' if sent > t else 'old'
             raise Rejected('stamp', f'header stamp {abs(t - sent):.3g} s {where} (tolerance '
                                     f'{self.stamp_tolerance:g} s)')
-
-    def _estimate(self, q, t):
-        self.estimating = True
-        if self._previous is None or t <= self._previous[1]:
-            return self.qd
-        q_old, t_old = self._previous
-        return (q - q_old) / (t - t_old)
 
 
 def trajectory_arrays(msg, joint_names, start_offset):

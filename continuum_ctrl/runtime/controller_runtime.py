@@ -131,19 +131,20 @@ class ControllerRuntime:
 
     # -- input thread ---------------------------------------------------------------------
 
-    def post_state(self, q: np.ndarray, qd: np.ndarray, t: float,
+    def post_state(self, q: np.ndarray, qd: Optional[np.ndarray], t: float,
                    measured_at: Optional[float] = None, latency: Optional[float] = None) -> None:
         """
         Hand a validated state (model order, copied) received at `t` to the next tick.
 
-        `measured_at`: when it held (its header stamp, same clock as `t`; None: `t`); the
-        valve compensation predicts from then. `latency`: its transport time (s, wall clock;
-        None: unknown), for the `state_latency_*` figures.
+        `qd` None: positions only, the loop estimates the velocity (ControlLoop.set_state).
+        `measured_at`: when it held (its header stamp, same clock as `t`; None: no stamp, at
+        `t`); the valve compensation predicts from then. `latency`: its transport time (s,
+        wall clock; None: unknown), for the `state_latency_*` figures.
         """
         self._receive_wall = time.perf_counter()
         if latency is not None:
             self.transport.add(max(latency, 0.0) * 1e6)
-        self.handoff.post(q, qd, t, t if measured_at is None else measured_at)
+        self.handoff.post(q, qd, t, measured_at)
 
     def post_rejection(self, kind: str, state: bool = True) -> None:
         """Count a rejected input of `kind`; `state`: a bad state of this arm (ends the streak)."""
@@ -426,6 +427,8 @@ class ControllerRuntime:
             ('plans', loop.planner.plans),
             ('plan_max_s', loop.planner.longest),
             ('planner_ready', int(loop.planner.ready)),
+            ('rejected_estimated_speed', loop.too_fast),
+            ('observer_dropped_samples', 0 if loop.observer is None else loop.observer.dropped),
             ('integral_force_max', float(np.max(np.abs(loop.integral.force)))),
             ('integral_held_joints', int(np.count_nonzero(loop.integral.held))),
         ]

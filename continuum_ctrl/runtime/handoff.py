@@ -1,7 +1,8 @@
 """
 The latest validated state, from the thread that reads input to the loop thread, lock-free.
 
-    handoff.post(q, qd, t, measured_at)     # input thread: a valid state (copied)
+    handoff.post(q, qd, t, measured_at)     # input thread: a valid state (copied; qd None:
+                                            # positions only)
     handoff.post_rejection()                # input thread: a rejected one
     handoff.take(loop)                      # loop thread, once per tick: apply what arrived
 """
@@ -32,7 +33,7 @@ class StateHandoff:
 
     def post(self, q, qd, t, measured_at=None):
         """Writer: publish a valid state (arrays copied), received at `t`, measured then (s)."""
-        self._state = (q.copy(), qd.copy(), t, measured_at)
+        self._state = (q.copy(), None if qd is None else qd.copy(), t, measured_at)
         self.latest = self._state + (self._rejections, False)
 
     def post_rejection(self):

@@ -232,7 +232,7 @@ def cog_run(arm, memory, q, qd, mode, task, v):
 
 
 @compiled()
-def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out):
+def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out, at, gain, y, kept):
     """
     Run ``forces.shape[0]`` implicit-damping Euler steps of `dt` s from `q`, `qd`.
 
@@ -240,7 +240,10 @@ def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out):
     ``(M + dt D) qdd = forces[k] - C qd - passive - g``, ``qd += dt qdd``, ``q += dt qd``;
     ``M``, ``g`` and ``C qd`` are evaluated every `hold` steps and held in between (and so is
     the factor of ``M + dt D``, D being constant), the passive forces every step. Fills `out`
-    (2, n) with the final q [m] and qd [m/s].
+    (2, n) with the final q [m] and qd [m/s]. Before step `at` (-1: none) the state takes a
+    linear correction by the positions `y` (n,) with `gain` (k n, n),
+    ``(q, qd) += gain (y - q)``, and is copied into `kept` (k, n), which may be `q` and `qd`
+    (they are read first): an observer's update (control/observer.py; `correct`).
     """
     data = layout(memory, arm.length.shape[0])[1]
     sums = data.sums
@@ -250,6 +253,8 @@ def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out):
         x[i] = q[i]
         v[i] = qd[i]
     for k in range(forces.shape[0]):
+        if k == at:
+            correct(x, v, gain, y, kept)
         # calls: subscripted writes to a `layout` view, in the function that made it, were
         # not seen by the reads after them (Numba 0.68 without its runtime)
         if k % hold == 0:
@@ -261,6 +266,35 @@ def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out):
         for i in range(n):
             v[i] += dt * sums.out[i]
             x[i] += dt * v[i]
+
+
+@compiled()
+def correct(x, v, gain, y, kept):
+    """
+    ``(x, v) += gain (y - x)``, the result copied into the first rows of `kept` (k, n).
+
+    `gain` (k n, n): its first 2n rows correct `x` and `v`, further rows the rows of `kept`
+    after the second in place (an observer's force bias, control/observer.py).
+    """
+    n = x.shape[0]
+    innovation = kept[0]            # scratch: the result overwrites it
+    for j in range(n):
+        innovation[j] = y[j] - x[j]
+    for i in range(2 * n, gain.shape[0]):
+        change = 0.0
+        for j in range(n):
+            change += gain[i, j] * innovation[j]
+        kept[i // n, i % n] += change
+    for i in range(n):
+        dx, dv = 0.0, 0.0
+        for j in range(n):
+            dx += gain[i, j] * innovation[j]
+            dv += gain[n + i, j] * innovation[j]
+        x[i] += dx
+        v[i] += dv
+    for i in range(n):
+        kept[0, i] = x[i]
+        kept[1, i] = v[i]
 
 
 class CogModel(ContinuumModel):
@@ -283,11 +317,13 @@ class CogModel(ContinuumModel):
 
     def _compile_damped_steps(self):
         kernel = entry_point(cog_damped_steps, self.arm, self.memory, self._zero, self._zero,
-                             np.zeros((1, self.n)), 1e-3, 1, np.zeros((2, self.n)))
+                             np.zeros((1, self.n)), 1e-3, 1, np.zeros((2, self.n)), -1,
+                             np.zeros((2 * self.n, self.n)), self._zero,
+                             np.zeros((2, self.n)))
         arm, memory = self.arm, self.memory
 
-        def steps(q, qd, forces, dt, hold, out):
-            kernel(arm, memory, q, qd, forces, dt, hold, out)
+        def steps(q, qd, forces, dt, hold, out, at, gain, y, kept):
+            kernel(arm, memory, q, qd, forces, dt, hold, out, at, gain, y, kept)
         return steps
 
     @property
