@@ -33,51 +33,28 @@ MUJOCO_MISMATCH = {'engine': 'mujoco', 'mismatch.stiffness_scale': 1.2,
                    'mismatch.deadzone': 15e3}
 
 
-class LengthsOnly:
-    """
-    A driver that sends lengths only, in front of the simulator's plant (the rest delegated).
-
-    `measure` gives the true lengths with `noise` (m, normal) rounded to `quantum` (m), and as
-    velocities their difference over the plant's clock: what the controller node makes of a
-    joint state without velocities. `stamps` keeps each measurement's time (s).
-    """
-
-    def __init__(self, plant, noise=2e-5, quantum=1e-6, seed=3):
-        self.plant, self.noise, self.quantum = plant, noise, quantum
-        self.rng = np.random.default_rng(seed)
-        self.stamps, self.last = [], None
-
-    def __getattr__(self, name):
-        return getattr(self.plant, name)
-
-    def measure(self):
-        """Return the quantised, noisy lengths (m) and their difference quotient (m/s)."""
-        q = self.plant.q + self.noise * self.rng.standard_normal(self.plant.model.n)
-        q = self.quantum * np.round(q / self.quantum)
-        t = self.plant.t
-        qd = np.zeros_like(q) if self.last is None else (q - self.last[0]) / (t - self.last[1])
-        self.last = (q, t)
-        self.stamps.append(t)
-        return q, qd
+#: a lengths-only driver (the simulator's sensor, sim/sensor.py): 20 um noise, 1 um steps,
+#: each sample 2 ms old when published, stamped at its measurement
+LENGTHS_ONLY = {'sensor.velocity': False, 'noise.position': 2e-5, 'sensor.quantization': 1e-6,
+                'sensor.delay': 0.002, 'noise.seed': 3}
 
 
-def lengths_only_bag(path, controller_files, plant_overrides, duration, delay_ticks=1,
+def lengths_only_bag(path, controller_files, plant_overrides, duration,
                      controller_overrides=None):
     """
     Record a lengths-only run as a bag at `path`; return ``(path, t, q, q_des)`` (true q).
 
-    The controller gets the driver's lengths `delay_ticks` ticks old (LengthsOnly); the bag
-    holds them with empty velocities, stamped at their measurement times, and the commands,
-    both logged at the tick that used or sent them.
+    The controller gets the LENGTHS_ONLY sensor's samples; the bag holds them with empty
+    velocities, stamped at their measurement times, and the commands, both logged at the
+    tick that used or sent them.
     """
     loop = controller_loop(controller_files, controller_overrides)
-    driver = LengthsOnly(plant_of(PARAMS, {'initial.position': [0.013], **plant_overrides},
-                                  drop=('gains', 'reference')))
-    log = simulate_nodes(loop, driver, duration, delay_ticks=delay_ticks)
-    rows = slice(delay_ticks, None)
-    stamps = np.asarray(driver.stamps)[:len(log.t) - delay_ticks]
-    write_run(path, driver.model.joint_names, log.t[rows], log.measured[rows],
-              log.command[rows], t0=1.7e9, stamps=stamps)
+    plant = plant_of(PARAMS, {'initial.position': [0.013], **LENGTHS_ONLY, **plant_overrides},
+                     drop=('gains', 'reference'))
+    log = simulate_nodes(loop, plant, duration)
+    stamps = log.t - LENGTHS_ONLY['sensor.delay']
+    write_run(path, plant.model.joint_names, log.t, log.measured, log.command, t0=1.7e9,
+              stamps=stamps)
     return path, log.t, log.q, log.q_des
 
 

@@ -147,14 +147,10 @@ def lengths_only(overrides):
     sends lengths only, with 20 um noise, 2 ms old (one tick), stamped at the measurement.
     """
     runtime = controller_runtime(CONFIG, overrides)
-    post = runtime.post_state
-
-    def without_velocities(q, qd, t, measured_at=None, latency=None):
-        post(q, None, t, measured_at, latency)
-    runtime.post_state = without_velocities
     plant = plant_of(CONFIG, {'engine': 'mujoco', 'noise.position': POSITION_NOISE,
-                              'noise.seed': 4})
-    log = simulate_nodes(runtime, plant, SETTLE + DURATION, delay_ticks=1)
+                              'noise.seed': 4, 'sensor.velocity': False,
+                              'sensor.delay': 0.002})
+    log = simulate_nodes(runtime, plant, SETTLE + DURATION)
     late = log.t >= SETTLE
     error = (log.q - log.q_des)[late].reshape(-1, 3, 3)
     variation = np.sum(np.abs(np.diff(log.command[late], axis=0)), axis=0) / DURATION
@@ -194,8 +190,9 @@ def test_the_observer_switched_on_and_off_at_run_time_starts_from_the_loops_stat
             started.append(runtime.loop.observer.times[0])
         return command
     runtime.tick = tick_and_change
-    log = simulate_nodes(runtime, plant_of(CONFIG), 2.0, delay_ticks=1)
-    unchanged = simulate_nodes(controller_runtime(CONFIG), plant_of(CONFIG), 2.0, 1)
+    old_state = {'sensor.delay': 0.002}
+    log = simulate_nodes(runtime, plant_of(CONFIG, old_state), 2.0)
+    unchanged = simulate_nodes(controller_runtime(CONFIG), plant_of(CONFIG, old_state), 2.0)
     assert started and 0.79 < started[0] < 0.8             # from the state of the change
     assert runtime.loop.observer is None and np.all(log.active[log.t > 0.5])
     for start, end in ((0.8, 1.4), (1.4, 2.0)):             # with it, then without again
