@@ -174,7 +174,7 @@ def test_anti_windup_holds_a_joint_pushed_further_into_its_bound_or_at_a_joint_l
     assert np.all(np.isfinite(integral.force))
 
 
-def test_the_loop_resets_the_integral_at_activation_and_holds_it_during_the_blend():
+def test_the_loop_resets_the_integral_at_activation_and_integrates_from_there_without_a_step():
     loop = controller_loop(PARAMS, {'output.time_constant': 0.0, 'output.delay': 0.0})
     arm = plant_of(PARAMS, {'initial.position': [0.013], 'actuator.time_constant': 0.0,
                             'actuator.delay': 0.0, **MISMATCH})
@@ -188,9 +188,12 @@ def test_the_loop_resets_the_integral_at_activation_and_holds_it_during_the_blen
     for k in range(loop.settings.resume_count):
         loop.set_state(*state, log.t[-1] + 1.1 + 0.002 * k)
     assert not loop.integral.force.any()                  # reset at (re)activation
-    for k in range(50):                                   # inside the new blend: held
-        loop.tick(log.t[-1] + 1.11 + 0.002 * k)
-    assert not loop.integral.force.any()
+    anchored = log.t[-1] + 1.1 + 0.002 * (loop.settings.resume_count - 1)
+    loop.tick(anchored)                                   # the blend starts at the state:
+    assert np.max(np.abs(loop.integral.force)) < 1e-9     # no error, no force, no step
+    for k in range(1, 50):                                # inside the blend it runs
+        loop.tick(anchored + 0.002 * k)
+    assert loop.integral.force.any()
     assert log.t[first] + blend < log.t[-1]
 
 

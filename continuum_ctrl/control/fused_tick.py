@@ -166,7 +166,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
             candidate[i] = tau[i]
     if not limit_kernel(candidate, low, high, step, effort):
         return NONFINITE
-    if engaged and t - blend.t0 >= blend.blend_time:
+    if engaged:
         integral_step(q, q_des, period, effort, low, high, q_low, q_high, ki, limit, force,
                       held)
     for i in range(n):

@@ -16,7 +16,11 @@ sent sits at a bound of ``[low, high]`` (pressure or effort limits) and the step
 further into it, or when its reference is held at a joint limit (``q_low``, ``q_high``: the
 reference is clamped there, so equality means held), where the arm
 may rest against a stop the error cannot remove. The loop resets the force at activation and
-holds it during the reference's blend, so nothing jumps when control starts.
+integrates from then on, through the reference's blend: the blend starts at the measured
+state, so the error and the force start at zero and nothing jumps, and the force a model
+error needs builds up while the reference moves in (held through the blend, it had to catch
+up on the whole error after it: 2.3 mm on the arm 20 % stiff with a 15 kPa dead zone,
+against 1.3 mm integrated through it; bench/quiet_loop.py).
 """
 
 from typing import Optional

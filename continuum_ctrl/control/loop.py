@@ -540,7 +540,7 @@ class ControlLoop:
             return self._fail(problem)
         self._failing = False
         if self.integral.engaged:
-            self._integrate(t, low, high)
+            self._integrate(low, high)
         return self._output()
 
     def _feed_valves(self, sent):
@@ -557,11 +557,8 @@ class ControlLoop:
         self._failing = True
         return self.safe_command()
 
-    def _integrate(self, t, low, high):
-        """Integrate the tick's error, held while the reference blends in (control.integral)."""
-        reference = self.reference
-        if t - reference.t0 < reference.blend_time:  # type: ignore[union-attr]
-            return
+    def _integrate(self, low, high):
+        """Integrate the tick's error (control.integral), from activation on."""
         self.integral.update(self.q, self.q_des, self.period, self.effort, low, high,
                              self.low, self.high)
 

@@ -30,13 +30,13 @@ from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 
 
 @compiled()
-def rigid_finish(tau, t, t0, blend_time, period, limits, integral, order, total, command):
+def rigid_finish(tau, period, limits, integral, order, total, command):
     """
     Move the loop's effort to `tau` (N m, model order) and write the command; DONE or NONFINITE.
 
     `limits`: (low, high, step, effort), `effort` moved in place; `integral`: (engaged, force,
-    ki, limit, held, q, q_des, q_low, q_high), its step taken once the reference (anchored at
-    `t0`, s) has blended in over `blend_time`; `total`: scratch; `command` (joints order)
+    ki, limit, held, q, q_des, q_low, q_high), its step taken every tick; `total`: scratch;
+    `command` (joints order)
     ``effort[order]``. NONFINITE leaves the effort and the command as they were.
     """
     low, high, step, effort = limits
@@ -45,7 +45,7 @@ def rigid_finish(tau, t, t0, blend_time, period, limits, integral, order, total,
         total[i] = tau[i] + force[i] if engaged else tau[i]
     if not limit_kernel(total, low, high, step, effort):
         return NONFINITE
-    if engaged and t - t0 >= blend_time:
+    if engaged:
         integral_step(q, q_des, period, effort, low, high, q_low, q_high, ki, limit, force, held)
     for i in range(command.shape[0]):
         command[i] = effort[order[i]]
@@ -55,7 +55,7 @@ def rigid_finish(tau, t, t0, blend_time, period, limits, integral, order, total,
 def _example(n=1):
     """Return arguments of `rigid_finish` of the types every call passes."""
     one, index = np.zeros(n), np.zeros(n, dtype=np.int64)
-    return (one, 0.0, 0.0, 0.0, 1e-3, (one, one, one, one),
+    return (one, 1e-3, (one, one, one, one),
             (False, one, one, one, np.zeros(n, dtype=np.bool_), one, one, one, one), index,
             one, one)
 
@@ -112,5 +112,4 @@ class RigidTick:
         self._accelerate(*self._gains, loop.q, loop.qd, loop.q_des, loop.qd_des, loop.qdd_des,
                          v)
         tau = pin.rnea(*self._pinocchio, loop.q, loop.qd, v)
-        return self._finish(tau, t, reference.t0, reference.blend_time, loop.period,
-                            *self._rest)
+        return self._finish(tau, loop.period, *self._rest)

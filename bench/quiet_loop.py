@@ -1,0 +1,141 @@
+"""
+Issue 39's acceptance matrix: tracking, command variation and tip error on arms unlike the model.
+
+    ./run shell python bench/quiet_loop.py [--nodes] [--duration 8] [--cases NAME,...]
+
+Each case runs `config/continuum_3section.yaml`'s controller against a simulated arm with the
+mismatch options (stiffness x 1.2, damping x 1.25, area x 1.1, a 15 kPa dead zone) and the
+file's valves, on the MuJoCo disc stack at 4 and 8 discs and on the built-in integral model:
+
+- ``exact``: lengths and exact velocities, stamped at the measurement;
+- ``lengths``: lengths only, 20 um noise, 2 ms old, stamped at the measurement (sim/sensor.py);
+- ``lengths_1hz``: the same at a 1 Hz sinusoid;
+- ``end_stops``: lengths only against a reference that drives PMAs onto their end stops (the
+  built-in plant with ``end_stops: true``).
+
+In process (default) the cases run the two nodes' cycle without ROS (sim/closed_loop.py);
+``--nodes`` runs them through the demo's two node processes (`continuum-ctrl demo`, a
+parameter file per case). Per section: the RMS and largest PMA-length error from activation
+and over the last half of the run, the worst PMA's command variation (MPa/s) and chatter
+index; the tip's RMS and largest error by the controller's kinematics.
+"""
+
+import argparse
+import copy
+from pathlib import Path
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import yaml
+
+from continuum_ctrl.node_pair import node_pair
+from continuum_ctrl.sim.closed_loop import simulate_nodes
+from continuum_ctrl.sim.report import command_summary, summary, tip_frame, tip_paths
+
+CONFIG = Path(__file__).resolve().parents[1] / 'config' / 'continuum_3section.yaml'
+MISMATCH = {'mismatch.stiffness_scale': 1.2, 'mismatch.damping_scale': 1.25,
+            'mismatch.area_scale': 1.1, 'mismatch.deadzone': 15e3}
+LENGTHS = {'sensor.velocity': False, 'noise.position': 2e-5, 'noise.seed': 7,
+           'sensor.delay': 0.002}
+#: (simulator overrides, controller overrides) per case
+CASES = {
+    'exact': ({}, {}),
+    'lengths': (LENGTHS, {}),
+    'lengths_1hz': (LENGTHS, {'reference.frequency': [1.0]}),
+    'end_stops': ({**LENGTHS, 'end_stops': True},
+                  {'reference.center': [0.006], 'reference.amplitude': [0.010]}),
+}
+#: (label, simulator overrides) per plant
+PLANTS = {'mujoco4': {'engine': 'mujoco', 'mujoco.discs': 4},
+          'mujoco8': {'engine': 'mujoco', 'mujoco.discs': 8},
+          'builtin': {'engine': 'builtin'}}
+
+
+def figures(names, model, t, q_des, q, command):
+    """Return the case's figures: per section (rms, late rms, max, MPa/s, chatter), tip."""
+    error = q - q_des
+    late = t >= t[0] + 0.5 * (t[-1] - t[0])
+    rows = [(key, rms, late_rms, worst, rate, chatter)
+            for (key, rms, worst), (_, late_rms, _), (_, _, rate, chatter)
+            in zip(summary(names, error), summary(names, error[late]),
+                   command_summary(names, t, command))]
+    _, _, tip = tip_paths(model, tip_frame(model), q_des, q)
+    return rows, float(np.sqrt(np.mean(tip ** 2))), float(np.max(tip))
+
+
+def in_process(plant_overrides, simulator, controller, duration):
+    """Run one case in one process; return what `figures` returns."""
+    runtime, plant = node_pair(CONFIG, controller, {**MISMATCH, **plant_overrides, **simulator})
+    loop = runtime.loop
+    log = simulate_nodes(runtime, plant, duration)
+    first = int(np.argmax(log.active))
+    order = loop.settings.order
+    names = list(loop.settings.joints)
+    return figures(names, loop.model, log.t[first:], log.q_des[first:][:, order],
+                   log.q[first:][:, order], log.command[first:])
+
+
+def _nest(tree, dotted, value):
+    *path, last = dotted.split('.')
+    for key in path:
+        tree = tree.setdefault(key, {})
+    tree[last] = value
+
+
+def through_nodes(plant_overrides, simulator, controller, duration, out):
+    """Run one case through the demo's node processes; return what `figures` returns."""
+    tree = yaml.safe_load(CONFIG.read_text())
+    tree = copy.deepcopy(tree)
+    for key, value in {**MISMATCH, **plant_overrides, **simulator}.items():
+        _nest(tree['continuum_simulator']['ros__parameters'], key, value)
+    for key, value in controller.items():
+        _nest(tree['continuum_controller']['ros__parameters'], key, value)
+    params = out / 'params.yaml'
+    params.write_text(yaml.safe_dump(tree))
+    subprocess.run([sys.executable, '-m', 'continuum_ctrl.cli', 'demo', '--arm', str(params),
+                    '--duration', str(duration), '--out', str(out)], check=True,
+                   stdout=subprocess.DEVNULL)
+    data = np.genfromtxt(out / 'closed_loop.csv', delimiter=',', names=True)
+    columns = data.dtype.names
+    names = [c[len('q_des_'):] for c in columns if c.startswith('q_des_')]
+    picked = [np.column_stack([data[f'{part}_{n}'] for n in names])
+              for part in ('q_des', 'q', 'command')]
+    keep = np.all(np.isfinite(picked[2]), axis=1)
+    from continuum_ctrl import load_model
+    model = load_model(CONFIG)
+    model_order = [model.joint_names.index(n) for n in names]
+    q_des, q = (np.empty_like(x) for x in picked[:2])
+    q_des[:, model_order], q[:, model_order] = picked[0], picked[1]
+    return figures(names, model, data['t'][keep], q_des[keep], q[keep], picked[2][keep])
+
+
+def main(argv=None):
+    """Print the matrix."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0].strip())
+    parser.add_argument('--nodes', action='store_true', help='through the node processes')
+    parser.add_argument('--duration', type=float, default=8.0)
+    parser.add_argument('--cases', default=','.join(CASES))
+    parser.add_argument('--plants', default=','.join(PLANTS))
+    args = parser.parse_args(argv)
+    print('case plant: per section RMS (late half) / max mm, worst PMA MPa/s, chatter; tip')
+    for case in args.cases.split(','):
+        simulator, controller = CASES[case]
+        for label in args.plants.split(','):
+            if args.nodes:
+                with tempfile.TemporaryDirectory() as out:
+                    rows, tip_rms, tip_max = through_nodes(PLANTS[label], simulator, controller,
+                                                           args.duration, Path(out))
+            else:
+                rows, tip_rms, tip_max = in_process(PLANTS[label], simulator, controller,
+                                                    args.duration)
+            sections = ' | '.join(f'{1e3 * rms:.3f} ({1e3 * late:.3f}) / {1e3 * worst:.2f} mm '
+                                  f'{1e-6 * rate:.2f} MPa/s {chatter:.2f}'
+                                  for _, rms, late, worst, rate, chatter in rows)
+            print(f'{case:<12} {label:<8} {sections} | tip {1e3 * tip_rms:.2f} / '
+                  f'{1e3 * tip_max:.2f} mm', flush=True)
+
+
+if __name__ == '__main__':
+    main()
