@@ -2,6 +2,7 @@
 Issue 39's acceptance matrix: tracking, command variation and tip error on arms unlike the model.
 
     ./run shell python bench/quiet_loop.py [--nodes] [--duration 8] [--cases NAME,...]
+                                           [--plants NAME,...] [--set KEY=YAML ...]
 
 Each case runs `config/continuum_3section.yaml`'s controller against a simulated arm with the
 mismatch options (stiffness x 1.2, damping x 1.25, area x 1.1, a 15 kPa dead zone) and the
@@ -118,10 +119,15 @@ def main(argv=None):
     parser.add_argument('--duration', type=float, default=8.0)
     parser.add_argument('--cases', default=','.join(CASES))
     parser.add_argument('--plants', default=','.join(PLANTS))
+    parser.add_argument('--set', action='append', default=[], metavar='KEY=YAML',
+                        help="a controller parameter for every case, e.g. 'gains.kd=[20]'")
     args = parser.parse_args(argv)
+    chosen = {key: yaml.safe_load(value) for key, value in
+              (item.split('=', 1) for item in args.set)}
     print('case plant: per section RMS (late half) / max mm, worst PMA MPa/s, chatter; tip')
     for case in args.cases.split(','):
         simulator, controller = CASES[case]
+        controller = {**chosen, **controller}
         for label in args.plants.split(','):
             if args.nodes:
                 with tempfile.TemporaryDirectory() as out:

@@ -381,8 +381,10 @@ class ControlLoop:
         (`difference`); one beyond MAX_SPEED refuses the state, counted in `too_fast`, as
         `reject_state`. With `velocity_filter` > 0 the velocity passes a first-order low-pass
         while active. The streak of valid states needed to resume restarts after a gap longer
-        than `state_timeout`: the states must be consecutive and fresh.
+        than `state_timeout`: the states must be consecutive and fresh. A state without
+        velocities that (re)starts control is taken at rest.
         """
+        measured_velocity = qd
         if qd is None:
             qd = self._differenced(q, t, measured_at)
             if qd is None:
@@ -406,6 +408,11 @@ class ControlLoop:
                                         'anchored at the measured pose'))
             self.status = ACTIVE
             self.integral.reset()
+            if measured_velocity is None:
+                # the difference of two noisy samples is no velocity to start from: 20 um
+                # of noise over 2 ms is 14 mm/s, which the blend's bump carries on by 4 mm
+                # (BUMP_PEAK blend_time qd); a state without velocities starts at rest
+                self.qd[:] = 0.0
             if observer is not None:
                 observer.start(self.q, self.qd, self.measured_at)
             self.anchor(t)
