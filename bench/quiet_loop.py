@@ -47,6 +47,8 @@ CASES = {
     'lengths_1hz': (LENGTHS, {'reference.frequency': [1.0]}),
     'end_stops': ({**LENGTHS, 'end_stops': True},
                   {'reference.center': [0.006], 'reference.amplitude': [0.010]}),
+    'end_stops_exact': ({'end_stops': True},
+                        {'reference.center': [0.006], 'reference.amplitude': [0.010]}),
 }
 #: (label, simulator overrides) per plant
 PLANTS = {'mujoco4': {'engine': 'mujoco', 'mujoco.discs': 4},

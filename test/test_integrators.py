@@ -203,7 +203,8 @@ def test_a_correction_before_a_step_is_the_steps_before_it_corrected_then_the_re
     y = q + rng.uniform(-1e-3, 1e-3, model.n)
     steps = implicit_damping_euler_stepper(model)
     kept = np.zeros((2, model.n))
-    got = steps(q, qd, forces, 1e-3, 1, (2, gain, y, kept))
+    free = (np.full(model.n, -np.inf), np.full(model.n, np.inf))
+    got = steps(q, qd, forces, 1e-3, 1, (2, gain, y, kept, *free))
     before = steps(q, qd, forces[:2], 1e-3)
     corrected = np.concatenate(before) + gain @ (y - before[0])
     np.testing.assert_allclose(kept.ravel(), corrected, rtol=1e-12, atol=1e-15)
@@ -211,3 +212,24 @@ def test_a_correction_before_a_step_is_the_steps_before_it_corrected_then_the_re
     np.testing.assert_allclose(got[0], expected[0], rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(got[1], expected[1], rtol=1e-10, atol=1e-13)
     assert not np.allclose(got[0], steps(q, qd, forces, 1e-3)[0], rtol=1e-6)   # it did
+
+
+@pytest.mark.parametrize('config', ['continuum_3section', 'planar_2r'])
+def test_a_sample_on_an_end_stop_corrects_the_state_but_not_the_bias(config):
+    """The force bias learns from the coordinates whose sample lies off their stops only."""
+    model, q, qd, forces = moving(config, 8, 6)
+    rng = np.random.default_rng(4)
+    gain = rng.uniform(0.0, 0.5, (3 * model.n, model.n))
+    y = q + rng.uniform(-1e-3, 1e-3, model.n)
+    steps = implicit_damping_euler_stepper(model)
+    free = np.full(model.n, -np.inf), np.full(model.n, np.inf)
+    before = steps(q, qd, forces[:2], 1e-3)
+    free[0][0] = y[0] + 1e-6                                  # the first sample on its stop
+    kept = np.zeros((3, model.n))
+    steps(q, qd, forces, 1e-3, 1, (2, gain, y, kept, *free))
+    innovation = y - before[0]
+    np.testing.assert_allclose(kept[:2].ravel(), np.concatenate(before)
+                               + gain[:2 * model.n] @ innovation, rtol=1e-12, atol=1e-15)
+    off = innovation.copy()
+    off[0] = 0.0
+    np.testing.assert_allclose(kept[2], gain[2 * model.n:] @ off, rtol=1e-12, atol=1e-15)

@@ -127,7 +127,7 @@ class Compensation:
             forces += observer.bias
         at = observer.step_at(start, h, steps)
         predicted = self._steps(q, qd, forces, h, hold,
-                                (at, observer.gain, observer.y, observer.x))
+                                (at, observer.gain, observer.y, observer.x, *observer.free))
         if at >= 0:
             observer.times[:] = (start + at * h, np.nan)
         return predicted

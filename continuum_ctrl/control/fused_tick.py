@@ -86,7 +86,8 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     `comp`: (compensate, time constant, delay, horizon, period, area, deadzone, the span of
     prediction over which the inertia is held: `compensation.INERTIA_HOLD`);
     `observer`: (observing, estimate (2 or 3, n), sample (n,), their times (2,), gain (2n or
-    3n, n)) of the loop's Observer: where observing, the prediction starts from the estimate,
+    3n, n), `free` low and high (n,)) of the loop's Observer: where observing, the prediction
+    starts from the estimate,
     its force bias (a third row) is added to the forces, the sample corrects it
     (`Compensation.predict`) and `q`, `qd` take the corrected estimate;
     `grid`: (cells, forces); `limits`: (low, high, step, effort) with `effort` the force sent
@@ -97,7 +98,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     kp, kd, at_reference = gains
     pressure, current, switches, inputs, time_constant, max_rate = valves
     compensate, lag, delay, horizon, period, area, deadzone, inertia_hold = comp
-    observing, estimate, sample_q, times, gain = observer
+    observing, estimate, sample_q, times, gain, free_low, free_high = observer
     cells, grid_forces = grid
     low, high, step, effort = limits
     engaged, force, ki, limit, held, q_low, q_high, q_des, qd_des, qdd_des = integral
@@ -134,7 +135,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
         at = correction_step(times[1], start, h, steps) if observing else -1
         x0, v0 = (estimate[0], estimate[1]) if observing else (q, qd)
         cog_damped_steps(arm, memory, x0, v0, pushes[:steps], h, max(int(inertia_hold / h), 1),
-                         predicted, at, gain, sample_q, estimate)
+                         predicted, at, gain, sample_q, estimate, free_low, free_high)
         if at >= 0:
             times[0], times[1] = start + at * h, math.nan
         if observing:
@@ -220,10 +221,10 @@ class FusedTick:
                             actuation.area, actuation.deadzone, INERTIA_HOLD)
         low, high = loop._effort_range
         observer = loop.observer
-        watch = ((True, observer.x, observer.y, observer.times, observer.gain)
+        watch = ((True, observer.x, observer.y, observer.times, observer.gain, *observer.free)
                  if observer is not None else
                  (False, np.zeros((2, n)), np.zeros(n), np.array([0.0, np.nan]),
-                  np.zeros((2 * n, n))))
+                  np.zeros((2 * n, n)), np.full(n, -np.inf), np.full(n, np.inf)))
         self._rest = [(law.kp, law.kd, law.passive == 'reference'), valves, compensation,
                       watch, (self._cells, np.zeros((3, n))), (low, high, loop._step, loop.effort),
                       (integral.engaged, integral.force, integral.ki, integral.limit,

@@ -232,7 +232,7 @@ def cog_run(arm, memory, q, qd, mode, task, v):
 
 
 @compiled()
-def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out, at, gain, y, kept):
+def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out, at, gain, y, kept, low, high):
     """
     Run ``forces.shape[0]`` implicit-damping Euler steps of `dt` s from `q`, `qd`.
 
@@ -243,7 +243,8 @@ def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out, at, gain, y, kep
     (2, n) with the final q [m] and qd [m/s]. Before step `at` (-1: none) the state takes a
     linear correction by the positions `y` (n,) with `gain` (k n, n),
     ``(q, qd) += gain (y - q)``, and is copied into `kept` (k, n), which may be `q` and `qd`
-    (they are read first): an observer's update (control/observer.py; `correct`).
+    (they are read first): an observer's update (control/observer.py; `correct`, whose
+    `low`, `high` (n,) bound where a coordinate is off its end stops).
     """
     data = layout(memory, arm.length.shape[0])[1]
     sums = data.sums
@@ -254,7 +255,7 @@ def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out, at, gain, y, kep
         v[i] = qd[i]
     for k in range(forces.shape[0]):
         if k == at:
-            correct(x, v, gain, y, kept)
+            correct(x, v, gain, y, kept, low, high)
         # calls: subscripted writes to a `layout` view, in the function that made it, were
         # not seen by the reads after them (Numba 0.68 without its runtime)
         if k % hold == 0:
@@ -269,22 +270,27 @@ def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out, at, gain, y, kep
 
 
 @compiled()
-def correct(x, v, gain, y, kept):
+def correct(x, v, gain, y, kept, low, high):
     """
     ``(x, v) += gain (y - x)``, the result copied into the first rows of `kept` (k, n).
 
     `gain` (k n, n): its first 2n rows correct `x` and `v`, further rows the rows of `kept`
-    after the second in place (an observer's force bias, control/observer.py).
+    after the second in place (an observer's force bias, control/observer.py), from the
+    innovation of the coordinates whose sample lies within ``(low, high)`` (n,) only: one
+    outside rests on its end stop (a PMA at its rest length), whose reaction the model
+    lacks, and the bias learnt from it would push the prediction off once the PMA leaves.
     """
     n = x.shape[0]
     innovation = kept[0]            # scratch: the result overwrites it
     for j in range(n):
-        innovation[j] = y[j] - x[j]
+        innovation[j] = y[j] - x[j] if low[j] < y[j] < high[j] else 0.0
     for i in range(2 * n, gain.shape[0]):
         change = 0.0
         for j in range(n):
             change += gain[i, j] * innovation[j]
         kept[i // n, i % n] += change
+    for j in range(n):
+        innovation[j] = y[j] - x[j]
     for i in range(n):
         dx, dv = 0.0, 0.0
         for j in range(n):
@@ -319,11 +325,11 @@ class CogModel(ContinuumModel):
         kernel = entry_point(cog_damped_steps, self.arm, self.memory, self._zero, self._zero,
                              np.zeros((1, self.n)), 1e-3, 1, np.zeros((2, self.n)), -1,
                              np.zeros((2 * self.n, self.n)), self._zero,
-                             np.zeros((2, self.n)))
+                             np.zeros((2, self.n)), self._zero, self._zero)
         arm, memory = self.arm, self.memory
 
-        def steps(q, qd, forces, dt, hold, out, at, gain, y, kept):
-            kernel(arm, memory, q, qd, forces, dt, hold, out, at, gain, y, kept)
+        def steps(q, qd, forces, dt, hold, out, at, gain, y, kept, low, high):
+            kernel(arm, memory, q, qd, forces, dt, hold, out, at, gain, y, kept, low, high)
         return steps
 
     @property
