@@ -28,8 +28,8 @@ from scipy.optimize import linear_sum_assignment
 POINTS = 400
 #: Hz, the lowest frequency of the loci
 LOWEST = 0.05
-#: the largest and smallest gain factors searched for the exact gain margin
-GAIN_RANGE = (100.0, 0.01)
+#: the largest and smallest gain factors searched for the exact gain margin (+-40 / -20 dB)
+GAIN_RANGE = (100.0, 0.1)
 #: relative tolerance of the gain margin's bisection
 TOLERANCE = 1e-3
 
@@ -93,15 +93,19 @@ def spectral_radius(matrix):
     return float(np.max(np.abs(np.linalg.eigvals(matrix))))
 
 
-def _crossing(system, outward):
+def _crossing(system, outward, guess=math.inf):
     """
     Return ``(k, chatter Hz)``: where the closed loop turns unstable as k leaves 1 `outward`.
 
-    ``(inf, nan)`` above GAIN_RANGE[0], ``(0, nan)`` below GAIN_RANGE[1].
+    ``(inf, nan)`` above GAIN_RANGE[0], ``(0, nan)`` below GAIN_RANGE[1]. `guess` (the
+    loci's gain margin) starts the scan just below it when the loop is stable there.
     """
     limit = GAIN_RANGE[0] if outward else GAIN_RANGE[1]
     factor = 1.25 if outward else 0.8
     stable_k, k = 1.0, 1.0
+    start = guess / 1.05
+    if outward and 1.0 < start < limit and spectral_radius(system.closed(start)) < 1.0:
+        stable_k = k = start
     while True:
         k = k * factor
         if (outward and k > limit) or (not outward and k < limit):
@@ -176,7 +180,7 @@ def loop_margins(system, exact=True, points=POINTS):
         gain, gain_low = 1.0, 1.0
         chatter = abs(np.angle(pole)) / (2 * math.pi * system.period)
     elif exact:
-        gain, chatter = _crossing(system, True)
+        gain, chatter = _crossing(system, True, loci_gain)
         gain_low = _crossing(system, False)[0]
     else:
         gain, chatter, gain_low = loci_gain, math.nan, 0.0
