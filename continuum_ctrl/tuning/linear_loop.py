@@ -75,7 +75,7 @@ class PlantError:
 
 @dataclass(frozen=True)
 class Mode:
-    """A mode the model lacks, per PMA before the arm: ``w^2 / (s^2 + 2 z w s + w^2)``; Hz, ratio."""
+    """A mode the model lacks, per PMA before the arm: ``w^2 / (s^2 + 2 z w s + w^2)``."""
 
     frequency: float
     damping: float
@@ -84,9 +84,11 @@ class Mode:
 @dataclass(frozen=True)
 class LoopOptions:
     """
-    The loop around the controller: `period` (s); the plant's `valves` (time constant, dead
-    time; s); `measurement_delay` (ticks), `stamped`; the `velocity` path (VELOCITY_PATHS);
-    an unmodelled `mode` (None: none).
+    The loop around the controller.
+
+    `period` (s); the plant's `valves` (time constant, dead time; s); `measurement_delay`
+    (ticks), `stamped`; the `velocity` path (VELOCITY_PATHS); an unmodelled `mode` (Mode,
+    `frequency` in Hz, `damping` a ratio; None: none).
     """
 
     period: float
@@ -284,8 +286,8 @@ class Controller:
             for j in range(pending - 1, 0, -1):
                 valves.command(pressure[j], t - j * self.period)
             return np.array(part.effort(q, qd, t - self._age, reference, t, wide))
-        x0 = np.concatenate([sample[0], sample[1]] + [base] * (pending + 1 if
-                                                                self.compensated else 0))
+        valve_part = [base] * (pending + 1) if self.compensated else []
+        x0 = np.concatenate([sample[0], sample[1]] + valve_part)
         steps = np.concatenate([np.full(n, STEPS[0]), np.full(n, STEPS[1]),
                                 np.full(x0.size - 2 * n, STEPS[2])])
         columns = []

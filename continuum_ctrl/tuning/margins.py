@@ -37,7 +37,9 @@ TOLERANCE = 1e-3
 @dataclass(frozen=True)
 class Margins:
     """
-    A loop's margins: `stable` (closed loop at k = 1), `radius` (its spectral radius);
+    A loop's margins.
+
+    `stable` (closed loop at k = 1), `radius` (its spectral radius);
     `gain` the gain margin (factor > 1; inf: none up to GAIN_RANGE), `gain_low` the factor
     < 1 below which it is unstable (0: none), `chatter` (Hz) the frequency of the pole that
     leaves the unit circle at `gain`; `phase` (deg), `delay` (s) and `crossover` (Hz, the
@@ -61,7 +63,7 @@ class Margins:
 
 
 def frequencies(period, points=POINTS):
-    """Return the loci's frequencies (Hz): log-spaced from LOWEST to the Nyquist frequency."""
+    """Return the loci's frequencies, Hz: log-spaced from LOWEST to the Nyquist frequency."""
     return np.geomspace(LOWEST, 0.5 / period, points)
 
 
