@@ -29,8 +29,8 @@ from continuum_ctrl.tuning.linear_loop import Gains, LoopOptions, Mode, Pose, VE
 from continuum_ctrl.tuning.proposal import assess, corners, propose, Requirement, Setup
 
 #: the default grid of the search, one value for every joint
-GRID = {'kp': [500.0, 700.0, 1000.0], 'kd': [10.0, 15.0, 20.0, 30.0],
-        'ki': [2.5e4, 5e4, 1e5], 'velocity_filter': [0.005, 0.01, 0.02]}
+GRID = {'kp': [300.0, 500.0, 700.0], 'kd': [15.0, 20.0, 30.0, 40.0],
+        'ki': [2.5e4, 5e4, 1e5], 'velocity_filter': [0.002, 0.005, 0.01]}
 #: s; the span sampled when the reference has no period (a hold, waypoints)
 SPAN = 4.0
 
@@ -135,7 +135,7 @@ def _arguments(argv):
     parser.add_argument('--mode-damping', type=float, default=0.1,
                         help="the mode's damping ratio (default 0.1)")
     parser.add_argument('--gain-margin', type=float, default=6.0, help='dB (default 6)')
-    parser.add_argument('--phase-margin', type=float, default=45.0, help='deg (default 45)')
+    parser.add_argument('--phase-margin', type=float, default=25.0, help='deg (default 25)')
     parser.add_argument('--delay-margin', type=float, default=4.0, help='ms (default 4)')
     for name, values in GRID.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=float, nargs='+',

@@ -35,7 +35,7 @@ class Requirement:
     """The margins asked for: gain (dB), phase (deg), delay (s)."""
 
     gain_db: float = 6.0
-    phase: float = 45.0
+    phase: float = 25.0
     delay: float = 0.004
 
     def shortfall(self, margins):
