@@ -22,7 +22,8 @@ from continuum_ctrl.tuning.command import main, overlay, poses_of
 from continuum_ctrl.tuning.linear_loop import (estimator, Gains, LoopOptions, LoopSystem,
                                                Mode, PlantError, valve_weights)
 from continuum_ctrl.tuning.margins import loop_margins, loop_response, spectral_radius
-from continuum_ctrl.tuning.proposal import corners, Setup
+from continuum_ctrl.tuning.proposal import (assess, corners, propose, Requirement, Setup,
+                                            uniform)
 
 PARAMS = 'continuum_3section.yaml'
 #: s: the run, and the span at its end over which the command's variation is taken
@@ -145,6 +146,23 @@ def test_the_box_has_the_nominal_arm_then_its_sixteen_corners():
     errors = corners(0.2, 0.25, 0.1, 0.2)
     assert errors[0] == PlantError() and len(errors) == 17 and len(set(errors)) == 17
     assert {e.area for e in errors[1:]} == {0.9, 1.1}
+
+
+@pytest.mark.slow
+def test_the_proposal_meets_the_margins_everywhere_with_the_largest_bandwidth_of_the_grid():
+    tuned, loop = setup()
+    errors = [PlantError(), PlantError(1.2, 0.75, 1.1, 0.8)]
+    grid = ([300.0, 700.0], [20.0, 40.0], [2.5e4], [0.002])
+    requirement = Requirement()
+    best, rows = propose(tuned, grid, errors, requirement)
+    assert best is not None and all(requirement.shortfall(r.margins) >= 1.0 for r in rows)
+    bandwidth = min(r.margins.bandwidth for r in rows)
+    for kp, kd in ((300.0, 20.0), (300.0, 40.0), (700.0, 20.0), (700.0, 40.0)):
+        other = assess(tuned, uniform(loop.model, kp, kd, 2.5e4, 0.002), errors, requirement,
+                       exact=False)
+        if requirement.shortfall(other[0].margins) >= 1.0:
+            assert min(r.margins.bandwidth for r in other) <= bandwidth + 1e-9
+    assert propose(tuned, grid, errors, Requirement(gain_db=40.0)) == (None, [])
 
 
 def run(area=1.0, delay=0):
