@@ -253,7 +253,6 @@ class Controller:
         time_constant, delay = compensation
         self.compensated = bool(time_constant or delay)
         self.pending = pending_count(delay, period) if self.compensated else 0
-        self._pose = None
         self._make = lambda: (Compensation(model, law, actuation, time_constant, delay,
                                            period) if self.compensated else law)
         self._actuation = actuation
@@ -301,7 +300,6 @@ class Controller:
         if self.compensated:
             self.Jp = J[:, 2 * n:3 * n]
             self.Ju = np.array([J[:, (2 + j) * n:(3 + j) * n] for j in range(1, pending + 1)])
-        self._pose = pose
         return self
 
 
