@@ -203,3 +203,19 @@ def test_bad_options_name_their_key(argv, key):
     with pytest.raises(ConfigError) as caught:
         main(['config/continuum_3section.yaml', *argv, '--no-search'])
     assert caught.value.key == key
+
+
+@pytest.mark.slow
+def test_the_command_prints_the_table_and_writes_an_overlay_the_nodes_read(tmp_path, capsys):
+    out = tmp_path / 'tuned.yaml'
+    argv = ['config/continuum_3section.yaml', '--poses', '1', '--stiffness', '0', '--damping',
+            '0', '--mass', '0', '--kp', '300', '--kd', '20', '--ki', '2.5e4',
+            '--velocity-filter', '0.002', '--write', str(out)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "the file's gains: smallest GM" in printed and 'proposed: smallest GM' in printed
+    rows = [line for line in printed.splitlines() if line.endswith((' yes', ' NO'))]
+    assert len(rows) == 6                                        # 3 cases, twice
+    loop = controller_loop(['config/continuum_3section.yaml', out])
+    assert np.all(loop.settings.kd == 20.0) and np.all(loop.settings.ki == 2.5e4)
+    assert loop.settings.velocity_filter == 0.002
