@@ -23,8 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from continuum_ctrl.node_pair import controller_loop, plant_settings
+from continuum_ctrl.node_pair import controller_loop, node_pair, plant_settings
 from continuum_ctrl.params import ConfigError
+from continuum_ctrl.sim.closed_loop import simulate_nodes
+from continuum_ctrl.sim.plant import ENGINES
+from continuum_ctrl.tuning.engine_plant import engine_plant
 from continuum_ctrl.tuning.linear_loop import Gains, LoopOptions, Mode, Pose, VELOCITY_PATHS
 from continuum_ctrl.tuning.proposal import assess, corners, propose, Requirement, Setup
 
@@ -33,6 +36,8 @@ GRID = {'kp': [300.0, 500.0, 700.0], 'kd': [15.0, 20.0, 30.0, 40.0],
         'ki': [2.5e4, 5e4, 1e5], 'velocity_filter': [0.002, 0.005, 0.01]}
 #: s; the span sampled when the reference has no period (a hold, waypoints)
 SPAN = 4.0
+#: s the file's own loop holds the simulator's engine at a pose before it is linearized
+HOLD = 3.0
 
 
 def reference_period(spec):
@@ -52,6 +57,20 @@ def poses_of(loop, initial, count):
     times = period * np.arange(count) / count
     return [(float(t), Pose.of(model, [np.array(s, dtype=float)
                                        for s in reference.sample(t)])) for t in times]
+
+
+def held_engine(params, simulator, pose, period):
+    """
+    Return the DiscretePlant of the simulator's engine of `params` resting at `pose`.
+
+    The file's own loop holds it there (its sinusoid with no amplitude, centred on the pose:
+    an upright arm topples without feedback) for HOLD s; then its step is linearized.
+    """
+    q0 = [float(v) for v in pose.sample[0]]
+    runtime, plant = node_pair(params, {'reference.center': q0, 'reference.amplitude': [0.0]},
+                               {**simulator, 'initial.position': q0})
+    simulate_nodes(runtime, plant, HOLD)
+    return engine_plant(plant, period)
 
 
 def _positive(value, key):
@@ -120,6 +139,13 @@ def _arguments(argv):
     for name, default in (('stiffness', 0.2), ('damping', 0.25), ('area', 0.1), ('mass', 0.2)):
         parser.add_argument(f'--{name}', type=float, default=default,
                             help=f'plant {name} error, a share (default +-{default:g})')
+    parser.add_argument('--plant', choices=('model', 'engine'), default='model',
+                        help="the controller's model with the error box (default), or the "
+                             "simulator's engine linearized (its own mismatch; of the box, "
+                             'only the area applies)')
+    parser.add_argument('--engine', choices=ENGINES,
+                        help="with --plant engine: the simulator's engine (default: the "
+                             "file's)")
     parser.add_argument('--valves', type=float, nargs=2, metavar=('LAG', 'DEAD'),
                         help="the plant's valve lag and dead time, s (default: the "
                              "simulator's actuator.*, else the controller's output.*)")
@@ -163,7 +189,7 @@ def main(argv=None):
             (_positive if name != 'velocity_filter' else _share)(
                 value, f"--{name.replace('_', '-')}")
     loop = controller_loop(args.params)
-    plant = plant_settings(args.params)
+    plant = plant_settings(args.params, {'engine': args.engine} if args.engine else None)
     settings, period = loop.settings, loop.period
     if settings.actuation is None:
         raise ConfigError('output.mode', "the tuner models PMA valves: needs 'pressure'")
@@ -184,11 +210,23 @@ def main(argv=None):
         mode = Mode(args.mode_frequency, _positive(args.mode_damping, '--mode-damping'))
     options = LoopOptions(period, valves, int(round(ticks)), not args.unstamped,
                           args.velocity, mode)
-    setup = Setup(loop.model, settings.actuation, settings.compensation, period,
-                  poses_of(loop, plant.initial, args.poses), options, settings.passive)
+    poses = poses_of(loop, plant.initial, args.poses)
+    engines = None
+    if args.plant == 'engine':
+        if args.valves or mode:
+            raise ConfigError('--plant', "'engine' runs the simulator's own valves and modes: "
+                                         'no --valves or --mode-frequency')
+        if settings.reference.kind != 'sinusoid':
+            raise ConfigError('--plant', "'engine' holds the arm with a sinusoid reference")
+        simulator = {'engine': args.engine} if args.engine else {}
+        engines = [held_engine(args.params, simulator, pose, period) for _, pose in poses]
+        args.stiffness = args.damping = args.mass = 0.0
+    setup = Setup(loop.model, settings.actuation, settings.compensation, period, poses,
+                  options, settings.passive, engines)
     errors = corners(args.stiffness, args.damping, args.area, args.mass)
     requirement = Requirement(args.gain_margin, args.phase_margin, 1e-3 * args.delay_margin)
-    print(f'{args.params}: {loop.model.n} PMAs at {1.0 / period:g} Hz; plant valves '
+    print(f'{args.params}: {loop.model.n} PMAs at {1.0 / period:g} Hz; plant '
+          + (f'the {plant.engine} engine linearized, ' if engines else '') + 'valves '
           f'{valves[0]:g} s lag, {valves[1]:g} s dead time; compensation '
           f'{settings.compensation[0]:g} s, {settings.compensation[1]:g} s; measurement '
           f"{args.measurement_delay * 1e3:g} ms old{' (unstamped)' if args.unstamped else ''}, "

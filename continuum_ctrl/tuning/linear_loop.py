@@ -209,6 +209,27 @@ def plant_step(A, B, period, delay):
     return second @ first, second @ old, new, lag
 
 
+@dataclass(frozen=True)
+class DiscretePlant:
+    """
+    A plant over one tick: ``x' = Phi x + old v[k-lag-1] + new v[k-lag]`` (`plant_step`).
+
+    Its first 2n states are ``(e, e')``, what the controller measures; `v` the valves' input
+    (N, before the area error, which `LoopSystem.build` applies).
+    """
+
+    Phi: np.ndarray
+    old: np.ndarray
+    new: np.ndarray
+    lag: int
+
+
+def continuous_plant(pose, error, options):
+    """Return the model's plant at `pose` under `error` over a tick (DiscretePlant)."""
+    A, B = plant_matrices(pose, error, options.valves[0], options.mode)
+    return DiscretePlant(*plant_step(A, B, options.period, options.valves[1]))
+
+
 def valve_weights(time_constant, delay, period, count):
     """
     Return ``(a, w)``: the valve model's pressure a tick on, ``a p + sum_j w[j] u[k-j]``.
@@ -377,12 +398,17 @@ class LoopSystem:
         return self.A + k * self.Bv @ self.K
 
     @classmethod
-    def build(cls, pose, control, error, options):
-        """Assemble the loop of `control` (Controller at `pose`) around the plant `error`."""
+    def build(cls, pose, control, error, options, plant=None):
+        """
+        Assemble the loop of `control` (Controller at `pose`) around the plant `error`.
+
+        `plant`: a DiscretePlant in place of the model's (`continuous_plant`); of `error`,
+        only the area then applies.
+        """
         n, T = control.n, options.period
-        lag, dead = options.valves
-        Ac, Bc = plant_matrices(pose, error, lag, options.mode)
-        Phi, old, new, shift = plant_step(Ac, Bc * error.area, T, dead)
+        plant_tick = plant if plant is not None else continuous_plant(pose, error, options)
+        Phi, shift = plant_tick.Phi, plant_tick.lag
+        old, new = plant_tick.old * error.area, plant_tick.new * error.area
         Ae, Be, Ce, De = estimator(options.velocity, control.gains.velocity_filter, T, n)
         d, pending = options.measurement_delay, control.pending
         lay = _Layout()

@@ -22,8 +22,8 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from continuum_ctrl.tuning.linear_loop import (Controller, Gains, LoopOptions, LoopSystem,
-                                               PlantError, Pose)
+from continuum_ctrl.tuning.linear_loop import (Controller, DiscretePlant, Gains, LoopOptions,
+                                               LoopSystem, PlantError, Pose)
 from continuum_ctrl.tuning.margins import loop_margins, Margins
 
 #: cases of the first candidate that start the search's working set (beside the nominal arm)
@@ -49,7 +49,11 @@ class Requirement:
 
 @dataclass(frozen=True)
 class Setup:
-    """What the gains do not change: model, actuation, compensation (s, s), period (s), poses."""
+    """
+    What the gains do not change: model, actuation, compensation (s, s), period (s), poses.
+
+    `plants`: a DiscretePlant per pose in place of the model's (tuning.engine_plant).
+    """
 
     model: object
     actuation: object
@@ -58,6 +62,7 @@ class Setup:
     poses: Sequence[Tuple[float, Pose]]
     options: LoopOptions
     passive: str = 'reference'
+    plants: Optional[Sequence[DiscretePlant]] = None
 
     def controllers(self, gains):
         """Return the Controller linearized at each pose for `gains`."""
@@ -105,7 +110,9 @@ def assess(setup, gains, errors, requirement=Requirement(), exact=True,
               else [(p, e) for p in range(len(setup.poses)) for e in range(len(errors))])
     rows = []
     for p, e in wanted:
-        system = LoopSystem.build(setup.poses[p][1], controllers[p], errors[e], setup.options)
+        plant = setup.plants[p] if setup.plants else None
+        system = LoopSystem.build(setup.poses[p][1], controllers[p], errors[e], setup.options,
+                                  plant)
         rows.append(Row(p, setup.poses[p][0], errors[e], loop_margins(system, exact)))
     rows.sort(key=lambda row: requirement.shortfall(row.margins))
     return rows
