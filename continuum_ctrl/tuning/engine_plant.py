@@ -8,9 +8,10 @@ stack has every disc's, and modes the model lacks: it chatters at 25 Hz where th
 loop is quiet. This plant is the engine as the simulator runs it (sim/plant.py): the valves
 (the exact lag after the dead time), whose applied force at the middle of each step is held
 over it (`Plant._valve_force`), then one engine step, linearized about the state the plant
-rests in (the caller holds it at the pose with the controller) under its applied force. The engine's full state (MuJoCo's
-qpos and qvel, the builtin's q and qd) is kept; ``(q, qd)`` are its outputs, carried as the
-first states. The mismatch is the settings' (`mismatch.*`): build one plant per error.
+rests in (the caller holds it at the pose with the controller) under its applied force. The
+engine's full state (MuJoCo's qpos and qvel, the builtin's q and qd) is kept; ``(q, qd)``
+are its outputs, carried as the first states. The mismatch is the plant's (`mismatch.*`):
+one plant per error.
 """
 
 import math
@@ -19,6 +20,7 @@ import numpy as np
 
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.tuning.linear_loop import DiscretePlant, STEPS
+
 
 def _full_state(engine):
     """Return the engine's full state: MuJoCo's (qpos, qvel), else (q, qd)."""
