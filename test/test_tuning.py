@@ -62,9 +62,9 @@ def margins():
 
 
 def test_the_frequency_response_is_the_steady_state_of_the_loop_stepped_in_time():
-    # the open loop is not stable (the integral, and the prediction's slow loop through the
-    # valve model with gravity's negative stiffness), so the closed loop is stepped with a
-    # force added at the plant input, v = u + d: then -G v = u in the steady state
+    # the open loop is not stable (the upright arm topples under gravity, the integral), so
+    # the closed loop is stepped with a force added at the plant input, v = u + d: then
+    # -G v = u in the steady state
     loop = system()
     closed = loop.closed()
     for hz in (0.7, 6.0, 40.0):
