@@ -6,6 +6,7 @@
     continuum-ctrl derive      print/export C(q, qd) and g(q) of a symbolic model
     continuum-ctrl fit-betas   fit the CoG model's energy-shaping coefficients
     continuum-ctrl launch      run a launch description's nodes without `ros2 launch`
+    continuum-ctrl tune        margins of the loop over plant errors, and gains that keep them
     continuum-ctrl identify    fit PMA parameters or a URDF arm's inertia to recorded runs
     continuum-ctrl record      record topics into a rosbag2 MCAP file without ros2cli
     continuum-ctrl warm        compile the continuum kernels once, after installing
@@ -29,6 +30,8 @@ COMMANDS = {
                   "fit the CoG model's energy-shaping coefficients"),
     'launch': ('continuum_ctrl.launch_runner',
                "run a launch description's nodes as processes, without ros2 launch"),
+    'tune': ('continuum_ctrl.tuning.command',
+             'margins of the loop over a box of plant errors, and gains that keep them'),
     'identify': ('continuum_ctrl.identify.command',
                  "fit PMA parameters or a URDF arm's inertial parameters to recorded runs"),
     'record': ('continuum_ctrl.ros.record', 'record topics into a rosbag2 MCAP file'),

@@ -54,6 +54,8 @@ ENTRY_POINTS = {
     'fit-betas': (lambda arg, out: ['fit-betas', str(arg), '--samples', '50', '--held-out',
                                     '20'], ('any', 'continuum'), []),
     'identify': (lambda arg, out: ['identify', str(arg), str(out / 'run.csv')], ALL, []),
+    'tune': (lambda arg, out: ['tune', str(arg), '--no-search', '--poses', '1'],
+             ('any', 'continuum'), []),
 }
 #: cases that run as fresh processes; the others fork from one that has imported the commands
 FRESH = {('controller_node', 'binary'), ('identify', 'binary')}

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: the layers, bottom to top
 LAYERS = ('params', 'numerics', 'models', 'actuation', 'control', 'runtime', 'sim',
-          'identify', 'ros', 'apps')
+          'tuning', 'identify', 'ros', 'apps')
 
 #: folders (packages) and the layer of everything in them
 FOLDERS = {
@@ -27,6 +27,7 @@ FOLDERS = {
     'continuum_ctrl.control': 'control',        # the law, references, the loop's cycle
     'continuum_ctrl.runtime': 'runtime',        # the loop thread, timing, scheduling
     'continuum_ctrl.sim': 'sim',                # the plants, the one-process closed loops
+    'continuum_ctrl.tuning': 'tuning',          # the loop linearized, its margins, gains
     'continuum_ctrl.identify': 'identify',      # fits to recorded runs
     'continuum_ctrl.ros': 'ros',                # the rclpy edge: nodes, tools, the demo
 }
@@ -47,6 +48,8 @@ MODULES = {
     'continuum_ctrl.node_pair': 'apps',
     'continuum_ctrl.simulate': 'apps',
     'continuum_ctrl.warm': 'apps',
+    # `continuum-ctrl tune`, which reads a file as the node pair does (node_pair)
+    'continuum_ctrl.tuning.command': 'apps',
     # `continuum-ctrl docs`, which gathers every layer's Field table, kept at its published
     # path (`python -m continuum_ctrl.params.reference`, named in the page it writes)
     'continuum_ctrl.params.reference': 'apps',

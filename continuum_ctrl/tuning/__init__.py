@@ -1,0 +1,1 @@
+"""Gains chosen with margins: the closed loop linearized, its margins, a gain search (no ROS)."""

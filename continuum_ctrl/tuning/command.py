@@ -1,0 +1,257 @@
+"""
+`continuum-ctrl tune PARAMS.yaml`: the loop's margins over a box of plant errors, and gains.
+
+    continuum-ctrl tune PARAMS.yaml [--poses 6] [--stiffness 0.2] [--damping 0.25]
+        [--area 0.1] [--mass 0.2] [--valves LAG DEAD] [--measurement-delay S] [--unstamped]
+        [--velocity measured|differenced] [--mode-frequency HZ] [--mode-damping Z]
+        [--gain-margin DB] [--phase-margin DEG] [--delay-margin MS]
+        [--kp ...] [--kd ...] [--ki ...] [--velocity-filter ...] [--no-search] [--rows N]
+        [--write OUT.yaml]
+
+The controller node's loop of the file (its model, output, valve compensation, rate, gains)
+is linearized at `--poses` samples of its reference over one period (tuning.linear_loop),
+with the simulator's valves (`actuator.*`, or `--valves`) as the plant's, and its margins are
+printed per pose and corner of the error box, worst first (tuning.margins). Then the grid of
+gains is searched (tuning.proposal) for the largest bandwidth that keeps the margins at every
+pose and corner; the gains are printed as a parameter-file overlay, which `--write` saves (pass
+it after PARAMS.yaml: later files win). See docs/tuning.md.
+"""
+
+import argparse
+import math
+from pathlib import Path
+
+import numpy as np
+
+from continuum_ctrl.node_pair import controller_loop, node_pair, plant_settings
+from continuum_ctrl.params import ConfigError
+from continuum_ctrl.sim.closed_loop import simulate_nodes
+from continuum_ctrl.sim.plant import ENGINES
+from continuum_ctrl.tuning.engine_plant import engine_plant
+from continuum_ctrl.tuning.linear_loop import Gains, LoopOptions, Mode, Pose, VELOCITY_PATHS
+from continuum_ctrl.tuning.proposal import assess, corners, propose, Requirement, Setup
+
+#: the default grid of the search, one value for every joint
+GRID = {'kp': [300.0, 500.0, 700.0], 'kd': [15.0, 20.0, 30.0, 40.0],
+        'ki': [2.5e4, 5e4, 1e5], 'velocity_filter': [0.002, 0.005, 0.01]}
+#: s; the span sampled when the reference has no period (a hold, waypoints)
+SPAN = 4.0
+#: s the file's own loop holds the simulator's engine at a pose before it is linearized
+HOLD = 3.0
+
+
+def reference_period(spec):
+    """Return the reference's period (s): its slowest frequency's, else SPAN."""
+    frequency = np.atleast_1d(getattr(spec, 'frequency', getattr(spec, 'tip_frequency', 0.0)))
+    positive = frequency[frequency > 0.0]
+    return 1.0 / float(positive.min()) if positive.size else SPAN
+
+
+def poses_of(loop, initial, count):
+    """Return ``[(t, Pose)]`` at `count` times over one period of the loop's reference."""
+    spec, model = loop.settings.reference, loop.model
+    low, high = loop.low, loop.high
+    q0 = np.clip(initial, low, high)
+    reference = spec.build(q0, loop.task) if spec.needs_task_space else spec.build(q0)
+    period = reference_period(spec)
+    times = period * np.arange(count) / count
+    return [(float(t), Pose.of(model, [np.array(s, dtype=float)
+                                       for s in reference.sample(t)])) for t in times]
+
+
+def held_engine(params, simulator, pose, period):
+    """
+    Return the DiscretePlant of the simulator's engine of `params` resting at `pose`.
+
+    The file's own loop holds it there (its sinusoid with no amplitude, centred on the pose:
+    an upright arm topples without feedback) for HOLD s; then its step is linearized.
+    """
+    q0 = [float(v) for v in pose.sample[0]]
+    runtime, plant = node_pair(params, {'reference.center': q0, 'reference.amplitude': [0.0]},
+                               {**simulator, 'initial.position': q0})
+    simulate_nodes(runtime, plant, HOLD)
+    return engine_plant(plant, period)
+
+
+def _positive(value, key):
+    if not value > 0.0:
+        raise ConfigError(key, f'must be > 0, got {value}')
+    return value
+
+
+def _share(value, key):
+    if not 0.0 <= value < 1.0:
+        raise ConfigError(key, f'must be a share in [0, 1), got {value}')
+    return value
+
+
+def _format(rows, requirement, count):
+    """Return the table of `rows` (the first `count`; 0: all) as lines."""
+    lines = [f"{'pose':>4} {'t s':>5} {'stiff':>5} {'damp':>5} {'area':>5} {'mass':>5} "
+             f"{'GM dB':>6} {'low dB':>6} {'PM deg':>6} {'DM ms':>6} {'cross Hz':>8} "
+             f"{'BW Hz':>6} {'chatter Hz':>10} {'ok':>3}"]
+    for row in rows[:count or len(rows)]:
+        m, e = row.margins, row.error
+        low = 20.0 * math.log10(m.gain_low) if m.gain_low > 0.0 else -math.inf
+        lines.append(f'{row.pose:>4} {row.time:>5.2f} {e.stiffness:>5.2f} {e.damping:>5.2f} '
+                     f'{e.area:>5.2f} {e.mass:>5.2f} {m.gain_db:>6.2f} {low:>6.1f} '
+                     f'{m.phase:>6.1f} {1e3 * m.delay:>6.2f} {m.crossover:>8.2f} '
+                     f'{m.bandwidth:>6.2f} {m.chatter:>10.1f} '
+                     f"{'yes' if requirement.shortfall(m) >= 1.0 else 'NO':>3}")
+    if count and len(rows) > count:
+        lines.append(f'... {len(rows) - count} more rows, each with larger margins')
+    return lines
+
+
+def overlay(gains, joints):
+    """Return the parameter-file overlay of `gains` (one value per joint) as YAML text."""
+    def values(array):
+        return '[' + ', '.join(f'{float(v):.6g}' for v in array) + ']'
+    n = len(joints)
+    return '\n'.join([
+        'continuum_controller:',
+        '  ros__parameters:',
+        f'    velocity_filter: {gains.velocity_filter:g}',
+        '    gains:',
+        f'      kp: {values(np.broadcast_to(gains.kp, (n,)))}',
+        f'      kd: {values(np.broadcast_to(gains.kd, (n,)))}',
+        f'      ki: {values(np.broadcast_to(gains.ki, (n,)))}', ''])
+
+
+def summary(label, rows, requirement):
+    """Return one line: each margin's smallest value over `rows`, and whether all meet them."""
+    margins = [row.margins for row in rows]
+    return (f'{label}: smallest GM {min(m.gain_db for m in margins):.2f} dB, PM '
+            f'{min(m.phase for m in margins):.1f} deg, DM '
+            f'{1e3 * min(m.delay for m in margins):.2f} ms, bandwidth '
+            f'{min(m.bandwidth for m in margins):.2f} Hz; '
+            f"{'meets' if requirement.shortfall(margins[0]) >= 1.0 else 'does NOT meet'} "
+            f'GM {requirement.gain_db:g} dB, PM {requirement.phase:g} deg, DM '
+            f'{1e3 * requirement.delay:g} ms everywhere')
+
+
+def _arguments(argv):
+    parser = argparse.ArgumentParser(prog='continuum-ctrl tune',
+                                     description=__doc__.split('\n\n')[0].strip())
+    parser.add_argument('params', help='parameter file (the controller and simulator nodes)')
+    parser.add_argument('--poses', type=int, default=6,
+                        help='reference samples over one period (default 6)')
+    for name, default in (('stiffness', 0.2), ('damping', 0.25), ('area', 0.1), ('mass', 0.2)):
+        parser.add_argument(f'--{name}', type=float, default=default,
+                            help=f'plant {name} error, a share (default +-{default:g})')
+    parser.add_argument('--plant', choices=('model', 'engine'), default='model',
+                        help="the controller's model with the error box (default), or the "
+                             "simulator's engine linearized (its own mismatch; of the box, "
+                             'only the area applies)')
+    parser.add_argument('--engine', choices=ENGINES,
+                        help="with --plant engine: the simulator's engine (default: the "
+                             "file's)")
+    parser.add_argument('--valves', type=float, nargs=2, metavar=('LAG', 'DEAD'),
+                        help="the plant's valve lag and dead time, s (default: the "
+                             "simulator's actuator.*, else the controller's output.*)")
+    parser.add_argument('--measurement-delay', type=float, default=0.0,
+                        help='age of the measurement, s, in whole control periods (default 0)')
+    parser.add_argument('--unstamped', action='store_true',
+                        help='the controller does not know the age (no stamp): it predicts '
+                             'from the receive time')
+    parser.add_argument('--velocity', choices=VELOCITY_PATHS, default='measured',
+                        help='velocities measured, or positions differenced (default measured)')
+    parser.add_argument('--mode-frequency', type=float, default=0.0,
+                        help='Hz of an unmodelled mode per PMA before the arm (default 0: '
+                             'none; docs/tuning.md)')
+    parser.add_argument('--mode-damping', type=float, default=0.1,
+                        help="the mode's damping ratio (default 0.1)")
+    parser.add_argument('--gain-margin', type=float, default=6.0, help='dB (default 6)')
+    parser.add_argument('--phase-margin', type=float, default=25.0, help='deg (default 25)')
+    parser.add_argument('--delay-margin', type=float, default=4.0, help='ms (default 4)')
+    for name, values in GRID.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", type=float, nargs='+',
+                            default=values, help=f'search grid (default {values})')
+    parser.add_argument('--no-search', action='store_true',
+                        help="assess the file's gains only")
+    parser.add_argument('--rows', type=int, default=12,
+                        help='table rows printed, worst first (0: all; default 12)')
+    parser.add_argument('--write', type=Path, help='write the proposed gains to this file')
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    """Print the margins of the file's gains and of the proposed ones; 1 if none found."""
+    args = _arguments(argv)
+    for key in ('stiffness', 'damping', 'area', 'mass'):
+        _share(getattr(args, key), f'--{key}')
+    if args.poses < 1:
+        raise ConfigError('--poses', f'must be >= 1, got {args.poses}')
+    for key in ('gain_margin', 'phase_margin', 'delay_margin'):
+        _positive(getattr(args, key), f"--{key.replace('_', '-')}")
+    for name in GRID:
+        for value in getattr(args, name):
+            (_positive if name != 'velocity_filter' else _share)(
+                value, f"--{name.replace('_', '-')}")
+    loop = controller_loop(args.params)
+    plant = plant_settings(args.params, {'engine': args.engine} if args.engine else None)
+    settings, period = loop.settings, loop.period
+    if settings.actuation is None:
+        raise ConfigError('output.mode', "the tuner models PMA valves: needs 'pressure'")
+    if np.ndim(settings.kp) != 1 or np.ndim(settings.kd) != 1:
+        raise ConfigError('gains.kp', 'the tuner takes diagonal gains (n values)')
+    valves = tuple(args.valves) if args.valves else (
+        plant.actuator[:2] if any(plant.actuator[:2]) else settings.compensation)
+    for value in valves:
+        if value < 0.0:
+            raise ConfigError('--valves', f'must be >= 0 s, got {value}')
+    ticks = args.measurement_delay / period
+    if args.measurement_delay < 0.0 or abs(ticks - round(ticks)) > 1e-6:
+        raise ConfigError('--measurement-delay', f'must be whole control periods of '
+                                                 f'{period:g} s, got {args.measurement_delay}')
+    mode = None
+    if args.mode_frequency:
+        _positive(args.mode_frequency, '--mode-frequency')
+        mode = Mode(args.mode_frequency, _positive(args.mode_damping, '--mode-damping'))
+    options = LoopOptions(period, valves, int(round(ticks)), not args.unstamped,
+                          args.velocity, mode)
+    poses = poses_of(loop, plant.initial, args.poses)
+    engines = None
+    if args.plant == 'engine':
+        if args.valves or mode:
+            raise ConfigError('--plant', "'engine' runs the simulator's own valves and modes: "
+                                         'no --valves or --mode-frequency')
+        if settings.reference.kind != 'sinusoid':
+            raise ConfigError('--plant', "'engine' holds the arm with a sinusoid reference")
+        simulator = {'engine': args.engine} if args.engine else {}
+        engines = [held_engine(args.params, simulator, pose, period) for _, pose in poses]
+        args.stiffness = args.damping = args.mass = 0.0
+    setup = Setup(loop.model, settings.actuation, settings.compensation, period, poses,
+                  options, settings.passive, engines)
+    errors = corners(args.stiffness, args.damping, args.area, args.mass)
+    requirement = Requirement(args.gain_margin, args.phase_margin, 1e-3 * args.delay_margin)
+    print(f'{args.params}: {loop.model.n} PMAs at {1.0 / period:g} Hz; plant '
+          + (f'the {plant.engine} engine linearized, ' if engines else '') + 'valves '
+          f'{valves[0]:g} s lag, {valves[1]:g} s dead time; compensation '
+          f'{settings.compensation[0]:g} s, {settings.compensation[1]:g} s; measurement '
+          f"{args.measurement_delay * 1e3:g} ms old{' (unstamped)' if args.unstamped else ''}, "
+          f'velocity {args.velocity}; '
+          + (f'mode {mode.frequency:g} Hz, damping {mode.damping:g}; ' if mode else '')
+          + f'errors stiffness +-{args.stiffness:g}, damping +-{args.damping:g}, area '
+          f'+-{args.area:g}, mass +-{args.mass:g}: {len(errors)} cases x {args.poses} poses')
+    shipped = Gains(settings.kp, settings.kd, settings.ki, settings.velocity_filter)
+    rows = assess(setup, shipped, errors, requirement)
+    print('\n'.join(_format(rows, requirement, args.rows)))
+    print(summary("the file's gains", rows, requirement))
+    if args.no_search:
+        return 0
+    grid = tuple(getattr(args, name) for name in GRID)
+    best, best_rows = propose(setup, grid, errors, requirement)
+    if best is None:
+        print('no gains of the grid meet the margins everywhere: widen the grid or lower '
+              'the requirement')
+        return 1
+    print('\n'.join(_format(best_rows, requirement, args.rows)))
+    print(summary('proposed', best_rows, requirement))
+    text = overlay(best, settings.joints)
+    print(text, end='')
+    if args.write:
+        args.write.write_text(f'# continuum-ctrl tune {args.params}: '
+                              f'{summary("margins", best_rows, requirement)}\n' + text)
+        print(f'wrote {args.write}')
+    return 0

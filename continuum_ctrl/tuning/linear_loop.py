@@ -1,0 +1,479 @@
+"""
+The controller's closed loop linearized about one pose: a discrete-time state space.
+
+    pose = Pose.of(model, sample)                       # the reference's (q_d, qd_d, qdd_d)
+    control = Controller(model, actuation, gains, compensation, period, age)
+    loop = LoopSystem.build(pose, control, PlantError(), LoopOptions(period, valves))
+    loop.A, loop.Bv, loop.K    # X' = A X + Bv v, u = K X: the loop broken at the plant input
+
+Everything is a perturbation about the reference's sample frozen in time, in force units (N,
+model order): `u` the PMA forces commanded, `v` what the plant's valves are fed (the loop
+closes with ``v = u``; a gain ``k`` there, ``v = k u``, is a PMA area error). One state per
+control tick of `period` s, taken just before the tick:
+
+- the plant: ``M* e'' + D* e' + K* e = f`` at the sample (the model's M, the Jacobians of its
+  passive forces and of the rest of its inverse dynamics, scaled by PlantError); `f` is the
+  valves' applied force (a first-order lag behind the command, held from its tick on, after a
+  dead time), optionally through an unmodelled mode (`Mode`, per PMA). Exact: the continuous
+  part is integrated by matrix exponentials over the tick, split where the delayed command
+  switches (the dead time need not be a whole number of ticks);
+- the measurement: the plant's ``(e, e')`` `measurement_delay` ticks old; its stamp known
+  (`stamped`, as the nodes pass it on: the prediction then runs from it) or not;
+- the state estimate (`estimator`): ControlLoop.set_state's velocity path as one linear block
+  from ``(q_m, qd_m, f_c)`` (``f_c``: the valve model's force) to ``(q, qd)``. An observer,
+  a steady-state filter on the measured positions and the forces applied, is one more kind
+  of that block;
+- the controller (`Controller`): control.compensation's prediction over the dead time and the
+  law, one map from ``(q, qd)``, the valve model's force and the commands pending in it to
+  the force, linearized by central differences of the real `Compensation.effort` (the lead
+  acts on the feed-forward only and drops out); the valve model (actuation.valves, linear
+  without a slew limit) advanced by a tick, its weights from unit inputs; the integral
+  (control.integral) ``i' = i - ki period e_m``, added to the next ticks' force.
+
+Left out: the clamps (at p_min a PMA vents and its channel's gain drops to 0; p_max), the rate
+limit, the dead zone (an offset), a slew limit of the valves, the sensor noise.
+"""
+
+import math
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import numpy as np
+from scipy.linalg import expm
+
+from continuum_ctrl.actuation.valves import Actuator
+from continuum_ctrl.control.compensation import Compensation
+from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
+
+#: the estimator kinds: the velocities measured, or the positions differenced over a period
+VELOCITY_PATHS = ('measured', 'differenced')
+#: central-difference steps: position (m or rad), velocity (m/s or rad/s), force (N)
+STEPS = (1e-6, 1e-5, 1e-3)
+#: N; a pose's PMA force below this is linearized as this (a vented PMA has no gain at all)
+LEAST_FORCE = 1.0
+
+
+@dataclass(frozen=True)
+class Gains:
+    """The gains tuned: kp (1/s^2), kd (1/s), ki (N/(m s)), per joint (n,); velocity_filter, s."""
+
+    kp: np.ndarray
+    kd: np.ndarray
+    ki: np.ndarray
+    velocity_filter: float
+
+
+@dataclass(frozen=True)
+class PlantError:
+    """The true arm against the model: stiffness, damping, PMA area and mass scales (1: none)."""
+
+    stiffness: float = 1.0
+    damping: float = 1.0
+    area: float = 1.0
+    mass: float = 1.0
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A mode the model lacks, per PMA before the arm: ``w^2 / (s^2 + 2 z w s + w^2)``."""
+
+    frequency: float
+    damping: float
+
+
+@dataclass(frozen=True)
+class LoopOptions:
+    """
+    The loop around the controller.
+
+    `period` (s); the plant's `valves` (time constant, dead time; s); `measurement_delay`
+    (ticks), `stamped`; the `velocity` path (VELOCITY_PATHS); an unmodelled `mode` (Mode,
+    `frequency` in Hz, `damping` a ratio; None: none).
+    """
+
+    period: float
+    valves: Tuple[float, float]
+    measurement_delay: int = 0
+    stamped: bool = True
+    velocity: str = 'measured'
+    mode: Optional[Mode] = None
+
+
+def _jacobians(f, q, qd):
+    """Return ``(df/dq, df/dqd)`` of ``f(q, qd) -> (n,)`` by central differences."""
+    n = q.size
+    out = []
+    for which, step in ((0, STEPS[0]), (1, STEPS[1])):
+        columns = []
+        for i in range(n):
+            args = [q.copy(), qd.copy()], [q.copy(), qd.copy()]
+            args[0][which][i] += step
+            args[1][which][i] -= step
+            columns.append((f(*args[0]) - f(*args[1])) / (2.0 * step))
+        out.append(np.array(columns).T)
+    return out
+
+
+@dataclass(frozen=True)
+class Pose:
+    """
+    The reference's `sample` ``(q_d, qd_d, qdd_d)`` and the model linearized there.
+
+    `mass` M; `passive` (dP/dq, dP/dqd) of the passive forces; `rest` the same of the rest of
+    the inverse dynamics at ``qdd_d`` (gravity, inertia, Coriolis: they scale with the mass);
+    `force` the inverse dynamics there (N).
+    """
+
+    sample: Tuple[np.ndarray, np.ndarray, np.ndarray]
+    mass: np.ndarray
+    passive: Tuple[np.ndarray, np.ndarray]
+    rest: Tuple[np.ndarray, np.ndarray]
+    force: np.ndarray
+
+    @classmethod
+    def of(cls, model, sample):
+        """Linearize `model` (a DynamicsModel) at the reference's `sample`."""
+        q, qd, qdd = (np.array(s, dtype=float) for s in sample)
+
+        def rest(x, xd):
+            return model.inverse_dynamics(x, xd, qdd) - model.passive_forces(x, xd)
+        return cls((q, qd, qdd), np.array(model.mass_matrix(q)),
+                   tuple(_jacobians(lambda x, xd: np.array(model.passive_forces(x, xd)),
+                                    q, qd)),
+                   tuple(_jacobians(rest, q, qd)),
+                   np.array(model.inverse_dynamics(q, qd, qdd), dtype=float))
+
+
+def plant_matrices(pose, error, time_constant, mode):
+    """
+    Return ``(A, B)`` of the continuous plant: x = (e, e', [p_a], [z, z']), input the valves'.
+
+    `error` (PlantError) scales the model; `time_constant` (s, 0: no lag, no p_a) the valves'
+    lag; `mode` (Mode or None) filters the applied force before the arm.
+    """
+    n = pose.mass.shape[0]
+    mass = error.mass * pose.mass
+    stiffness = error.stiffness * pose.passive[0] + error.mass * pose.rest[0]
+    damping = error.damping * pose.passive[1] + error.mass * pose.rest[1]
+    inverse = np.linalg.inv(mass)
+    size = 2 * n + (n if time_constant > 0.0 else 0) + (2 * n if mode else 0)
+    A, B = np.zeros((size, size)), np.zeros((size, n))
+    eye = np.eye(n)
+    A[:n, n:2 * n] = eye
+    A[n:2 * n, :n] = -inverse @ stiffness
+    A[n:2 * n, n:2 * n] = -inverse @ damping
+    applied = slice(2 * n, 3 * n)
+
+    def driven(rows, gain):
+        """Add `gain` times the applied force (the lag's state, or the input) to `rows`."""
+        if time_constant > 0.0:
+            A[rows, applied] += gain
+        else:
+            B[rows] += gain
+    if time_constant > 0.0:
+        A[applied, applied] = -eye / time_constant
+        B[applied] = eye / time_constant
+    if mode:
+        at = size - 2 * n
+        w = 2.0 * math.pi * mode.frequency
+        A[at:at + n, at + n:] = eye
+        A[at + n:, at:at + n] = -w * w * eye
+        A[at + n:, at + n:] = -2.0 * mode.damping * w * eye
+        driven(slice(at + n, size), w * w * eye)
+        A[n:2 * n, at:at + n] = inverse
+    else:
+        driven(slice(n, 2 * n), inverse)
+    return A, B
+
+
+def _hold(A, B, span):
+    """Return ``(exp(A span), int_0^span exp(A r) dr B)``: `span` s of a held input."""
+    n, m = B.shape
+    big = np.zeros((n + m, n + m))
+    big[:n, :n], big[:n, n:] = A * span, B * span
+    exp = expm(big)
+    return exp[:n, :n], exp[:n, n:]
+
+
+def plant_step(A, B, period, delay):
+    """
+    Return ``(Phi, old, new, lag)``: ``x' = Phi x + old v[k-lag-1] + new v[k-lag]`` over a tick.
+
+    The input is the command held from its tick on, `delay` s late (`lag` whole ticks and a
+    fraction, where the older command still acts).
+    """
+    lag = int(math.floor(delay / period + 1e-9))
+    split = min(max(delay - lag * period, 0.0), period)
+    first, old = _hold(A, B, split)
+    second, new = _hold(A, B, period - split)
+    return second @ first, second @ old, new, lag
+
+
+@dataclass(frozen=True)
+class DiscretePlant:
+    """
+    A plant over one tick: ``x' = Phi x + old v[k-lag-1] + new v[k-lag]`` (`plant_step`).
+
+    Its first 2n states are ``(e, e')``, what the controller measures; `v` the valves' input
+    (N, before the area error, which `LoopSystem.build` applies).
+    """
+
+    Phi: np.ndarray
+    old: np.ndarray
+    new: np.ndarray
+    lag: int
+
+
+def continuous_plant(pose, error, options):
+    """Return the model's plant at `pose` under `error` over a tick (DiscretePlant)."""
+    A, B = plant_matrices(pose, error, options.valves[0], options.mode)
+    return DiscretePlant(*plant_step(A, B, options.period, options.valves[1]))
+
+
+def valve_weights(time_constant, delay, period, count):
+    """
+    Return ``(a, w)``: the valve model's pressure a tick on, ``a p + sum_j w[j] u[k-j]``.
+
+    Per PMA, as the controller's `Actuator` has it: `u[k-count]` is the input acting at the
+    tick (``count`` >= the dead time in ticks), `u[k-count+1] .. u[k-1]` pending and `u[k]`
+    sent at the tick; the model is linear (no slew limit), so unit inputs give the weights.
+    """
+    def after(pressure, inputs):
+        valves = Actuator(time_constant, delay, 0.0, [pressure])
+        valves.reset([pressure], 0.0)
+        valves.input[:] = inputs[count]
+        for j in range(count - 1, -1, -1):
+            valves.command([inputs[j]], -j * period)
+        return valves.advance(period)[0]
+    unit = np.eye(count + 1)
+    return after(1.0, np.zeros(count + 1)), np.array([after(0.0, u) for u in unit])
+
+
+def pending_count(delay, period):
+    """Return the commands the valve model holds at a tick: the dead time in ticks, >= 1."""
+    return max(math.ceil(delay / period - 1e-9), 1)
+
+
+class Controller:
+    """
+    The controller's force at a pose, linearized: the prediction and the law, integral apart.
+
+    ``u = Jq q + Jv qd + Jp f_c + sum_j Ju[j-1] u[k-j]`` (j = 1..`pending`), with ``(q, qd)``
+    the state estimate measured `age` s before the tick (the prediction runs from then),
+    ``f_c`` the valve model's force at the tick and ``u[k-j]`` the commands it holds.
+    Without compensation (`compensation` (0, 0)) the law alone: `Jp`, `Ju` are absent.
+    `weights`: the valve model's tick (`valve_weights`).
+    """
+
+    def __init__(self, model, actuation, gains, compensation, period, age=0.0,
+                 passive='reference'):
+        self.n = n = model.n
+        self.period = period
+        self.gains = gains
+        law = ComputedTorqueLaw(model, gains.kp, gains.kd, passive)
+        time_constant, delay = compensation
+        self.compensated = bool(time_constant or delay)
+        self.pending = pending_count(delay, period) if self.compensated else 0
+        self._make = lambda: (Compensation(model, law, actuation, time_constant, delay,
+                                           period) if self.compensated else law)
+        self._actuation = actuation
+        self._age = age
+        self.weights = (valve_weights(time_constant, delay, period, self.pending)
+                        if self.compensated else (0.0, np.zeros(1)))
+        self.Jq = self.Jv = self.Jp = np.zeros((n, n))
+        self.Ju = np.zeros((self.pending, n, n))
+
+    def at(self, pose):
+        """Linearize at `pose` (a Pose); return self."""
+        n, pending = self.n, self.pending
+        part = self._make()
+        actuation = self._actuation
+        sample = tuple(np.array(s) for s in pose.sample)
+        reference = _Frozen(sample)
+        t = 1.0
+        base = np.maximum(pose.force, LEAST_FORCE)
+        wide = (np.full(n, -1e12), np.full(n, 1e12))
+
+        def effort(x):
+            q, qd = x[:n], x[n:2 * n]
+            if not self.compensated:
+                return np.array(part(q, qd, *sample))
+            forces = x[2 * n:].reshape(pending + 1, n)
+            pressure = [actuation.pressure(f) for f in forces]
+            valves = part.valves
+            valves.reset(pressure[0], t)
+            valves.input[:] = pressure[pending]
+            for j in range(pending - 1, 0, -1):
+                valves.command(pressure[j], t - j * self.period)
+            return np.array(part.effort(q, qd, t - self._age, reference, t, wide))
+        valve_part = [base] * (pending + 1) if self.compensated else []
+        x0 = np.concatenate([sample[0], sample[1]] + valve_part)
+        steps = np.concatenate([np.full(n, STEPS[0]), np.full(n, STEPS[1]),
+                                np.full(x0.size - 2 * n, STEPS[2])])
+        columns = []
+        for i in range(x0.size):
+            up, down = x0.copy(), x0.copy()
+            up[i] += steps[i]
+            down[i] -= steps[i]
+            columns.append((effort(up) - effort(down)) / (2.0 * steps[i]))
+        J = np.array(columns).T
+        self.Jq, self.Jv = J[:, :n], J[:, n:2 * n]
+        if self.compensated:
+            self.Jp = J[:, 2 * n:3 * n]
+            self.Ju = np.array([J[:, (2 + j) * n:(3 + j) * n] for j in range(1, pending + 1)])
+        return self
+
+
+class _Frozen:
+    """A reference held at one sample (the lead's feed-forward then has no slope)."""
+
+    t0 = 0.0
+
+    def __init__(self, sample):
+        self._sample = sample
+
+    def sample(self, t):
+        """Return the sample, whatever `t`."""
+        return self._sample
+
+
+def estimator(kind, filter_time, period, n):
+    """
+    Return ``(A, B, C, D)`` of the state estimate: ``s' = A s + B y``, ``(q, qd) = C s + D y``.
+
+    ``y = (q_m, qd_m, f_c)`` (3n): the measurement and the valve model's force. As
+    ControlLoop.set_state has it, `kind` 'measured' takes ``qd_m``, 'differenced' the
+    positions' difference over `period` (a driver that sends lengths only), and both pass the
+    `filter_time` low-pass ``qd += T / (T + filter_time) (qd_m - qd)``.
+    """
+    alpha = period / (period + filter_time)
+    eye, zero = np.eye(n), np.zeros((n, n))
+    if kind == 'measured':           # s: the filtered velocity before this state
+        return ((1.0 - alpha) * eye, np.hstack([zero, alpha * eye, zero]),
+                np.vstack([zero, (1.0 - alpha) * eye]),
+                np.block([[eye, zero, zero], [zero, alpha * eye, zero]]))
+    if kind != 'differenced':
+        raise ValueError(f'unknown velocity path {kind!r}')
+    rate = alpha / period            # s: (filtered velocity, last position)
+    return (np.block([[(1.0 - alpha) * eye, -rate * eye], [zero, zero]]),
+            np.block([[rate * eye, zero, zero], [eye, zero, zero]]),
+            np.block([[zero, zero], [(1.0 - alpha) * eye, -rate * eye]]),
+            np.block([[eye, zero, zero], [rate * eye, zero, zero]]))
+
+
+class _Layout:
+    """Named slices of one state vector, in the order they are added."""
+
+    def __init__(self):
+        self.size = 0
+        self.slices = {}
+
+    def add(self, name, size):
+        """Append the block `name` of `size` states."""
+        self.slices[name] = slice(self.size, self.size + size)
+        self.size += size
+
+    def __getitem__(self, name):
+        """Return the slice of block `name`."""
+        return self.slices[name]
+
+
+@dataclass
+class LoopSystem:
+    """
+    The loop broken at the plant input: ``X' = A X + Bv v``, ``u = K X`` (closed: v = u).
+
+    `layout` names the state's blocks; `period` s. `closed(k)` is the closed loop's matrix
+    with the plant input scaled by `k`.
+    """
+
+    A: np.ndarray
+    Bv: np.ndarray
+    K: np.ndarray
+    period: float
+    layout: _Layout
+
+    def closed(self, k=1.0):
+        """Return ``A + k Bv K``, the closed loop with `k` at the plant input."""
+        return self.A + k * self.Bv @ self.K
+
+    @classmethod
+    def build(cls, pose, control, error, options, plant=None):
+        """
+        Assemble the loop of `control` (Controller at `pose`) around the plant `error`.
+
+        `plant`: a DiscretePlant in place of the model's (`continuous_plant`); of `error`,
+        only the area then applies.
+        """
+        n, T = control.n, options.period
+        plant_tick = plant if plant is not None else continuous_plant(pose, error, options)
+        Phi, shift = plant_tick.Phi, plant_tick.lag
+        old, new = plant_tick.old * error.area, plant_tick.new * error.area
+        Ae, Be, Ce, De = estimator(options.velocity, control.gains.velocity_filter, T, n)
+        d, pending = options.measurement_delay, control.pending
+        lay = _Layout()
+        lay.add('plant', Phi.shape[0])
+        for j in range(1, shift + 2):
+            lay.add(f'v{j}', n)
+        for j in range(1, d + 1):
+            lay.add(f'm{j}', 2 * n)
+        lay.add('estimate', Ae.shape[0])
+        if control.compensated:
+            lay.add('valve model', n)
+            for j in range(1, pending + 1):
+                lay.add(f'u{j}', n)
+        lay.add('integral', n)
+        N = lay.size
+        A, Bu, Bv, K = np.zeros((N, N)), np.zeros((N, n)), np.zeros((N, n)), np.zeros((n, N))
+        plant = lay['plant']
+        # the plant over the tick, fed v[k-shift-1] then v[k-shift]
+        A[plant, plant] = Phi
+        for weight, j in ((old, shift + 1), (new, shift)):
+            if j == 0:
+                Bv[plant] += weight
+            else:
+                A[plant, lay[f'v{j}']] += weight
+        Bv[lay['v1']] = np.eye(n)
+        for j in range(2, shift + 2):
+            A[lay[f'v{j}'], lay[f'v{j - 1}']] = np.eye(n)
+        # what the controller measures: (e, e') now, or d ticks ago
+        measured = np.zeros((2 * n, N))
+        measured[:, plant.start:plant.start + 2 * n] = np.eye(2 * n)
+        if d:
+            A[lay['m1'], plant.start:plant.start + 2 * n] = np.eye(2 * n)
+            for j in range(2, d + 1):
+                A[lay[f'm{j}'], lay[f'm{j - 1}']] = np.eye(2 * n)
+            measured = np.zeros((2 * n, N))
+            measured[:, lay[f'm{d}']] = np.eye(2 * n)
+        valve_force = np.zeros((n, N))
+        if control.compensated:
+            valve_force[:, lay['valve model']] = np.eye(n)
+        inputs = np.vstack([measured, valve_force])
+        estimate = lay['estimate']
+        A[estimate] += Ae @ _select(estimate, N) + Be @ inputs
+        state = Ce @ _select(estimate, N) + De @ inputs
+        K += control.Jq @ state[:n] + control.Jv @ state[n:]
+        if control.compensated:
+            a, w = control.weights
+            model_block = lay['valve model']
+            K[:, model_block] += control.Jp
+            A[model_block, model_block] = a * np.eye(n)
+            Bu[model_block] = w[0] * np.eye(n)
+            Bu[lay['u1']] = np.eye(n)
+            for j in range(1, pending + 1):
+                K[:, lay[f'u{j}']] += control.Ju[j - 1]
+                A[model_block, lay[f'u{j}']] = w[j] * np.eye(n)
+                if j > 1:
+                    A[lay[f'u{j}'], lay[f'u{j - 1}']] = np.eye(n)
+        integral = lay['integral']
+        K[:, integral] += np.eye(n)
+        A[integral, integral] = np.eye(n)
+        A[integral] -= T * np.diag(np.broadcast_to(control.gains.ki, (n,))) @ measured[:n]
+        return cls(A + Bu @ K, Bv, K, T, lay)
+
+
+def _select(block, size):
+    """Return the matrix picking `block` (a slice) out of a state of `size`."""
+    out = np.zeros((block.stop - block.start, size))
+    out[:, block] = np.eye(block.stop - block.start)
+    return out
