@@ -57,15 +57,21 @@ PLANTS = {'mujoco4': {'engine': 'mujoco', 'mujoco.discs': 4},
 
 
 def figures(names, model, t, q_des, q, command):
-    """Return the case's figures: per section (rms, late rms, max, MPa/s, chatter), tip."""
+    """
+    Return the case's figures per section, and the tip's.
+
+    Per section ``(group, rms, late rms, max, late max, variation rate Pa/s, chatter index)``;
+    the tip ``(rms, max, late rms, late max)``, m; late: the run's second half.
+    """
     error = q - q_des
     late = t >= t[0] + 0.5 * (t[-1] - t[0])
-    rows = [(key, rms, late_rms, worst, rate, chatter)
-            for (key, rms, worst), (_, late_rms, _), (_, _, rate, chatter)
+    rows = [(key, rms, late_rms, worst, late_worst, rate, chatter)
+            for (key, rms, worst), (_, late_rms, late_worst), (_, _, rate, chatter)
             in zip(summary(names, error), summary(names, error[late]),
                    command_summary(names, t, command))]
     _, _, tip = tip_paths(model, tip_frame(model), q_des, q)
-    return rows, float(np.sqrt(np.mean(tip ** 2))), float(np.max(tip))
+    return rows, tuple(float(f(x)) for x in (tip, tip[late])
+                       for f in (lambda e: np.sqrt(np.mean(e ** 2)), np.max))
 
 
 def in_process(plant_overrides, simulator, controller, duration):
@@ -81,6 +87,7 @@ def in_process(plant_overrides, simulator, controller, duration):
 
 
 def _nest(tree, dotted, value):
+    """Set the dotted key `dotted` of the nested dict `tree` to `value`."""
     *path, last = dotted.split('.')
     for key in path:
         tree = tree.setdefault(key, {})
@@ -126,23 +133,24 @@ def main(argv=None):
     args = parser.parse_args(argv)
     chosen = {key: yaml.safe_load(value) for key, value in
               (item.split('=', 1) for item in args.set)}
-    print('case plant: per section RMS (late half) / max mm, worst PMA MPa/s, chatter; tip')
+    print('case plant: per section RMS (late half) / max (late half) mm, worst PMA MPa/s, '
+          'chatter index; the tip RMS (late half) / max (late half)')
     for case in args.cases.split(','):
         simulator, controller = CASES[case]
         controller = {**chosen, **controller}
         for label in args.plants.split(','):
             if args.nodes:
                 with tempfile.TemporaryDirectory() as out:
-                    rows, tip_rms, tip_max = through_nodes(PLANTS[label], simulator, controller,
-                                                           args.duration, Path(out))
+                    rows, tip = through_nodes(PLANTS[label], simulator, controller,
+                                              args.duration, Path(out))
             else:
-                rows, tip_rms, tip_max = in_process(PLANTS[label], simulator, controller,
-                                                    args.duration)
-            sections = ' | '.join(f'{1e3 * rms:.3f} ({1e3 * late:.3f}) / {1e3 * worst:.2f} mm '
-                                  f'{1e-6 * rate:.2f} MPa/s {chatter:.2f}'
-                                  for _, rms, late, worst, rate, chatter in rows)
-            print(f'{case:<12} {label:<8} {sections} | tip {1e3 * tip_rms:.2f} / '
-                  f'{1e3 * tip_max:.2f} mm', flush=True)
+                rows, tip = in_process(PLANTS[label], simulator, controller, args.duration)
+            sections = ' | '.join(f'{1e3 * rms:.3f} ({1e3 * late:.3f}) / {1e3 * worst:.2f} '
+                                  f'({1e3 * late_worst:.2f}) mm {1e-6 * rate:.2f} MPa/s '
+                                  f'{chatter:.2f}'
+                                  for _, rms, late, worst, late_worst, rate, chatter in rows)
+            print(f'{case:<12} {label:<8} {sections} | tip {1e3 * tip[0]:.2f} ({1e3 * tip[2]:.2f})'
+                  f' / {1e3 * tip[1]:.2f} ({1e3 * tip[3]:.2f}) mm', flush=True)
 
 
 if __name__ == '__main__':

@@ -22,10 +22,12 @@ PARAMS = 'config/continuum_3section.yaml'
 MISMATCH = {'mismatch.stiffness_scale': 1.2, 'mismatch.damping_scale': 0.75,
             'mismatch.area_scale': 1.1, 'mismatch.deadzone': 15e3}
 NOISE = {'noise.position': 2e-5, 'noise.velocity': 2e-3, 'noise.seed': 3}
-#: the nominal file's kd and velocity filter, in place of the excitation file's quieter ones:
-#: their loop carries content above the valves' lag's corner (the quieter gains leave too
-#: little to tell a lag from a delay: one 37-38 ms lag), and chatters on the MuJoCo arm
-NOMINAL_GAINS = {'gains.kd': [40.0] * 9, 'velocity_filter': 0.01}
+#: the former file's gains on measured states (kp 700, kd 40, 10 ms velocity filter, no
+#: observer), in place of the excitation file's quieter ones: their loop carries content
+#: above the valves' lag's corner (the quieter gains leave too little to tell a lag from a
+#: delay: one 37-38 ms lag), and chatters on the MuJoCo arm
+NOMINAL_GAINS = {'gains.kp': [700.0] * 9, 'gains.kd': [40.0] * 9, 'velocity_filter': 0.01,
+                 'observer.type': 'none'}
 #: issue 39's calibration plant: the MuJoCo disc stack 20 % stiffer, 25 % more damped, 10 %
 #: more area and a 15 kPa dead zone against the nominal file
 MUJOCO_MISMATCH = {'engine': 'mujoco', 'mismatch.stiffness_scale': 1.2,
@@ -67,7 +69,7 @@ def closed_loop(controller_files, plant_overrides, duration, controller_override
     file's simulator section with `plant_overrides`.
     """
     loop = controller_loop(controller_files, {'output.time_constant': 0.0,
-                                              'output.delay': 0.0,
+                                              'output.delay': 0.0, 'observer.type': 'none',
                                               **(controller_overrides or {})})
     sim_overrides = {'initial.position': [0.013], 'actuator.time_constant': time_constant,
                      'actuator.delay': delay, **plant_overrides}

@@ -22,7 +22,7 @@ from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.node_pair import node_pair
 
 #: (parameter file, controller overrides, simulator overrides)
-NO_VALVES = ({'output.time_constant': 0.0, 'output.delay': 0.0},
+NO_VALVES = ({'output.time_constant': 0.0, 'output.delay': 0.0, 'observer.type': 'none'},
              {'actuator.time_constant': 0.0, 'actuator.delay': 0.0})
 VALVES = ({'output.time_constant': 0.03, 'output.delay': 0.005},
           {'actuator.time_constant': 0.03, 'actuator.delay': 0.005})

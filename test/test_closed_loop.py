@@ -164,30 +164,31 @@ def continuum_file(tmp_path, **controller):
 def test_simulate_shows_what_uncompensated_valves_cost(tmp_path, capsys):
     """
     The reference arm behind its valves, with the file's compensation and without it: the
-    same loop as the nodes, so the uncompensated valves show their degraded error (chatter
-    through the valves). From activation, the blend's error counts in both (section 1:
-    0.1 mm compensated); per section the uncompensated arm is 2 to 45 times worse.
+    same loop as the nodes, so the uncompensated valves show their degraded error. From
+    activation, the blend's error counts in both; per section the uncompensated arm is 2 to 6
+    times worse (0.12 / 0.16 / 0.07 mm against 0.06 / 0.04 / 0.01 mm). At the file's gains
+    (kp 500, kd 20) it no longer chatters (0.43 MPa/s; at kp 700, kd 40 it did).
     """
     rms, variation, tips = [], [], []
     for path in (CONFIG / 'continuum_3section.yaml',
-                 continuum_file(tmp_path, output__time_constant=0.0, output__delay=0.0)):
+                 continuum_file(tmp_path, output__time_constant=0.0, output__delay=0.0,
+                                observer__type='none')):
         assert simulate_main(['--arm', str(path), '--duration', '6', '--out',
                               str(tmp_path)]) == 0
         out = capsys.readouterr().out
-        assert 'Kp=700 Kd=40' in out and 'valves 0.02 s lag, 0.005 s dead time' in out
+        assert 'Kp=500 Kd=20' in out and 'valves 0.02 s lag, 0.005 s dead time' in out
         rows = table(out)
         rms.append(np.array([value[0] for value in rows.values()]))
         variation.append(np.array([value[2] for value in rows.values()]))
         tips.append(float(out.split('tip (section3_tip): RMS error ')[1].split()[0]))
     compensated, uncompensated = rms
-    # the compensated commands are quiet (0.1-0.2 MPa/s), the uncompensated chatter, and
-    # the tip's error is the PMAs' grown about tenfold by the arm's length (0.9 mm)
+    # the compensated commands are quiet (0.1-0.2 MPa/s), and the tip's error is the PMAs'
+    # grown about tenfold by the arm's length (1.0 mm)
     assert np.all(variation[0] <= QUIET_PMA * 1e-6), variation
-    assert variation[1].max() > 2.0 * QUIET_PMA * 1e-6, variation
     assert 2.0 * compensated.max() < tips[0] < 2.0 and tips[1] > tips[0], tips
     assert len(compensated) == 3 and np.all(compensated < 0.2)            # mm
     assert np.all(uncompensated > 1.5 * compensated), (compensated, uncompensated)
-    assert uncompensated.mean() > 4.0 * compensated.mean(), (compensated, uncompensated)
+    assert uncompensated.mean() > 2.5 * compensated.mean(), (compensated, uncompensated)
 
 
 @pytest.mark.parametrize('kwargs, key', [

@@ -175,7 +175,8 @@ def test_anti_windup_holds_a_joint_pushed_further_into_its_bound_or_at_a_joint_l
 
 
 def test_the_loop_resets_the_integral_at_activation_and_integrates_from_there_without_a_step():
-    loop = controller_loop(PARAMS, {'output.time_constant': 0.0, 'output.delay': 0.0})
+    loop = controller_loop(PARAMS, {'output.time_constant': 0.0, 'output.delay': 0.0,
+                                    'observer.type': 'none'})
     arm = plant_of(PARAMS, {'initial.position': [0.013], 'actuator.time_constant': 0.0,
                             'actuator.delay': 0.0, **MISMATCH})
     blend = loop.settings.reference.blend_time

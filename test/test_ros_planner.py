@@ -36,7 +36,9 @@ def circle(tmp_path, radius):
 
 
 def figures(rec):
-    return {k: float(v) for k, v in rec.diagnostics[-1].items() if k != 'status'}
+    """Return the controller's last numeric /diagnostics figures (not the status and names)."""
+    return {k: float(v) for k, v in rec.diagnostics[-1].items()
+            if k != 'status' and not k.endswith('_joint')}
 
 
 def largest_gap(rec, start, seconds):
