@@ -18,7 +18,7 @@ import pytest
 from continuum_ctrl.node_pair import controller_loop, node_pair, plant_settings
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
-from continuum_ctrl.tuning.command import held_engine, main, overlay, poses_of
+from continuum_ctrl.tuning.command import file_observer, held_engine, main, overlay, poses_of
 from continuum_ctrl.tuning.linear_loop import (estimator, Gains, LoopOptions, LoopSystem,
                                                Mode, PlantError, valve_weights)
 from continuum_ctrl.tuning.margins import loop_margins, loop_response, spectral_radius
@@ -33,13 +33,14 @@ QUIET, CHATTER = 1.0, 3.0
 
 
 @functools.lru_cache(maxsize=None)
-def setup(delay=0, stamped=True, mode=None):
+def setup(delay=0, stamped=True, mode=None, velocity='measured'):
     """Return the file's Setup at two poses (and the loop), `delay` ticks of measurement."""
     loop = controller_loop(PARAMS)
     plant = plant_settings(PARAMS)
-    options = LoopOptions(loop.period, plant.actuator[:2], delay, stamped, 'measured', mode)
+    options = LoopOptions(loop.period, plant.actuator[:2], delay, stamped, velocity, mode)
     return Setup(loop.model, loop.settings.actuation, loop.settings.compensation, loop.period,
-                 poses_of(loop, plant.initial, 2), options), loop
+                 poses_of(loop, plant.initial, 2), options, observer=(
+                     file_observer(loop) if velocity == 'kalman' else None)), loop
 
 
 def shipped(loop):
@@ -48,9 +49,9 @@ def shipped(loop):
     return Gains(s.kp, s.kd, s.ki, s.velocity_filter)
 
 
-def system(delay=0, stamped=True, error=PlantError(), mode=None):
+def system(delay=0, stamped=True, error=PlantError(), mode=None, velocity='measured'):
     """Return the LoopSystem of the file's gains at its first pose."""
-    tuned, loop = setup(delay, stamped, mode)
+    tuned, loop = setup(delay, stamped, mode, velocity)
     controller = tuned.controllers(shipped(loop))[0]
     return LoopSystem.build(tuned.poses[0][1], controller, error, tuned.options)
 
@@ -61,11 +62,12 @@ def margins():
     return loop_margins(system())
 
 
-def test_the_frequency_response_is_the_steady_state_of_the_loop_stepped_in_time():
+@pytest.mark.parametrize('velocity', ['measured', 'kalman'])
+def test_the_frequency_response_is_the_steady_state_of_the_loop_stepped_in_time(velocity):
     # the open loop is not stable (the upright arm topples under gravity, the integral), so
     # the closed loop is stepped with a force added at the plant input, v = u + d: then
     # -G v = u in the steady state
-    loop = system()
+    loop = system(velocity=velocity)
     closed = loop.closed()
     for hz in (0.7, 6.0, 40.0):
         w = 2 * math.pi * hz * loop.period
