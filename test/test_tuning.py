@@ -6,7 +6,8 @@ steady state of the same loop stepped in time; its margins, closed in the time d
 gain or delay just inside and just outside them, decay and grow; and the real controller's
 runtime against the simulator's plant in one process (node_pair, simulate_nodes, builtin
 engine) stays quiet at 0.8 times the predicted gain margin (the plant's PMA area scaled) and
-delay margin (whole ticks of an unstamped measurement delay) and chatters at 1.25 times.
+delay margin (whole ticks of an unstamped measurement delay) and chatters at 1.25 times;
+so does the Kalman observer's loop on a lengths-only sensor.
 """
 
 import functools
@@ -18,12 +19,13 @@ import pytest
 from continuum_ctrl.node_pair import controller_loop, node_pair, plant_settings
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
-from continuum_ctrl.tuning.command import held_engine, main, overlay, poses_of
+from continuum_ctrl.tuning.command import file_observer, held_engine, main, overlay, poses_of
 from continuum_ctrl.tuning.linear_loop import (estimator, Gains, LoopOptions, LoopSystem,
                                                Mode, PlantError, valve_weights)
 from continuum_ctrl.tuning.margins import loop_margins, loop_response, spectral_radius
 from continuum_ctrl.tuning.proposal import (assess, corners, propose, Requirement, Setup,
                                             uniform)
+from command_bounds import QUIET_PMA, worst_variation
 
 PARAMS = 'continuum_3section.yaml'
 #: s: the run, and the span at its end over which the command's variation is taken
@@ -33,13 +35,14 @@ QUIET, CHATTER = 1.0, 3.0
 
 
 @functools.lru_cache(maxsize=None)
-def setup(delay=0, stamped=True, mode=None):
+def setup(delay=0, stamped=True, mode=None, velocity='measured'):
     """Return the file's Setup at two poses (and the loop), `delay` ticks of measurement."""
     loop = controller_loop(PARAMS)
     plant = plant_settings(PARAMS)
-    options = LoopOptions(loop.period, plant.actuator[:2], delay, stamped, 'measured', mode)
+    options = LoopOptions(loop.period, plant.actuator[:2], delay, stamped, velocity, mode)
     return Setup(loop.model, loop.settings.actuation, loop.settings.compensation, loop.period,
-                 poses_of(loop, plant.initial, 2), options), loop
+                 poses_of(loop, plant.initial, 2), options, observer=(
+                     file_observer(loop) if velocity == 'kalman' else None)), loop
 
 
 def shipped(loop):
@@ -48,9 +51,9 @@ def shipped(loop):
     return Gains(s.kp, s.kd, s.ki, s.velocity_filter)
 
 
-def system(delay=0, stamped=True, error=PlantError(), mode=None):
+def system(delay=0, stamped=True, error=PlantError(), mode=None, velocity='measured'):
     """Return the LoopSystem of the file's gains at its first pose."""
-    tuned, loop = setup(delay, stamped, mode)
+    tuned, loop = setup(delay, stamped, mode, velocity)
     controller = tuned.controllers(shipped(loop))[0]
     return LoopSystem.build(tuned.poses[0][1], controller, error, tuned.options)
 
@@ -61,11 +64,12 @@ def margins():
     return loop_margins(system())
 
 
-def test_the_frequency_response_is_the_steady_state_of_the_loop_stepped_in_time():
+@pytest.mark.parametrize('velocity', ['measured', 'kalman'])
+def test_the_frequency_response_is_the_steady_state_of_the_loop_stepped_in_time(velocity):
     # the open loop is not stable (the upright arm topples under gravity, the integral), so
     # the closed loop is stepped with a force added at the plant input, v = u + d: then
     # -G v = u in the steady state
-    loop = system()
+    loop = system(velocity=velocity)
     closed = loop.closed()
     for hz in (0.7, 6.0, 40.0):
         w = 2 * math.pi * hz * loop.period
@@ -165,19 +169,36 @@ def test_the_proposal_meets_the_margins_everywhere_with_the_largest_bandwidth_of
     assert propose(tuned, grid, errors, Requirement(gain_db=40.0)) == (None, [])
 
 
-def run(area=1.0, delay=0):
-    """Return the largest command variation per PMA (MPa/s) of the file's loop, builtin engine."""
-    runtime, plant = node_pair(PARAMS, {}, {'mismatch.area_scale': area, 'engine': 'builtin'})
-    log = simulate_nodes(runtime, plant, DURATION, delay_ticks=delay, stamped=False)
+def run(area=1.0, delay=0, observer=False):
+    """
+    Return the worst PMA's command variation (MPa/s) of the file's loop, builtin engine.
+
+    The plant's PMA area scaled by `area`, its sensor `delay` ticks late and unstamped;
+    `observer`: the Kalman observer's loop, the sensor lengths only with 2 um of noise.
+    """
+    simulator = {'mismatch.area_scale': area, 'engine': 'builtin'}
+    if delay:
+        simulator.update({'sensor.delay': delay * 0.002, 'sensor.stamp': 'publish'})
+    if observer:
+        simulator.update({'sensor.velocity': False, 'noise.position': 2e-6, 'noise.seed': 4})
+    runtime, plant = node_pair(PARAMS, {'observer.type': 'kalman'} if observer else {},
+                               simulator)
+    log = simulate_nodes(runtime, plant, DURATION)
     late = log.t >= DURATION - LATE
-    return np.abs(np.diff(log.command[late], axis=0)).sum(axis=0).max() / LATE / 1e6
+    return worst_variation(log.t[late], log.command[late]) / 1e6
+
+
+def worst_margins(velocity='measured'):
+    """Return the smallest gain and delay margins (s) of the file's gains over its poses."""
+    tuned, loop = setup(velocity=velocity)
+    found = [loop_margins(LoopSystem.build(pose, c, PlantError(), tuned.options))
+             for (_, pose), c in zip(tuned.poses, tuned.controllers(shipped(loop)))]
+    return min(m.gain for m in found), min(m.delay for m in found)
 
 
 @pytest.mark.slow
 def test_the_real_loop_is_quiet_inside_the_predicted_gain_margin_and_chatters_outside():
-    gain = min(loop_margins(LoopSystem.build(pose, c, PlantError(), setup()[0].options)).gain
-               for (_, pose), c in zip(setup()[0].poses,
-                                       setup()[0].controllers(shipped(setup()[1]))))
+    gain = worst_margins()[0]
     assert run(area=0.8 * gain) < QUIET                  # measured: 0.08 MPa/s at 1.47
     assert run(area=1.25 * gain) > CHATTER               # measured: 7.7 MPa/s at 2.3
 
@@ -189,6 +210,17 @@ def test_the_real_loop_is_quiet_inside_the_predicted_delay_margin_and_chatters_o
     assert run(delay=math.ceil(1.25 * delay / period)) > CHATTER  # 6 ticks: 4.9 MPa/s
 
 
+@pytest.mark.slow
+def test_the_observers_loop_is_quiet_inside_its_predicted_margins_and_not_outside():
+    gain, delay = worst_margins('kalman')
+    assert 1.3 < gain < 2.0 and 0.015 < delay < 0.03, (gain, delay)   # 1.59, 22 ms
+    assert run(area=0.8 * gain, observer=True) < QUIET_PMA / 1e6       # 0.09 MPa/s
+    assert run(area=1.25 * gain, observer=True) > CHATTER              # 3.8 MPa/s
+    ticks = delay / system().period             # unstamped: the observer cannot predict it
+    assert run(delay=math.floor(0.8 * ticks), observer=True) < QUIET_PMA / 1e6   # 0.12
+    assert run(delay=math.ceil(1.25 * ticks), observer=True) > 2.0 * QUIET_PMA / 1e6  # 2.4
+
+
 def test_the_overlay_gives_every_joint_its_gains(tmp_path):
     loop = setup()[1]
     text = overlay(shipped(loop), loop.settings.joints)
@@ -198,7 +230,8 @@ def test_the_overlay_gives_every_joint_its_gains(tmp_path):
 @pytest.mark.parametrize('argv, key', [
     (['--poses', '0'], '--poses'), (['--area', '1.5'], '--area'),
     (['--measurement-delay', '0.003'], '--measurement-delay'),
-    (['--kd', '-1'], '--kd'), (['--valves', '0.02', '-1'], '--valves')])
+    (['--kd', '-1'], '--kd'), (['--valves', '0.02', '-1'], '--valves'),
+    (['--velocity', 'kalman', '--position-noise', '0'], '--position-noise')])
 def test_bad_options_name_their_key(argv, key):
     with pytest.raises(ConfigError) as caught:
         main(['config/continuum_3section.yaml', *argv, '--no-search'])

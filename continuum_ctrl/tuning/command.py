@@ -3,7 +3,8 @@
 
     continuum-ctrl tune PARAMS.yaml [--poses 6] [--stiffness 0.2] [--damping 0.25]
         [--area 0.1] [--mass 0.2] [--valves LAG DEAD] [--measurement-delay S] [--unstamped]
-        [--velocity measured|differenced] [--mode-frequency HZ] [--mode-damping Z]
+        [--velocity measured|differenced|kalman] [--position-noise M] [--force-noise N]
+        [--bias-noise N] [--mode-frequency HZ] [--mode-damping Z]
         [--gain-margin DB] [--phase-margin DEG] [--delay-margin MS]
         [--kp ...] [--kd ...] [--ki ...] [--velocity-filter ...] [--no-search] [--rows N]
         [--write OUT.yaml]
@@ -14,15 +15,19 @@ with the simulator's valves (`actuator.*`, or `--valves`) as the plant's, and it
 printed per pose and corner of the error box, worst first (tuning.margins). Then the grid of
 gains is searched (tuning.proposal) for the largest bandwidth that keeps the margins at every
 pose and corner; the gains are printed as a parameter-file overlay, which `--write` saves (pass
-it after PARAMS.yaml: later files win). See docs/tuning.md.
+it after PARAMS.yaml: later files win). The velocity path is the file's: the Kalman observer
+with `observer.type: kalman` (its noises, or the `--*-noise` options; `velocity_filter` is then
+unused and not searched), else the measured velocities. See docs/tuning.md.
 """
 
 import argparse
+import dataclasses
 import math
 from pathlib import Path
 
 import numpy as np
 
+from continuum_ctrl.control.observer import Observer
 from continuum_ctrl.node_pair import controller_loop, node_pair, plant_settings
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
@@ -154,8 +159,15 @@ def _arguments(argv):
     parser.add_argument('--unstamped', action='store_true',
                         help='the controller does not know the age (no stamp): it predicts '
                              'from the receive time')
-    parser.add_argument('--velocity', choices=VELOCITY_PATHS, default='measured',
-                        help='velocities measured, or positions differenced (default measured)')
+    parser.add_argument('--velocity', choices=VELOCITY_PATHS,
+                        help="velocities measured, positions differenced, or the Kalman "
+                             "observer (default: 'kalman' with the file's observer.type "
+                             "kalman, else 'measured')")
+    for name, unit in (('position', 'm or rad'), ('force', 'N or N m'),
+                       ('bias', 'N/s^0.5')):
+        parser.add_argument(f'--{name}-noise', type=float,
+                            help=f"with the observer: its {name}_noise, {unit} (default: the "
+                                 "file's observer.*)")
     parser.add_argument('--mode-frequency', type=float, default=0.0,
                         help='Hz of an unmodelled mode per PMA before the arm (default 0: '
                              'none; docs/tuning.md)')
@@ -173,6 +185,26 @@ def _arguments(argv):
                         help='table rows printed, worst first (0: all; default 12)')
     parser.add_argument('--write', type=Path, help='write the proposed gains to this file')
     return parser.parse_args(argv)
+
+
+def file_observer(loop, **noises):
+    """
+    Return the Kalman Observer of `loop` (a ControlLoop), the `noises` not None overriding.
+
+    `noises`: position_noise (m or rad), force_noise (N or N m), bias_noise (N/s^0.5); the
+    gain solved where the loop solves it, the middle of the joint limits (0: unbounded).
+    """
+    for key, value in noises.items():
+        if value is not None and not (value > 0.0 or key == 'bias_noise' and value == 0.0):
+            raise ConfigError(f"--{key.replace('_', '-')}", f'must be > 0, got {value}')
+    settings = dataclasses.replace(loop.settings.observer, kind='kalman',
+                                   **{k: v for k, v in noises.items() if v is not None})
+    if not any(loop.settings.compensation):
+        raise ConfigError('--velocity', "'kalman' is driven by the valve model: needs "
+                                        'output.time_constant or output.delay')
+    middle = 0.5 * (loop.low + loop.high)
+    return Observer(loop.model, settings, loop.period,
+                    np.where(np.isfinite(middle), middle, 0.0))
 
 
 def main(argv=None):
@@ -208,8 +240,13 @@ def main(argv=None):
     if args.mode_frequency:
         _positive(args.mode_frequency, '--mode-frequency')
         mode = Mode(args.mode_frequency, _positive(args.mode_damping, '--mode-damping'))
-    options = LoopOptions(period, valves, int(round(ticks)), not args.unstamped,
-                          args.velocity, mode)
+    velocity = args.velocity or ('kalman' if settings.observer.kind == 'kalman'
+                                 else 'measured')
+    observer = (file_observer(loop, **{f'{name}_noise': getattr(args, f'{name}_noise')
+                                       for name in ('position', 'force', 'bias')})
+                if velocity == 'kalman' else None)
+    options = LoopOptions(period, valves, int(round(ticks)), not args.unstamped, velocity,
+                          mode)
     poses = poses_of(loop, plant.initial, args.poses)
     engines = None
     if args.plant == 'engine':
@@ -222,7 +259,7 @@ def main(argv=None):
         engines = [held_engine(args.params, simulator, pose, period) for _, pose in poses]
         args.stiffness = args.damping = args.mass = 0.0
     setup = Setup(loop.model, settings.actuation, settings.compensation, period, poses,
-                  options, settings.passive, engines)
+                  options, settings.passive, engines, observer)
     errors = corners(args.stiffness, args.damping, args.area, args.mass)
     requirement = Requirement(args.gain_margin, args.phase_margin, 1e-3 * args.delay_margin)
     print(f'{args.params}: {loop.model.n} PMAs at {1.0 / period:g} Hz; plant '
@@ -230,7 +267,10 @@ def main(argv=None):
           f'{valves[0]:g} s lag, {valves[1]:g} s dead time; compensation '
           f'{settings.compensation[0]:g} s, {settings.compensation[1]:g} s; measurement '
           f"{args.measurement_delay * 1e3:g} ms old{' (unstamped)' if args.unstamped else ''}, "
-          f'velocity {args.velocity}; '
+          f'velocity {velocity}'
+          + (f' (noises {observer.settings.position_noise:g}, '
+             f'{observer.settings.force_noise:g}, {observer.settings.bias_noise:g}); '
+             if observer else '; ')
           + (f'mode {mode.frequency:g} Hz, damping {mode.damping:g}; ' if mode else '')
           + f'errors stiffness +-{args.stiffness:g}, damping +-{args.damping:g}, area '
           f'+-{args.area:g}, mass +-{args.mass:g}: {len(errors)} cases x {args.poses} poses')
@@ -241,6 +281,8 @@ def main(argv=None):
     if args.no_search:
         return 0
     grid = tuple(getattr(args, name) for name in GRID)
+    if observer:                # the velocity filter is not in the observer's loop
+        grid = grid[:3] + ([settings.velocity_filter],)
     best, best_rows = propose(setup, grid, errors, requirement)
     if best is None:
         print('no gains of the grid meet the margins everywhere: widen the grid or lower '

@@ -20,9 +20,12 @@ control tick of `period` s, taken just before the tick:
 - the measurement: the plant's ``(e, e')`` `measurement_delay` ticks old; its stamp known
   (`stamped`, as the nodes pass it on: the prediction then runs from it) or not;
 - the state estimate (`estimator`): ControlLoop.set_state's velocity path as one linear block
-  from ``(q_m, qd_m, f_c)`` (``f_c``: the valve model's force) to ``(q, qd)``. An observer,
-  a steady-state filter on the measured positions and the forces applied, is one more kind
-  of that block;
+  from ``(q_m, qd_m, f_c)`` (``f_c``: the valve model's force) to ``(q, qd)``. The Kalman
+  observer ('kalman', control/observer.py) is linearized with the law instead (`Controller`
+  given an Observer): its state (q, qd and the force bias, at the last sample's stamp) is
+  predicted with ``f_c`` plus the bias and corrected by ``q_m`` inside the real
+  `Compensation.effort`, whose prediction runs on from the corrected estimate; the law and
+  the integral read that estimate, the measured velocity nothing;
 - the controller (`Controller`): control.compensation's prediction over the dead time and the
   law, one map from ``(q, qd)``, the valve model's force and the commands pending in it to
   the force, linearized by central differences of the real `Compensation.effort` (the lead
@@ -45,8 +48,9 @@ from continuum_ctrl.actuation.valves import Actuator
 from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
 
-#: the estimator kinds: the velocities measured, or the positions differenced over a period
-VELOCITY_PATHS = ('measured', 'differenced')
+#: the estimator kinds: the velocities measured, the positions differenced over a period, or
+#: the Kalman observer's estimate (a Controller given its Observer)
+VELOCITY_PATHS = ('measured', 'differenced', 'kalman')
 #: central-difference steps: position (m or rad), velocity (m/s or rad/s), force (N)
 STEPS = (1e-6, 1e-5, 1e-3)
 #: N; a pose's PMA force below this is linearized as this (a vented PMA has no gain at all)
@@ -263,10 +267,16 @@ class Controller:
     ``f_c`` the valve model's force at the tick and ``u[k-j]`` the commands it holds.
     Without compensation (`compensation` (0, 0)) the law alone: `Jp`, `Ju` are absent.
     `weights`: the valve model's tick (`valve_weights`).
+
+    With `observer` (control/observer.py's Observer, its gain solved as the loop solves it)
+    ``(q, qd)`` are the measured positions and the observer's state ``x`` (2n or 3n, the
+    last tick's estimate, a period before the sample): ``u = Jx x + Jq q_m + Jp f_c + ...``
+    (`Jv` 0: the observer ignores measured velocities) and `estimate` ``(Ox, Oy, Of, Ou)``
+    its next state, ``x' = Ox x + Oy q_m + Of f_c + sum_j Ou[j-1] u[k-j]``.
     """
 
     def __init__(self, model, actuation, gains, compensation, period, age=0.0,
-                 passive='reference'):
+                 passive='reference', observer=None):
         self.n = n = model.n
         self.period = period
         self.gains = gains
@@ -282,6 +292,12 @@ class Controller:
                         if self.compensated else (0.0, np.zeros(1)))
         self.Jq = self.Jv = self.Jp = np.zeros((n, n))
         self.Ju = np.zeros((self.pending, n, n))
+        self.observer = observer
+        if observer is not None and not self.compensated:
+            raise ValueError('the Kalman observer is driven by the valve model: needs '
+                             'compensation')
+        self.Jx = np.zeros((n, 0))
+        self.estimate = None
 
     def at(self, pose):
         """Linearize at `pose` (a Pose); return self."""
@@ -294,22 +310,39 @@ class Controller:
         base = np.maximum(pose.force, LEAST_FORCE)
         wide = (np.full(n, -1e12), np.full(n, 1e12))
 
+        observer = self.observer
+        # the observer's state: (q, qd[, bias]) a period before the sample (module doc)
+        held = 0 if observer is None else observer.x.size
+        stamp = t - self._age
+
         def effort(x):
-            q, qd = x[:n], x[n:2 * n]
+            q, qd = x[held:held + n], x[held + n:held + 2 * n]
             if not self.compensated:
                 return np.array(part(q, qd, *sample))
-            forces = x[2 * n:].reshape(pending + 1, n)
+            forces = x[held + 2 * n:].reshape(pending + 1, n)
             pressure = [actuation.pressure(f) for f in forces]
             valves = part.valves
             valves.reset(pressure[0], t)
             valves.input[:] = pressure[pending]
             for j in range(pending - 1, 0, -1):
                 valves.command(pressure[j], t - j * self.period)
-            return np.array(part.effort(q, qd, t - self._age, reference, t, wide))
+            if observer is None:
+                return np.array(part.effort(q, qd, stamp, reference, t, wide))
+            # as ControlLoop.tick runs it: the last estimate, then this tick's sample
+            state = x[:held].reshape(-1, n)
+            observer.start(state[0], state[1], stamp - self.period)
+            observer.x[:] = state
+            observer.measure(q, qd, stamp)
+            estimate = observer.x
+            tau = part.effort(estimate[0], estimate[1], observer.times[0], reference, t,
+                              wide, observer)
+            return np.concatenate([tau, estimate.ravel()])
         valve_part = [base] * (pending + 1) if self.compensated else []
-        x0 = np.concatenate([sample[0], sample[1]] + valve_part)
-        steps = np.concatenate([np.full(n, STEPS[0]), np.full(n, STEPS[1]),
-                                np.full(x0.size - 2 * n, STEPS[2])])
+        last = np.zeros(held)               # the last estimate: the sample, no bias
+        last[:min(held, 2 * n)] = np.concatenate(sample[:2])[:held]
+        x0 = np.concatenate([last, sample[0], sample[1]] + valve_part)
+        steps = np.concatenate([np.repeat(STEPS, n)[:held], np.repeat(STEPS[:2], n),
+                                np.full(x0.size - held - 2 * n, STEPS[2])])
         columns = []
         for i in range(x0.size):
             up, down = x0.copy(), x0.copy()
@@ -317,10 +350,19 @@ class Controller:
             down[i] -= steps[i]
             columns.append((effort(up) - effort(down)) / (2.0 * steps[i]))
         J = np.array(columns).T
-        self.Jq, self.Jv = J[:, :n], J[:, n:2 * n]
+        law, nxt = J[:n], J[n:]
+
+        def force(rows, j):
+            """Return the columns of `rows` of the valve model's j-th force input."""
+            return rows[:, held + (2 + j) * n:held + (3 + j) * n]
+        self.Jx, self.Jq = law[:, :held], law[:, held:held + n]
+        self.Jv = law[:, held + n:held + 2 * n]
         if self.compensated:
-            self.Jp = J[:, 2 * n:3 * n]
-            self.Ju = np.array([J[:, (2 + j) * n:(3 + j) * n] for j in range(1, pending + 1)])
+            self.Jp = force(law, 0)
+            self.Ju = np.array([force(law, j) for j in range(1, pending + 1)])
+        if held:
+            self.estimate = (nxt[:, :held], nxt[:, held:held + n], force(nxt, 0),
+                             np.array([force(nxt, j) for j in range(1, pending + 1)]))
         return self
 
 
@@ -409,7 +451,12 @@ class LoopSystem:
         plant_tick = plant if plant is not None else continuous_plant(pose, error, options)
         Phi, shift = plant_tick.Phi, plant_tick.lag
         old, new = plant_tick.old * error.area, plant_tick.new * error.area
-        Ae, Be, Ce, De = estimator(options.velocity, control.gains.velocity_filter, T, n)
+        kalman = options.velocity == 'kalman'
+        if kalman != (control.estimate is not None):
+            raise ValueError("velocity 'kalman' needs a Controller given the Observer, and "
+                             'only it')
+        Ae, Be, Ce, De = (control.estimate[0], None, None, None) if kalman else estimator(
+            options.velocity, control.gains.velocity_filter, T, n)
         d, pending = options.measurement_delay, control.pending
         lay = _Layout()
         lay.add('plant', Phi.shape[0])
@@ -448,11 +495,20 @@ class LoopSystem:
         valve_force = np.zeros((n, N))
         if control.compensated:
             valve_force[:, lay['valve model']] = np.eye(n)
-        inputs = np.vstack([measured, valve_force])
         estimate = lay['estimate']
-        A[estimate] += Ae @ _select(estimate, N) + Be @ inputs
-        state = Ce @ _select(estimate, N) + De @ inputs
-        K += control.Jq @ state[:n] + control.Jv @ state[n:]
+        if kalman:                  # the observer's next state, which the integral reads
+            Ox, Oy, Of, Ou = control.estimate
+            A[estimate] += Ox @ _select(estimate, N) + Oy @ measured[:n] + Of @ valve_force
+            for j in range(1, pending + 1):
+                A[estimate, lay[f'u{j}']] += Ou[j - 1]
+            K += control.Jx @ _select(estimate, N) + control.Jq @ measured[:n]
+            fed_back = A[estimate][:n].copy()
+        else:
+            inputs = np.vstack([measured, valve_force])
+            A[estimate] += Ae @ _select(estimate, N) + Be @ inputs
+            state = Ce @ _select(estimate, N) + De @ inputs
+            K += control.Jq @ state[:n] + control.Jv @ state[n:]
+            fed_back = measured[:n]
         if control.compensated:
             a, w = control.weights
             model_block = lay['valve model']
@@ -468,7 +524,7 @@ class LoopSystem:
         integral = lay['integral']
         K[:, integral] += np.eye(n)
         A[integral, integral] = np.eye(n)
-        A[integral] -= T * np.diag(np.broadcast_to(control.gains.ki, (n,))) @ measured[:n]
+        A[integral] -= T * np.diag(np.broadcast_to(control.gains.ki, (n,))) @ fed_back
         return cls(A + Bu @ K, Bv, K, T, lay)
 
 

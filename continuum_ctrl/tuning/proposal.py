@@ -52,7 +52,9 @@ class Setup:
     """
     What the gains do not change: model, actuation, compensation (s, s), period (s), poses.
 
-    `plants`: a DiscretePlant per pose in place of the model's (tuning.engine_plant).
+    `plants`: a DiscretePlant per pose in place of the model's (tuning.engine_plant);
+    `observer`: the loop's Observer (control/observer.py), with the `options`' velocity
+    'kalman'.
     """
 
     model: object
@@ -63,12 +65,14 @@ class Setup:
     options: LoopOptions
     passive: str = 'reference'
     plants: Optional[Sequence[DiscretePlant]] = None
+    observer: Optional[object] = None
 
     def controllers(self, gains):
         """Return the Controller linearized at each pose for `gains`."""
         age = self.options.measurement_delay * self.period if self.options.stamped else 0.0
         return [Controller(self.model, self.actuation, gains, self.compensation, self.period,
-                           age, self.passive).at(pose) for _, pose in self.poses]
+                           age, self.passive, self.observer).at(pose)
+                for _, pose in self.poses]
 
 
 @dataclass(frozen=True)
