@@ -194,16 +194,25 @@ def test_stepper_holds_the_inertial_terms_over_hold_steps(config):
         assert np.max(np.abs(got[1] - exact[1])) < 0.05 * np.max(np.abs(exact[1] - qd))
 
 
+def correction_case(config, seed, parts):
+    """
+    Return a moving arm, a random gain and sample, the stepper, limits that stop nothing.
+
+    ``(model, q, qd, forces, gain (parts n, n), y near q, steps, (low, high))``.
+    """
+    model, q, qd, forces = moving(config, 8, 6)
+    rng = np.random.default_rng(seed)
+    gain = rng.uniform(0.0, 0.5, (parts * model.n, model.n))
+    y = q + rng.uniform(-1e-3, 1e-3, model.n)
+    free = (np.full(model.n, -np.inf), np.full(model.n, np.inf))
+    return model, q, qd, forces, gain, y, implicit_damping_euler_stepper(model), free
+
+
 @pytest.mark.parametrize('config', ['continuum_3section', 'planar_2r'])
 def test_a_correction_before_a_step_is_the_steps_before_it_corrected_then_the_rest(config):
     """An observer's update inside the steps (control/observer.py): one run, one model call."""
-    model, q, qd, forces = moving(config, 8, 6)
-    rng = np.random.default_rng(9)
-    gain = rng.uniform(0.0, 0.5, (2 * model.n, model.n))
-    y = q + rng.uniform(-1e-3, 1e-3, model.n)
-    steps = implicit_damping_euler_stepper(model)
+    model, q, qd, forces, gain, y, steps, free = correction_case(config, 9, 2)
     kept = np.zeros((2, model.n))
-    free = (np.full(model.n, -np.inf), np.full(model.n, np.inf))
     got = steps(q, qd, forces, 1e-3, 1, (2, gain, y, kept, *free))
     before = steps(q, qd, forces[:2], 1e-3)
     corrected = np.concatenate(before) + gain @ (y - before[0])
@@ -217,12 +226,7 @@ def test_a_correction_before_a_step_is_the_steps_before_it_corrected_then_the_re
 @pytest.mark.parametrize('config', ['continuum_3section', 'planar_2r'])
 def test_a_sample_on_an_end_stop_corrects_the_state_but_not_the_bias(config):
     """The force bias learns from the coordinates whose sample lies off their stops only."""
-    model, q, qd, forces = moving(config, 8, 6)
-    rng = np.random.default_rng(4)
-    gain = rng.uniform(0.0, 0.5, (3 * model.n, model.n))
-    y = q + rng.uniform(-1e-3, 1e-3, model.n)
-    steps = implicit_damping_euler_stepper(model)
-    free = np.full(model.n, -np.inf), np.full(model.n, np.inf)
+    model, q, qd, forces, gain, y, steps, free = correction_case(config, 4, 3)
     before = steps(q, qd, forces[:2], 1e-3)
     free[0][0] = y[0] + 1e-6                                  # the first sample on its stop
     kept = np.zeros((3, model.n))
