@@ -22,7 +22,6 @@ index; the tip's RMS and largest error by the controller's kinematics.
 """
 
 import argparse
-import copy
 from pathlib import Path
 import subprocess
 import sys
@@ -31,6 +30,7 @@ import tempfile
 import numpy as np
 import yaml
 
+from continuum_ctrl import load_model
 from continuum_ctrl.node_pair import node_pair
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.report import command_summary, summary, tip_frame, tip_paths
@@ -97,7 +97,6 @@ def _nest(tree, dotted, value):
 def through_nodes(plant_overrides, simulator, controller, duration, out):
     """Run one case through the demo's node processes; return what `figures` returns."""
     tree = yaml.safe_load(CONFIG.read_text())
-    tree = copy.deepcopy(tree)
     for key, value in {**MISMATCH, **plant_overrides, **simulator}.items():
         _nest(tree['continuum_simulator']['ros__parameters'], key, value)
     for key, value in controller.items():
@@ -113,7 +112,6 @@ def through_nodes(plant_overrides, simulator, controller, duration, out):
     picked = [np.column_stack([data[f'{part}_{n}'] for n in names])
               for part in ('q_des', 'q', 'command')]
     keep = np.all(np.isfinite(picked[2]), axis=1)
-    from continuum_ctrl import load_model
     model = load_model(CONFIG)
     model_order = [model.joint_names.index(n) for n in names]
     q_des, q = (np.empty_like(x) for x in picked[:2])

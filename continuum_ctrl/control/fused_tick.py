@@ -87,9 +87,8 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     prediction over which the inertia is held: `compensation.INERTIA_HOLD`);
     `observer`: (observing, estimate (2 or 3, n), sample (n,), their times (2,), gain (2n or
     3n, n), `free` low and high (n,)) of the loop's Observer: where observing, the prediction
-    starts from the estimate,
-    its force bias (a third row) is added to the forces, the sample corrects it
-    (`Compensation.predict`) and `q`, `qd` take the corrected estimate;
+    starts from the estimate, its force bias (a third row) is added to the forces, the sample
+    corrects it (`Compensation.predict`) and `q`, `qd` take the corrected estimate;
     `grid`: (cells, forces); `limits`: (low, high, step, effort) with `effort` the force sent
     (moved here); `integral`: (engaged, force, ki, limit, held, q_low, q_high, desired
     q, qd, qdd); `output`: (area, deadzone, p_min, p_max, order, command); `work`: scratch.

@@ -384,7 +384,7 @@ class ControlLoop:
         than `state_timeout`: the states must be consecutive and fresh. A state without
         velocities that (re)starts control is taken at rest.
         """
-        measured_velocity = qd
+        velocity_measured = qd is not None
         if qd is None:
             qd = self._differenced(q, t, measured_at)
             if qd is None:
@@ -408,7 +408,7 @@ class ControlLoop:
                                         'anchored at the measured pose'))
             self.status = ACTIVE
             self.integral.reset()
-            if measured_velocity is None:
+            if not velocity_measured:
                 # the difference of two noisy samples is no velocity to start from: 20 um
                 # of noise over 2 ms is 14 mm/s, which the blend's bump carries on by 4 mm
                 # (BUMP_PEAK blend_time qd); a state without velocities starts at rest
