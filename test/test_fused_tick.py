@@ -37,6 +37,8 @@ CASES = {
     'trajectory': {'reference.type': 'trajectory', 'reference.times': [0.4, 0.9],
                    'reference.positions': [0.012] * 9 + [0.016] * 9},
     'Kalman observer': {'observer.type': 'kalman'},
+    'Kalman observer cancelling its force bias': {'observer.type': 'kalman',
+                                                  'observer.cancel_bias': True},
     'Kalman observer without a force bias': {'observer.type': 'kalman',
                                              'observer.bias_noise': 0.0},
     'Kalman observer, lengths only': {'observer.type': 'kalman', 'lengths only': True},

@@ -137,7 +137,8 @@ class Compensation:
         Return the force (model order, N) to command at time `t` (s).
 
         `q`, `qd`: the state received at time `measured_at` (s), or `observer`'s estimate
-        then (see `predict`); `reference` samples ``(q_d, qd_d, qdd_d)`` inside the joint
+        then (see `predict`; with its `cancel_bias`, the law's force less the bias it
+        estimates after the correction); `reference` samples ``(q_d, qd_d, qdd_d)`` inside the joint
         limits from its start `t0` (s; the loop's `Anchored` clamps); `bounds` = (low, high)
         forces the loop clamps to (the lead acts on clamped forces; float64 arrays of the
         model's length). The returned force is a buffer that the next call overwrites.
@@ -148,6 +149,8 @@ class Compensation:
         tau = np.ascontiguousarray(self.law(q, qd, *reference.sample(t_act)), dtype=float)
         if tau.shape != self._effort.shape:         # the kernel below trusts the lengths
             raise ValueError(f'the law gave {tau.shape} forces, expected {self._effort.shape}')
+        if observer is not None and observer.settings.cancel_bias:
+            tau = tau - observer.bias
         if self.time_constant == 0.0:
             return clip(tau, low, high)
         cell, share = divmod((t_act - reference.t0) / self.period, 1.0)

@@ -85,10 +85,12 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     `gains`: (kp, kd, passive at the reference);
     `comp`: (compensate, time constant, delay, horizon, period, area, deadzone, the span of
     prediction over which the inertia is held: `compensation.INERTIA_HOLD`);
-    `observer`: (observing, estimate (2 or 3, n), sample (n,), their times (2,), gain (2n or
-    3n, n), `free` low and high (n,)) of the loop's Observer: where observing, the prediction
-    starts from the estimate, its force bias (a third row) is added to the forces, the sample
-    corrects it (`Compensation.predict`) and `q`, `qd` take the corrected estimate;
+    `observer`: (observing, cancelling the bias, estimate (2 or 3, n), sample (n,), their times
+    (2,), gain (2n or 3n, n), `free` low and high (n,)) of the loop's Observer: where observing,
+    the prediction starts from the estimate, its force bias (a third row) is added to the
+    forces, the sample corrects it (`Compensation.predict`) and `q`, `qd` take the corrected
+    estimate; where cancelling, the law's force less the corrected bias
+    (`Compensation.effort`);
     `grid`: (cells, forces); `limits`: (low, high, step, effort) with `effort` the force sent
     (moved here); `integral`: (engaged, force, ki, limit, held, q_low, q_high, desired
     q, qd, qdd); `output`: (area, deadzone, p_min, p_max, order, command); `work`: scratch.
@@ -97,7 +99,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     kp, kd, at_reference = gains
     pressure, current, switches, inputs, time_constant, max_rate = valves
     compensate, lag, delay, horizon, period, area, deadzone, inertia_hold = comp
-    observing, estimate, sample_q, times, gain, free_low, free_high = observer
+    observing, cancel, estimate, sample_q, times, gain, free_low, free_high = observer
     cells, grid_forces = grid
     low, high, step, effort = limits
     engaged, force, ki, limit, held, q_low, q_high, q_des, qd_des, qdd_des = integral
@@ -149,6 +151,8 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
         move_passive(arm.pma, target[0], target[1], sums.passive, scratch, sums.out)
     for i in range(n):
         tau[i] = sums.out[i] + force[i] if engaged else sums.out[i]
+        if cancel:
+            tau[i] -= estimate[2, i]
     if compensate and lag > 0.0:
         cell_time, share = divmod((t + delay - blend.t0) / period, 1.0)
         cell = int(cell_time)
@@ -220,9 +224,10 @@ class FusedTick:
                             actuation.area, actuation.deadzone, INERTIA_HOLD)
         low, high = loop._effort_range
         observer = loop.observer
-        watch = ((True, observer.x, observer.y, observer.times, observer.gain, *observer.free)
+        watch = ((True, observer.settings.cancel_bias, observer.x, observer.y, observer.times,
+                  observer.gain, *observer.free)
                  if observer is not None else
-                 (False, np.zeros((2, n)), np.zeros(n), np.array([0.0, np.nan]),
+                 (False, False, np.zeros((2, n)), np.zeros(n), np.array([0.0, np.nan]),
                   np.zeros((2 * n, n)), np.full(n, -np.inf), np.full(n, np.inf)))
         self._rest = [(law.kp, law.kd, law.passive == 'reference'), valves, compensation,
                       watch, (self._cells, np.zeros((3, n))), (low, high, loop._step, loop.effort),

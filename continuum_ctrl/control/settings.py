@@ -97,6 +97,10 @@ FIELDS = {
     'observer.bias_noise': Field('number', 0.3, 'kalman: how fast a force bias the model '
                                  'misses may drift, the standard deviation of its change over '
                                  'a second, N/s^0.5 or N m/s^0.5 (0: no bias estimated)', 0.0),
+    'observer.cancel_bias': Field('bool', False, 'kalman: the law subtracts the force bias '
+                                  'estimated (a disturbance observer), so the model error '
+                                  'is cancelled at once rather than integrated; needs '
+                                  'observer.bias_noise > 0'),
     'limits.effort': Field('numbers', ..., 'largest |effort| per joint, N or N m (default: '
                            'the model, e.g. URDF <limit effort>)', 0.0, strict_low=True),
     'limits.integral': Field('numbers', ..., 'largest |integral force| per joint, N or N m '
@@ -115,14 +119,18 @@ class ObserverSettings:
     position_noise: float = FIELDS['observer.position_noise'].default
     force_noise: float = FIELDS['observer.force_noise'].default
     bias_noise: float = FIELDS['observer.bias_noise'].default
+    cancel_bias: bool = FIELDS['observer.cancel_bias'].default
 
     @classmethod
     def read(cls, observer: Reader, compensation: Tuple[float, float]) -> 'ObserverSettings':
         """Read the `observer` namespace; a Kalman filter needs the valve model."""
         settings = cls(*(_field(observer, name)
                          for name in ('type', 'position_noise', 'force_noise',
-                                      'bias_noise')))
+                                      'bias_noise', 'cancel_bias')))
         observer.finish()
+        if settings.cancel_bias and settings.bias_noise == 0.0:
+            raise ConfigError(observer.key('cancel_bias'), 'cancels the estimated force bias: '
+                                                           'needs observer.bias_noise > 0')
         if settings.kind == 'kalman' and not any(compensation):
             raise ConfigError(observer.key('type'), "'kalman' is driven by the valve model's "
                                                     "pressures: needs output.mode 'pressure' "
