@@ -269,7 +269,8 @@ def main(argv=None):
           f"{args.measurement_delay * 1e3:g} ms old{' (unstamped)' if args.unstamped else ''}, "
           f'velocity {velocity}'
           + (f' (noises {observer.settings.position_noise:g}, '
-             f'{observer.settings.force_noise:g}, {observer.settings.bias_noise:g}); '
+             f'{observer.settings.force_noise:g}, {observer.settings.bias_noise:g}'
+             + (', the bias cancelled' if observer.settings.cancel_bias else '') + '); '
              if observer else '; ')
           + (f'mode {mode.frequency:g} Hz, damping {mode.damping:g}; ' if mode else '')
           + f'errors stiffness +-{args.stiffness:g}, damping +-{args.damping:g}, area '
