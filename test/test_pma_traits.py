@@ -118,7 +118,7 @@ def test_a_slow_pressure_triangle_runs_the_configured_loop_on_either_engine(engi
     for period in (8.0, 16.0):
         width, spread = loop_width(engine, period, FRICTION)
         assert spread < 0.02
-        assert width - bare[period] == pytest.approx(4.0, rel=0.01)
+        assert width - bare[period] == pytest.approx(4.0, rel=0.002)
 
 
 @pytest.mark.parametrize('engine', ENGINES)

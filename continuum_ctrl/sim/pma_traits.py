@@ -37,11 +37,12 @@ FIELDS = {
                             0.0, 0.9),
     'pma.friction.breakaway': Field('numbers', ..., 'plant PMA friction, a Maxwell-slip '
                                     "bank: each element's break-away force, N, the same bank "
-                                    'for every PMA (none: no friction)', 0.0,
+                                    'for every PMA (default: none, no friction)', 0.0,
                                     strict_low=True),
     'pma.friction.stiffness': Field('numbers', ..., "the bank's element stiffnesses, N/m, "
-                                    'one per element; step times their sum must not exceed '
-                                    "the PMA's damping", 0.0, strict_low=True),
+                                    'one per element (default: none); step times their sum '
+                                    "must not exceed the PMA's damping", 0.0,
+                                    strict_low=True),
     'pma.friction.scale': Field('numbers', [1.0], "multiplies the bank's forces and "
                                 'stiffnesses, per PMA or one for all', 0.0),
 }
@@ -50,9 +51,10 @@ FIELDS = {
 @dataclass(frozen=True)
 class PmaTraits:
     """
-    The `pma.*` settings in model order: `slope` (n,) and `stroke` (n,), m, of the area map
-    (None: constant area); `breakaway` (n, k), N, and `stiffness` (n, k), N/m, of the
-    friction banks (None: no friction).
+    The `pma.*` settings, per PMA in model order.
+
+    `slope` (n,) and `stroke` (n,), m, of the area map (None: constant area); `breakaway`
+    (n, k), N, and `stiffness` (n, k), N/m, of the friction banks (None: no friction).
     """
 
     slope: Optional[np.ndarray]
