@@ -18,7 +18,8 @@ file's valves, on the MuJoCo disc stack at 4 and 8 discs and on the built-in int
   ``--duration 12``) with ideal PMAs, the same with an area that falls by 15 % over the
   stroke (``area``, ``area_1hz``, ``area_hold``) and with that area and 2 N of Maxwell-slip
   friction per PMA (3 % of the full 66.5 N; ``friction``, ``friction_1hz``,
-  ``friction_hold``).
+  ``friction_hold``); ``stiff_friction`` and ``stiff_friction_hold``: the same with the
+  bank 4 times stiffer, which a 0.5 ms plant step allows.
 
 In process (default) the cases run the two nodes' cycle without ROS (sim/closed_loop.py);
 ``--nodes`` runs them through the demo's two node processes (`continuum-ctrl demo`, a
@@ -51,6 +52,8 @@ LENGTHS = {'sensor.velocity': False, 'noise.position': 2e-5, 'noise.seed': 7,
 #: Maxwell-slip element as stiff as the 2 ms step allows against the PMAs' 30 N s/m
 AREA_FALL = {'pma.area_slope': [0.15]}
 FRICTION = {**AREA_FALL, 'pma.friction.breakaway': [2.0], 'pma.friction.stiffness': [1.5e4]}
+#: a bank 4 times stiffer (33 um before break-away), which needs a 0.5 ms plant step
+STIFF_FRICTION = {**FRICTION, 'pma.friction.stiffness': [6e4], 'step': 0.0005}
 ONE_HZ = {'reference.frequency': [1.0]}
 #: a bent pose held: section 1 bends towards PMA 1, 2 and 3 each a third of a turn on, m
 HOLD = {'reference.amplitude': [0.0],
@@ -72,6 +75,8 @@ CASES = {
     'friction': (FRICTION, {}),
     'friction_1hz': (FRICTION, ONE_HZ),
     'friction_hold': (FRICTION, HOLD),
+    'stiff_friction': (STIFF_FRICTION, {}),
+    'stiff_friction_hold': (STIFF_FRICTION, HOLD),
 }
 #: (label, simulator overrides) per plant
 PLANTS = {'mujoco4': {'engine': 'mujoco', 'mujoco.discs': 4},
