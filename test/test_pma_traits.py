@@ -152,6 +152,12 @@ def test_per_pma_settings_reach_their_pma_in_joints_order():
     traits = plant.settings.pma
     assert traits.slope[8] == 0.15 and not traits.slope[:8].any()
     assert traits.breakaway[8, 0] == 2.0 and not traits.breakaway[:8].any()
+    with np.errstate(all='raise'):
+        for t in np.arange(0.0, 0.5, 0.01):
+            plant.command(np.full(9, 2e5), t)
+            plant.advance(t)
+    force = plant.pma.force(np.zeros(9), plant.q + 1e-3)      # every slider 1 mm further
+    assert force[8] == -2.0 and not force[:8].any()
 
 
 def test_the_defaults_leave_the_pmas_ideal():

@@ -52,14 +52,17 @@ class MaxwellSlip:
     """
     The Maxwell-slip banks of `n` PMAs, `k` elements each (see the module).
 
-    `breakaway` (n, k): each element's break-away force, N (> 0); `stiffness` (n, k): its
-    spring's, N/m (> 0). `slip` (n, k): the sliders' positions, m (the state).
+    `breakaway` (n, k): each element's break-away force, N (>= 0); `stiffness` (n, k): its
+    spring's, N/m (> 0, or 0 with no break-away force). `slip` (n, k): the sliders'
+    positions, m (the state).
     """
 
     def __init__(self, breakaway, stiffness):
         self.breakaway = np.array(breakaway, dtype=float)
         self.stiffness = np.array(stiffness, dtype=float)
-        self.play = self.breakaway / self.stiffness
+        # a PMA scaled to no friction has neither force nor stiffness: no play either
+        self.play = np.divide(self.breakaway, self.stiffness,
+                              out=np.zeros_like(self.breakaway), where=self.stiffness > 0.0)
         self.slip = np.zeros_like(self.breakaway)
         self._out = np.zeros(len(self.breakaway))
         self._kernel = _slip()
