@@ -12,13 +12,21 @@ file's valves, on the MuJoCo disc stack at 4 and 8 discs and on the built-in int
 - ``lengths``: lengths only, 20 um noise, 2 ms old, stamped at the measurement (sim/sensor.py);
 - ``lengths_1hz``: the same at a 1 Hz sinusoid;
 - ``end_stops``: lengths only against a reference that drives PMAs onto their end stops (the
-  built-in plant with ``end_stops: true``).
+  built-in plant with ``end_stops: true``);
+- issue 40's control case, today's law on PMAs as they are (sim/pma_traits.py), exact
+  states: ``exact``, ``exact_1hz`` and ``hold`` (a bent pose held; run it with
+  ``--duration 12``) with ideal PMAs, the same with an area that falls by 15 % over the
+  stroke (``area``, ``area_1hz``, ``area_hold``) and with that area and 2 N of Maxwell-slip
+  friction per PMA (3 % of the full 66.5 N; ``friction``, ``friction_1hz``,
+  ``friction_hold``); ``stiff_friction`` and ``stiff_friction_hold``: the same with the
+  bank 4 times stiffer, which a 0.5 ms plant step allows.
 
 In process (default) the cases run the two nodes' cycle without ROS (sim/closed_loop.py);
 ``--nodes`` runs them through the demo's two node processes (`continuum-ctrl demo`, a
 parameter file per case). Per section: the RMS and largest PMA-length error from activation
-and over the last half of the run, the worst PMA's command variation (MPa/s) and chatter
-index; the tip's RMS and largest error by the controller's kinematics.
+and over the last half of the run, the largest peak-to-peak of a PMA's error from 2 s after
+activation on (a limit cycle's size while holding), the worst PMA's command variation
+(MPa/s) and chatter index; the tip's RMS and largest error by the controller's kinematics.
 """
 
 import argparse
@@ -33,13 +41,23 @@ import yaml
 from continuum_ctrl import load_model
 from continuum_ctrl.node_pair import node_pair
 from continuum_ctrl.sim.closed_loop import simulate_nodes
-from continuum_ctrl.sim.report import command_summary, summary, tip_frame, tip_paths
+from continuum_ctrl.sim.report import command_summary, groups, summary, tip_frame, tip_paths
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config' / 'continuum_3section.yaml'
 MISMATCH = {'mismatch.stiffness_scale': 1.2, 'mismatch.damping_scale': 1.25,
             'mismatch.area_scale': 1.1, 'mismatch.deadzone': 15e3}
 LENGTHS = {'sensor.velocity': False, 'noise.position': 2e-5, 'noise.seed': 7,
            'sensor.delay': 0.002}
+#: the PMAs as they are: the area falls by 15 % over the stroke, and 2 N of friction in one
+#: Maxwell-slip element as stiff as the 2 ms step allows against the PMAs' 30 N s/m
+AREA_FALL = {'pma.area_slope': [0.15]}
+FRICTION = {**AREA_FALL, 'pma.friction.breakaway': [2.0], 'pma.friction.stiffness': [1.5e4]}
+#: a bank 4 times stiffer (33 um before break-away), which needs a 0.5 ms plant step
+STIFF_FRICTION = {**FRICTION, 'pma.friction.stiffness': [6e4], 'step': 0.0005}
+ONE_HZ = {'reference.frequency': [1.0]}
+#: a bent pose held: section 1 bends towards PMA 1, 2 and 3 each a third of a turn on, m
+HOLD = {'reference.amplitude': [0.0],
+        'reference.center': [0.020, 0.008, 0.011, 0.011, 0.020, 0.008, 0.008, 0.011, 0.020]}
 #: (simulator overrides, controller overrides) per case
 CASES = {
     'exact': ({}, {}),
@@ -49,6 +67,16 @@ CASES = {
                   {'reference.center': [0.006], 'reference.amplitude': [0.010]}),
     'end_stops_exact': ({'end_stops': True},
                         {'reference.center': [0.006], 'reference.amplitude': [0.010]}),
+    'exact_1hz': ({}, ONE_HZ),
+    'hold': ({}, HOLD),
+    'area': (AREA_FALL, {}),
+    'area_1hz': (AREA_FALL, ONE_HZ),
+    'area_hold': (AREA_FALL, HOLD),
+    'friction': (FRICTION, {}),
+    'friction_1hz': (FRICTION, ONE_HZ),
+    'friction_hold': (FRICTION, HOLD),
+    'stiff_friction': (STIFF_FRICTION, {}),
+    'stiff_friction_hold': (STIFF_FRICTION, HOLD),
 }
 #: (label, simulator overrides) per plant
 PLANTS = {'mujoco4': {'engine': 'mujoco', 'mujoco.discs': 4},
@@ -60,15 +88,18 @@ def figures(names, model, t, q_des, q, command):
     """
     Return the case's figures per section, and the tip's.
 
-    Per section ``(group, rms, late rms, max, late max, variation rate Pa/s, chatter index)``;
-    the tip ``(rms, max, late rms, late max)``, m; late: the run's second half.
+    Per section ``(group, rms, late rms, max, late max, peak-to-peak, variation rate Pa/s,
+    chatter index)``; the tip ``(rms, max, late rms, late max)``, m; late: the run's second
+    half; peak-to-peak: the largest of a PMA's error from 2 s on.
     """
     error = q - q_des
     late = t >= t[0] + 0.5 * (t[-1] - t[0])
-    rows = [(key, rms, late_rms, worst, late_worst, rate, chatter)
-            for (key, rms, worst), (_, late_rms, late_worst), (_, _, rate, chatter)
+    settled = error[t >= t[0] + 2.0]
+    swing = np.max(settled, axis=0) - np.min(settled, axis=0)
+    rows = [(key, rms, late_rms, worst, late_worst, float(np.max(swing[index])), rate, chatter)
+            for (key, rms, worst), (_, late_rms, late_worst), (_, _, rate, chatter), index
             in zip(summary(names, error), summary(names, error[late]),
-                   command_summary(names, t, command))]
+                   command_summary(names, t, command), groups(names).values())]
     _, _, tip = tip_paths(model, tip_frame(model), q_des, q)
     return rows, tuple(float(f(x)) for x in (tip, tip[late])
                        for f in (lambda e: np.sqrt(np.mean(e ** 2)), np.max))
@@ -131,8 +162,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     chosen = {key: yaml.safe_load(value) for key, value in
               (item.split('=', 1) for item in args.set)}
-    print('case plant: per section RMS (late half) / max (late half) mm, worst PMA MPa/s, '
-          'chatter index; the tip RMS (late half) / max (late half)')
+    print('case plant: per section RMS (late half) / max (late half) mm, peak-to-peak from 2 s '
+          'mm, worst PMA MPa/s, chatter index; the tip RMS (late half) / max (late half)')
     for case in args.cases.split(','):
         simulator, controller = CASES[case]
         controller = {**chosen, **controller}
@@ -144,9 +175,10 @@ def main(argv=None):
             else:
                 rows, tip = in_process(PLANTS[label], simulator, controller, args.duration)
             sections = ' | '.join(f'{1e3 * rms:.3f} ({1e3 * late:.3f}) / {1e3 * worst:.2f} '
-                                  f'({1e3 * late_worst:.2f}) mm {1e-6 * rate:.2f} MPa/s '
-                                  f'{chatter:.2f}'
-                                  for _, rms, late, worst, late_worst, rate, chatter in rows)
+                                  f'({1e3 * late_worst:.2f}) mm pp {1e3 * swing:.3f} mm '
+                                  f'{1e-6 * rate:.2f} MPa/s {chatter:.2f}'
+                                  for _, rms, late, worst, late_worst, swing, rate, chatter
+                                  in rows)
             print(f'{case:<12} {label:<8} {sections} | tip {1e3 * tip[0]:.2f} ({1e3 * tip[2]:.2f})'
                   f' / {1e3 * tip[1]:.2f} ({1e3 * tip[3]:.2f}) mm', flush=True)
 

@@ -35,6 +35,7 @@ from continuum_ctrl.node_pair import controller_loop, node_pair
 from continuum_ctrl.numerics.jit import cached, CACHE_LOCKS, lock_cache, on_compile
 from continuum_ctrl.params import model_spec
 from continuum_ctrl.sim.closed_loop import simulate_nodes
+from continuum_ctrl.sim.pma_friction import MaxwellSlip
 
 #: the controller's own kernels (law, valve lead, integral, limits, pressure map) are compiled
 #: by running the nodes' loop and plant of this file for WARM_RUN s
@@ -72,8 +73,9 @@ def other_kernels(params):
     Compile the integral model's kernel and the rest ahead of the fused tick: the other share.
 
     The frame, IK, task-space and backbone kernels take either continuum model (the same
-    arrays); the samplers and valves are the controller loop's, the last call the Pinocchio
-    arms' tick (control/rigid_tick.py), so that a rigid arm's first start compiles nothing.
+    arrays); the samplers and valves are the controller loop's, the friction bank the
+    simulator's (sim/pma_friction.py), the last call the Pinocchio arms' tick
+    (control/rigid_tick.py), so that a rigid arm's first start compiles nothing.
     """
     model = _model(params, 'continuum_integral')
     q, qd, tip = _evaluate(model)
@@ -81,6 +83,7 @@ def other_kernels(params):
     model.backbone(q), model.compiled_task_step(tip)
     warm_samplers()
     Actuator(0.01, 0.0, 0.0, np.zeros(1))           # the valves' walk
+    MaxwellSlip(np.ones((1, 1)), np.ones((1, 1)))    # the simulator's PMA friction
     finish_entry()
 
 

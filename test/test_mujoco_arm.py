@@ -202,6 +202,55 @@ def test_the_first_bending_mode_approaches_the_integral_models_from_below():
     assert first[2] > 0.97 * reference
 
 
+def _slowest_modes(A, dt=None):
+    """Return the eigenvalues of the state matrix `A` (or of its `dt` step), slowest first."""
+    values = np.linalg.eigvals(A).astype(complex)
+    if dt is not None:
+        values = np.log(values) / dt
+    return values[np.argsort(-values.real)]
+
+
+def test_the_bent_arm_rings_for_seconds_on_both_engines_alike():
+    """
+    Bent by constant pressures, the arm settles over some 30 s on either engine.
+
+    Its slowest mode is the whole arm swinging on section 1 (0.74 Hz), damped only by the
+    PMAs' Kelvin-Voigt damping, which at that frequency is a damping ratio of 0.03: time
+    constants of 6.7 s (integral model) and 7.2 s (4 discs). The disc stack's slowest mode
+    is the integral model's within 10 % in frequency and decay, so the slow settling is the
+    arm's physics, not the universal joints' (which the integral model does not have). Their
+    twist, ``a b / 2`` per segment for hinge angles a and b, is static and small: 5.2 mrad
+    per disc in section 2, which bends diagonally to the hinges.
+    """
+    model = integral(gravity=[0.0, 0.0, 0.0])
+    tau = AREA * BEND
+    q = equilibrium(model, tau)
+    zero = np.zeros(9)
+    K = np.column_stack([
+        (model.passive_forces(q + e, zero) - model.passive_forces(q - e, zero)) / 2e-7
+        for e in 1e-7 * np.eye(9)])
+    M, D = model.mass_matrix(q), model.damping_matrix(q)
+    reference = _slowest_modes(np.block([[np.zeros((9, 9)), np.eye(9)],
+                                         [-np.linalg.solve(M, K), -np.linalg.solve(M, D)]]))[0]
+    arm = disc_stack(model, 4, timestep=5e-4)
+    arm.reset(q)
+    rest(arm, tau, 40.0, dt=2e-3)
+    m, d = arm.model, arm.data
+    A = np.zeros((2 * m.nv, 2 * m.nv))
+    mujoco.mjd_transitionFD(m, d, 1e-7, True, A, None, None, None)
+    slowest = _slowest_modes(A, m.opt.timestep)[0]
+    assert -1.0 / reference.real > 5.0 and abs(reference.imag) == pytest.approx(4.7, rel=0.05)
+    assert slowest.real == pytest.approx(reference.real, rel=0.1)
+    assert abs(slowest.imag) == pytest.approx(abs(reference.imag), rel=0.1)
+    relative = np.zeros(4)
+    twist = []
+    for body in range(2, m.nbody):                 # each disc against the one it hangs on
+        mujoco.mju_negQuat(relative, d.xquat[m.body_parentid[body]])
+        mujoco.mju_mulQuat(relative, relative, d.xquat[body])
+        twist.append(2.0 * np.arctan2(relative[3], relative[0]))
+    assert np.max(np.abs(twist)) < 6e-3
+
+
 def _piece_jacobian(arm, x0):
     """Return d(piece tendon lengths)/d(joint positions) at `x0`."""
     m, d = arm.model, arm.data

@@ -5,6 +5,11 @@ A pneumatic muscle actuator (PMA) pushes along its length with force ``area * (p
 once its gauge pressure ``p`` (Pa) passes the dead zone, and with no force below it; it cannot
 pull. Forces are in newtons, areas in m^2, pressures in pascals. Parameters are scalars or
 per-PMA arrays and broadcast against the force or pressure vector.
+
+A real PMA's effective area falls as it extends: `area_factor` scales the area linearly in
+the PMA's length change (the simulator's ``pma.area_slope``, sim/pma_traits.py). The force
+``area * area_factor(q) * (p - deadzone)`` inverts exactly, as ``tau / (area * factor) +
+deadzone``, wherever the factor is positive.
 """
 
 
@@ -18,6 +23,16 @@ from continuum_ctrl.params import ConfigError
 def force_from_pressure(p, area, deadzone):
     """Return the PMA force (N) at gauge pressure `p` (Pa): ``area * max(p - deadzone, 0)``."""
     return area * np.maximum(np.asarray(p, dtype=float) - deadzone, 0.0)
+
+
+def area_factor(q, slope, stroke):
+    """
+    Return the effective area over the nominal one at the length changes `q` (m).
+
+    ``1 - slope * q / stroke``: the area falls linearly, by the share `slope` of itself over
+    the stroke `stroke` (m, the section's ``max_extension``); q = 0 is the rest length.
+    """
+    return 1.0 - slope * np.asarray(q, dtype=float) / stroke
 
 
 def clamp_effort(tau, limits):

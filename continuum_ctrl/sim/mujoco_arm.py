@@ -8,8 +8,9 @@ becomes `discs[i]` rigid bodies in a chain, disc `k` at rest at ``xi = k / N`` o
 (N discs, segment ``h = L / N``). Each disc hangs on a universal joint (hinges about its x and
 y axes, through the segment's middle) followed by a slide along its z axis: three joints per
 segment, as many as the segment's three PMA pieces, so the pieces fix the pose and no
-internal mode is left unsprung. The universal joint has no torsion, as the constant-curvature
-arc has none.
+internal mode is left unsprung. The universal joint has no torsional freedom, as the
+constant-curvature arc has none (it twists a disc by ``a b / 2`` for hinge angles a and b,
+second order in the bend).
 
 Mass: the section's mass spread over `xi` is lumped into thin discs of radius `r` by the
 trapezoidal rule (weight 1/N inside, 1/(2N) at either end): disc N carries half a share, and

@@ -19,6 +19,8 @@ In pressure mode, `actuator.*` puts valve dynamics (actuation/valves.py) between
 the pressure that pushes. What the simulator publishes is what the plant's `sensor` reads
 (sim/sensor.py: `noise.*`, `sensor.*`): `plant.publish(t)` gives the sample published at `t`.
 With `end_stops` the built-in engine stops each coordinate at its joint limits (`Integrated`).
+`pma.*` gives the plant's PMAs friction and an area that falls with extension, on either
+engine (sim/pma_traits.py): the force of each step is the pushing force through them.
 
 `engine` says what integrates the arm: `builtin`, the plant model itself with `integrator`, or
 `mujoco`, MuJoCo integrating, in `mujoco.timestep` steps within each `step` and among the
@@ -45,6 +47,7 @@ from continuum_ctrl.models.integrators import INTEGRATORS
 from continuum_ctrl.models.rigid import resolve_urdf
 from continuum_ctrl.params import ConfigError, Field, flatten, Reader
 from continuum_ctrl.sim.mujoco_arm import continuum_mjcf, Obstacles
+from continuum_ctrl.sim.pma_traits import FIELDS as PMA_FIELDS, PmaForces, PmaTraits
 from continuum_ctrl.sim.sensor import FIELDS as SENSOR_FIELDS, Sensor, SensorSettings
 
 #: the physics engines the plant can run on
@@ -76,6 +79,7 @@ FIELDS = {
     'mismatch.deadzone': Field('number', ..., "plant PMA dead zone, Pa (default: "
                                "output.deadzone)", 0.0, 1e7),
     **SENSOR_FIELDS,
+    **PMA_FIELDS,
     'actuator.time_constant': Field('number', 0.0, 'pressure mode: first-order lag of the '
                                     'applied PMA pressure behind the command, s (0: none)',
                                     0.0, 1.0),
@@ -134,6 +138,7 @@ class PlantSettings:
     actuator: Tuple[float, float, float] = (0.0, 0.0, 0.0)
     engine: str = 'builtin'
     mujoco: Optional['MujocoOptions'] = None
+    pma: Optional[PmaTraits] = None
 
     @classmethod
     def parse(cls, tree: Dict[str, Any], model_namespace: Dict[str, Any]) -> 'PlantSettings':
@@ -152,6 +157,7 @@ class PlantSettings:
         actuator = _actuator(top.namespace('actuator'), actuation)
         engine = top.string('engine', 'builtin', ENGINES)
         step = _field(top, 'step')
+        pma = PmaTraits.read(top.namespace('pma'), vec, actuation, model, step)
         publish_rate_hz = _field(top, 'publish_rate_hz')
         options = MujocoOptions.read(top.namespace('mujoco'), engine, model, step, spec, vec,
                                      _field(mismatch, 'mass_scale'))
@@ -166,7 +172,7 @@ class PlantSettings:
             initial=position,
             sensor=SensorSettings.read(top, step, publish_rate_hz),
             end_stops=_field(top, 'end_stops'),
-            actuator=actuator, engine=engine, mujoco=options)
+            actuator=actuator, engine=engine, mujoco=options, pma=pma)
         top.finish()
         return settings
 
@@ -414,6 +420,11 @@ def stop(model, start, q, qd, low, high, dt):
     return np.clip(q + dt * change, low, high), qd + change
 
 
+def _pma_forces(settings, q):
+    """Return the PmaForces of `settings` relaxed at `q` (m), None with ideal PMAs."""
+    return None if settings.pma is None else PmaForces(settings.pma, q)
+
+
 def mujoco_xml(settings):
     """Return the MJCF of the MuJoCo arm of `settings` (engine mujoco)."""
     options = settings.mujoco
@@ -460,7 +471,8 @@ class Plant:
 
     `q`, `qd` (model order) and `t` (s) are the current state; `tau` the held generalized
     force commanded. `valves` (pressure mode with `actuator.*` set, else None) holds the
-    applied pressures, which make the force; `engine` integrates (`new_engine`); `sensor`
+    applied pressures, which make the force; `pma` (None with ideal PMAs) turns it into the
+    force on each PMA (sim/pma_traits.py); `engine` integrates (`new_engine`); `sensor`
     records every state it makes and publishes what it reads. `overruns`
     counts wake-ups that had to drop simulated time, `steps` the integration steps,
     `commands` the commands accepted and `stale_commands` the times the command in force
@@ -486,6 +498,7 @@ class Plant:
         self.engine = new_engine(settings)
         self.q: np.ndarray = self.engine.q
         self.qd: np.ndarray = self.engine.qd
+        self.pma = _pma_forces(settings, self.q)
         self.reset()
 
     def update(self, settings):
@@ -493,10 +506,12 @@ class Plant:
         Take new settings (the node's parameter change) and keep the state.
 
         The built-in engine goes on from the state with the new model; a MuJoCo arm whose
-        model changed is built anew at the current pose, at rest.
+        model changed is built anew at the current pose, at rest. The PMAs' friction banks
+        relax at the current pose.
         """
         self.settings, self.model = settings, settings.model
         self.sensor.update(settings.sensor)
+        self.pma = _pma_forces(settings, self.q)
         if settings.engine == 'mujoco' and getattr(self.engine, 'xml', None) == mujoco_xml(
                 settings):
             return
@@ -511,6 +526,8 @@ class Plant:
         """Return to the initial pose at rest; the clock restarts at the next `advance`."""
         self.q, self.qd = self.engine.reset(self.settings.initial)
         self.sensor.restart(self.q, self.qd)
+        if self.pma is not None:
+            self.pma.reset(self.q)
         self._grid = None               # (origin s, steps since) once the clock runs
         if self.valves is not None:
             self.valves.reset(self.settings.actuation.p_min)
@@ -586,6 +603,8 @@ class Plant:
             tau = self.tau if fresh else self.zero_input()
             if self.valves is not None:
                 tau = self._valve_force(fresh, dt)
+            if self.pma is not None:
+                tau = self.pma.force(tau, self.q)
             self.q, self.qd = self.engine.step(tau, dt)
             self.sensor.record(self.q, self.qd)
             count += 1
