@@ -430,3 +430,19 @@ def test_calibration_on_the_mujoco_arm(setup, tmp_path):
         rms.append(np.sqrt(np.mean(error.reshape(len(error), 3, 3) ** 2, axis=(0, 2))))
     nominal, calibrated = rms
     assert nominal.min() > 1e-3 and calibrated.max() < 0.1e-3, (nominal, calibrated)
+
+
+@pytest.mark.parametrize('missing', ['none.yaml', 'run.mcap', 'run.csv'])
+def test_a_missing_input_fails_at_once_without_loading_scipy(tmp_path, missing):
+    """One error line and status 2 before the fit's modules (and SciPy, 2.6 s) are imported."""
+    import subprocess
+    params, data = (tmp_path / missing, tmp_path) if missing.endswith('.yaml') else (
+        PARAMS, tmp_path / missing)
+    code = ('import sys\nfrom continuum_ctrl import cli\nstatus = cli.main(sys.argv[1:])\n'
+            "sys.exit(99 if 'scipy' in sys.modules else status)")
+    done = subprocess.run([sys.executable, '-c', code, 'identify', str(params), str(data)],
+                          capture_output=True, text=True, timeout=120)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr            # 99: SciPy was imported first
+    assert len(lines) == 1 and lines[0].startswith('continuum-ctrl identify: error: ')
+    assert missing in lines[0]

@@ -21,6 +21,7 @@ import yaml
 
 from continuum_ctrl.models.joint_order import FOREIGN, joint_columns, JointOrderError
 from continuum_ctrl.params import ConfigError, read_text
+from continuum_ctrl.params.files import check_readable
 
 #: default topics, as `ros2 bag record /joint_states /continuum_controller/commands` names them
 STATES_TOPIC = '/joint_states'
@@ -265,6 +266,14 @@ def _stamp_problem(sent, stamps):
     if skew > STAMP_SKEW:
         return f'{where}: the header stamps lie {skew:.3g} s from them (another clock)'
     return None
+
+
+def check_run(path):
+    """Raise the ConfigError `read_run` gives for a missing or unreadable run; read nothing."""
+    if Path(path).suffix.lower() == '.csv':
+        check_readable(path, 'run file')
+    else:
+        mcap_files(path)
 
 
 def read_run(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_TOPIC):
