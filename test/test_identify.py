@@ -19,7 +19,7 @@ from continuum_ctrl.identify.fit import DEFAULT_FIT, identify, Options
 from continuum_ctrl.identify.report import fitted_yaml, text
 from continuum_ctrl.identify.setup import read_setup
 from continuum_ctrl.identify.signals import applied_mean
-from continuum_ctrl.ros.closed_loop_demo import write_csv
+from continuum_ctrl.ros.closed_loop_demo import align, write_csv
 
 sys.path.insert(0, str(Path(__file__).parent))
 from identify_plant import (closed_loop, MISMATCH, NOMINAL_GAINS, PARAMS,  # noqa: E402
@@ -222,6 +222,27 @@ def test_bag_written_by_the_package_reads_back_as_the_csv(setup, tmp_path):
     a, b = (identify([r], setup).estimates for r in (from_bag, from_csv))
     for x, y in zip(a, b):
         assert x.value == pytest.approx(y.value, rel=1e-6), x.label
+
+
+def test_ticks_before_the_first_command_have_empty_command_fields(setup, tmp_path):
+    """The demo's CSV: no command yet is an empty field, not 0 Pa; identify skips those rows."""
+    import csv
+    run = synthetic_run(setup, duration=4.0)
+    command = align(run.t[10:], run.command[10:], run.t)        # the first one at tick 10
+    assert np.all(np.isnan(command[:10])) and np.array_equal(command[10:], run.command[10:])
+    write_csv(tmp_path / 'late.csv', names(setup), run.t, run.q, run.q, run.q, command)
+    write_csv(tmp_path / 'all.csv', names(setup), run.t, run.q, run.q, run.q, run.command)
+    with open(tmp_path / 'late.csv', newline='') as handle:
+        rows = list(csv.reader(handle))
+    columns = [k for k, name in enumerate(rows[0]) if name.startswith('command_')]
+    assert len(columns) == 9
+    assert [{row[k] for k in columns} for row in rows[1:12]] == [{''}] * 10 + [
+        {f'{v:.9g}' for v in run.command[10]}]
+    assert all(rows[1][k] != '' for k in range(len(rows[0])) if k not in columns)
+    late, whole = (read_csv(tmp_path / name, setup.joints) for name in ('late.csv', 'all.csv'))
+    np.testing.assert_array_equal(late.t, whole.t[10:])
+    np.testing.assert_array_equal(late.command, whole.command[10:])
+    np.testing.assert_array_equal(late.q, whole.q[10:])
 
 
 def test_diagnostics_as_rclpy_gives_them_go_into_a_bag_and_read_back(tmp_path):

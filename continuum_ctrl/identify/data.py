@@ -101,12 +101,21 @@ def _finite(run, source):
 
 
 def read_csv(path, joints):
-    """Read the closed-loop demo's CSV: positions `q_*` and commands `command_*` per row."""
+    """
+    Read the closed-loop demo's CSV: positions `q_*` and commands `command_*` per row.
+
+    The first rows, whose command fields are all empty (ticks before the first command was
+    sent), are left out.
+    """
     source = str(path)
     rows = list(csv.reader(io.StringIO(read_text(path, 'run file'), newline='')))
     if not rows or 't' not in rows[0]:
         raise ConfigError('', f"{source}: not a demo CSV (no header with a 't' column)")
     header = rows[0]
+    commanded = [k for k, h in enumerate(header) if h.startswith('command_')]
+    first = next((i for i, row in enumerate(rows[1:], 1)
+                  if any(row[k:k + 1] != [''] for k in commanded)), len(rows))
+    rows = rows[:1] + rows[first:]
     q_names = [h[2:] for h in header if h.startswith('q_') and not h.startswith('q_des_')]
     c_names = [h[8:] for h in header if h.startswith('command_')]
     try:

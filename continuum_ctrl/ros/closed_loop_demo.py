@@ -54,20 +54,31 @@ TAIL_WAIT = 10.0
 
 
 def align(times, commands, t):
-    """Return, per time in `t`, the latest command received at or before it (first if none)."""
-    index = np.clip(np.searchsorted(times, t, side='right') - 1, 0, len(times) - 1)
-    return commands[index]
+    """
+    Return, per time in `t`, the latest command sent at or before it.
+
+    NaN where none was sent yet: no command is not a zero command (zero effort, or a PMA
+    vented to 0 Pa).
+    """
+    index = np.searchsorted(times, t, side='right') - 1
+    aligned = commands[np.maximum(index, 0)].astype(float)
+    aligned[index < 0] = np.nan
+    return aligned
 
 
 def write_csv(path, joint_names, t, q_des, q, effort, command):
-    """Write one row per tick: t, then q_des, q, effort, command per joint."""
+    """
+    Write one row per tick: t, then q_des, q, effort, command per joint.
+
+    A value not known (NaN: a command before the first one sent) is an empty field.
+    """
     header = ['t'] + [f'{kind}_{name}' for kind in ('q_des', 'q', 'effort', 'command')
                       for name in joint_names]
     with open(path, 'w', newline='') as handle:
         writer = csv.writer(handle)
         writer.writerow(header)
         for row in np.column_stack((t - t[0], q_des, q, effort, command)):
-            writer.writerow([f'{v:.9g}' for v in row])
+            writer.writerow(['' if np.isnan(v) else f'{v:.9g}' for v in row])
 
 
 def tick_counts(t, period, end=None):
