@@ -209,7 +209,10 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
                         states.append((t, (measured - origin) * 1e-9 if measured else None,
                                        position[columns]))
                     else:
-                        commands.append((t, np.asarray(decoded.data, dtype=float)))
+                        # a stamped command (output.message: joint_state) holds its values
+                        # in effort, in joints order as the controller names them
+                        values = decoded.effort if hasattr(decoded, 'effort') else decoded.data
+                        commands.append((t, np.asarray(values, dtype=float)))
         except (McapError, ValueError, KeyError, EOFError, OSError) as exc:
             if isinstance(exc, ConfigError):
                 raise
