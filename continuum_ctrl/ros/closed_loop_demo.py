@@ -5,7 +5,7 @@ The closed-loop demo over ROS 2: simulator and controller as two processes, reco
                         [--engine builtin|mujoco]
 
 Starts the nodes of `launch_description.simulation` (the exact `--ros-args` command lines of
-the launch files), waits until the controller is active, records `~/state`, `~/commands` and
+the launch files) together, waits until the controller is active, records `~/state`, `~/commands` and
 `/diagnostics` for `duration` seconds, stops the nodes with SIGINT, then prints per-section
 (per-joint for rigid arms) RMS and maximum tracking errors, the worst PMA's (joint's) command
 variation (MPa/s, N m/s) and chatter index (of the recorded commands at the ticks, as in the
@@ -36,8 +36,8 @@ from continuum_ctrl.launch_description import (arm_config, ARMS, CONTROLLER, SIM
 from continuum_ctrl.launch_runner import start, stop
 from continuum_ctrl.params import file_parameters
 from continuum_ctrl.ros.conversion import REJECT_KINDS
-from continuum_ctrl.ros.node_settings import (check_parameter_file, ControllerNodeSettings,
-                                              SimulatorNodeSettings)
+from continuum_ctrl.ros.node_settings import (check_parameter_file, command_message,
+                                              ControllerNodeSettings, SimulatorNodeSettings)
 from continuum_ctrl.ros.recorder import Recorder
 from continuum_ctrl.ros.task_plot import plot_task, task_model
 from continuum_ctrl.runtime.lateness import LATE_GAP
@@ -227,16 +227,13 @@ def main(argv=None):
     logs = [open(out / f'{node.name}.log', 'w') for node in nodes]
     processes = []
     try:
-        with Recorder(bag=True, priority=priority) as rec:
-            # The controller goes active (and anchors its reference) on the first joint states:
-            # start the simulator only once the recorder hears the waiting controller, so the
-            # recording begins before activation whatever the order of DDS discovery.
-            processes += start(nodes[:1], outputs=logs[:1])
-            started = rec.wait(lambda: rec.status is not None, START_TIMEOUT, processes)
-            if started:
-                processes += start(nodes[1:], outputs=logs[1:])
-                started = rec.wait(lambda: rec.active_since is not None, START_TIMEOUT,
-                                   processes)
+        with Recorder(bag=True, priority=priority,
+                      message=command_message(nodes[0].parameters[0])) as rec:
+            # both nodes load their models at once; the recorder listens before either runs,
+            # and the run starts when it hears the controller active (it activates on the
+            # simulator's first joint states), or fails when a node exits first
+            processes += start(nodes, outputs=logs)
+            started = rec.wait(lambda: rec.active_since is not None, START_TIMEOUT, processes)
             if not started:
                 for log in logs:
                     log.flush()
