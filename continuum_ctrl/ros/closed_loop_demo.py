@@ -10,8 +10,10 @@ the launch files) together, waits until the controller is active, records `~/sta
 prints per-section (per-joint for rigid arms) RMS and maximum tracking errors, the worst PMA's
 (joint's) command variation (MPa/s, N m/s) and chatter index (of the recorded commands at the
 ticks, as in the CSV: sim/report.py), the tip's error (the task frame, else a continuum arm's
-last section tip, by the controller's kinematics) and the loop figures, and writes into DIR: `closed_loop.png` (desired vs actual positions, and the commands), `closed_loop.csv`
-(one row per control tick: time, desired and actual position, effort and command per joint),
+last section tip, by the controller's kinematics) and the loop figures, and writes into DIR:
+`closed_loop.png` (desired vs actual positions, and the commands), `closed_loop.csv` (one row
+per control tick: time, desired and actual position, effort and command per joint; empty
+command fields before the first command),
 `closed_loop.mcap` (a rosbag2 MCAP bag of `/joint_states`, the commands and `~/state`, for
 `continuum-ctrl identify`, Foxglove and `ros2 bag info`) and the nodes' logs. `--engine`
 sets the simulator's `engine` over the file's (through DIR/engine.yaml, a parameter file
