@@ -62,8 +62,9 @@ FIELDS = {
                         choices=tuple(INTEGRATORS)),
     'publish_rate_hz': Field('number', 500.0, 'joint_states publication rate, Hz', 1.0,
                              10000.0),
-    'command_timeout': Field('number', 0.1, 'a command older than this (s) means zero input',
-                             1e-3, 10.0),
+    'command_timeout': Field('number', 0.1, 'a command older than this (s) means zero input; '
+                             'a stamped one (output.message joint_state) older than this '
+                             'by its stamp is dropped (late_commands)', 1e-3, 10.0),
     'wait_for_command': Field('bool', True, 'rest at the initial pose until the first valid '
                               'command arrives'),
     'end_stops': Field('bool', False, 'builtin engine: each coordinate stops at its joint '
