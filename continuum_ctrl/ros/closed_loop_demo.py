@@ -286,7 +286,8 @@ def main(argv=None):
           f'{plant.get("overruns", "?")} overruns (simulated time dropped), stepping CPU '
           f'share {plant.get("cpu_share_stepping", "?")}, rejected commands '
           f'{plant.get("rejected_commands", "?")}, commands gone stale '
-          f'{plant.get("stale_commands", "?")}; controller: rejected joint_states '
+          f'{plant.get("stale_commands", "?")}, late commands dropped '
+          f'{plant.get("late_commands", "?")}; controller: rejected joint_states '
           f'{sum(int(diagnostics[-1].get(f"rejected_{k}", 0)) for k in REJECT_KINDS)}, state '
           f'timeouts {stale_episodes(out / f"{nodes[0].name}.log")}')
     if tip and tip[2]:
