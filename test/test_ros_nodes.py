@@ -171,8 +171,10 @@ def test_continuum_arm_tracks_its_reference(tmp_path):
 
 def assert_continuum_tracks(t, q_des, q, effort, commands, quiet):
     """
-    Assert the bounds of `test_continuum_arm_tracks_its_reference` on a run's states (`t`,
-    `q_des`, `q`, `effort`), its commands and its commands after the blend (`quiet`: t, values).
+    Assert the bounds of `test_continuum_arm_tracks_its_reference` on a continuum run.
+
+    The run's states (`t`, `q_des`, `q`, `effort`), its commands and its commands after the
+    blend (`quiet`: t, values).
     """
     keep = t > t[0] + 1.5
     error = (q - q_des)[keep]

@@ -43,8 +43,12 @@ CASES['joint_state'] = CASES['effort']          # efforts, as stamped JointState
 
 
 def command(mode, values):
-    """Return the command message of `values`: a JointState of the 2R's joints, stamped now,
-    for mode 'joint_state' (a wrong count of values gives a wrong count of efforts)."""
+    """
+    Return the command message of `values` in `mode`.
+
+    For 'joint_state' a JointState of the 2R's joints stamped now (a wrong count of values
+    gives a wrong count of efforts), else a Float64MultiArray.
+    """
     values = [float(v) for v in values]
     if mode != 'joint_state':
         return Float64MultiArray(data=values)

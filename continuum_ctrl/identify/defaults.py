@@ -1,6 +1,8 @@
 """
-The identification's defaults, light to import: `continuum-ctrl identify` shows them in its
-help and checks its input files before the fit's modules (and SciPy, 2.6 s) load.
+The identification's defaults, light to import.
+
+`continuum-ctrl identify` shows them in its help, and checks its input files before the fit's
+modules (and SciPy, 2.6 s) load.
 """
 
 #: what `--fit` fits by default on a continuum arm
