@@ -27,10 +27,11 @@ STEPS = 10
 COMMAND = serialize_message(Float64MultiArray(data=[0.0, 0.0]))
 
 
-@pytest.fixture
-def node(tmp_path):
-    """The 2R simulator with a 2 ms step."""
-    path = params_file(tmp_path, 'planar_2r.yaml', continuum_simulator={'step': STEP})
+@pytest.fixture(params=['multiarray'])
+def node(tmp_path, request):
+    """The 2R simulator with a 2 ms step, taking commands of `output.message` = the param."""
+    path = params_file(tmp_path, 'planar_2r.yaml', all={'output': {'message': request.param}},
+                       continuum_simulator={'step': STEP})
     context = rclpy.Context()
     rclpy.init(context=context)
     made = SimulatorNode(context=context, cli_args=['--ros-args', '--params-file', str(path)])
@@ -67,29 +68,15 @@ def joint_state_command(names, efforts, stamp):
     return serialize_message(msg)
 
 
-@pytest.fixture
-def stamped(tmp_path):
-    """The 2R simulator taking stamped JointState commands (`output.message` from `/**`)."""
-    path = params_file(tmp_path, 'planar_2r.yaml', all={'output': {'message': 'joint_state'}},
-                       continuum_simulator={'step': STEP})
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    made = SimulatorNode(context=context, cli_args=['--ros-args', '--params-file', str(path)])
-    try:
-        yield made
-    finally:
-        made.destroy_node()
-        rclpy.shutdown(context=context)
-
-
-def test_stamped_commands_by_name_late_ones_dropped_and_counted(stamped):
+@pytest.mark.parametrize('node', ['joint_state'], indirect=True)
+def test_stamped_commands_by_name_late_ones_dropped_and_counted(node):
     """
     Fresh commands apply by joint name; one stamped over `command_timeout` (0.1 s) ago, or
     before the command in force, never does and is counted in `late_commands`; bad ones
     (lengths, names, NaN, oversized) are rejected whole as before.
     """
-    node, plant = stamped, stamped.plant
-    assert node.plant.settings.message == 'joint_state'
+    plant = node.plant
+    assert plant.settings.message == 'joint_state'
     now = node._now()
     plant.advance(now)
     node._on_command(joint_state_command(['joint2', 'joint1'], [2.0, 1.0], now))
@@ -114,4 +101,4 @@ def test_stamped_commands_by_name_late_ones_dropped_and_counted(stamped):
     node._on_command(joint_state_command(['joint1', 'joint2', 'gripper'], [3.0, 4.0, 5.0],
                                          later))     # other joints: ignored, as in states
     assert plant.commands == 2 and np.array_equal(plant.tau, [3.0, 4.0])
-    assert plant.command_time == pytest.approx(later, abs=1e-9)   # stale from its stamp
+    assert plant.command_time == pytest.approx(later, abs=1e-6)   # stale from its stamp
