@@ -200,17 +200,19 @@ def test_continuum_arm_tracks_on_stamped_commands_and_drops_late_ones(tmp_path):
     """
     `output.message: joint_state` for both nodes (`/**`): the loop tracks within the bounds of
     the default's test, its commands as quiet; each carries the joint names and the stamp of
-    its tick (at most a few ms before it is heard). Then REPLAYS copies of a command set to
+    its tick (at most a few ms before it is sent). Then REPLAYS copies of a command set to
     p_max everywhere, stamped 0.5 s ago, are published beside the controller's: the simulator
-    drops every one and counts it (`late_commands`), and the arm tracks on.
+    drops every one and counts it (`late_commands`), and the arm tracks on. Changing the
+    message kind, or the joints it names, at run time is refused.
     """
     path = params_file(tmp_path, 'continuum_3section.yaml',
                        all={'output': {'message': 'joint_state'}},
                        continuum_controller={'state_timeout': 0.5, 'state_decimation': 5})
     with running(tmp_path, path) as (rec, _):
         heard = []
-        rec.node.create_subscription(JointState, f'/{CONTROLLER}/commands',
-                                     lambda msg: heard.append((msg, time.time())), 1000)
+        rec.node.create_subscription(         # with the send time (DDS source timestamp)
+            JointState, f'/{CONTROLLER}/commands',
+            lambda msg, info: heard.append((msg, info['source_timestamp'] * 1e-9)), 1000)
         t, q_des, q, effort = settle(rec, 6.0)
         commands = np.array([c[1] for c in rec.commands])
         quiet = recorded(rec.commands, t[0] + 1.5)
@@ -220,18 +222,23 @@ def test_continuum_arm_tracks_on_stamped_commands_and_drops_late_ones(tmp_path):
         old = heard[-1][0]
         old.effort = [5e5] * len(old.effort)
         old.header.stamp = Time(nanoseconds=time.time_ns() - 500_000_000).to_msg()
-        for _ in range(REPLAYS):
+        for _ in range(REPLAYS):      # paced: the histories keep the last 10 of a burst
             replay.publish(old)
+            rec.run(0.01)
         assert rec.wait(lambda: int(rec.sim_diagnostics[-1]['late_commands'])
-                        >= before + REPLAYS, 10.0), rec.sim_diagnostics[-1]
+                        >= before + REPLAYS, 10.0), rec.sim_diagnostics[-1]['late_commands']
         since = time.time()
         t_after, q_des_after, q_after, _ = settle(rec, 2.0)
+        # the message kind and the names it carries are fixed while the node lives
+        names = [f'section{i}_pma{j}' for i in (1, 2, 3) for j in (1, 2, 3)]
+        for key, value in (('output__message', 'multiarray'), ('joints', names[::-1])):
+            result, = set_params(rec, **{key: value})
+            assert not result.successful and key.replace('__', '.') in result.reason
     assert_continuum_tracks(t, q_des, q, effort, commands, quiet)
     print(f'\nlate commands before the replay: {before}')
-    names = [f'section{i}_pma{j}' for i in (1, 2, 3) for j in (1, 2, 3)]
-    ours = [(msg, received) for msg, received in heard if msg.effort[0] != 5e5]
+    ours = [(msg, sent) for msg, sent in heard if msg.effort[0] != 5e5]
     stamps = np.array([stamp_seconds(msg.header.stamp) for msg, _ in ours])
-    waits = np.array([received for _, received in ours]) - stamps
+    waits = np.array([sent for _, sent in ours]) - stamps       # the tick's compute time
     assert len(ours) > 1000 and all(list(msg.name) == names for msg, _ in ours)
     assert np.all(np.diff(stamps) > 0.0)                   # one stamp per tick, in order
     assert np.median(waits) < 0.01 and np.all(waits > -1e-3), np.percentile(waits, [50, 99])
