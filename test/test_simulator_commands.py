@@ -102,3 +102,17 @@ def test_stamped_commands_by_name_late_ones_dropped_and_counted(node):
                                          later))     # other joints: ignored, as in states
     assert plant.commands == 2 and np.array_equal(plant.tau, [3.0, 4.0])
     assert plant.command_time == pytest.approx(later, abs=1e-6)   # stale from its stamp
+
+
+@pytest.mark.parametrize('node', ['joint_state'], indirect=True)
+def test_the_message_kind_is_fixed_and_names_follow_a_change_of_joints(node):
+    """`output.message` (the subscription's type) is refused at run time; `joints` is not."""
+    from rclpy.parameter import Parameter
+    result, = node.set_parameters([Parameter('output.message', value='multiarray')])
+    assert not result.successful and 'output.message' in result.reason
+    result, = node.set_parameters([Parameter('joints', value=['joint2', 'joint1'])])
+    assert result.successful, result.reason
+    now = node._now()
+    node.plant.advance(now)
+    node._on_command(joint_state_command(['joint1', 'joint2'], [1.0, 2.0], now))
+    assert node.rejected == 0 and np.array_equal(node.plant.tau, [1.0, 2.0])   # model order

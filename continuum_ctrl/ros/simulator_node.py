@@ -49,6 +49,7 @@ from sensor_msgs.msg import JointState
 
 from continuum_ctrl.launch_description import SIMULATOR as NODE_NAME
 from continuum_ctrl.numerics.jit import on_compile
+from continuum_ctrl.params import ConfigError
 from continuum_ctrl.ros.command_input import CommandInput
 from continuum_ctrl.ros.conversion import Rejected, set_doubles
 from continuum_ctrl.ros.diagnostics import diagnostic_array
@@ -112,12 +113,19 @@ class SimulatorNode(Node):
 
     def _parse(self, tree):
         node, rest = SimulatorNodeSettings.split(tree)
-        return node, PlantSettings.parse(rest, self.params.model)
+        settings = PlantSettings.parse(rest, self.params.model)
+        made = getattr(self, 'plant', None)
+        if made is not None and settings.message != made.settings.message:
+            raise ConfigError('output.message', f"is fixed for the node's life (the type of "
+                                                f"`commands`): '{made.settings.message}'")
+        return node, settings
 
     def _on_change(self, settings, names):
         previous = self.node_settings.realtime_priority
         self.node_settings, plant_settings = settings
         self.plant.update(plant_settings)
+        # a JointState command is mapped onto the joints as they are now
+        self.command_input = CommandInput(plant_settings.vectors.joints, plant_settings.message)
         self.apply_realtime_priority(previous)  # callbacks run on the loop thread
         self.get_logger().info(f'parameters changed: {sorted(names)}')
 
