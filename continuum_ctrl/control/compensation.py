@@ -138,10 +138,10 @@ class Compensation:
 
         `q`, `qd`: the state received at time `measured_at` (s), or `observer`'s estimate
         then (see `predict`; with its `cancel_bias`, the law's force less the bias it
-        estimates after the correction); `reference` samples ``(q_d, qd_d, qdd_d)`` inside the joint
-        limits from its start `t0` (s; the loop's `Anchored` clamps); `bounds` = (low, high)
-        forces the loop clamps to (the lead acts on clamped forces; float64 arrays of the
-        model's length). The returned force is a buffer that the next call overwrites.
+        estimates after the correction); `reference` samples ``(q_d, qd_d, qdd_d)`` inside
+        the joint limits from its start `t0` (s; the loop's `Anchored` clamps); `bounds` =
+        (low, high) forces the loop clamps to (the lead acts on clamped forces; float64 arrays
+        of the model's length). The returned force is a buffer that the next call overwrites.
         """
         q, qd = self.predict(q, qd, measured_at, t, observer)
         t_act = t + self.delay
