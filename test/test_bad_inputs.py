@@ -38,6 +38,15 @@ CORPUS = {
     'unreadable': (UNREADABLE, 'unreadable.yaml', 'any'),
 }
 ALL = ('any', 'symbolic', 'continuum')
+
+
+def a_run(out):
+    """Return a run file in `out` that exists (identify checks the runs are there first)."""
+    run = out / 'run.csv'
+    run.write_text('t\n')
+    return run
+
+
 #: entry point -> (command line for an input and an output directory, kinds it reads, marks)
 ENTRY_POINTS = {
     'controller_node': (lambda arg, out: [find_executable('controller_node'), '--ros-args',
@@ -53,7 +62,7 @@ ENTRY_POINTS = {
     'derive': (lambda arg, out: ['derive', str(arg)], ('any', 'symbolic'), []),
     'fit-betas': (lambda arg, out: ['fit-betas', str(arg), '--samples', '50', '--held-out',
                                     '20'], ('any', 'continuum'), []),
-    'identify': (lambda arg, out: ['identify', str(arg), str(out / 'run.csv')], ALL, []),
+    'identify': (lambda arg, out: ['identify', str(arg), str(a_run(out))], ALL, []),
     'tune': (lambda arg, out: ['tune', str(arg), '--no-search', '--poses', '1'],
              ('any', 'continuum'), []),
 }
