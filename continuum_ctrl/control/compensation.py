@@ -28,8 +28,10 @@ the command after `delay` through a first-order lag of `time_constant` (s).
   and 7.4 um evaluated at every step; with the calibration's mismatch and sensor noise 42.6,
   42.6 and 42.7 um; behind 30 ms of lag and 10 ms of dead time 7.2, 7.4 and 7.6 um.
 - **Lag.** ``p_cmd = p_des + T dp_des/dt``, in forces (the same above the dead zone, where
-  the map is affine). ``dp_des/dt`` is the time derivative of the law under perfect tracking:
-  the model's inverse dynamics along the (smooth) reference, the secant over the control
+  the map is affine; with ``output.area_slope``, at the tick's one area, leaving out the
+  area's own rate, docs/pma-model.md). ``dp_des/dt`` is the time derivative of the law
+  under perfect tracking: the model's inverse dynamics along the (smooth) reference, the
+  secant over the control
   period that holds ``t + delay`` on a grid of periods from the reference's start (linear in
   between for its value). Ticks a period apart share a grid time, so a tick pays one inverse
   dynamics for it. It holds no measurement, so sensor noise cannot turn into chatter. That
