@@ -9,6 +9,7 @@ controller compensates none), as in the runs the identification tests were writt
 """
 
 import numpy as np
+import pytest
 
 from continuum_ctrl.actuation.pressure_map import area_factor
 from continuum_ctrl.control.references import Multisine
@@ -155,3 +156,13 @@ def still_csv(setup, tmp, run, position, command):
     write_csv(tmp / 'a.csv', setup.joints.model_names, run.t, still, still, still,
               np.full_like(run.command, command))
     return [str(tmp / 'a.csv')]
+
+
+def assert_recovered(result, truth):
+    """Assert a fit's stiffness and area within 3 % of `truth`'s, its dead zone within 3 kPa."""
+    for e in result.values('model.sections.stiffness'):
+        assert e.value == pytest.approx(truth['stiffness'], rel=0.03), e.label
+    area, = result.values('output.area')
+    assert area.value == pytest.approx(truth['area'], rel=0.03)
+    deadzone, = result.values('output.deadzone')
+    assert deadzone.value == pytest.approx(truth['deadzone'], abs=3e3)
