@@ -67,6 +67,24 @@ def test_recovers_the_slope_on_the_mismatched_plant(setup):
     assert_recovered(result, TRUTH)
 
 
+@pytest.mark.parametrize('valves', [(), ('time_constant', 'delay')])
+def test_a_slope_in_the_file_is_used_as_known(setup, tmp_path, valves):
+    """The nominal file says `output.area_slope`: the fit without it, valves searched or not."""
+    known = tmp_path / 'slope.yaml'
+    known.write_text(yaml.safe_dump({'/**': {'ros__parameters': {
+        'output': {'area_slope': [SLOPE]}}}}))
+    run = synthetic_run(setup, duration=12.0, area_slope=SLOPE)
+    result = identify([run], read_setup([PARAMS, known]), Options(DEFAULT_FIT + valves))
+    for e in result.estimates:
+        key = e.key.split('.')[-1]
+        if key in TRUTH:
+            assert e.value == pytest.approx(TRUTH[key], rel=0.01, abs=300.0
+                                            if key == 'deadzone' else 0.0), e.label
+        else:
+            assert e.value < 0.002, e.label     # the run's valves are ideal
+    assert result.r2_test_all > 0.999
+
+
 @pytest.mark.parametrize('amplitude, excited', [(0.0005, False), (0.006, True)])
 def test_lengths_that_barely_move_do_not_excite_the_slope(setup, amplitude, excited):
     """The area and its slope alone, the rest known: a stroke of +-0.5 mm cannot tell them."""

@@ -356,9 +356,10 @@ class Identification:
 
         The samples are those the linear fit at `lag` keeps above `deadzone`, among the
         training samples every candidate defines, so that candidates are compared on the same
-        data. Each PMA's regressor and target are affine in its pressure ``p``:
-        ``X = X0 + p e^T``, ``y = y0 + c p``; the products of ``X0`` and ``y0`` are formed once,
-        so a candidate costs its applied pressure (the exact delayed lag of the held commands,
+        data. Each PMA's regressor and target are affine in its pressure ``p`` times the file's
+        area share ``s = 1 - c_file q / l_max`` (1 without `output.area_slope`): ``X = X0 +
+        s p e^T``, ``y = y0 + c s p``; the products of ``X0`` and ``y0`` are formed once, so a
+        candidate costs its applied pressure (the exact delayed lag of the held commands,
         smoothed) and a few dot products per PMA.
         """
         keeps = [run.searchable() for run in self.runs]
@@ -376,17 +377,18 @@ class Identification:
             args = (j, q[mask, j], qd[mask, j], h[mask, j])
             index, X0, y0 = self._columns(*args, np.zeros(mask.sum()), deadzone[j])
             _, X1, y1 = self._columns(*args, np.ones(mask.sum()), deadzone[j])
-            e, c = (X1 - X0)[0], float(y1[0] - y0[0])
-            pmas.append((np.flatnonzero(mask), index, X0, y0, e, c, X0.T @ X0, X0.T @ y0,
-                         y0 @ y0))
+            share = 1.0 - self.falloff[j] * q[mask, j]
+            e, c = (X1 - X0)[0] / share[0], float(y1[0] - y0[0]) / share[0]
+            pmas.append((np.flatnonzero(mask), share, index, X0, y0, e, c, X0.T @ X0,
+                         X0.T @ y0, y0 @ y0))
 
         def cost(time_constant, delay):
             p = np.concatenate([run.grid.smooth(applied_mean(
                 run.command_t, run.command, run.grid.t, time_constant, delay)[0])[keep]
                 for run, keep in zip(self.runs, keeps)]).T.copy()
             A, b, parts = np.zeros((P, P)), np.zeros(P), []
-            for j, (rows, index, X0, y0, e, c, XX, Xy, yy) in enumerate(pmas):
-                pj = p[j].take(rows)
+            for j, (rows, share, index, X0, y0, e, c, XX, Xy, yy) in enumerate(pmas):
+                pj = p[j].take(rows) * share
                 # einsum, not BLAS: a threaded BLAS woken for each small product costs
                 # ten times the arithmetic on a busy machine
                 Xp = np.einsum('ij,i->j', X0, pj)
