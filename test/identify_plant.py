@@ -9,7 +9,9 @@ controller compensates none), as in the runs the identification tests were writt
 """
 
 import numpy as np
+import pytest
 
+from continuum_ctrl.actuation.pressure_map import area_factor
 from continuum_ctrl.control.references import Multisine
 from continuum_ctrl.identify.bag import write_run
 from continuum_ctrl.identify.data import Run
@@ -83,13 +85,14 @@ def closed_loop(controller_files, plant_overrides, duration, controller_override
 
 
 def synthetic_run(setup, duration=10.0, rate=500.0, stiffness=1.2, damping=0.75, area=1.1,
-                  deadzone=15e3, noise=0.0, seed=0, band=(0.2, 3.0), amplitude=0.006):
+                  deadzone=15e3, noise=0.0, seed=0, band=(0.2, 3.0), amplitude=0.006,
+                  area_slope=0.0):
     """
     Return a Run whose held pressures make the controller's own model follow a multisine.
 
-    The true PMA parameters are the nominal ones scaled (stiffness, damping, area) and a dead
-    zone in Pa; a PMA that would have to pull is vented (0 Pa); lengths within 0.013 +-
-    `amplitude` m. Each command holds for one
+    The true PMA parameters are the nominal ones scaled (stiffness, damping, area), a dead
+    zone in Pa and an area falling by `area_slope` over the stroke; a PMA that would have to
+    pull is vented (0 Pa); lengths within 0.013 +- `amplitude` m. Each command holds for one
     period and is the pressure the motion needs at the period's middle (the hold's
     second-order approximation of the continuous pressure). Position noise in m.
     """
@@ -102,7 +105,8 @@ def synthetic_run(setup, duration=10.0, rate=500.0, stiffness=1.2, damping=0.75,
     k = stiffness * setup.stiffness[setup.section]
     d = damping * setup.damping[setup.section]
     force = h + k * mid[:, 0] + d * mid[:, 1]
-    a = area * setup.actuation.area
+    stroke = np.repeat(setup.model.spec.max_extension, 3)
+    a = area * setup.actuation.area * area_factor(mid[:, 0], area_slope, stroke)
     pressure = np.where(force > 0.0, force / a + deadzone, 0.0)
     measured = q + noise * np.random.default_rng(seed).standard_normal(q.shape)
     return Run('synthetic', t, measured, t.copy(), pressure)
@@ -152,3 +156,13 @@ def still_csv(setup, tmp, run, position, command):
     write_csv(tmp / 'a.csv', setup.joints.model_names, run.t, still, still, still,
               np.full_like(run.command, command))
     return [str(tmp / 'a.csv')]
+
+
+def assert_recovered(result, truth):
+    """Assert a fit's stiffness and area within 3 % of `truth`'s, its dead zone within 3 kPa."""
+    for e in result.values('model.sections.stiffness'):
+        assert e.value == pytest.approx(truth['stiffness'], rel=0.03), e.label
+    area, = result.values('output.area')
+    assert area.value == pytest.approx(truth['area'], rel=0.03)
+    deadzone, = result.values('output.deadzone')
+    assert deadzone.value == pytest.approx(truth['deadzone'], abs=3e3)

@@ -44,6 +44,11 @@ CASES = {
     'Kalman observer, lengths only': {'observer.type': 'kalman', 'lengths only': True},
     'Kalman observer, samples missing, late and reordered': {
         'observer.type': 'kalman', 'lengths only': True, 'sparse': True},
+    'falling area': {'output.area_slope': [0.15]},
+    'falling area per PMA, no valve compensation': {
+        'output.area_slope': [0.1, 0.15, 0.2] * 3, 'output.time_constant': 0.0,
+        'output.delay': 0.0, 'observer.type': 'none'},
+    'falling area, Kalman observer': {'output.area_slope': [0.15], 'observer.type': 'kalman'},
 }
 #: the sparse case's sensor: a sample every other tick, 3 ms old; at REORDERED, one older
 #: than the last (the observer drops it)

@@ -7,9 +7,10 @@ pull. Forces are in newtons, areas in m^2, pressures in pascals. Parameters are 
 per-PMA arrays and broadcast against the force or pressure vector.
 
 A real PMA's effective area falls as it extends: `area_factor` scales the area linearly in
-the PMA's length change (the simulator's ``pma.area_slope``, sim/pma_traits.py). The force
-``area * area_factor(q) * (p - deadzone)`` inverts exactly, as ``tau / (area * factor) +
-deadzone``, wherever the factor is positive.
+the PMA's length change (the controller's ``output.area_slope``, the simulator's
+``pma.area_slope``, sim/pma_traits.py). The force ``area * area_factor(q) * (p - deadzone)``
+inverts exactly, as ``tau / (area * factor) + deadzone``, wherever the factor is positive:
+`ActuationMap.area_at` gives the effective area at q, which `pressure` and `force` take.
 """
 
 
@@ -45,10 +46,13 @@ class ActuationMap:
     Validated PMA parameters for `n` actuators, with both directions of the pressure map.
 
     `area` (m^2, > 0), `deadzone` (Pa, >= 0), `p_min` <= `p_max` (Pa): scalars or n-vectors.
-    Errors name the parameter as ``<prefix>.area`` etc. (ROS: ``output.area``).
+    `slope` (n,) and `stroke` (n,), m: the area falls as `area_factor` (`slope` None: it does
+    not, `area_at` is `area`). Errors name the parameter as ``<prefix>.area`` etc. (ROS:
+    ``output.area``). The force range (`force_range`, `effort_range`) is the rest length's.
     """
 
-    def __init__(self, n, area, deadzone, p_min, p_max, prefix='output'):
+    def __init__(self, n, area, deadzone, p_min, p_max, prefix='output', slope=None,
+                 stroke=None):
         self.n = n
         values = {}
         for key, value, low in (('area', area, 0.0), ('deadzone', deadzone, None),
@@ -63,6 +67,8 @@ class ActuationMap:
         self.deadzone = values['deadzone']
         self.p_min = values['p_min']
         self.p_max = values['p_max']
+        self.slope, self.stroke = slope, stroke
+        self._falloff = None if slope is None else np.asarray(slope / stroke, dtype=float)
         self._low, self._high = self.force(self.p_min), self.force(self.p_max)
         self._pressure = _pressure_map()
 
@@ -78,25 +84,47 @@ class ActuationMap:
             raise ConfigError(key, f'must be > {low}, got {value!r}')
         return array
 
-    def pressure(self, tau, out=None):
+    def falloff(self):
+        """Return ``slope / stroke`` per PMA, 1/m: the area's relative fall per metre (n,)."""
+        return np.zeros(self.n) if self._falloff is None else self._falloff
+
+    def area_at(self, q, out=None):
+        """
+        Return the effective area per PMA (m^2) at the length changes `q` (n,), m.
+
+        ``area (1 - slope q / stroke)``; `area` itself (no copy) where the area is constant.
+        """
+        if self._falloff is None:
+            return self.area
+        out = np.empty(self.n) if out is None else out
+        np.multiply(self._falloff, q, out=out)
+        np.subtract(1.0, out, out=out)
+        return np.multiply(self.area, out, out=out)
+
+    def pressure(self, tau, out=None, area=None):
         """
         Return the commanded pressure per PMA (Pa) for forces `tau` (N), shape (..., n).
 
         ``p = tau/area + deadzone`` where ``tau > 0``, ``p_min`` where ``tau <= 0`` or NaN (a
         PMA cannot pull, so it vents), then clamped to ``[p_min, p_max]``. One compiled call;
-        `out`, if given, is a C-contiguous float64 array of `tau`'s shape.
+        `out`, if given, is a C-contiguous float64 array of `tau`'s shape; `area` (m^2, (n,)):
+        the effective area (`area_at`), default the nominal one.
         """
         tau = np.ascontiguousarray(tau, dtype=float)
         if tau.shape[-1:] != (self.n,):
             raise ValueError(f'expected forces of {self.n} PMAs, got shape {tau.shape}')
         out = np.empty_like(tau) if out is None else out
-        self._pressure(tau.reshape(-1, self.n), self.area, self.deadzone, self.p_min,
-                       self.p_max, out.reshape(-1, self.n))
+        self._pressure(tau.reshape(-1, self.n), self.area if area is None else area,
+                       self.deadzone, self.p_min, self.p_max, out.reshape(-1, self.n))
         return out
 
-    def force(self, p):
-        """Return the PMA forces (N) at pressures `p` (Pa); see `force_from_pressure`."""
-        return force_from_pressure(p, self.area, self.deadzone)
+    def force(self, p, area=None):
+        """
+        Return the PMA forces (N) at pressures `p` (Pa); see `force_from_pressure`.
+
+        `area` (m^2, (n,)): the effective area (`area_at`), default the nominal one.
+        """
+        return force_from_pressure(p, self.area if area is None else area, self.deadzone)
 
     def force_range(self):
         """Return the smallest and largest force (N) each PMA makes within ``[p_min, p_max]``."""

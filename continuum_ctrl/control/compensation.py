@@ -28,8 +28,10 @@ the command after `delay` through a first-order lag of `time_constant` (s).
   and 7.4 um evaluated at every step; with the calibration's mismatch and sensor noise 42.6,
   42.6 and 42.7 um; behind 30 ms of lag and 10 ms of dead time 7.2, 7.4 and 7.6 um.
 - **Lag.** ``p_cmd = p_des + T dp_des/dt``, in forces (the same above the dead zone, where
-  the map is affine). ``dp_des/dt`` is the time derivative of the law under perfect tracking:
-  the model's inverse dynamics along the (smooth) reference, the secant over the control
+  the map is affine; with ``output.area_slope``, at the tick's one area, leaving out the
+  area's own rate, docs/pma-model.md). ``dp_des/dt`` is the time derivative of the law
+  under perfect tracking: the model's inverse dynamics along the (smooth) reference, the
+  secant over the control
   period that holds ``t + delay`` on a grid of periods from the reference's start (linear in
   between for its value). Ticks a period apart share a grid time, so a tick pays one inverse
   dynamics for it. It holds no measurement, so sensor noise cannot turn into chatter. That
@@ -104,7 +106,7 @@ class Compensation:
         self.valves.advance(t)
         self.valves.pressure[:] = pressures
 
-    def predict(self, q, qd, measured_at, t, observer=None):
+    def predict(self, q, qd, measured_at, t, observer=None, area=None):
         """
         Return ``(q, qd)`` measured at `measured_at` predicted to ``t + horizon`` (s).
 
@@ -112,14 +114,16 @@ class Compensation:
         usually a few ms old, the valves' lag is longer). `observer` (control/observer.py):
         `q`, `qd` are its estimate at `measured_at`, which its pending sample corrects at
         the nearest step, the estimate and its time updated; its force bias, as estimated
-        before the correction, is added to the applied forces.
+        before the correction, is added to the applied forces. `area` (m^2, (n,)): the PMAs'
+        effective area over the prediction (`ActuationMap.area_at` the state it starts
+        from; None: the nominal one).
         """
         self.valves.advance(t)
         start = min(max(measured_at, t - MAX_AGE), t)
         steps = max(math.ceil((t + self.horizon - start) / self.period - 1e-9), 1)
         h = (t + self.horizon - start) / steps
         middles = np.maximum(start + (np.arange(steps) + 0.5) * h, t)
-        forces = self.actuation.force(self.valves.pressures_at(middles))
+        forces = self.actuation.force(self.valves.pressures_at(middles), area)
         hold = max(int(INERTIA_HOLD / h), 1)
         if observer is None:
             return self._steps(q, qd, forces, h, hold)
@@ -132,7 +136,7 @@ class Compensation:
             observer.times[:] = (start + at * h, np.nan)
         return predicted
 
-    def effort(self, q, qd, measured_at, reference, t, bounds, observer=None):
+    def effort(self, q, qd, measured_at, reference, t, bounds, observer=None, area=None):
         """
         Return the force (model order, N) to command at time `t` (s).
 
@@ -141,9 +145,10 @@ class Compensation:
         estimates after the correction); `reference` samples ``(q_d, qd_d, qdd_d)`` inside
         the joint limits from its start `t0` (s; the loop's `Anchored` clamps); `bounds` =
         (low, high) forces the loop clamps to (the lead acts on clamped forces; float64 arrays
-        of the model's length). The returned force is a buffer that the next call overwrites.
+        of the model's length); `area`: see `predict`. The returned force is a buffer that
+        the next call overwrites.
         """
-        q, qd = self.predict(q, qd, measured_at, t, observer)
+        q, qd = self.predict(q, qd, measured_at, t, observer, area)
         t_act = t + self.delay
         low, high = bounds
         tau = np.ascontiguousarray(self.law(q, qd, *reference.sample(t_act)), dtype=float)

@@ -83,7 +83,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     `clock`, `pending`: the valves' (`Actuator`) clock (s) and commands pending, `valves` its
     (pressure, input, switches, inputs, time constant, max rate), advanced to `t` here;
     `gains`: (kp, kd, passive at the reference);
-    `comp`: (compensate, time constant, delay, horizon, period, area, deadzone, the span of
+    `comp`: (compensate, time constant, delay, horizon, period, deadzone, the span of
     prediction over which the inertia is held: `compensation.INERTIA_HOLD`);
     `observer`: (observing, cancelling the bias, estimate (2 or 3, n), sample (n,), their times
     (2,), gain (2n or 3n, n), `free` low and high (n,)) of the loop's Observer: where observing,
@@ -93,20 +93,25 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     (`Compensation.effort`);
     `grid`: (cells, forces); `limits`: (low, high, step, effort) with `effort` the force sent
     (moved here); `integral`: (engaged, force, ki, limit, held, q_low, q_high, desired
-    q, qd, qdd); `output`: (area, deadzone, p_min, p_max, order, command); `work`: scratch.
+    q, qd, qdd); `output`: (area, deadzone, p_min, p_max, order, command, the area's fall
+    ``slope / stroke``, 1/m: the effective area, at the state the tick starts from, makes the
+    prediction's forces and the pressures, as `ControlLoop._area_at`); `work`: scratch.
     ``work.left[0]`` holds the valve commands pending, also after an exception.
     """
     kp, kd, at_reference = gains
     pressure, current, switches, inputs, time_constant, max_rate = valves
-    compensate, lag, delay, horizon, period, area, deadzone, inertia_hold = comp
+    compensate, lag, delay, horizon, period, deadzone, inertia_hold = comp
     observing, cancel, estimate, sample_q, times, gain, free_low, free_high = observer
     cells, grid_forces = grid
     low, high, step, effort = limits
     engaged, force, ki, limit, held, q_low, q_high, q_des, qd_des, qdd_des = integral
-    p_area, p_deadzone, p_min, p_max, order, command = output
+    p_area, p_deadzone, p_min, p_max, order, command, falloff = output
     raw, now, ahead, sample, middles, applied, pushes, predicted, v, tau, scratch, \
-        candidate, row, pressures, until, left = work
+        candidate, row, pressures, until, left, area = work
     n = q.shape[0]
+    x0, v0 = (estimate[0], estimate[1]) if observing else (q, qd)
+    for i in range(n):
+        area[i] = p_area[i] * (1.0 - falloff[i] * x0[i])
     anchored_sample(layout, blend, t, raw, now)
     for i in range(n):
         q_des[i], qd_des[i], qdd_des[i] = now[0, i], now[1, i], now[2, i]
@@ -134,7 +139,6 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
                 if observing and estimate.shape[0] > 2:
                     pushes[k, i] += estimate[2, i]
         at = correction_step(times[1], start, h, steps) if observing else -1
-        x0, v0 = (estimate[0], estimate[1]) if observing else (q, qd)
         cog_damped_steps(arm, memory, x0, v0, pushes[:steps], h, max(int(inertia_hold / h), 1),
                          predicted, at, gain, sample_q, estimate, free_low, free_high)
         if at >= 0:
@@ -175,7 +179,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
                       held)
     for i in range(n):
         row[0, i] = effort[i]
-    pressure_kernel(row, p_area, p_deadzone, p_min, p_max, pressures)
+    pressure_kernel(row, area, p_deadzone, p_min, p_max, pressures)
     for i in range(n):
         command[i] = pressures[0, order[i]]
     return DONE
@@ -205,8 +209,8 @@ class FusedTick:
         work = (np.zeros((3, n)), np.zeros((3, n)), np.zeros((3, n)), np.zeros((3, n)),
                 np.zeros(steps), np.zeros((steps, n)), np.zeros((steps, n)), np.zeros((2, n)),
                 np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros((1, n)),
-                np.zeros((1, n)), np.zeros(1), np.zeros(1, dtype=np.int64))
-        self._left = work[-1]
+                np.zeros((1, n)), np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros(n))
+        self._left = work[-2]
         self._cells = np.full(3, EMPTY_CELL, dtype=np.int64)
         self._grid_reference = None
         self._model = (model.arm, model.memory, model.data.sums)
@@ -215,13 +219,13 @@ class FusedTick:
         if comp is None:
             self._valves = None
             valves = (np.zeros(1), np.zeros(1), np.zeros(1), np.zeros((1, 1)), 0.0, 0.0)
-            compensation = (False, 0.0, 0.0, 0.0, loop.period, actuation.area,
-                            actuation.deadzone, INERTIA_HOLD)
+            compensation = (False, 0.0, 0.0, 0.0, loop.period, actuation.deadzone,
+                            INERTIA_HOLD)
         else:
             self._valves = comp.valves
             valves = self._valve_arrays()
             compensation = (True, comp.time_constant, comp.delay, comp.horizon, comp.period,
-                            actuation.area, actuation.deadzone, INERTIA_HOLD)
+                            actuation.deadzone, INERTIA_HOLD)
         low, high = loop._effort_range
         observer = loop.observer
         watch = ((True, observer.settings.cancel_bias, observer.x, observer.y, observer.times,
@@ -235,7 +239,8 @@ class FusedTick:
                        integral.held, loop.low, loop.high, loop.q_des, loop.qd_des,
                        loop.qdd_des),
                       (actuation.area, actuation.deadzone, actuation.p_min, actuation.p_max,
-                       np.asarray(loop.settings.order, dtype=np.int64), loop.command),
+                       np.asarray(loop.settings.order, dtype=np.int64), loop.command,
+                       actuation.falloff()),
                       work]
         if not _compiled:
             _compiled.append(entry_point(

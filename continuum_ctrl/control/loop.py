@@ -190,6 +190,7 @@ class ControlLoop:
         self._sent_time: Optional[float] = None
         self._pressures = np.zeros(n)
         self._pressure_out = np.zeros(n)
+        self._area = np.zeros(n)
         self.task: Optional[TaskSpace] = None
         self.plan_task: Optional[TaskSpace] = None
         self.clamped_targets = 0
@@ -526,17 +527,20 @@ class ControlLoop:
         self._feed_valves(sent)
         self.reference.sample_into(t, self._desired)  # type: ignore[union-attr]
         problem = 'a non-finite effort'
+        area = None
         try:
             observer = self.observer
+            area = self._area_at(self.q if observer is None else observer.x[0])
             if self.compensation is None:
                 tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
             elif observer is None:
                 tau = self.compensation.effort(self.q, self.qd, self.measured_at,
-                                               self.reference, t, self._effort_range)
+                                               self.reference, t, self._effort_range,
+                                               area=area)
             else:
                 x = observer.x
                 tau = self.compensation.effort(x[0], x[1], observer.times[0], self.reference,
-                                               t, self._effort_range, observer)
+                                               t, self._effort_range, observer, area)
                 self.q[:], self.qd[:] = x[0], x[1]      # the corrected estimate is fed back
         except Exception as exc:  # noqa: B902 - any failure must end in the safe command
             tau, problem = self._nan, f'{type(exc).__name__}: {exc}'
@@ -548,7 +552,21 @@ class ControlLoop:
         self._failing = False
         if self.integral.engaged:
             self._integrate(low, high)
-        return self._output()
+        return self._output(area)
+
+    def _area_at(self, q):
+        """
+        Return the PMAs' effective area (m^2) at the tick's starting state `q`, or None.
+
+        None where the area is constant (or the output is effort). The state the tick starts
+        from (measured, or the observer's estimate before the tick's correction), not the
+        predicted one: the prediction's forces need the area before they make that state, and
+        over the 15 ms between the two the area changes by ``c dq / l_max``, a few 1e-5.
+        """
+        actuation = self.settings.actuation
+        if actuation is None or actuation.slope is None:
+            return None
+        return actuation.area_at(q, out=self._area)
 
     def _feed_valves(self, sent):
         """Feed the compensation's valve model the last command, sent at `sent` (s, or None)."""
@@ -590,11 +608,11 @@ class ControlLoop:
             return self.command
         return self._output()
 
-    def _output(self):
+    def _output(self, area=None):
         settings = self.settings
         output = self.effort
         if settings.actuation is not None:
-            output = settings.actuation.pressure(self.effort, out=self._pressure_out)
+            output = settings.actuation.pressure(self.effort, out=self._pressure_out, area=area)
         return output.take(settings.order, out=self.command)
 
 

@@ -84,6 +84,10 @@ FIELDS = {
                          strict_low=True),
     'output.deadzone': Field('numbers', [0.0], 'pressure: dead-zone pressure added to any '
                              'push, Pa', 0.0),
+    'output.area_slope': Field('numbers', [0.0], 'pressure, continuum arms: the PMA area '
+                               'falls with extension, area (1 - c q / l_max) at the state the '
+                               'tick starts from, c per PMA or one for all (0: constant '
+                               'area); the simulator\'s too unless pma.area_slope', 0.0, 0.9),
     'output.p_min': Field('number', 0.0, 'pressure: lowest command (vents the PMA), Pa'),
     'output.p_max': Field('number', ..., 'pressure: highest command, Pa'),
     'output.time_constant': Field('number', 0.0, 'pressure: lag of the PMA valves that the '
@@ -196,7 +200,7 @@ class ControllerSettings:
         passive = law.string('passive', FIELDS['law.passive'].default, PASSIVE_AT)
         law.finish()
 
-        mode, actuation = read_output(top, vec)
+        mode, actuation = read_output(top, vec, model)
         compensation = _compensation(top.namespace('output'), mode)
         observer = ObserverSettings.read(top.namespace('observer'), compensation)
 
@@ -251,22 +255,42 @@ def _field(reader: Reader, name: str) -> Any:
     return reader.field(name, FIELDS[reader.key(name)])
 
 
-def read_output(top: Reader, vec: 'JointVectors') -> Tuple[str, Optional[ActuationMap]]:
+def read_output(top: Reader, vec: 'JointVectors',
+                model: Any) -> Tuple[str, Optional[ActuationMap]]:
     """
-    Read the `output` namespace: ``(mode, ActuationMap or None)``.
+    Read the `output` namespace for `model`: ``(mode, ActuationMap or None)``.
 
     The simulator reads the same keys to turn the controller's commands into forces.
     """
     out = top.namespace('output')
     mode = _field(out, 'mode')
     actuation = None
+    slope = vec.per_joint(out, 'area_slope')
     if mode == 'pressure':
         p_min = out.number('p_min', FIELDS['output.p_min'].default)
         actuation = ActuationMap(vec.n, vec.per_joint(out, 'area', strict_low=True),
                                  vec.per_joint(out, 'deadzone'), p_min,
-                                 out.number('p_max', low=p_min, strict_low=True))
+                                 out.number('p_max', low=p_min, strict_low=True),
+                                 **_area_slope(out, slope, model))
+    elif slope.any():
+        raise ConfigError(out.key('area_slope'), "models PMAs: needs output.mode 'pressure'")
     _finish_namespace(out)
     return mode, actuation
+
+
+def _area_slope(out, slope, model):
+    """Return ActuationMap's `slope` and `stroke` (m) from `output.area_slope` (model order)."""
+    high = FIELDS['output.area_slope'].high
+    if np.any(slope > high):
+        raise ConfigError(out.key('area_slope'), f'must be <= {high} (the area stays '
+                                                 f'positive), got {max(slope):g}')
+    if not slope.any():
+        return {}
+    spec = getattr(model, 'spec', None)
+    if spec is None:
+        raise ConfigError(out.key('area_slope'), f'applies to continuum arms, not '
+                                                 f'{type(model).__name__}')
+    return {'slope': slope, 'stroke': np.repeat(np.asarray(spec.max_extension, dtype=float), 3)}
 
 
 def read_message(top: Reader) -> str:

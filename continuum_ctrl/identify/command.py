@@ -3,7 +3,7 @@
 
     continuum-ctrl identify PARAMS.yaml DATA... [--out FITTED.yaml] [--report DIR]
         [--states-topic /joint_states] [--commands-topic /continuum_controller/commands]
-        [--fit stiffness,damping,area,deadzone[,time_constant,delay]] [--per-pma]
+        [--fit stiffness,damping,area,deadzone[,area_slope|,time_constant,delay]] [--per-pma]
         [--window S] [--min-r2 R] [--force]
 
 PARAMS.yaml is the nominal parameter file, read as the controller node reads it; DATA are
@@ -55,7 +55,8 @@ def parse(argv):
     parser.add_argument('--commands-topic', default=COMMANDS_TOPIC)
     parser.add_argument('--fit', default=None,
                         help='comma-separated subset of stiffness, damping, area, deadzone, '
-                             f'time_constant, delay (default {",".join(DEFAULT_FIT)}); URDF '
+                             'area_slope, time_constant, delay (default '
+                             f'{",".join(DEFAULT_FIT)}); URDF '
                              f'arms: inertia[,friction] (default {",".join(RIGID_FIT)})')
     parser.add_argument('--per-pma', action='store_true',
                         help='one area and dead zone per PMA (default: one for all)')

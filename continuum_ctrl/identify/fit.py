@@ -7,7 +7,11 @@ is above the dead zone,
     area_j (p_j - deadzone_j) = [M(q) qdd + C(q, qd) qd + g(q)]_j + k_i q_j + d_i qd_j,
 
 linear in ``k_i``, ``d_i``, ``area_j`` and ``area_j deadzone_j``; gravity and inertia pin the
-scale. The right side's ``M qdd + C qd + g`` is the compiled model's inverse dynamics without
+scale. With `area_slope` the area falls with extension, ``area_j (1 - c_j q_j / l_max)``
+(actuation/pressure_map.py): the term ``area_j c_j`` multiplies ``-(q_j / l_max)(p_j -
+deadzone_j)``, one more linear column (the dead zone the current refit's), and ``c_j`` is that
+coefficient over the area; unfitted, the file's ``output.area_slope`` scales the area's
+columns. The right side's ``M qdd + C qd + g`` is the compiled model's inverse dynamics without
 stiffness and damping, one call per sample. Only samples whose pressure stays above the fitted
 dead zone (plus a margin) over the whole filter window enter the fit, and the dead zone is
 refitted until that set settles. ``p_j`` is the applied pressure predicted from the commands
@@ -29,7 +33,8 @@ from continuum_ctrl.identify.excitation import (chatter_note, chatter_share, CHA
 from continuum_ctrl.identify.signals import applied_mean, grid
 
 #: parameters `--fit` can name (the default set: identify/defaults.py)
-PARAMETERS = ('stiffness', 'damping', 'area', 'deadzone', 'time_constant', 'delay')
+PARAMETERS = ('stiffness', 'damping', 'area', 'deadzone', 'area_slope', 'time_constant',
+              'delay')
 #: share of each run held out for judging the fit (its end)
 HELD_OUT = 0.3
 #: samples enter the fit this far above the dead zone, as a share of p_max - p_min
@@ -42,6 +47,9 @@ MIN_SAMPLES = 200
 COND_LIMIT = 1e6
 #: nor does a parameter whose standard error exceeds this share of its nominal value
 REL_SE_LIMIT = 0.25
+#: an area slope's standard error above this (share of the area over the stroke) is not
+#: excited: the lengths did not span enough of the stroke
+SLOPE_SE_LIMIT = 0.03
 #: search range of the actuator lag and delay, s
 LAG_RANGE = (0.0, 0.3)
 DELAY_RANGE = (0.0, 0.05)
@@ -154,7 +162,15 @@ class Identification:
         if unknown:
             raise ConfigError('--fit', f'unknown parameters {sorted(unknown)}; choose from '
                                        f'{list(PARAMETERS)}')
+        if 'area_slope' in options.fit and {'time_constant', 'delay'} & set(options.fit):
+            raise ConfigError('--fit', 'area_slope is not searched with time_constant or '
+                                       'delay: fit the valves first, then the slope with them '
+                                       'in the nominal file')
         self.setup, self.options = setup, options
+        act = setup.actuation
+        #: the file's area slope over the stroke, 1/m, per PMA (the fit's nominal)
+        self.falloff = act.falloff()
+        self.stroke = np.repeat(np.asarray(setup.model.spec.max_extension, dtype=float), 3)
         lag = 'time_constant' in options.fit or 'delay' in options.fit
         window = options.window or (LAG_WINDOW if lag else None)
         self.runs = [_Run(run, setup, window) for run in runs]
@@ -185,6 +201,9 @@ class Identification:
         if 'deadzone' in fit:
             names += [('output.deadzone', g, f'dead zone ({pma(g)})', 'Pa')
                       for g in range(groups)]
+        if 'area_slope' in fit:
+            names += [('output.area_slope', g, f'area slope ({pma(g)})', '1')
+                      for g in range(groups)]
         return names
 
     def _columns(self, j, q, qd, h, p, deadzone):
@@ -195,6 +214,8 @@ class Identification:
         groups = self.groups.max() + 1
         index, columns, target = [], [], h.copy()
         offset = 0
+        # the area's share at q: the file's slope, or 1 where the slope is fitted (its column)
+        share = 1.0 if 'area_slope' in fit else 1.0 - self.falloff[j] * q
         if 'stiffness' in fit:
             index.append(offset + i)
             columns.append(-q)
@@ -209,13 +230,17 @@ class Identification:
             target += s.damping[i] * qd
         if 'area' in fit:
             index.append(offset + g)
-            columns.append(p if 'deadzone' in fit else p - dz_nom)
+            columns.append(share * (p if 'deadzone' in fit else p - dz_nom))
             offset += groups
         else:
-            target -= a_nom * (p if 'deadzone' in fit else p - dz_nom)
+            target -= a_nom * share * (p if 'deadzone' in fit else p - dz_nom)
         if 'deadzone' in fit:
             index.append(offset + g)
-            columns.append(-np.ones_like(p))
+            columns.append(-share * np.ones_like(p))
+            offset += groups
+        if 'area_slope' in fit:
+            index.append(offset + g)
+            columns.append(-(q / self.stroke[j]) * (p - deadzone))
         return index, np.column_stack(columns) if columns else np.zeros((len(p), 0)), target
 
     def _stack(self, part, time_constant, delay):
@@ -291,15 +316,22 @@ class Identification:
         s, fit = self.setup, self.options.fit
         if 'deadzone' not in fit:
             return s.actuation.deadzone.copy()
-        groups = self.groups.max() + 1
-        c = theta[len(self.names) - groups:][self.groups]
-        area = self._area(theta)
-        return np.maximum(c / area, 0.0)
+        return np.maximum(self._block(theta, 'output.deadzone') / self._area(theta), 0.0)
 
     def _area(self, theta):
         if 'area' not in self.options.fit:
             return self.setup.actuation.area.copy()
-        start = [k for k, name in enumerate(self.names) if name[0] == 'output.area'][0]
+        return self._block(theta, 'output.area')
+
+    def _slope(self, theta):
+        """Return the area's fall per metre of extension (1/m, per PMA): fitted or the file's."""
+        if 'area_slope' not in self.options.fit:
+            return self.falloff
+        return self._block(theta, 'output.area_slope') / self._area(theta) / self.stroke
+
+    def _block(self, theta, key):
+        """Return the coefficients of the parameter-file `key` per PMA (by group)."""
+        start = [k for k, name in enumerate(self.names) if name[0] == key][0]
         return theta[start:start + self.groups.max() + 1][self.groups]
 
     def _linear(self, data, deadzone=None, iterations=DEADZONE_ITERATIONS):
@@ -324,9 +356,10 @@ class Identification:
 
         The samples are those the linear fit at `lag` keeps above `deadzone`, among the
         training samples every candidate defines, so that candidates are compared on the same
-        data. Each PMA's regressor and target are affine in its pressure ``p``:
-        ``X = X0 + p e^T``, ``y = y0 + c p``; the products of ``X0`` and ``y0`` are formed once,
-        so a candidate costs its applied pressure (the exact delayed lag of the held commands,
+        data. Each PMA's regressor and target are affine in its pressure ``p`` times the file's
+        area share ``s = 1 - c_file q / l_max`` (1 without `output.area_slope`): ``X = X0 +
+        s p e^T``, ``y = y0 + c s p``; the products of ``X0`` and ``y0`` are formed once, so a
+        candidate costs its applied pressure (the exact delayed lag of the held commands,
         smoothed) and a few dot products per PMA.
         """
         keeps = [run.searchable() for run in self.runs]
@@ -344,17 +377,18 @@ class Identification:
             args = (j, q[mask, j], qd[mask, j], h[mask, j])
             index, X0, y0 = self._columns(*args, np.zeros(mask.sum()), deadzone[j])
             _, X1, y1 = self._columns(*args, np.ones(mask.sum()), deadzone[j])
-            e, c = (X1 - X0)[0], float(y1[0] - y0[0])
-            pmas.append((np.flatnonzero(mask), index, X0, y0, e, c, X0.T @ X0, X0.T @ y0,
-                         y0 @ y0))
+            share = 1.0 - self.falloff[j] * q[mask, j]
+            e, c = (X1 - X0)[0] / share[0], float(y1[0] - y0[0]) / share[0]
+            pmas.append((np.flatnonzero(mask), share, index, X0, y0, e, c, X0.T @ X0,
+                         X0.T @ y0, y0 @ y0))
 
         def cost(time_constant, delay):
             p = np.concatenate([run.grid.smooth(applied_mean(
                 run.command_t, run.command, run.grid.t, time_constant, delay)[0])[keep]
                 for run, keep in zip(self.runs, keeps)]).T.copy()
             A, b, parts = np.zeros((P, P)), np.zeros(P), []
-            for j, (rows, index, X0, y0, e, c, XX, Xy, yy) in enumerate(pmas):
-                pj = p[j].take(rows)
+            for j, (rows, share, index, X0, y0, e, c, XX, Xy, yy) in enumerate(pmas):
+                pj = p[j].take(rows) * share
                 # einsum, not BLAS: a threaded BLAS woken for each small product costs
                 # ten times the arithmetic on a busy machine
                 Xp = np.einsum('ij,i->j', X0, pj)
@@ -458,11 +492,12 @@ class Identification:
         out = []
         area_index = {name[1]: k for k, name in enumerate(self.names) if name[0] == 'output.area'}
         nominal = {'model.sections.stiffness': s.stiffness, 'model.sections.damping': s.damping,
-                   'output.area': s.actuation.area, 'output.deadzone': s.actuation.deadzone}
+                   'output.area': s.actuation.area, 'output.deadzone': s.actuation.deadzone,
+                   'output.area_slope': self.falloff * self.stroke}
         for k, (key, index, label, unit) in enumerate(self.names):
             value, error = theta[k], se[k]
             nom = nominal[key][index if key.startswith('model') or self.options.per_pma else 0]
-            if key == 'output.deadzone':
+            if key in ('output.deadzone', 'output.area_slope'):     # coefficient / area
                 j = index
                 area = theta[area_index[j]] if 'area' in fit else s.actuation.area[j]
                 value = theta[k] / area
@@ -484,6 +519,17 @@ class Identification:
 
     def _check_excited(self, estimates):
         for estimate in estimates:
+            if estimate.key == 'output.area_slope' and estimate.se > SLOPE_SE_LIMIT:
+                low, high = (np.asarray(b, dtype=float) for b in
+                             self.setup.model.joint_limits())
+                span = np.max([np.ptp(run.grid.q, axis=0) for run in self.runs], axis=0)
+                raise ConfigError('', f'the data do not excite {estimate.label} '
+                                      f'({estimate.key}; standard error {estimate.se:.3g} '
+                                      f'against {SLOPE_SE_LIMIT}): the PMA lengths spanned '
+                                      f'{100 * np.min(span / (high - low)):.0f}-'
+                                      f'{100 * np.max(span / (high - low)):.0f} % of the '
+                                      f'stroke; run an excitation that strokes them further '
+                                      f'under pressure (config/identify_excitation.yaml)')
             if estimate.key.startswith('output.') and estimate.key != 'output.area':
                 continue
             reference = abs(estimate.nominal) or abs(estimate.value)
@@ -520,7 +566,7 @@ class Identification:
             p, low, high, defined = run.pressure(*lag)
             g = run.grid
             keep = run.test & defined
-            measured = area * (p - deadzone)
+            measured = area * (1.0 - self._slope(theta) * g.q) * (p - deadzone)
             predicted = run.h + k[s.section] * g.q + d[s.section] * g.qd
             usable = (keep[:, None] & (low > deadzone + self.margin)
                       & run.usable(high, self.p_limit))

@@ -70,7 +70,7 @@ def read_setup(path):
                                         f"{model_ns.get('type')!r}")
     top = Reader(tree, '')
     vec = JointVectors.read(top, model.joint_names)
-    mode, actuation = read_output(top, vec)
+    mode, actuation = read_output(top, vec, model)
     if isinstance(model, RigidModel):
         if mode != 'effort':
             raise ConfigError('output.mode', "identify needs 'effort' for a URDF arm")

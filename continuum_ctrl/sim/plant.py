@@ -116,7 +116,7 @@ FIELDS = {
 ACTUATOR_KEYS = ('time_constant', 'delay', 'max_rate')
 #: the keys the simulator shares with the controller (same meaning)
 SHARED = ('joints', 'output.mode', 'output.message', 'output.area', 'output.deadzone',
-          'output.p_min', 'output.p_max')
+          'output.area_slope', 'output.p_min', 'output.p_max')
 #: every parameter `PlantSettings.parse` reads besides `model.*`
 PLANT_FIELDS = {**{k: CONTROLLER_FIELDS[k] for k in SHARED}, **FIELDS}
 #: model keys scaled by the mismatch options
@@ -155,7 +155,7 @@ class PlantSettings:
         spec = _scaled(model_namespace, mismatch)
         model = _scaled_links(load_model(spec), spec, mismatch)
         vec = JointVectors.read(top, model.joint_names)
-        mode, actuation = read_output(top, vec)
+        mode, actuation = read_output(top, vec, model)
         actuation = _mismatched_actuation(actuation, mismatch)
         mismatch.finish()
         initial = top.namespace('initial')
@@ -303,7 +303,8 @@ def _mismatched_actuation(actuation, mismatch):
         return None
     deadzone = _field(mismatch, 'deadzone') if given else actuation.deadzone
     return ActuationMap(actuation.n, scale * actuation.area, deadzone, actuation.p_min,
-                        actuation.p_max, prefix='mismatch')
+                        actuation.p_max, prefix='mismatch', slope=actuation.slope,
+                        stroke=actuation.stroke)
 
 
 def _actuator(reader, actuation):

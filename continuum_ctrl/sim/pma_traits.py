@@ -7,7 +7,9 @@ The plant's PMAs as they are: friction and hysteresis, and an area that falls wi
 
 With `pma.area_slope` c the plant's PMA pushes ``area (1 - c q / l_max) (p - deadzone)``
 (actuation/pressure_map.py's `area_factor`): q its length change (m), l_max its section's
-`model.sections.max_extension`, so the area falls by c over the stroke. With
+`model.sections.max_extension`, so the area falls by c over the stroke; without the key the
+plant takes the controller's `output.area_slope` (a file describes one arm; `pma.*`, like
+`mismatch.*`, is where the plant departs from it). With
 `pma.friction.breakaway` and `pma.friction.stiffness` (one value per element, the same bank
 for every PMA) a Maxwell-slip bank (sim/pma_friction.py) acts on each PMA's length,
 `pma.friction.scale` (per PMA or one for all) multiplying its forces and stiffnesses: the
@@ -32,9 +34,9 @@ from continuum_ctrl.sim.pma_friction import MaxwellSlip
 
 #: the simulator's `pma.*` parameters
 FIELDS = {
-    'pma.area_slope': Field('numbers', [0.0], 'plant PMA area falls with extension: area '
-                            '(1 - c q / l_max), c per PMA or one for all (0: constant area)',
-                            0.0, 0.9),
+    'pma.area_slope': Field('numbers', ..., 'plant PMA area falls with extension: area '
+                            '(1 - c q / l_max), c per PMA or one for all (0: constant area; '
+                            "default: output.area_slope, the controller's map)", 0.0, 0.9),
     'pma.friction.breakaway': Field('numbers', ..., 'plant PMA friction, a Maxwell-slip '
                                     "bank: each element's break-away force, N, the same bank "
                                     'for every PMA (default: none, no friction)', 0.0,
@@ -72,7 +74,8 @@ class PmaTraits:
         the key.
         """
         friction = reader.namespace('friction')
-        slope = vec.per_joint(reader, 'area_slope', FIELDS[reader.key('area_slope')])
+        slope = (vec.per_joint(reader, 'area_slope', FIELDS[reader.key('area_slope')])
+                 if reader.has('area_slope') else _nominal_slope(actuation, vec.n))
         scale = vec.per_joint(friction, 'scale', FIELDS[friction.key('scale')])
         given = [key for key in ('breakaway', 'stiffness') if friction.has(key)]
         bank = [np.array(friction.field(key, FIELDS[friction.key(key)])) for key in given]
@@ -112,6 +115,13 @@ class PmaTraits:
                                                              f' N s/m (PMA {worst + 1})')
         return cls(slope if slope.any() else None, np.repeat(spec.max_extension, 3),
                    breakaway, stiffness)
+
+
+def _nominal_slope(actuation, n):
+    """Return the controller's `output.area_slope` (model order; zeros where it has none)."""
+    if actuation is None or actuation.slope is None:
+        return np.zeros(n)
+    return actuation.slope
 
 
 class PmaForces:
