@@ -5,21 +5,21 @@ The closed-loop demo over ROS 2: simulator and controller as two processes, reco
                         [--engine builtin|mujoco]
 
 Starts the nodes of `launch_description.simulation` (the exact `--ros-args` command lines of
-the launch files) together, waits until the controller is active, records `~/state`,
-`~/commands` and `/diagnostics` for `duration` seconds, stops the nodes with SIGINT, then
-prints per-section (per-joint for rigid arms) RMS and maximum tracking errors, the worst PMA's
-(joint's) command variation (MPa/s, N m/s) and chatter index (of the recorded commands at the
-ticks, as in the CSV: sim/report.py), the tip's error (the task frame, else a continuum arm's
-last section tip, by the controller's kinematics) and the loop figures, and writes into DIR:
-`closed_loop.png` (desired vs actual positions, and the commands), `closed_loop.csv` (one row
-per control tick: time, desired and actual position, effort and command per joint; empty
-command fields before the first command),
-`closed_loop.mcap` (a rosbag2 MCAP bag of `/joint_states`, the commands and `~/state`, for
-`continuum-ctrl identify`, Foxglove and `ros2 bag info`) and the nodes' logs. `--engine`
-sets the simulator's `engine` over the file's (through DIR/engine.yaml, a parameter file
-given after it). Without it a continuum arm whose file names no engine runs on MuJoCo (an
-arm the controller's equations did not build, in real time beside the controller here), any
-other as its file says; the printout names the engine that ran.
+the launch files; the simulator once the controller is heard), waits until the controller is
+active, records `~/state`, `~/commands` and `/diagnostics` for `duration` seconds, stops the
+nodes with SIGINT, then prints per-section (per-joint for rigid arms) RMS and maximum tracking
+errors, the worst PMA's (joint's) command variation (MPa/s, N m/s) and chatter index (of the
+recorded commands at the ticks, as in the CSV: sim/report.py), the tip's error (the task frame,
+else a continuum arm's last section tip, by the controller's kinematics) and the loop figures,
+and writes into DIR: `closed_loop.png` (desired vs actual positions, and the commands),
+`closed_loop.csv` (one row per control tick: time, desired and actual position, effort and
+command per joint; empty command fields before the first command), `closed_loop.mcap` (a
+rosbag2 MCAP bag of `/joint_states`, the commands and `~/state`, for `continuum-ctrl identify`,
+Foxglove and `ros2 bag info`) and the nodes' logs. `--engine` sets the simulator's `engine`
+over the file's (through DIR/engine.yaml, a parameter file given after it). Without it a
+continuum arm whose file names no engine runs on MuJoCo (an arm the controller's equations did
+not build, in real time beside the controller here), any other as its file says; the printout
+names the engine that ran.
 """
 
 import argparse
@@ -232,11 +232,16 @@ def main(argv=None):
     try:
         with Recorder(bag=True, priority=priority,
                       message=command_message(nodes[0].parameters[0])) as rec:
-            # both nodes load their models at once; the recorder listens before either runs,
-            # and the run starts when it hears the controller active (it activates on the
-            # simulator's first joint states), or fails when a node exits first
-            processes += start(nodes, outputs=logs)
-            started = rec.wait(lambda: rec.active_since is not None, START_TIMEOUT, processes)
+            # The controller goes active (and anchors its reference) on the first joint states:
+            # start the simulator only once the recorder hears the waiting controller, so the
+            # recording begins before activation whatever the order of DDS discovery. Started
+            # together, the recorder missed the activation and the blend in some MuJoCo runs.
+            processes += start(nodes[:1], outputs=logs[:1])
+            started = rec.wait(lambda: rec.status is not None, START_TIMEOUT, processes)
+            if started:
+                processes += start(nodes[1:], outputs=logs[1:])
+                started = rec.wait(lambda: rec.active_since is not None, START_TIMEOUT,
+                                   processes)
             if not started:
                 for log in logs:
                     log.flush()
