@@ -1,0 +1,316 @@
+"""
+The controller and the simulator on two hosts: two network namespaces and a veth link.
+
+One run of the shipped continuum config (`test/two_hosts.py` makes the rig) goes through a
+timeline: tracking, the link down for 0.05 s, 0.5 s and 5 s, a burst of duplicated and
+reordered packets, and a SIGINT to the controller while the link is down. The tests then
+judge the records of both sides; each prints its figures (`pytest -s`). A second run on
+loopback gives the tracking to compare with. Where network namespaces cannot be made (no
+root), every test here is skipped and says why.
+"""
+
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from continuum_ctrl.launch_description import config_path, CONTROLLER
+from continuum_ctrl.params import read_yaml
+from continuum_ctrl.runtime.controller_runtime import CONTROLLING
+from continuum_ctrl.sim.plant import PLANT_FIELDS
+from ros_nodes import running
+from two_hosts import Link, namespaces_unavailable, pair
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+CONFIG = 'continuum_3section.yaml'
+_controller = read_yaml(config_path(CONFIG))[CONTROLLER]['ros__parameters']
+#: s; the shipped file's watchdog, and the simulator's default command timeout
+STATE_TIMEOUT = _controller['state_timeout']
+COMMAND_TIMEOUT = PLANT_FIELDS['command_timeout'].default
+BLEND_TIME = _controller['reference']['blend_time']
+#: the simulator's valves (config): dead time and lag, s
+VALVE_DELAY, VALVE_LAG = 0.005, 0.02
+#: link outages, s
+OUTAGES = (0.05, 0.5, 5.0)
+#: s of tracking measured before the faults (after the blend), and after each return
+TRACKING, AFTER = 6.0, 2.0
+#: s a return gets before the next fault: Fast DDS took up to 1 s to deliver reliable
+#: commands again after 5 s down, then the blend, then the AFTER window
+RECOVERY = 1.2 + BLEND_TIME + AFTER
+#: s of replayed packets, and the share of frames sent twice
+REPLAY, REPLAY_SHARE = 2.0, 0.5
+#: s the link is down before the SIGINT (the controller is stale by then)
+DOWN_BEFORE_SIGINT = 0.3
+#: s the loop may take beyond a timeout to act: two 2 ms ticks and a loaded machine's stall
+SLACK = 0.05
+#: the one line the controller logs when its safe command's delivery is not confirmed
+UNCONFIRMED = re.compile(r'safe command: not acknowledged within')
+
+
+@dataclass
+class Fault:
+    """One link outage: the nominal length and when it began and ended (time.time())."""
+
+    down: float
+    lost: float
+    back: float
+
+
+@dataclass
+class Timeline:
+    """What one run on the rig recorded, and when its faults were."""
+
+    near: dict
+    far: dict
+    active: float
+    faults: list
+    replay: tuple           # (start, end, copies sent)
+    sigint: float           # when the controller got SIGINT
+    exit_s: float           # its exit, s after the signal
+    exit_status: int
+    controller_log: str
+
+    def commands(self):
+        """Return the controller's commands as sent: (send times, values)."""
+        return (np.array([c[0] for c in self.near['commands']]),
+                np.array([c[1] for c in self.near['commands']]))
+
+    def tracking(self, since, until):
+        """Return the per-section RMS tracking error (mm) of the states in a span (s)."""
+        rows = [s for s in self.near['states'] if since <= s[0] <= until]
+        error = np.array([s[1] - s[2] for s in rows])
+        return np.sqrt(np.mean(error.reshape(len(rows), 3, -1) ** 2, axis=(0, 2))) * 1e3
+
+    def statuses(self, since, until):
+        """Return (stamp, status) of the controller's states in a span (s)."""
+        return [(s[0], status) for s, status in zip(self.near['states'], self.near['statuses'])
+                if since <= s[0] <= until]
+
+
+@pytest.fixture(scope='module')
+def link():
+    """The two namespaces and their link; skipped, with the reason, where none can be made."""
+    reason = namespaces_unavailable()
+    if reason is not None:
+        pytest.skip(f'two-host rig unavailable: {reason}')
+    with Link() as made:
+        yield made
+
+
+@pytest.fixture(scope='module')
+def timeline(link, tmp_path_factory):
+    """Run the timeline of the module docstring once; return its Timeline."""
+    tmp = tmp_path_factory.mktemp('two_hosts')
+    faults = []
+    with pair(tmp, config_path(CONFIG), link) as run:
+        active = time.time()
+        time.sleep(BLEND_TIME + TRACKING)
+        for down in OUTAGES:
+            lost = link.cut()
+            time.sleep(down)
+            faults.append(Fault(down, lost, link.restore()))
+            time.sleep(RECOVERY)
+        start = time.time()
+        replayer = subprocess.run(
+            [sys.executable, str(Path(__file__).with_name('rig_replay.py')), link.near,
+             link.ends[link.near], link.far, link.ends[link.far], str(REPLAY),
+             str(REPLAY_SHARE)], capture_output=True, text=True, check=True)
+        replay = (start, time.time(), int(replayer.stdout))
+        time.sleep(1.0)
+        link.cut()
+        time.sleep(DOWN_BEFORE_SIGINT)
+        sigint = time.time()
+        run.controller.send_signal(signal.SIGINT)
+        status = run.controller.wait(timeout=10.0)
+        exit_s = time.time() - sigint
+        link.restore()
+        run.finish()
+    return Timeline(run.near, run.far, active, faults, replay, sigint, exit_s, status,
+                    Path(run.logs[CONTROLLER]).read_text())
+
+
+#: the safe command of `safe_mode: zero` in pressure mode: every PMA at `p_min` (Pa)
+SAFE = read_yaml(config_path(CONFIG))['/**']['ros__parameters']['output']['p_min']
+
+
+def fault_figures(run, fault):
+    """
+    Return one outage's figures (times in s from the loss or the return, steps in Pa).
+
+    `safe`: the controller's first safe command after the loss; `vent`: the simulator's
+    applied force below half its value at the loss (all PMAs: its valves' dead time and
+    about 14 ms of their lag after it vented); `stale_due`: when the driver's timeout ran
+    out (its last command received before the loss, plus `command_timeout`); `driver_back`:
+    the first command it received after the return; `active`: the controller's first
+    controlling state after the return; `step_out_of_safe`, `step_after`: the largest change
+    of any PMA's command from the safe command to the first controlling one, and between the
+    controlling ones after it; `rms_after`: per section, mm, over AFTER s from the return.
+    None where it did not happen.
+    """
+    t, u = run.commands()
+    span = (t > fault.lost) & (t < fault.back + RECOVERY)
+    safe = span & np.all(u == SAFE, axis=1)
+    states = np.array([s[0] for s in run.far['states']])
+    force = np.array([s[1] for s in run.far['states']])
+    held = force[np.searchsorted(states, fault.lost) - 1]
+    vented = np.flatnonzero((states > fault.lost) & (states < fault.back + RECOVERY)
+                            & np.all(force <= 0.5 * held, axis=1))
+    received = np.array([c[1] for c in run.far['commands']])
+    before, after = received[received < fault.lost], received[received > fault.back]
+    back = [stamp for stamp, status in run.statuses(fault.back, fault.back + RECOVERY)
+            if status in CONTROLLING]
+    after_back = np.flatnonzero((t > fault.back) & (t < fault.back + RECOVERY))
+    controlling = after_back[~np.all(u[after_back] == SAFE, axis=1)]
+    steps = np.abs(np.diff(u[controlling], axis=0)).max(axis=1)
+    first = controlling[0] if len(controlling) else None
+
+    def since(times, origin):
+        return float(times[0] - origin) if len(times) else None
+    return {
+        'outage': fault.back - fault.lost,
+        'safe': since(t[safe], fault.lost),
+        'vent': since(states[vented], fault.lost),
+        'stale_due': float(before[-1] + COMMAND_TIMEOUT - fault.lost),
+        'driver_back': since(after, fault.back),
+        'active': since(np.array(back), fault.back),
+        'step_out_of_safe': (float(np.abs(u[first] - u[first - 1]).max())
+                             if first is not None and np.all(u[first - 1] == SAFE) else None),
+        'step_after': float(steps.max()) if len(steps) else None,
+        'rms_after': run.tracking(fault.back, fault.back + AFTER),
+    }
+
+
+def active_since(run):
+    """Return the stamp of the controller's first controlling state (s)."""
+    return next(stamp for stamp, status in run.statuses(0, np.inf) if status in CONTROLLING)
+
+
+def undisturbed(run):
+    """Return the span of tracking before the first fault, after the blend (s)."""
+    start = active_since(run) + BLEND_TIME
+    return start, min(start + TRACKING, run.faults[0].lost)
+
+
+def largest_step(run, since, until):
+    """Return the largest change of any PMA's command between two ticks in a span (Pa)."""
+    t, u = run.commands()
+    span = (t >= since) & (t <= until)
+    return float(np.abs(np.diff(u[span], axis=0)).max())
+
+
+def grown(run, key, since, until):
+    """Return how much the simulator's count `key` grew from `since` to `until` (s)."""
+    counts = [(stamp, int(values[key])) for stamp, values in run.far['diagnostics']]
+    first = next((n for stamp, n in reversed(counts) if stamp <= since), 0)
+    last = next((n for stamp, n in reversed(counts) if stamp <= until), first)
+    return last - first
+
+
+def test_tracking_across_the_link_matches_loopback(timeline, tmp_path):
+    """The RMS tracking error across the link is within 10 % of the same run's on loopback."""
+    since, until = undisturbed(timeline)
+    across = timeline.tracking(since, until)
+    with running(tmp_path, config_path(CONFIG)) as (rec, _):
+        rec.run(BLEND_TIME + (until - since) + 0.2)
+        start = rec.active_since + BLEND_TIME
+        t, q_des, q, _ = rec.arrays(start, start + (until - since))
+    error = (q_des - q).reshape(len(t), 3, -1)
+    loopback = np.sqrt(np.mean(error ** 2, axis=(0, 2))) * 1e3
+    print(f'\nRMS tracking error per section, mm, over {until - since:.1f} s: across the link '
+          f'{np.round(across, 4)}, loopback {np.round(loopback, 4)}')
+    whole = [np.sqrt(np.mean(rms ** 2)) for rms in (across, loopback)]
+    assert abs(whole[0] - whole[1]) <= 0.1 * whole[1], (whole, across, loopback)
+
+
+@pytest.mark.parametrize('index', range(len(OUTAGES)), ids=[f'{d:g}s' for d in OUTAGES])
+def test_link_loss_brings_the_safe_command_within_state_timeout(timeline, index):
+    """Over `state_timeout` down: the safe command at once; a shorter outage: none."""
+    f = fault_figures(timeline, timeline.faults[index])
+    print(f'\nlink down {f["outage"]:.3f} s: safe command after {f["safe"]} s')
+    if f['outage'] > STATE_TIMEOUT + SLACK:
+        assert f['safe'] is not None and f['safe'] <= STATE_TIMEOUT + SLACK, f
+    elif f['outage'] < STATE_TIMEOUT - SLACK:
+        assert f['safe'] is None, f
+
+
+@pytest.mark.parametrize('index', range(len(OUTAGES)), ids=[f'{d:g}s' for d in OUTAGES])
+def test_the_driver_vents_after_command_timeout(timeline, index):
+    """
+    Over `command_timeout` down, the simulator vents by itself once its command is that old
+    (the controller's safe command cannot reach it), and counts it; shorter, it holds on.
+    """
+    fault = timeline.faults[index]
+    f = fault_figures(timeline, fault)
+    print(f'\nlink down {f["outage"]:.3f} s: the driver vents after {f["vent"]} s (its '
+          f'command was due to go stale after {f["stale_due"]:.3f} s)')
+    if f['outage'] > COMMAND_TIMEOUT + SLACK:
+        half_lag = VALVE_DELAY + VALVE_LAG * np.log(2)
+        assert f['vent'] is not None, f
+        assert f['stale_due'] <= f['vent'] <= f['stale_due'] + half_lag + SLACK, f
+        assert grown(timeline, 'stale_commands', fault.lost, fault.back + RECOVERY) >= 1
+    elif f['outage'] < COMMAND_TIMEOUT - SLACK and f['safe'] is None:
+        assert f['vent'] is None, f
+
+
+def test_no_command_older_than_the_driver_timeout_reaches_it(timeline):
+    """Through every fault, what reaches the simulator's side was sent within its timeout."""
+    ages = np.array([received - sent for sent, received, _ in timeline.far['commands']])
+    print(f'\n{len(ages)} commands received beside the driver, the oldest {ages.max():.3f} s '
+          'after it was sent')
+    assert ages.max() <= COMMAND_TIMEOUT
+
+
+@pytest.mark.parametrize('index', range(len(OUTAGES)), ids=[f'{d:g}s' for d in OUTAGES])
+def test_control_resumes_through_the_blend_without_a_jump(timeline, index):
+    """
+    After the return the controller controls again, from the pose the arm holds: its
+    commands change afterwards by no more than the undisturbed loop's (a fresh hold
+    command is the one step out of the safe command, by design).
+    """
+    f = fault_figures(timeline, timeline.faults[index])
+    bound = 5 * largest_step(timeline, *undisturbed(timeline))
+    print(f'\nlink down {f["outage"]:.3f} s: commands reach the driver {f["driver_back"]} s '
+          f'after the return, controlling after {f["active"]} s, step out of the safe '
+          f'command {f["step_out_of_safe"]} Pa, then at most {f["step_after"]} Pa (bound '
+          f'{bound:.0f}); RMS error over {AFTER:g} s after the return '
+          f'{np.round(f["rms_after"], 4)} mm')
+    assert f['active'] is not None and f['active'] <= RECOVERY - BLEND_TIME - AFTER, f
+    assert f['step_after'] <= bound, f
+
+
+def test_duplicated_and_reordered_packets_move_nothing(timeline):
+    """A burst of frames sent twice, the copies late: tracking and command steps hold."""
+    start, end, copies = timeline.replay
+    since, until = undisturbed(timeline)
+    calm, burst = timeline.tracking(since, until), timeline.tracking(start, end)
+    steps = largest_step(timeline, since, until), largest_step(timeline, start, end)
+    print(f'\n{copies} frames sent twice over {end - start:.1f} s: RMS error {np.round(burst, 4)}'
+          f' mm (undisturbed {np.round(calm, 4)}), largest step {steps[1]:.0f} Pa '
+          f'(undisturbed {steps[0]:.0f})')
+    assert copies > 1000
+    assert {status for _, status in timeline.statuses(start, end)} <= set(CONTROLLING)
+    assert np.all(burst <= 1.5 * calm + 0.005), (burst, calm)
+    assert steps[1] <= 2 * steps[0]
+    assert grown(timeline, 'stale_commands', start, end + 1.0) == 0
+
+
+def test_sigint_with_the_link_down_ends_safe_in_bounded_time(timeline):
+    """
+    SIGINT while the link is down: the last command is the safe one, one line says its
+    delivery was not confirmed, and the controller exits at once (its wait is 0.2 s).
+    """
+    t, u = timeline.commands()
+    lines = [line for line in timeline.controller_log.splitlines() if UNCONFIRMED.search(line)]
+    print(f'\nexit {timeline.exit_s:.3f} s after SIGINT, status {timeline.exit_status}: '
+          f'{lines}')
+    assert timeline.exit_status == 0
+    assert timeline.exit_s <= 2.0
+    assert t[-1] >= timeline.sigint and np.all(u[-1] == SAFE)
+    assert len(lines) == 1
