@@ -10,7 +10,7 @@ simulator) keeps the simulator's `joint_states` (stamp, effort) and /diagnostics
 controller's commands as a subscriber with the simulator's QoS receives them: (send time,
 receive time, values), the send time being the DDS source timestamp (s, one machine's
 clock). Both print ``ready`` once their node exists, record until SIGINT or SIGTERM, then
-write what they kept to OUT.pickle.
+write what they kept to OUT.pickle. They run at a real-time priority below the nodes'.
 
 A process per side, not a participant per namespace in the test process: Fast DDS looks up a
 process's network interfaces once, so a second participant made in another namespace
@@ -34,6 +34,11 @@ from continuum_ctrl.launch_description import CONTROLLER, SIMULATOR
 from continuum_ctrl.ros.conversion import stamp_seconds
 from continuum_ctrl.ros.plumbing import single_threaded_executor
 from continuum_ctrl.ros.recorder import Recorder
+from continuum_ctrl.runtime.scheduling import set_node_priority
+
+#: SCHED_FIFO priority of a listener's threads: below the nodes' 50 (the shipped config), so
+#: that its receive times are the network's rather than a loaded machine's
+PRIORITY = 40
 
 
 class FarSide:
@@ -109,6 +114,7 @@ def main(side, out):
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, lambda *_: stopped.append(True))
     listener = NearSide() if side == 'near' else FarSide()
+    set_node_priority(PRIORITY)     # where allowed; a loaded machine then delays it less
     print('ready', flush=True)
     while not stopped:
         listener.spin_once()

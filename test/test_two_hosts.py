@@ -24,8 +24,8 @@ from continuum_ctrl.launch_description import config_path, CONTROLLER
 from continuum_ctrl.params import read_yaml
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING
 from continuum_ctrl.sim.plant import PLANT_FIELDS
-from ros_nodes import running
-from two_hosts import Link, namespaces_unavailable, pair
+from ros_nodes import running, stall_of
+from two_hosts import Link, pair, Unavailable
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -97,11 +97,15 @@ class Timeline:
 @pytest.fixture(scope='module')
 def link():
     """The two namespaces and their link; skipped, with the reason, where none can be made."""
-    reason = namespaces_unavailable()
-    if reason is not None:
-        pytest.skip(f'two-host rig unavailable: {reason}')
-    with Link() as made:
+    made = Link()
+    try:
+        made.__enter__()
+    except Unavailable as exc:
+        pytest.skip(f'two-host rig unavailable: {exc}')
+    try:
         yield made
+    finally:
+        made.__exit__()
 
 
 @pytest.fixture(scope='module')
@@ -136,53 +140,65 @@ def timeline(link, tmp_path_factory):
                     Path(run.logs[CONTROLLER]).read_text())
 
 
+_shared = read_yaml(config_path(CONFIG))['/**']['ros__parameters']
 #: the safe command of `safe_mode: zero` in pressure mode: every PMA at `p_min` (Pa)
-SAFE = read_yaml(config_path(CONFIG))['/**']['ros__parameters']['output']['p_min']
+SAFE = _shared['output']['p_min']
+#: a jump: the pressure step that moves a PMA by this much (m) against its stiffness. The
+#: reference has moved on by several mm while the arm vented; a resume without the blend
+#: would step by that much
+JUMP = 2e-3
+JUMP_PA = JUMP * min(_shared['model']['sections']['stiffness']) / _shared['output']['area'][0]
 
 
 def fault_figures(run, fault):
     """
     Return one outage's figures (times in s from the loss or the return, steps in Pa).
 
-    `safe`: the controller's first safe command after the loss; `vent`: the simulator's
-    applied force below half its value at the loss (all PMAs: its valves' dead time and
-    about 14 ms of their lag after it vented); `stale_due`: when the driver's timeout ran
-    out (its last command received before the loss, plus `command_timeout`); `driver_back`:
-    the first command it received after the return; `active`: the controller's first
-    controlling state after the return; `step_out_of_safe`, `step_after`: the largest change
-    of any PMA's command from the safe command to the first controlling one, and between the
-    controlling ones after it; `rms_after`: per section, mm, over AFTER s from the return.
-    None where it did not happen.
+    The loss is when the last command crossed before the return (its send time): the fault
+    took effect within the tick after it, however long the `bridge` command took to start.
+    `outage`: from the loss to the return; `safe`: the controller's first safe command;
+    `vent`: the simulator's applied force below half its value at the loss (all PMAs: its
+    valves' dead time and about 14 ms of their lag after it vented); `stale_due`: when the
+    driver's command turned stale (received last before the loss, plus `command_timeout`);
+    `driver_back`: the first command received beside the driver after the return; `active`:
+    the controller's first controlling state after the return; `step_out_of_safe`,
+    `step_after`: the largest change of any PMA's command from the safe command to the first
+    controlling one, and between the controlling ones after it; `anchor_error`: the largest
+    |reference - feedback| (m) at the first controlling state; `rms_after`: per section, mm,
+    over AFTER s from the return. None where it did not happen.
     """
+    sent, received = (np.array([c[i] for c in run.far['commands']]) for i in (0, 1))
+    crossed = received < fault.back
+    lost = sent[crossed][-1]
     t, u = run.commands()
-    span = (t > fault.lost) & (t < fault.back + RECOVERY)
+    span = (t > lost) & (t < fault.back + RECOVERY)
     safe = span & np.all(u == SAFE, axis=1)
     states = np.array([s[0] for s in run.far['states']])
     force = np.array([s[1] for s in run.far['states']])
-    held = force[np.searchsorted(states, fault.lost) - 1]
-    vented = np.flatnonzero((states > fault.lost) & (states < fault.back + RECOVERY)
+    held = force[np.searchsorted(states, lost) - 1]
+    vented = np.flatnonzero((states > lost) & (states < fault.back + RECOVERY)
                             & np.all(force <= 0.5 * held, axis=1))
-    received = np.array([c[1] for c in run.far['commands']])
-    before, after = received[received < fault.lost], received[received > fault.back]
     back = [stamp for stamp, status in run.statuses(fault.back, fault.back + RECOVERY)
             if status in CONTROLLING]
     after_back = np.flatnonzero((t > fault.back) & (t < fault.back + RECOVERY))
     controlling = after_back[~np.all(u[after_back] == SAFE, axis=1)]
     steps = np.abs(np.diff(u[controlling], axis=0)).max(axis=1)
     first = controlling[0] if len(controlling) else None
+    anchor = next((s for s in run.near['states'] if back and s[0] >= back[0]), None)
 
     def since(times, origin):
         return float(times[0] - origin) if len(times) else None
     return {
-        'outage': fault.back - fault.lost,
-        'safe': since(t[safe], fault.lost),
-        'vent': since(states[vented], fault.lost),
-        'stale_due': float(before[-1] + COMMAND_TIMEOUT - fault.lost),
-        'driver_back': since(after, fault.back),
+        'outage': fault.back - lost,
+        'safe': since(t[safe], lost),
+        'vent': since(states[vented], lost),
+        'stale_due': float(received[crossed][-1] + COMMAND_TIMEOUT - lost),
+        'driver_back': since(received[~crossed], fault.back),
         'active': since(np.array(back), fault.back),
         'step_out_of_safe': (float(np.abs(u[first] - u[first - 1]).max())
                              if first is not None and np.all(u[first - 1] == SAFE) else None),
         'step_after': float(steps.max()) if len(steps) else None,
+        'anchor_error': None if anchor is None else float(np.abs(anchor[1] - anchor[2]).max()),
         'rms_after': run.tracking(fault.back, fault.back + AFTER),
     }
 
@@ -213,6 +229,21 @@ def grown(run, key, since, until):
     return last - first
 
 
+def unstalled(run, fault):
+    """
+    Skip the calling test when the machine stalled the nodes around `fault` (ros_nodes'
+    `stall_of`: the loop's longest period, the plant steps dropped): on a loaded shared
+    machine a stall of 0.1 s alone makes the controller stale and the driver vent, and the
+    timings would then be the machine's, not the link's.
+    """
+    since, until = fault.lost - 0.5, fault.back + 1.5
+    periods = [float(values.get('period_max_us', 0.0)) * 1e-6
+               for stamp, values in run.near['diagnostics'] if since <= stamp <= until]
+    stalled = stall_of(max(periods, default=0.0), grown(run, 'overruns', since, until))
+    if stalled is not None:
+        pytest.skip(f'link down {fault.down:g} s: {stalled}')
+
+
 def test_tracking_across_the_link_matches_loopback(timeline, tmp_path):
     """The RMS tracking error across the link is within 10 % of the same run's on loopback."""
     since, until = undisturbed(timeline)
@@ -232,6 +263,7 @@ def test_tracking_across_the_link_matches_loopback(timeline, tmp_path):
 @pytest.mark.parametrize('index', range(len(OUTAGES)), ids=[f'{d:g}s' for d in OUTAGES])
 def test_link_loss_brings_the_safe_command_within_state_timeout(timeline, index):
     """Over `state_timeout` down: the safe command at once; a shorter outage: none."""
+    unstalled(timeline, timeline.faults[index])
     f = fault_figures(timeline, timeline.faults[index])
     print(f'\nlink down {f["outage"]:.3f} s: safe command after {f["safe"]} s')
     if f['outage'] > STATE_TIMEOUT + SLACK:
@@ -247,6 +279,7 @@ def test_the_driver_vents_after_command_timeout(timeline, index):
     (the controller's safe command cannot reach it), and counts it; shorter, it holds on.
     """
     fault = timeline.faults[index]
+    unstalled(timeline, fault)
     f = fault_figures(timeline, fault)
     print(f'\nlink down {f["outage"]:.3f} s: the driver vents after {f["vent"]} s (its '
           f'command was due to go stale after {f["stale_due"]:.3f} s)')
@@ -260,29 +293,35 @@ def test_the_driver_vents_after_command_timeout(timeline, index):
 
 
 def test_no_command_older_than_the_driver_timeout_reaches_it(timeline):
-    """Through every fault, what reaches the simulator's side was sent within its timeout."""
+    """
+    Through every fault, no command but the safe one reaches the simulator's side older than
+    its timeout (the last ones repaired after a long outage are safe ones: harmless).
+    """
     ages = np.array([received - sent for sent, received, _ in timeline.far['commands']])
+    safe = np.array([np.all(values == SAFE) for _, _, values in timeline.far['commands']])
     print(f'\n{len(ages)} commands received beside the driver, the oldest {ages.max():.3f} s '
-          'after it was sent')
-    assert ages.max() <= COMMAND_TIMEOUT
+          f'after it was sent, the oldest not safe {ages[~safe].max():.3f} s')
+    assert ages[~safe].max() <= COMMAND_TIMEOUT
 
 
 @pytest.mark.parametrize('index', range(len(OUTAGES)), ids=[f'{d:g}s' for d in OUTAGES])
 def test_control_resumes_through_the_blend_without_a_jump(timeline, index):
     """
-    After the return the controller controls again, from the pose the arm holds: its
-    commands change afterwards by no more than the undisturbed loop's (a fresh hold
-    command is the one step out of the safe command, by design).
+    After the return the controller controls again, its reference starting at the pose the
+    arm holds, and no command step moves a PMA by JUMP: the one larger step is the first
+    hold command out of the safe command, by design.
     """
+    unstalled(timeline, timeline.faults[index])
     f = fault_figures(timeline, timeline.faults[index])
-    bound = 5 * largest_step(timeline, *undisturbed(timeline))
     print(f'\nlink down {f["outage"]:.3f} s: commands reach the driver {f["driver_back"]} s '
           f'after the return, controlling after {f["active"]} s, step out of the safe '
-          f'command {f["step_out_of_safe"]} Pa, then at most {f["step_after"]} Pa (bound '
-          f'{bound:.0f}); RMS error over {AFTER:g} s after the return '
+          f'command {f["step_out_of_safe"]} Pa, then at most {f["step_after"]:.0f} Pa (bound '
+          f'{JUMP_PA:.0f}); RMS error over {AFTER:g} s after the return '
           f'{np.round(f["rms_after"], 4)} mm')
     assert f['active'] is not None and f['active'] <= RECOVERY - BLEND_TIME - AFTER, f
-    assert f['step_after'] <= bound, f
+    assert f['step_after'] <= JUMP_PA, f
+    if f['step_out_of_safe'] is not None:       # it went stale: a fresh start from the pose
+        assert f['anchor_error'] <= JUMP / 10, f
 
 
 def test_duplicated_and_reordered_packets_move_nothing(timeline):

@@ -17,10 +17,10 @@ the near side's own traffic (controller to recorder), which a cable fault leaves
 """
 
 import contextlib
-import json
 import os
 import pickle
 import select
+import shutil
 import subprocess
 import sys
 import time
@@ -48,76 +48,75 @@ def ip(*args, check=True):
     return subprocess.run(['ip', *args], capture_output=True, text=True, check=check)
 
 
-def namespaces_unavailable():
-    """Return why network namespaces cannot be made here (None: they can)."""
-    name = f'ccrig_probe_{os.getpid()}'
-    try:
-        made = ip('netns', 'add', name, check=False)
-    except FileNotFoundError:
-        return 'no `ip` command (iproute2) on this machine'
-    if made.returncode != 0:
-        return f'cannot make a network namespace: {made.stderr.strip()}'
-    ip('netns', 'delete', name, check=False)
-    if subprocess.run(['tc', '-V'], capture_output=True).returncode != 0:
-        return 'no `tc` command (iproute2) for the link faults'
-    return None
+class Unavailable(RuntimeError):
+    """The rig cannot be made here: no privilege, no iproute2, no bridge or veth support."""
 
 
 class Link:
-    """Two namespaces `near` and `far`, a veth pair between them, removed on exit."""
+    """
+    Namespaces `near` and `far`, each with one end of a veth pair whose other end is a port
+    of a bridge in a third namespace, `wire`; all removed on exit.
+
+    A fault disables the near port of the bridge (`cut`): frames are dropped both ways while
+    both hosts' interfaces stay up with their carrier, addresses and routes, as when a cable
+    between two switches is pulled. Taking a host's own interface down instead also takes its
+    routes: the nodes' sends then fail on that host rather than vanish on the wire, and
+    after the return this kernel held one side's traffic for up to a second.
+    """
 
     def __init__(self):
         tag = os.getpid() % 100000
-        self.near, self.far = f'ccrig_near_{tag}', f'ccrig_far_{tag}'
+        self.near, self.far, self.wire = (f'ccrig_{side}_{tag}' for side in ('near', 'far',
+                                                                              'wire'))
         self.ends = {self.near: f'ccn{tag}', self.far: f'ccf{tag}'}
+        self.ports = {self.near: f'cwn{tag}', self.far: f'cwf{tag}'}
         octet = 64 + tag % 128
         self.address = {self.near: SUBNET.format(octet, 1), self.far: SUBNET.format(octet, 2)}
 
     def __enter__(self):
-        """Make both namespaces and the link, up, with addresses and a multicast route."""
+        """Make the namespaces, the bridge and the links; raise Unavailable where not here."""
+        if shutil.which('ip') is None or shutil.which('bridge') is None:
+            raise Unavailable('no `ip` or `bridge` command (iproute2)')
         try:
-            for ns in (self.near, self.far):
+            for ns in (self.near, self.far, self.wire):
                 ip('netns', 'add', ns)
-            ip('link', 'add', self.ends[self.near], 'type', 'veth', 'peer', 'name',
-               self.ends[self.far])
+            ip('-n', self.wire, 'link', 'add', 'name', 'wire', 'type', 'bridge',
+               'mcast_snooping', '0')
+            ip('-n', self.wire, 'link', 'set', 'wire', 'up')
             for ns, end in self.ends.items():
-                ip('link', 'set', end, 'netns', ns)
+                port = self.ports[ns]
+                ip('-n', self.wire, 'link', 'add', 'name', port, 'type', 'veth', 'peer', 'name',
+                   end, 'netns', ns)
+                ip('-n', self.wire, 'link', 'set', port, 'master', 'wire', 'up')
                 ip('-n', ns, 'addr', 'add', f'{self.address[ns]}/30', 'dev', end)
                 ip('-n', ns, 'link', 'set', 'lo', 'up')
                 ip('-n', ns, 'link', 'set', end, 'up')
                 ip('-n', ns, 'route', 'add', '224.0.0.0/4', 'dev', end)   # DDS discovery
-            for ns, peer in ((self.near, self.far), (self.far, self.near)):
-                mac = json.loads(ip('-n', peer, '-j', 'link', 'show', self.ends[peer]).stdout)
-                ip('-n', ns, 'neigh', 'replace', self.address[peer], 'lladdr',
-                   mac[0]['address'], 'dev', self.ends[ns], 'nud', 'permanent')
         except subprocess.CalledProcessError as exc:
             self.__exit__()
-            raise RuntimeError(f'{" ".join(exc.cmd)}: {exc.stderr.strip()}') from None
+            raise Unavailable(f'{" ".join(exc.cmd)}: {exc.stderr.strip()}') from None
         return self
 
     def __exit__(self, *exc):
-        """Delete both namespaces (the veth pair goes with them)."""
-        for ns in (self.near, self.far):
+        """Delete the namespaces (their links go with them)."""
+        for ns in (self.near, self.far, self.wire):
             ip('netns', 'delete', ns, check=False)
 
-    def cut(self):
-        """
-        Take the near end down, as a pulled cable; return the time just before (time.time()).
+    def _port_state(self, state):
+        subprocess.run(['ip', 'netns', 'exec', self.wire, 'bridge', 'link', 'set', 'dev',
+                        self.ports[self.near], 'state', state], check=True,
+                       capture_output=True)
 
-        The far end then has no carrier: nothing passes either way. One end only, so that
-        the fault begins and ends with one command each.
-        """
+    def cut(self):
+        """Drop every frame both ways; return the time just before (time.time())."""
         before = time.time()
-        ip('-n', self.near, 'link', 'set', self.ends[self.near], 'down')
+        self._port_state('0')       # disabled
         return before
 
     def restore(self):
-        """Bring the near end up again; return the time once it is (time.time())."""
-        ip('-n', self.near, 'link', 'set', self.ends[self.near], 'up')
-        up = time.time()
-        # a downed link loses its routes: discovery's multicast one comes back by hand
-        ip('-n', self.near, 'route', 'replace', '224.0.0.0/4', 'dev', self.ends[self.near])
-        return up
+        """Pass frames again; return the time once they do (time.time())."""
+        self._port_state('3')       # forwarding
+        return time.time()
 
     def command(self, ns, line):
         """Return `line` run in namespace `ns`."""
