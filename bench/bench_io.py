@@ -52,7 +52,7 @@ def per_call_us(function, count, pause=0.0):
 def bench_publish(node):
     """Return {variant: [per-round medians]} for the two ways to publish nine doubles."""
     message_pub = node.create_publisher(Float64MultiArray, 'bench_message', 10)
-    fast = CommandPublisher(node, 'bench_fast', 9)
+    fast = CommandPublisher(node, 'bench_fast', [f'j{k}' for k in range(9)])
     for topic in ('bench_message', 'bench_fast'):       # a matched reader, as live
         node.create_subscription(Float64MultiArray, topic, lambda _: None, 10)
     msg = Float64MultiArray()

@@ -15,6 +15,8 @@ medians, us):
   the command's bytes;
 - ``published``: the same, the bytes published by rclpy on an in-process node without
   subscribers: what the node's loop thread runs;
+- ``stamped``: ``published`` with ``output.message: joint_state`` (a JointState of the joint
+  names, stamped with the tick's time);
 - ``publish``: a publish alone of the same command as rclpy makes it, the baseline: its bytes
   (`CommandPublisher.serialize`) handed to ``Publisher.publish``, rclpy's public call. The
   node's `CommandPublisher.publish` holds the publisher's handle and skips that call's guard
@@ -22,7 +24,8 @@ medians, us):
 - ``model``: the model call alone at the tick's state and desired acceleration:
   `inverse_dynamics` (the CoG kernel for the continuum arms, the generated code for the
   symbolic one), ``pinocchio.rnea`` for the Pinocchio arms;
-and the ratios to the model call: tick, runtime, bytes and published against the model;
+and the ratios to the model call: tick, runtime, bytes, published and stamped against the
+model;
 published against the model plus the publish (the measure for the Pinocchio arms, whose
 model call is about as cheap as a publish). Run: ``python bench/bench_tick_ratio.py``
 (~40 s), or with config names to run only those. ``continuum_observer`` is the continuum
@@ -98,12 +101,13 @@ def model_call(loop, q, qd):
 
 
 def measure(paths, node, overrides=None):
-    """Return ``(tick, runtime, bytes, published, publish, model)`` us for `paths`."""
+    """Return ``(tick, runtime, bytes, published, stamped, publish, model)`` us for `paths`."""
     runtime, q, qd, t = active_loop(paths, paths != ['gazebo_arm.yaml'], overrides)
     loop = runtime.loop
     clock = [t]
     period = loop.period
-    publisher = CommandPublisher(node, 'commands', loop.model.n)
+    publisher = CommandPublisher(node, 'commands', loop.settings.joints)
+    stamped = CommandPublisher(node, 'stamped_commands', loop.settings.joints, 'joint_state')
 
     def tick():
         now = clock[0]
@@ -127,32 +131,33 @@ def measure(paths, node, overrides=None):
     command = loop.command.copy()
     model = model_call(loop, q, qd)
     rounds = np.array([(median_us(tick), median_us(runtime_tick), sending(publisher.serialize),
-                        sending(publisher.publish),
+                        sending(publisher.publish), sending(stamped.publish),
                         median_us(lambda: publisher.publisher.publish(
                             publisher.serialize(command))), median_us(model))
                        for _ in range(ROUNDS)])
     if loop.status != ACTIVE:
         raise RuntimeError(f'{paths}: the loop left control ({loop.status})')
-    publisher.close()
-    node.destroy_publisher(publisher.publisher)
+    for made in (publisher, stamped):
+        made.close()
+        node.destroy_publisher(made.publisher)
     return tuple(np.median(rounds, axis=0))
 
 
 def main(names=None):
     """Print the times (us) and ratios per config (all of `CONFIGS` by default)."""
     print(f'{"config":20s} {"tick":>6s} {"runtime":>8s} {"bytes":>6s} {"published":>9s} '
-          f'{"publish":>8s} {"model":>6s}   ratios: tick runtime bytes published /model, '
-          f'published /(model+publish)')
+          f'{"stamped":>8s} {"publish":>8s} {"model":>6s}   ratios: tick runtime bytes '
+          f'published stamped /model, published /(model+publish)')
     rclpy.init()
     node = rclpy.create_node('bench_tick_ratio')
     try:
         for name in names or CONFIGS:
-            tick, runtime, data, published, publish, model = measure(CONFIGS[name], node,
-                                                                     OVERRIDES.get(name))
+            tick, runtime, data, published, stamped, publish, model = measure(
+                CONFIGS[name], node, OVERRIDES.get(name))
             print(f'{name:20s} {tick:6.1f} {runtime:8.1f} {data:6.1f} {published:9.1f} '
-                  f'{publish:8.1f} {model:6.1f}   {tick / model:4.1f} {runtime / model:4.1f} '
-                  f'{data / model:4.1f} {published / model:4.1f} '
-                  f'{published / (model + publish):4.1f}', flush=True)
+                  f'{stamped:8.1f} {publish:8.1f} {model:6.1f}   {tick / model:4.1f} '
+                  f'{runtime / model:4.1f} {data / model:4.1f} {published / model:4.1f} '
+                  f'{stamped / model:4.1f} {published / (model + publish):4.1f}', flush=True)
     finally:
         node.destroy_node()
         rclpy.shutdown()

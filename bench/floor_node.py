@@ -42,7 +42,7 @@ def main():
     rclpy.init()
     node = rclpy.create_node(NODE_NAME)
     if publish_kind == 'bytes':
-        fast = CommandPublisher(node, '~/commands', 9)
+        fast = CommandPublisher(node, '~/commands', [f'j{k}' for k in range(9)])
         values = np.zeros(9)
         publish = lambda: fast.publish(values)             # noqa: E731
     else:

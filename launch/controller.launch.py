@@ -3,7 +3,8 @@ Launch the controller alone, for hardware: `ros2 launch continuum_ctrl controlle
 
 Arguments: `params_file` (default: the reference continuum arm), `use_sim_time`, and
 `commands_topic`: where `~/commands` goes, e.g. ``/effort_controller/commands`` for a
-ros2_control ForwardCommandController (default: not remapped).
+ros2_control ForwardCommandController, or a driver's command topic with
+``output.message: joint_state`` (default: not remapped).
 The node list comes from continuum_ctrl.launch_description, as for `continuum-ctrl launch`.
 """
 

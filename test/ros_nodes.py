@@ -13,6 +13,7 @@ import yaml
 from continuum_ctrl.params import read_yaml
 from continuum_ctrl.launch_description import config_path, CONTROLLER, controller, simulation
 from continuum_ctrl.launch_runner import start, stop
+from continuum_ctrl.ros.node_settings import command_message
 from continuum_ctrl.ros.recorder import Recorder
 
 #: seconds a node gets to start and the controller to become active (loaded 2-core machine)
@@ -168,7 +169,7 @@ def running(tmp_path, path, with_simulator=True):
         return '\n'.join(Path(log.name).read_text()[-3000:] for log in logs)
 
     try:
-        with Recorder() as rec:
+        with Recorder(message=command_message(path)) as rec:
             ready = (lambda: rec.active_since is not None) if with_simulator else (
                 lambda: rec.status is not None)
             if not rec.wait(ready, START_TIMEOUT, processes):

@@ -19,7 +19,7 @@ from continuum_ctrl.identify.fit import DEFAULT_FIT, identify, Options
 from continuum_ctrl.identify.report import fitted_yaml, text
 from continuum_ctrl.identify.setup import read_setup
 from continuum_ctrl.identify.signals import applied_mean
-from continuum_ctrl.ros.closed_loop_demo import write_csv
+from continuum_ctrl.ros.closed_loop_demo import align, write_csv
 
 sys.path.insert(0, str(Path(__file__).parent))
 from identify_plant import (closed_loop, MISMATCH, NOMINAL_GAINS, PARAMS,  # noqa: E402
@@ -222,6 +222,27 @@ def test_bag_written_by_the_package_reads_back_as_the_csv(setup, tmp_path):
     a, b = (identify([r], setup).estimates for r in (from_bag, from_csv))
     for x, y in zip(a, b):
         assert x.value == pytest.approx(y.value, rel=1e-6), x.label
+
+
+def test_ticks_before_the_first_command_have_empty_command_fields(setup, tmp_path):
+    """The demo's CSV: no command yet is an empty field, not 0 Pa; identify skips those rows."""
+    import csv
+    run = synthetic_run(setup, duration=4.0)
+    command = align(run.t[10:], run.command[10:], run.t)        # the first one at tick 10
+    assert np.all(np.isnan(command[:10])) and np.array_equal(command[10:], run.command[10:])
+    write_csv(tmp_path / 'late.csv', names(setup), run.t, run.q, run.q, run.q, command)
+    write_csv(tmp_path / 'all.csv', names(setup), run.t, run.q, run.q, run.q, run.command)
+    with open(tmp_path / 'late.csv', newline='') as handle:
+        rows = list(csv.reader(handle))
+    columns = [k for k, name in enumerate(rows[0]) if name.startswith('command_')]
+    assert len(columns) == 9
+    assert [{row[k] for k in columns} for row in rows[1:12]] == [{''}] * 10 + [
+        {f'{v:.9g}' for v in run.command[10]}]
+    assert all(rows[1][k] != '' for k in range(len(rows[0])) if k not in columns)
+    late, whole = (read_csv(tmp_path / name, setup.joints) for name in ('late.csv', 'all.csv'))
+    np.testing.assert_array_equal(late.t, whole.t[10:])
+    np.testing.assert_array_equal(late.command, whole.command[10:])
+    np.testing.assert_array_equal(late.q, whole.q[10:])
 
 
 def test_diagnostics_as_rclpy_gives_them_go_into_a_bag_and_read_back(tmp_path):
@@ -430,3 +451,19 @@ def test_calibration_on_the_mujoco_arm(setup, tmp_path):
         rms.append(np.sqrt(np.mean(error.reshape(len(error), 3, 3) ** 2, axis=(0, 2))))
     nominal, calibrated = rms
     assert nominal.min() > 1e-3 and calibrated.max() < 0.1e-3, (nominal, calibrated)
+
+
+@pytest.mark.parametrize('missing', ['none.yaml', 'run.mcap', 'run.csv'])
+def test_a_missing_input_fails_at_once_without_loading_scipy(tmp_path, missing):
+    """One error line and status 2 before the fit's modules (and SciPy, 2.6 s) are imported."""
+    import subprocess
+    params, data = (tmp_path / missing, tmp_path) if missing.endswith('.yaml') else (
+        PARAMS, tmp_path / missing)
+    code = ('import sys\nfrom continuum_ctrl import cli\nstatus = cli.main(sys.argv[1:])\n'
+            "sys.exit(99 if 'scipy' in sys.modules else status)")
+    done = subprocess.run([sys.executable, '-c', code, 'identify', str(params), str(data)],
+                          capture_output=True, text=True, timeout=120)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr            # 99: SciPy was imported first
+    assert len(lines) == 1 and lines[0].startswith('continuum-ctrl identify: error: ')
+    assert missing in lines[0]

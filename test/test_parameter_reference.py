@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NAMED = {
     'reference.type': LOOP_FIELDS['reference.type'],
     'output.mode': LOOP_FIELDS['output.mode'],
+    'output.message': LOOP_FIELDS['output.message'],
     'safe_mode': LOOP_FIELDS['safe_mode'],
     'integrator': PLANT_FIELDS['integrator'],
     'model.type': MODEL_FIELDS['model.type'],

@@ -84,6 +84,30 @@ def test_each_command_that_goes_stale_is_counted_once(arm):
     assert plant.stale_commands == 2
 
 
+def test_a_command_stamped_before_the_timeout_or_the_command_in_force_is_never_applied(arm):
+    """
+    Stamped commands (`issued`): one issued over `command_timeout` (0.1 s) before its arrival,
+    or before the command in force, is dropped and counted; a fresh one goes stale 0.1 s after
+    its stamp, not after its arrival.
+    """
+    plant = Plant(arm)
+    plant.advance(0.0)
+    assert plant.command(np.full(9, 1e5), 0.0, -0.01)          # 10 ms in transit: taken
+    assert not plant.command(np.full(9, 4e5), 0.2, 0.09)       # 110 ms old: dropped
+    assert not plant.command(np.full(9, 4e5), 0.02, -0.02)     # before the one in force
+    assert plant.late_commands == 2 and plant.commands == 1
+    assert np.allclose(plant.tau, 1.33e-4 * 1e5)               # the command in force
+    with pytest.raises(ValueError):                            # bad ones stay rejections
+        plant.command(np.full(9, np.nan), 0.02, 0.02)
+    assert plant.late_commands == 2
+    plant.advance(0.08)
+    assert plant.stale_commands == 0
+    plant.advance(0.1)                      # 0.1 s after its arrival, 0.11 s after its stamp
+    assert plant.stale_commands == 1
+    assert plant.command(np.full(9, 1e5), 0.1, 0.5)            # a stamp ahead: from arrival
+    assert plant.command_time == 0.1
+
+
 def test_mismatch_scales_the_model(arm):
     tree, model = file_parameters(config_path('continuum_3section.yaml'),
                                   'continuum_simulator')

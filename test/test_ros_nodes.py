@@ -16,12 +16,14 @@ import numpy as np
 import pytest
 from rcl_interfaces.srv import GetParameters, SetParameters, SetParametersAtomically
 from rclpy.parameter import Parameter
+from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from continuum_ctrl.params import file_parameters
 from continuum_ctrl.launch_description import config_path, CONTROLLER
 from continuum_ctrl.models import load_model
+from continuum_ctrl.ros.conversion import stamp_seconds
 from continuum_ctrl.runtime.scheduling import set_thread_priority
 from command_bounds import QUIET_CHATTER, QUIET_PMA, recorded, worst_chatter, worst_variation
 from ros_nodes import in_thread, params_file, running, windows
@@ -74,6 +76,16 @@ def settle(rec, seconds):
     start = time.time()
     rec.run(seconds)
     return rec.arrays(since=start)
+
+
+def catch_up(rec, until, timeout=10.0):
+    """
+    Record until the commands sent up to `until` (s) are in.
+
+    A recorder starved by the nodes' SCHED_FIFO loops on a loaded machine lagged the states
+    by over 4 s (1 run in 6 here): no command after the blend had reached it.
+    """
+    rec.wait(lambda: rec.commands and rec.commands[-1][0] >= until, timeout)
 
 
 def tracking_bound(tree, delay=DELAY):
@@ -159,11 +171,22 @@ def test_continuum_arm_tracks_its_reference(tmp_path):
     privileged = in_thread(lambda: set_thread_priority(50)) is None
     with running(tmp_path, path) as (rec, processes):
         t, q_des, q, effort = settle(rec, 6.0)
+        catch_up(rec, t[-1])
         commands = np.array([c[1] for c in rec.commands])
         quiet = recorded(rec.commands, t[0] + 1.5)
         policies = [os.sched_getscheduler(p.pid) for p in processes]
     # the config's realtime_priority (/**: both nodes) puts both loop threads under SCHED_FIFO
     assert policies == [os.SCHED_FIFO if privileged else os.SCHED_OTHER] * 2
+    assert_continuum_tracks(t, q_des, q, effort, commands, quiet)
+
+
+def assert_continuum_tracks(t, q_des, q, effort, commands, quiet):
+    """
+    Assert the bounds of `test_continuum_arm_tracks_its_reference` on a continuum run.
+
+    The run's states (`t`, `q_des`, `q`, `effort`), its commands and its commands after the
+    blend (`quiet`: t, values).
+    """
     keep = t > t[0] + 1.5
     error = (q - q_des)[keep]
     rms = np.sqrt(np.mean(error.reshape(len(error), 3, 3) ** 2, axis=(0, 2)))
@@ -175,7 +198,64 @@ def test_continuum_arm_tracks_its_reference(tmp_path):
     assert np.all((commands >= 0.0) & (commands <= 5e5))
     assert np.all(effort >= -1e-9) and np.all(effort <= 66.5 + 1e-9)
     # the commands beside the error: quiet (0.1-0.2 MPa/s in one process), not chattering
+    print(f'\nRMS error per section {np.round(rms * 1e3, 3)} mm, worst command variation '
+          f'{worst_variation(*quiet) * 1e-6:.2f} MPa/s')
     assert worst_variation(*quiet) <= QUIET_PMA, worst_variation(*quiet)
+
+
+#: stamped commands replayed late (0.5 s old) into the running simulator
+REPLAYS = 20
+
+
+def test_continuum_arm_tracks_on_stamped_commands_and_drops_late_ones(tmp_path):
+    """
+    `output.message: joint_state` for both nodes (`/**`): the loop tracks within the bounds of
+    the default's test, its commands as quiet; each carries the joint names and the stamp of
+    its tick (at most a few ms before it is sent). Then REPLAYS copies of a command set to
+    p_max everywhere, stamped 0.5 s ago, are published beside the controller's: the simulator
+    drops every one and counts it (`late_commands`), and the arm tracks on. Changing the
+    message kind, or the joints it names, at run time is refused.
+    """
+    path = params_file(tmp_path, 'continuum_3section.yaml',
+                       all={'output': {'message': 'joint_state'}},
+                       continuum_controller={'state_timeout': 0.5, 'state_decimation': 5})
+    with running(tmp_path, path) as (rec, _):
+        heard = []
+        rec.node.create_subscription(         # with the send time (DDS source timestamp)
+            JointState, f'/{CONTROLLER}/commands',
+            lambda msg, info: heard.append((msg, info['source_timestamp'] * 1e-9)), 1000)
+        t, q_des, q, effort = settle(rec, 6.0)
+        catch_up(rec, t[-1])
+        commands = np.array([c[1] for c in rec.commands])
+        quiet = recorded(rec.commands, t[0] + 1.5)
+        before = int(rec.sim_diagnostics[-1]['late_commands'])
+        replay = rec.node.create_publisher(JointState, f'/{CONTROLLER}/commands', 10)
+        assert rec.wait(lambda: replay.get_subscription_count() >= 3, 30.0)  # sim, recorder, us
+        old = heard[-1][0]
+        old.effort = [5e5] * len(old.effort)
+        old.header.stamp = Time(nanoseconds=time.time_ns() - 500_000_000).to_msg()
+        for _ in range(REPLAYS):      # paced: the histories keep the last 10 of a burst
+            replay.publish(old)
+            rec.run(0.01)
+        assert rec.wait(lambda: int(rec.sim_diagnostics[-1]['late_commands'])
+                        >= before + REPLAYS, 10.0), rec.sim_diagnostics[-1]['late_commands']
+        since = time.time()
+        t_after, q_des_after, q_after, _ = settle(rec, 2.0)
+        # the message kind and the names it carries are fixed while the node lives
+        names = [f'section{i}_pma{j}' for i in (1, 2, 3) for j in (1, 2, 3)]
+        for key, value in (('output__message', 'multiarray'), ('joints', names[::-1])):
+            result, = set_params(rec, **{key: value})
+            assert not result.successful and key.replace('__', '.') in result.reason
+    assert_continuum_tracks(t, q_des, q, effort, commands, quiet)
+    print(f'\nlate commands before the replay: {before}')
+    ours = [(msg, sent) for msg, sent in heard if msg.effort[0] != 5e5]
+    stamps = np.array([stamp_seconds(msg.header.stamp) for msg, _ in ours])
+    waits = np.array([sent for _, sent in ours]) - stamps       # the tick's compute time
+    assert len(ours) > 1000 and all(list(msg.name) == names for msg, _ in ours)
+    assert np.all(np.diff(stamps) > 0.0)                   # one stamp per tick, in order
+    assert np.median(waits) < 0.01 and np.all(waits > -1e-3), np.percentile(waits, [50, 99])
+    error = np.abs(q_after - q_des_after)[t_after > since + 0.1]
+    assert np.sqrt(np.mean(error ** 2)) < 0.007                 # still tracking
 
 
 def state_publisher(rec, names, positions, rate=200.0):
@@ -269,13 +349,17 @@ def test_realtime_priority_of_the_loop_thread_at_start_and_at_run_time(tmp_path)
         assert rec.status is not None and processes[0].poll() is None
 
 
-def test_runner_stops_nodes_and_the_last_command_is_safe(tmp_path):
-    """`continuum-ctrl launch` forwards SIGINT; the controller's last command is zero effort."""
+@pytest.mark.parametrize('message', ['multiarray', 'joint_state'])
+def test_runner_stops_nodes_and_the_last_command_is_safe(tmp_path, message):
+    """
+    `continuum-ctrl launch` forwards SIGINT; the controller's last command is zero effort, in
+    the kind of message `output.message` names (a JointState stamped when it was sent).
+    """
     import subprocess
     import sys
     from ros_nodes import Recorder, START_TIMEOUT
-    path = params_file(tmp_path, 'planar_2r.yaml')
-    with Recorder() as rec:
+    path = params_file(tmp_path, 'planar_2r.yaml', all={'output': {'message': message}})
+    with Recorder(message=message, bag=True) as rec:
         runner = subprocess.Popen([sys.executable, '-m', 'continuum_ctrl.cli', 'launch',
                                    'simulation', '--params-file', str(path)],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -290,3 +374,7 @@ def test_runner_stops_nodes_and_the_last_command_is_safe(tmp_path):
                 runner.kill()
         rec.run(1.0)
     assert np.array_equal(rec.commands[-1][1], [0.0, 0.0])
+    *_, last, _, sent = [m for m in rec.messages if m[0].endswith('/commands')][-1]
+    if message == 'joint_state':            # stamped as sent: a driver takes it
+        assert list(last.name) == ['joint1', 'joint2']
+        assert abs(stamp_seconds(last.header.stamp) - sent * 1e-9) < 0.01

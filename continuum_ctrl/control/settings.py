@@ -27,6 +27,8 @@ from continuum_ctrl.params import ConfigError, Field, Reader
 SAFE_MODES = ('zero', 'hold')
 #: output.mode values: generalized forces, or PMA pressures through the actuation map
 OUTPUT_MODES = ('effort', 'pressure')
+#: output.message values: the ~/commands message kind (ros/fast_publish.py writes both)
+MESSAGES = ('multiarray', 'joint_state')
 #: observer.type values: the measured state, or a Kalman filter's (control/observer.py)
 OBSERVER_TYPES = ('none', 'kalman')
 
@@ -72,6 +74,12 @@ FIELDS = {
                             'm/s (0: no limit; the move then lasts task.duration)', 0.0, 10.0),
     'output.mode': Field('string', 'effort', "what ~/commands carries: 'effort' (N or N m) "
                          "or 'pressure' (Pa)", choices=OUTPUT_MODES),
+    'output.message': Field('string', 'multiarray', "the message of ~/commands: "
+                            "'multiarray' (std_msgs/Float64MultiArray, for ros2_control's "
+                            "ForwardCommandController) or 'joint_state' (sensor_msgs/JointState: "
+                            'the joint names, the command in effort, stamped with the tick, for '
+                            'drivers that drop late commands); fixed for the life of the '
+                            'node', choices=MESSAGES),
     'output.area': Field('numbers', ..., 'pressure: effective PMA area, m^2', 0.0,
                          strict_low=True),
     'output.deadzone': Field('numbers', [0.0], 'pressure: dead-zone pressure added to any '
@@ -158,6 +166,7 @@ class ControllerSettings:
     compensation: Tuple[float, float] = (0.0, 0.0)
     task: TaskSettings = TaskSettings()
     observer: ObserverSettings = ObserverSettings()
+    message: str = 'multiarray'
 
     @classmethod
     def parse(cls, tree: Dict[str, Any], model: Any) -> 'ControllerSettings':
@@ -206,7 +215,7 @@ class ControllerSettings:
             reference=_reference(top.namespace('reference'), vec, model, task),
             mode=mode, actuation=actuation,
             effort_limit=effort, effort_rate=rate, compensation=compensation,
-            task=task, observer=observer)
+            task=task, observer=observer, message=read_message(top))
         top.finish()
         return settings
 
@@ -250,6 +259,11 @@ def read_output(top: Reader, vec: 'JointVectors') -> Tuple[str, Optional[Actuati
                                  out.number('p_max', low=p_min, strict_low=True))
     _finish_namespace(out)
     return mode, actuation
+
+
+def read_message(top: Reader) -> str:
+    """Return `output.message`, the commands' message kind (MESSAGES); the simulator's too."""
+    return _field(top.namespace('output'), 'message')
 
 
 def _compensation(out, mode):

@@ -21,12 +21,9 @@ import sys
 from pathlib import Path
 
 from continuum_ctrl.params import ConfigError
-from continuum_ctrl.identify.data import COMMANDS_TOPIC, read_run, STAMPED, STATES_TOPIC
-from continuum_ctrl.identify.excitation import MIN_R2, refusals
-from continuum_ctrl.identify.fit import DEFAULT_FIT, identify, Options
-from continuum_ctrl.identify.report import fitted_yaml, text, unusable, write_report
-from continuum_ctrl.identify.rigid import DEFAULT_FIT as RIGID_FIT, identify_rigid
-from continuum_ctrl.identify.setup import read_setup, RigidSetup
+from continuum_ctrl.params.files import check_readable
+from continuum_ctrl.identify.data import check_run, COMMANDS_TOPIC, STAMPED, STATES_TOPIC
+from continuum_ctrl.identify.defaults import DEFAULT_FIT, MIN_R2, RIGID_FIT
 
 
 def _window(value):
@@ -73,9 +70,24 @@ def parse(argv):
     return parser.parse_args(argv)
 
 
+def check_inputs(args):
+    """Raise ConfigError for a parameter file or run that cannot be read (reads nothing)."""
+    check_readable(args.params, 'parameter file')
+    for path in args.data:
+        check_run(path)
+
+
 def main(argv=None):
     """Run the identification; ConfigError (bad input) exits with status 2 via the CLI."""
     args = parse(sys.argv[1:] if argv is None else argv)
+    check_inputs(args)
+    # the model and the fit load SciPy (2.6 s): only once the inputs are known to be there
+    from continuum_ctrl.identify.data import read_run
+    from continuum_ctrl.identify.excitation import refusals
+    from continuum_ctrl.identify.fit import identify, Options
+    from continuum_ctrl.identify.report import fitted_yaml, text, unusable, write_report
+    from continuum_ctrl.identify.rigid import identify_rigid
+    from continuum_ctrl.identify.setup import read_setup, RigidSetup
     setup = read_setup(args.params)
     rigid = isinstance(setup, RigidSetup)
     if rigid and args.out:

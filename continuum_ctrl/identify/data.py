@@ -21,6 +21,7 @@ import yaml
 
 from continuum_ctrl.models.joint_order import FOREIGN, joint_columns, JointOrderError
 from continuum_ctrl.params import ConfigError, read_text
+from continuum_ctrl.params.files import check_readable
 
 #: default topics, as `ros2 bag record /joint_states /continuum_controller/commands` names them
 STATES_TOPIC = '/joint_states'
@@ -100,12 +101,21 @@ def _finite(run, source):
 
 
 def read_csv(path, joints):
-    """Read the closed-loop demo's CSV: positions `q_*` and commands `command_*` per row."""
+    """
+    Read the closed-loop demo's CSV: positions `q_*` and commands `command_*` per row.
+
+    The first rows, whose command fields are all empty (ticks before the first command was
+    sent), are left out.
+    """
     source = str(path)
     rows = list(csv.reader(io.StringIO(read_text(path, 'run file'), newline='')))
     if not rows or 't' not in rows[0]:
         raise ConfigError('', f"{source}: not a demo CSV (no header with a 't' column)")
     header = rows[0]
+    commanded = [k for k, h in enumerate(header) if h.startswith('command_')]
+    first = next((i for i, row in enumerate(rows[1:], 1)
+                  if any(row[k:k + 1] != [''] for k in commanded)), len(rows))
+    rows = rows[:1] + rows[first:]
     q_names = [h[2:] for h in header if h.startswith('q_') and not h.startswith('q_des_')]
     c_names = [h[8:] for h in header if h.startswith('command_')]
     try:
@@ -199,7 +209,10 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
                         states.append((t, (measured - origin) * 1e-9 if measured else None,
                                        position[columns]))
                     else:
-                        commands.append((t, np.asarray(decoded.data, dtype=float)))
+                        # a stamped command (output.message: joint_state) holds its values
+                        # in effort, in joints order as the controller names them
+                        values = decoded.effort if hasattr(decoded, 'effort') else decoded.data
+                        commands.append((t, np.asarray(values, dtype=float)))
         except (McapError, ValueError, KeyError, EOFError, OSError) as exc:
             if isinstance(exc, ConfigError):
                 raise
@@ -265,6 +278,14 @@ def _stamp_problem(sent, stamps):
     if skew > STAMP_SKEW:
         return f'{where}: the header stamps lie {skew:.3g} s from them (another clock)'
     return None
+
+
+def check_run(path):
+    """Raise the ConfigError `read_run` gives for a missing or unreadable run; read nothing."""
+    if Path(path).suffix.lower() == '.csv':
+        check_readable(path, 'run file')
+    else:
+        mcap_files(path)
 
 
 def read_run(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_TOPIC):

@@ -19,12 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from continuum_ctrl.control.command_quality import CHATTER_CUTOFF_HZ, chatter_index
+from continuum_ctrl.identify.defaults import MIN_R2
 
 #: commands with more than CHATTER_SHARE of their power above this (Hz) chatter
 CHATTER_FREQUENCY = CHATTER_CUTOFF_HZ
 CHATTER_SHARE = 0.5
-#: default least held-out R^2 per PMA (`--min-r2`)
-MIN_R2 = 0.5
 #: a PMA whose samples entered the fit less often than this share stayed below the dead zone
 MIN_PRESSURISED = 0.3
 #: a PMA whose length's RMS about its mean is below this share of the stroke barely moved

@@ -23,13 +23,13 @@ import numpy as np
 from scipy.optimize import minimize
 
 from continuum_ctrl.params import ConfigError
+from continuum_ctrl.identify.defaults import DEFAULT_FIT
 from continuum_ctrl.identify.excitation import (chatter_note, chatter_share, CHATTER_SHARE,
                                                 PmaExcitation)
 from continuum_ctrl.identify.signals import applied_mean, grid
 
-#: parameters `--fit` can name, and the default set
+#: parameters `--fit` can name (the default set: identify/defaults.py)
 PARAMETERS = ('stiffness', 'damping', 'area', 'deadzone', 'time_constant', 'delay')
-DEFAULT_FIT = ('stiffness', 'damping', 'area', 'deadzone')
 #: share of each run held out for judging the fit (its end)
 HELD_OUT = 0.3
 #: samples enter the fit this far above the dead zone, as a share of p_max - p_min

@@ -23,13 +23,13 @@ import pinocchio as pin
 from scipy.linalg import qr
 
 from continuum_ctrl.params import ConfigError
+from continuum_ctrl.identify.defaults import RIGID_FIT
 from continuum_ctrl.identify.fit import (_correlation_time, COND_LIMIT, Estimate, HELD_OUT,
                                          Result)
 from continuum_ctrl.identify.signals import applied_mean, grid
 
-#: what `--fit` can name for a rigid arm, and the default
+#: what `--fit` can name for a rigid arm (the default: identify/defaults.py)
 PARAMETERS = ('inertia', 'friction')
-DEFAULT_FIT = ('inertia',)
 #: names and units of Pinocchio's ten dynamic parameters of a body
 DYNAMIC = (('m', 'kg'), ('mc_x', 'kg m'), ('mc_y', 'kg m'), ('mc_z', 'kg m'),
            ('I_xx', 'kg m^2'), ('I_xy', 'kg m^2'), ('I_yy', 'kg m^2'), ('I_xz', 'kg m^2'),
@@ -124,7 +124,7 @@ class _Run:
         self.test &= defined
 
 
-def identify_rigid(runs, setup, fit=DEFAULT_FIT, window=None):
+def identify_rigid(runs, setup, fit=RIGID_FIT, window=None):
     """Identify the base inertial parameters (and viscous friction) of a rigid arm; a Result."""
     unknown = set(fit) - set(PARAMETERS)
     if unknown or 'inertia' not in fit:

@@ -5,14 +5,15 @@ The closed-loop demo over ROS 2: simulator and controller as two processes, reco
                         [--engine builtin|mujoco]
 
 Starts the nodes of `launch_description.simulation` (the exact `--ros-args` command lines of
-the launch files), waits until the controller is active, records `~/state`, `~/commands` and
-`/diagnostics` for `duration` seconds, stops the nodes with SIGINT, then prints per-section
-(per-joint for rigid arms) RMS and maximum tracking errors, the worst PMA's (joint's) command
-variation (MPa/s, N m/s) and chatter index (of the recorded commands at the ticks, as in the
-CSV: sim/report.py), the tip's error (the task frame, else a continuum arm's last section
-tip, by the controller's kinematics) and the loop figures, and writes
-into DIR: `closed_loop.png` (desired vs actual positions, and the commands), `closed_loop.csv`
-(one row per control tick: time, desired and actual position, effort and command per joint),
+the launch files) together, waits until the controller is active, records `~/state`,
+`~/commands` and `/diagnostics` for `duration` seconds, stops the nodes with SIGINT, then
+prints per-section (per-joint for rigid arms) RMS and maximum tracking errors, the worst PMA's
+(joint's) command variation (MPa/s, N m/s) and chatter index (of the recorded commands at the
+ticks, as in the CSV: sim/report.py), the tip's error (the task frame, else a continuum arm's
+last section tip, by the controller's kinematics) and the loop figures, and writes into DIR:
+`closed_loop.png` (desired vs actual positions, and the commands), `closed_loop.csv` (one row
+per control tick: time, desired and actual position, effort and command per joint; empty
+command fields before the first command),
 `closed_loop.mcap` (a rosbag2 MCAP bag of `/joint_states`, the commands and `~/state`, for
 `continuum-ctrl identify`, Foxglove and `ros2 bag info`) and the nodes' logs. `--engine`
 sets the simulator's `engine` over the file's (through DIR/engine.yaml, a parameter file
@@ -36,8 +37,8 @@ from continuum_ctrl.launch_description import (arm_config, ARMS, CONTROLLER, SIM
 from continuum_ctrl.launch_runner import start, stop
 from continuum_ctrl.params import file_parameters
 from continuum_ctrl.ros.conversion import REJECT_KINDS
-from continuum_ctrl.ros.node_settings import (check_parameter_file, ControllerNodeSettings,
-                                              SimulatorNodeSettings)
+from continuum_ctrl.ros.node_settings import (check_parameter_file, command_message,
+                                              ControllerNodeSettings, SimulatorNodeSettings)
 from continuum_ctrl.ros.recorder import Recorder
 from continuum_ctrl.ros.task_plot import plot_task, task_model
 from continuum_ctrl.runtime.lateness import LATE_GAP
@@ -54,20 +55,31 @@ TAIL_WAIT = 10.0
 
 
 def align(times, commands, t):
-    """Return, per time in `t`, the latest command received at or before it (first if none)."""
-    index = np.clip(np.searchsorted(times, t, side='right') - 1, 0, len(times) - 1)
-    return commands[index]
+    """
+    Return, per time in `t`, the latest command sent at or before it.
+
+    NaN where none was sent yet: no command is not a zero command (zero effort, or a PMA
+    vented to 0 Pa).
+    """
+    index = np.searchsorted(times, t, side='right') - 1
+    aligned = commands[np.maximum(index, 0)].astype(float)
+    aligned[index < 0] = np.nan
+    return aligned
 
 
 def write_csv(path, joint_names, t, q_des, q, effort, command):
-    """Write one row per tick: t, then q_des, q, effort, command per joint."""
+    """
+    Write one row per tick: t, then q_des, q, effort, command per joint.
+
+    A value not known (NaN: a command before the first one sent) is an empty field.
+    """
     header = ['t'] + [f'{kind}_{name}' for kind in ('q_des', 'q', 'effort', 'command')
                       for name in joint_names]
     with open(path, 'w', newline='') as handle:
         writer = csv.writer(handle)
         writer.writerow(header)
         for row in np.column_stack((t - t[0], q_des, q, effort, command)):
-            writer.writerow([f'{v:.9g}' for v in row])
+            writer.writerow(['' if np.isnan(v) else f'{v:.9g}' for v in row])
 
 
 def tick_counts(t, period, end=None):
@@ -216,16 +228,13 @@ def main(argv=None):
     logs = [open(out / f'{node.name}.log', 'w') for node in nodes]
     processes = []
     try:
-        with Recorder(bag=True, priority=priority) as rec:
-            # The controller goes active (and anchors its reference) on the first joint states:
-            # start the simulator only once the recorder hears the waiting controller, so the
-            # recording begins before activation whatever the order of DDS discovery.
-            processes += start(nodes[:1], outputs=logs[:1])
-            started = rec.wait(lambda: rec.status is not None, START_TIMEOUT, processes)
-            if started:
-                processes += start(nodes[1:], outputs=logs[1:])
-                started = rec.wait(lambda: rec.active_since is not None, START_TIMEOUT,
-                                   processes)
+        with Recorder(bag=True, priority=priority,
+                      message=command_message(nodes[0].parameters[0])) as rec:
+            # both nodes load their models at once; the recorder listens before either runs,
+            # and the run starts when it hears the controller active (it activates on the
+            # simulator's first joint states), or fails when a node exits first
+            processes += start(nodes, outputs=logs)
+            started = rec.wait(lambda: rec.active_since is not None, START_TIMEOUT, processes)
             if not started:
                 for log in logs:
                     log.flush()
@@ -277,7 +286,8 @@ def main(argv=None):
           f'{plant.get("overruns", "?")} overruns (simulated time dropped), stepping CPU '
           f'share {plant.get("cpu_share_stepping", "?")}, rejected commands '
           f'{plant.get("rejected_commands", "?")}, commands gone stale '
-          f'{plant.get("stale_commands", "?")}; controller: rejected joint_states '
+          f'{plant.get("stale_commands", "?")}, late commands dropped '
+          f'{plant.get("late_commands", "?")}; controller: rejected joint_states '
           f'{sum(int(diagnostics[-1].get(f"rejected_{k}", 0)) for k in REJECT_KINDS)}, state '
           f'timeouts {stale_episodes(out / f"{nodes[0].name}.log")}')
     if tip and tip[2]:

@@ -9,7 +9,8 @@ cleanup and shutdown publish the safe command until acknowledged (at most 0.2 s)
 
 Topics (docs/topics.md): sub `joint_states`, `~/joint_trajectory`, `~/pressures` (taken
 serialized and size-bounded, ros/controller_input.py); pub `~/commands` (N, N m or Pa in
-`joints` order, as ros2_control's ForwardCommandController takes them), `~/state`
+`joints` order, as ros2_control's ForwardCommandController takes them, or with
+`output.message: joint_state` a JointState stamped with the tick's time), `~/state`
 (ros/state_message.py) and `/diagnostics`; with a `task.frame`, ros/task_topics.py adds
 `~/tip_target`, `~/tip_pose` and `~/shape`.
 
@@ -162,7 +163,9 @@ class ControllerNode(LifecycleNode):
         self._stop_loop()
         if self.context.ok():
             command = self.runtime.stop(self.now()).copy()
-            deliver(self.command_out.publisher, lambda: self.command_out.publish(command),
+            # each send stamped anew: a driver drops a command stamped too long ago
+            deliver(self.command_out.publisher,
+                    lambda: self.command_out.publish(command, self.now()),
                     self.get_logger(), 'safe command')
         self._send_loop_output()
 
@@ -177,7 +180,19 @@ class ControllerNode(LifecycleNode):
 
     def _parse(self, tree: Dict[str, Any]) -> Tuple[ControllerNodeSettings, ControllerSettings]:
         node, rest = ControllerNodeSettings.split(tree)
-        return node, ControllerSettings.parse(rest, self.model)
+        settings = ControllerSettings.parse(rest, self.model)
+        out = self.command_out
+        # the ~/commands publisher outlives cleanup (see `_release`): its type, and the names
+        # a JointState command carries, stay those it was made with
+        if out is not None and settings.message != out.message:
+            raise ConfigError('output.message', f"is fixed for the node's life: "
+                                                f"'{out.message}' (restart the node)")
+        if out is not None and out.message == 'joint_state' and \
+                settings.joints != out.joint_names:
+            raise ConfigError('joints', "are fixed for the node's life with output.message "
+                                        f"'joint_state': {list(out.joint_names)} (restart "
+                                        'the node)')
+        return node, settings
 
     def _configure(self) -> None:
         self.model = load_model(self.params.model)
@@ -190,7 +205,8 @@ class ControllerNode(LifecycleNode):
         loop = ControlLoop(self.model, settings, node.period, planner)
         loop.stop(0.0)                      # no control before activation
         if self.command_out is None:        # made once, kept over cleanup (see `_release`)
-            self.command_out = CommandPublisher(self, '~/commands', n)
+            self.command_out = CommandPublisher(self, '~/commands', settings.joints,
+                                                settings.message)
         self.runtime = ControllerRuntime(loop, node, KINDS, self.command_out.publish)
         self.input = ControllerInput(self.model, node)
         self.state_msg = StateMessage(settings.joints)
@@ -222,7 +238,7 @@ class ControllerNode(LifecycleNode):
                                   node.period * node.state_decimation)
         self.get_logger().info(
             f'configured: {n} joints {list(settings.joints)}, {node.rate_hz:g} Hz, output '
-            f'{settings.mode}, model {type(self.model).__name__}')
+            f'{settings.mode} as {settings.message}, model {type(self.model).__name__}')
 
     def _release(self) -> None:
         """

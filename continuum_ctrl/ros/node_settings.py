@@ -105,6 +105,13 @@ class SimulatorNodeSettings(NodeSettings):
     realtime_priority: int
 
 
+def command_message(path: Any) -> str:
+    """Return the controller's `output.message` in parameter file(s) `path` (unchecked)."""
+    from continuum_ctrl.control.settings import FIELDS
+    tree, _ = file_parameters(path, CONTROLLER)
+    return tree.get('output', {}).get('message', FIELDS['output.message'].default)
+
+
 def check_parameter_file(path: Any, nodes: Sequence[str] = (CONTROLLER, SIMULATOR)) -> None:
     """
     Parse a parameter file as each node in `nodes` would, without ROS; raise its ConfigError.

@@ -17,7 +17,10 @@ Bounds, in bytes of the serialized (CDR) message:
 - `trajectory_bytes(joint_names, points)`: a JointTrajectory of the configured joints (a valid
   one names exactly those) with `points` points, every field filled;
 - `commands_bytes(n)`: the simulator's `commands`, a Float64MultiArray of `n` doubles with a
-  layout of at most one dimension labelled with `NAME_CHARS` characters;
+  layout of at most one dimension labelled with `NAME_CHARS` characters; with
+  `output.message: joint_state`, a JointState of the arm's joints bounded as joint states
+  (`joint_state_commands_reader`): names as configured or of `NAME_CHARS` characters,
+  position, velocity and effort filled;
 - `tip_target_bytes(base_frame)`: a PoseStamped whose frame_id is `base_frame` or
   `NAME_CHARS` characters, whichever is longer (a valid tip target names `base_frame`).
 """
@@ -148,6 +151,12 @@ def trajectory_reader(joint_names, max_points=MAX_TRAJECTORY_POINTS):
 def commands_reader(n):
     """Return a SizeBoundReader of Float64MultiArray commands of `n` doubles."""
     return SizeBoundReader(Float64MultiArray, commands_bytes(n))
+
+
+def joint_state_commands_reader(joint_names):
+    """Return a SizeBoundReader of JointState commands of `joint_names` (the module doc)."""
+    return SizeBoundReader(JointState, joint_states_bound(
+        joint_names, joint_states_bytes(len(joint_names))))
 
 
 def tip_target_reader(base_frame):

@@ -17,11 +17,11 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from continuum_ctrl.identify.bag import BagWriter
 from continuum_ctrl.ros.conversion import stamp_seconds
+from continuum_ctrl.ros.fast_publish import FORMS
 from continuum_ctrl.ros.plumbing import single_threaded_executor
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING
 from continuum_ctrl.runtime.scheduling import set_node_priority
@@ -42,7 +42,8 @@ class Recorder:
     states stamped before the recorder started (a previous run's) are ignored;
     `commands`: (send time s, values), the send time being the DDS source timestamp (the
     controller's clock when it published: a recorder that falls behind receives late, and
-    its receive times would bunch up); `diagnostics`: dicts of the controller's latest
+    its receive times would bunch up), heard as the controller's `output.message`
+    (`message`); `diagnostics`: dicts of the controller's latest
     figures (strings as published); `sim_diagnostics` likewise for the simulator;
     `diagnostic_stamps`, `sim_diagnostic_stamps`: their header stamps (s). With
     ``record=False`` only /diagnostics is heard (light, for benchmarks). With ``bag=True``
@@ -54,7 +55,7 @@ class Recorder:
     """
 
     def __init__(self, controller='continuum_controller', simulator='continuum_simulator',
-                 record=True, bag=False, priority=0):
+                 record=True, bag=False, priority=0, message='multiarray'):
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         self.node = Node('continuum_recorder', context=self.context)
@@ -81,7 +82,8 @@ class Recorder:
         if record:
             self.node.create_subscription(JointTrajectory, f'/{controller}/state', self._state,
                                           DEPTH)
-            self.node.create_subscription(Float64MultiArray, f'/{controller}/commands',
+            self.command_type = FORMS[message].msg_type
+            self.node.create_subscription(self.command_type, f'/{controller}/commands',
                                           self._command, DEPTH)
         # only a bag needs the message info (the send time), which the events executor lacks
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostics_kept
@@ -113,8 +115,11 @@ class Recorder:
                             np.array(feedback.positions), np.array(output.effort)))
 
     def _command(self, msg, info):
-        self._bag(f'/{self.controller}/commands', 'std_msgs/msg/Float64MultiArray', msg, info)
-        self.commands.append((info['source_timestamp'] * 1e-9, np.array(msg.data)))
+        stamped = self.command_type is JointState
+        self._bag(f'/{self.controller}/commands', 'sensor_msgs/msg/JointState' if stamped
+                  else 'std_msgs/msg/Float64MultiArray', msg, info)
+        self.commands.append((info['source_timestamp'] * 1e-9,
+                              np.array(msg.effort if stamped else msg.data)))
 
     def _diagnostics_kept(self, msg, info):
         self._bag('/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray', msg, info)

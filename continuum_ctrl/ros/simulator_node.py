@@ -1,11 +1,15 @@
 """
 `simulator_node`: a real-time simulated arm over ROS 2 (node `continuum_simulator`).
 
-- sub `commands` (std_msgs/Float64MultiArray; remap to the controller's `~/commands`): efforts
-  or pressures in `joints` order, as `output.*` says; a bad command (wrong length, non-finite,
-  pressure outside ``[p_min, p_max]``) is rejected whole and counted; a command older than
-  `command_timeout` means zero input. Commands arrive serialized and are rejected unread when
-  longer than a command of `n` doubles can be (`ros.raw_input.commands_reader`).
+- sub `commands` (remap to the controller's `~/commands`): efforts or pressures, as
+  `output.*` says, in the message `output.message` names (ros/command_input.py): a
+  std_msgs/Float64MultiArray in `joints` order, or a sensor_msgs/JointState by name in
+  `effort`, stamped; a bad command (wrong length, names, non-finite, pressure outside
+  ``[p_min, p_max]``) is rejected whole and counted; a command older than `command_timeout`
+  means zero input. A stamped command goes stale `command_timeout` after its stamp, and one
+  that old on arrival (or older than the command in force) is dropped and counted
+  (`late_commands`), never applied. Commands arrive serialized and are rejected unread when
+  longer than a command of the arm can be (ros/raw_input.py).
 - pub `joint_states` (sensor_msgs/JointState, model joint order; effort: the applied
   generalized force, behind the valves of `actuator.*` in pressure mode) at
   `publish_rate_hz`, reliable, keep last 10 (as joint_state_broadcaster publishes them:
@@ -20,7 +24,8 @@
   held back by its random hold on a one-shot timer (no waiting in the callback); a sample
   still held when the next is due goes out first.
 - pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands, commands that went stale
-  (`stale_commands`: no newer command within `command_timeout`), the sensor's samples lost
+  (`stale_commands`: no newer command within `command_timeout`), stamped commands dropped as
+  late (`late_commands`), the sensor's samples lost
   (`dropped_samples`, by `sensor.drop`), the engine and, with
   MuJoCo, `contact_force_n` (the sum of the contact normal forces at that moment, N) and
   `contact_force_max_n` (the largest such sum at a step's end since the last window); the
@@ -41,17 +46,18 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
 
 from continuum_ctrl.launch_description import SIMULATOR as NODE_NAME
 from continuum_ctrl.numerics.jit import on_compile
+from continuum_ctrl.params import ConfigError
+from continuum_ctrl.ros.command_input import CommandInput
 from continuum_ctrl.ros.conversion import Rejected, set_doubles
 from continuum_ctrl.ros.diagnostics import diagnostic_array
+from continuum_ctrl.ros.fast_publish import FORMS
 from continuum_ctrl.ros.node_settings import SIMULATOR_NODE_FIELDS, SimulatorNodeSettings
 from continuum_ctrl.ros.parameters import NodeParameters
 from continuum_ctrl.ros.plumbing import spin
 from continuum_ctrl.runtime.throttle import Throttle
-from continuum_ctrl.ros.raw_input import commands_reader
 from continuum_ctrl.runtime.scheduling import apply_thread_priority
 from continuum_ctrl.sim.plant import Plant, PlantSettings, PLANT_FIELDS
 
@@ -90,9 +96,9 @@ class SimulatorNode(Node):
         self.msg.effort = [0.0] * n
         self.pub = self.create_publisher(JointState, 'joint_states', QoSProfile(depth=10))
         self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self.command_input = commands_reader(n)
-        self.create_subscription(Float64MultiArray, 'commands', self._on_command,
-                                 QoSProfile(depth=10), raw=True)
+        self.command_input = CommandInput(settings.vectors.joints, settings.message)
+        self.create_subscription(FORMS[settings.message].msg_type, 'commands',
+                                 self._on_command, QoSProfile(depth=10), raw=True)
         self.timer = self.create_timer(1.0 / settings.publish_rate_hz, self._tick)
         # the sample held back by `sensor.jitter`, and the one-shot timer that sends it
         self._held = None
@@ -102,16 +108,24 @@ class SimulatorNode(Node):
         self._step_time = 0.0
         self.get_logger().info(
             f'plant {type(self.plant.model).__name__} ({n} joints), engine {settings.engine}, '
-            f'step {settings.step} s, {settings.publish_rate_hz:g} Hz, input {settings.mode}')
+            f'step {settings.step} s, {settings.publish_rate_hz:g} Hz, input {settings.mode} as '
+            f'{settings.message}')
 
     def _parse(self, tree):
         node, rest = SimulatorNodeSettings.split(tree)
-        return node, PlantSettings.parse(rest, self.params.model)
+        settings = PlantSettings.parse(rest, self.params.model)
+        made = getattr(self, 'plant', None)
+        if made is not None and settings.message != made.settings.message:
+            raise ConfigError('output.message', f"is fixed for the node's life (the type of "
+                                                f"`commands`): '{made.settings.message}'")
+        return node, settings
 
     def _on_change(self, settings, names):
         previous = self.node_settings.realtime_priority
         self.node_settings, plant_settings = settings
         self.plant.update(plant_settings)
+        # a JointState command is mapped onto the joints as they are now
+        self.command_input = CommandInput(plant_settings.vectors.joints, plant_settings.message)
         self.apply_realtime_priority(previous)  # callbacks run on the loop thread
         self.get_logger().info(f'parameters changed: {sorted(names)}')
 
@@ -123,12 +137,21 @@ class SimulatorNode(Node):
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _on_command(self, data):
+        now = self._now()
         try:
-            self.plant.command(self.command_input.read(data).data, self._now())
+            values, stamp = self.command_input.read(data)
+            if self.plant.command(values, now, stamp):
+                return
         except (Rejected, ValueError) as exc:
             self.rejected += 1
             if self._throttle.ready():
                 self.get_logger().warning(f'rejected command: {exc}; {self.rejected} so far')
+            return
+        if self._throttle.ready():
+            self.get_logger().warning(
+                f'dropped a late command: stamped {now - stamp:.3f} s ago (command_timeout '
+                f'{self.plant.settings.command_timeout} s), or before the command in force; '
+                f'{self.plant.late_commands} so far')
 
     def _scheduled(self, t):
         """
@@ -190,12 +213,13 @@ class SimulatorNode(Node):
         Return the run's counts.
 
         Plant steps, overruns, rejected commands, resets, the commands that went stale (no
-        newer one within `command_timeout`: the input fell to zero) and the sensor's samples
-        lost (`sensor.drop`).
+        newer one within `command_timeout`: the input fell to zero), the stamped ones dropped
+        as late and the sensor's samples lost (`sensor.drop`).
         """
         return {'steps': self.plant.steps, 'overruns': self.plant.overruns,
                 'rejected_commands': self.rejected, 'resets': self.resets,
                 'stale_commands': self.plant.stale_commands,
+                'late_commands': self.plant.late_commands,
                 'dropped_samples': self.plant.sensor.dropped}
 
     def destroy_node(self):

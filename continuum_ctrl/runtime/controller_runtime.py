@@ -21,8 +21,8 @@ SnapshotRing, Durations), so either side sees the old value or the new one.
 
 A tick, in order: take the posted settings and pressures, the latest state (`StateHandoff`),
 feed the starvation detector, tick the loop (or, starved with `safe_on_overrun`, give its
-safe command), hand the command to `send`, then record the timing figures and keep every
-`state_decimation`-th cycle as a ``~/state`` row, add the command to its quality sums
+safe command), hand the command and `t` to `send`, then record the timing figures and keep
+every `state_decimation`-th cycle as a ``~/state`` row, add the command to its quality sums
 (runtime/command_watch.py), and collect the loop's log lines. The detector, the figures, the
 row and the sums are two compiled calls (runtime/tick_record.py). No allocation per tick
 beyond the loop's own.
@@ -91,14 +91,14 @@ class ControllerRuntime:
     `loop`: the ControlLoop (with its planner); `options`: see the module doc (None: the
     defaults of RuntimeOptions at the loop's period); `kinds`: the
     rejection kinds counted in `rejected` (and reported as ``rejected_<kind>``), 'pressures'
-    among them; `send`: called with the command buffer (joints order) once per tick, before
-    the tick's bookkeeping (its time counts as compute time). Public attributes for
-    in-process callers: `loop`, `rejected`, `events`, the Durations `period`, `compute`,
-    `age`, `wait`, `transport` (of `timing`, the TickRecord) and the `detector`.
+    among them; `send`: called with the command buffer (joints order) and the tick's time (s)
+    once per tick, before the tick's bookkeeping (its time counts as compute time). Public
+    attributes for in-process callers: `loop`, `rejected`, `events`, the Durations `period`,
+    `compute`, `age`, `wait`, `transport` (of `timing`, the TickRecord) and the `detector`.
     """
 
     def __init__(self, loop: ControlLoop, options=None, kinds: Sequence[str] = ('pressures',),
-                 send: Optional[Callable[[np.ndarray], None]] = None) -> None:
+                 send: Optional[Callable[[np.ndarray, float], None]] = None) -> None:
         self.loop = loop
         self.options = options = RuntimeOptions(loop.period) if options is None else options
         self.send = send
@@ -257,7 +257,7 @@ class ControllerRuntime:
         else:
             command = loop.tick(t)
         if self.send is not None:
-            self.send(command)
+            self.send(command, t)
         end = time.perf_counter()
         status = loop.status
         state_time = loop.last_state_time      # a new state: its wait for a tick is recorded

@@ -4,12 +4,16 @@ The simulator's plant without ROS: settings, model mismatch, commands in, real-t
     settings = PlantSettings.parse(tree, model_namespace)
     plant = Plant(settings)
     plant.command(values, t)      # controller command, joints order: N, N m or Pa
+    plant.command(values, t, issued)   # a stamped one: False (dropped) when late
     plant.advance(t)              # integrate with the fixed step up to time t (s)
 
 The arm rests at its initial pose until the first valid command arrives (`wait_for_command`,
 as a paused simulator would: no arm falls while the nodes discover each other); from then on
 a command older than `command_timeout` means zero input (vented PMAs), from the step in which
-it turns stale. The plant is the model given in `model.*` with `mismatch.mass_scale`,
+it turns stale. A stamped command (`issued`: its stamp) goes stale `command_timeout` after its
+stamp, and one already that old when it arrives, or older than the command in force, is never
+applied: it is dropped and counted (`late_commands`), as a driver that checks stamps does.
+The plant is the model given in `model.*` with `mismatch.mass_scale`,
 `mismatch.stiffness_scale` and `mismatch.damping_scale` applied to `model.sections.mass`,
 `.stiffness` and `.damping` (a URDF plant: `mass_scale` scales every link's mass and
 rotational inertia, CoM kept); the controller's `output.*` keys say how commands turn into
@@ -39,7 +43,8 @@ import pinocchio as pin
 
 from continuum_ctrl.actuation.pressure_map import ActuationMap
 from continuum_ctrl.actuation.valves import Actuator
-from continuum_ctrl.control.settings import FIELDS as CONTROLLER_FIELDS, JointVectors, read_output
+from continuum_ctrl.control.settings import (FIELDS as CONTROLLER_FIELDS, JointVectors,
+                                             read_message, read_output)
 from continuum_ctrl.models import load_model
 from continuum_ctrl.models.integrators import INTEGRATORS
 from continuum_ctrl.models.rigid import resolve_urdf
@@ -57,8 +62,9 @@ FIELDS = {
                         choices=tuple(INTEGRATORS)),
     'publish_rate_hz': Field('number', 500.0, 'joint_states publication rate, Hz', 1.0,
                              10000.0),
-    'command_timeout': Field('number', 0.1, 'a command older than this (s) means zero input',
-                             1e-3, 10.0),
+    'command_timeout': Field('number', 0.1, 'a command older than this (s) means zero input; '
+                             'a stamped one (output.message joint_state) older than this '
+                             'by its stamp is dropped (late_commands)', 1e-3, 10.0),
     'wait_for_command': Field('bool', True, 'rest at the initial pose until the first valid '
                               'command arrives'),
     'end_stops': Field('bool', False, 'builtin engine: each coordinate stops at its joint '
@@ -105,8 +111,8 @@ FIELDS = {
 #: the `actuator.*` keys, in the order of Actuator's arguments
 ACTUATOR_KEYS = ('time_constant', 'delay', 'max_rate')
 #: the keys the simulator shares with the controller (same meaning)
-SHARED = ('joints', 'output.mode', 'output.area', 'output.deadzone', 'output.p_min',
-          'output.p_max')
+SHARED = ('joints', 'output.mode', 'output.message', 'output.area', 'output.deadzone',
+          'output.p_min', 'output.p_max')
 #: every parameter `PlantSettings.parse` reads besides `model.*`
 PLANT_FIELDS = {**{k: CONTROLLER_FIELDS[k] for k in SHARED}, **FIELDS}
 #: model keys scaled by the mismatch options
@@ -134,6 +140,7 @@ class PlantSettings:
     actuator: Tuple[float, float, float] = (0.0, 0.0, 0.0)
     engine: str = 'builtin'
     mujoco: Optional['MujocoOptions'] = None
+    message: str = 'multiarray'
 
     @classmethod
     def parse(cls, tree: Dict[str, Any], model_namespace: Dict[str, Any]) -> 'PlantSettings':
@@ -166,7 +173,7 @@ class PlantSettings:
             initial=position,
             sensor=SensorSettings.read(top, step, publish_rate_hz),
             end_stops=_field(top, 'end_stops'),
-            actuator=actuator, engine=engine, mujoco=options)
+            actuator=actuator, engine=engine, mujoco=options, message=read_message(top))
         top.finish()
         return settings
 
@@ -463,8 +470,10 @@ class Plant:
     applied pressures, which make the force; `engine` integrates (`new_engine`); `sensor`
     records every state it makes and publishes what it reads. `overruns`
     counts wake-ups that had to drop simulated time, `steps` the integration steps,
-    `commands` the commands accepted and `stale_commands` the times the command in force
-    outlived `command_timeout` (the input then fell to zero until the next one).
+    `commands` the commands accepted, `stale_commands` the times the command in force
+    outlived `command_timeout` (the input then fell to zero until the next one) and
+    `late_commands` the stamped commands dropped as older than `command_timeout` or than the
+    command in force.
     """
 
     def __init__(self, settings):
@@ -476,6 +485,7 @@ class Plant:
         self.steps = 0
         self.commands = 0
         self.stale_commands = 0
+        self.late_commands = 0
         self._fresh = False
         self.sensor = Sensor(settings.sensor, self.model.n)
         self.valves: Optional[Actuator] = None
@@ -531,14 +541,27 @@ class Plant:
             raise ValueError('pressure outside [p_min, p_max]')
         return actuation.force(model_order)
 
-    def command(self, values, t):
-        """Hold new input values, joints order, from time `t` (s); ValueError keeps the old."""
-        self.tau[:] = self.check(values)
-        self.command_time = t
+    def command(self, values, t, issued=None):
+        """
+        Hold new input values, joints order, from time `t` (s); ValueError keeps the old.
+
+        `issued`: when the command was issued (its stamp, s on the plant's clock), or None
+        (unstamped: issued at `t`). Return False, and count it in `late_commands`, for a
+        command issued more than `command_timeout` before `t`, or before the command in
+        force (a reordered one): it is never applied. A stamp ahead of `t` counts from `t`.
+        """
+        forces = self.check(values)
+        issued = t if issued is None else min(issued, t)
+        if t - issued > self.settings.command_timeout or issued < self.command_time:
+            self.late_commands += 1
+            return False
+        self.tau[:] = forces
+        self.command_time = issued
         self.commands += 1
         if self.valves is not None:
             self.valves.command(self.settings.vectors.to_model(values), t)
             self._vented = False
+        return True
 
     @property
     def t(self):

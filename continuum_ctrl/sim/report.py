@@ -110,7 +110,8 @@ def units(joint_names, command):
 
     PMA arms (joints ``section*``, commands in Pa): mm and kPa; rigid arms: rad and N m.
     """
-    if all(name.startswith('section') for name in joint_names) or np.max(np.abs(command)) > 1e3:
+    if all(name.startswith('section') for name in joint_names) or np.nanmax(
+            np.abs(command)) > 1e3:
         return 1e3, 'mm', 1e-3, 'kPa'
     return 1.0, 'rad', 1.0, 'N m'
 
