@@ -9,6 +9,7 @@ loopback gives the tracking to compare with. Where network namespaces cannot be 
 root), every test here is skipped and says why.
 """
 
+import os
 import re
 import signal
 import subprocess
@@ -24,8 +25,8 @@ from continuum_ctrl.launch_description import config_path, CONTROLLER
 from continuum_ctrl.params import read_yaml
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING
 from continuum_ctrl.sim.plant import PLANT_FIELDS
-from ros_nodes import running, stall, stall_of, unstalled
-from two_hosts import Link, pair, Unavailable
+from ros_nodes import params_file, running, stall, stall_of, unstalled
+from two_hosts import Link, pair, RIG_ENV, Unavailable
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -91,8 +92,13 @@ class Timeline:
 
     def statuses(self, since, until):
         """Return (stamp, status) of the controller's states in a span (s)."""
-        return [(s[0], status) for s, status in zip(self.near['states'], self.near['statuses'])
-                if since <= s[0] <= until]
+        return statuses(self.near, since, until)
+
+
+def statuses(near, since, until):
+    """Return (stamp, status) of the controller's states heard by `near` in a span (s)."""
+    return [(s[0], status) for s, status in zip(near['states'], near['statuses'])
+            if since <= s[0] <= until]
 
 
 @pytest.fixture(scope='module')
@@ -155,8 +161,10 @@ def fault_figures(run, fault):
     """
     Return one outage's figures (times in s from the loss or the return, steps in Pa).
 
-    The loss is when the last command crossed before the return (its send time): the fault
-    took effect within the tick after it, however long the `bridge` command took to start.
+    The loss is the send time of the last command to cross before the longest gap in the
+    send times of those that crossed: the fault took effect within the tick after it,
+    however long the `bridge` command took to start (the few sent just before the return
+    cross after it, repaired from the writer's history).
     `outage`: from the loss to the return; `safe`: the controller's first safe command;
     `vent`: the simulator's applied force below half its value at the loss (all PMAs: its
     valves' dead time and about 14 ms of their lag after it vented); `stale_due`: when the
@@ -169,8 +177,9 @@ def fault_figures(run, fault):
     over AFTER s from the return. None where it did not happen.
     """
     sent, received = (np.array([c[i] for c in run.far['commands']]) for i in (0, 1))
+    near = np.flatnonzero((sent > fault.lost - 0.5) & (sent < fault.back))
+    lost = sent[near[np.argmax(np.diff(sent[near]))]]
     crossed = received < fault.back
-    lost = sent[crossed][-1]
     t, u = run.commands()
     span = (t > lost) & (t < fault.back + RECOVERY)
     safe = span & np.all(u == SAFE, axis=1)
@@ -193,7 +202,7 @@ def fault_figures(run, fault):
         'outage': fault.back - lost,
         'safe': since(t[safe], lost),
         'vent': since(states[vented], lost),
-        'stale_due': float(received[crossed][-1] + COMMAND_TIMEOUT - lost),
+        'stale_due': float(received[sent == lost][0] + COMMAND_TIMEOUT - lost),
         'driver_back': since(received[~crossed], fault.back),
         'active': since(np.array(back), fault.back),
         'step_out_of_safe': (float(np.abs(u[first] - u[first - 1]).max())
@@ -358,3 +367,34 @@ def test_sigint_with_the_link_down_ends_safe_in_bounded_time(timeline):
     assert timeline.exit_s <= 2.0
     assert t[-1] >= timeline.sigint and np.all(u[-1] == SAFE)
     assert len(lines) == 1
+
+
+#: stamped commands replayed 0.5 s late across the link
+LATE_REPLAYS, LATE_AGE = 20, 0.5
+
+
+def test_a_command_replayed_late_over_the_link_is_dropped(link, tmp_path):
+    """
+    With stamped commands (`output.message: joint_state`), commands the controller sent
+    0.5 s before, replayed unchanged from its side of the link, are dropped by the simulator
+    by their stamps and counted (`late_commands`): exactly those, and control goes on.
+    """
+    params = params_file(tmp_path, CONFIG, all={'output': {'message': 'joint_state'}})
+    with pair(tmp_path, params, link) as run:
+        time.sleep(BLEND_TIME + 1.0)
+        start = time.time()
+        replayer = subprocess.run(
+            link.command(link.near, [sys.executable, str(Path(__file__).with_name(
+                'rig_late_command.py')), str(LATE_REPLAYS), str(LATE_AGE)]),
+            env={**os.environ, **RIG_ENV}, capture_output=True, text=True, check=True)
+        end = time.time()
+        time.sleep(2.5)                 # two diagnostics windows of the simulator's
+        run.finish()
+    sent = int(replayer.stdout)
+    late = grown(run, 'late_commands', start - 1.0, end + 2.5)
+    seen = {status for _, status in statuses(run.near, start, end + 1.0)}
+    print(f'\n{sent} commands replayed {LATE_AGE:g} s late: the simulator dropped {late} as '
+          f'late; controller status {seen}')
+    assert sent == LATE_REPLAYS
+    assert late == LATE_REPLAYS
+    assert seen <= set(CONTROLLING)

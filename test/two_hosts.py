@@ -1,19 +1,16 @@
 """
-Two hosts on one machine: two network namespaces joined by a veth pair, for the node tests.
+Two hosts on one machine: network namespaces and a link between them, for the node tests.
 
-    with Link() as link:                     # namespaces, veth pair, addresses (root only)
-        with pair(tmp_path, params, link) as (rec, far, processes):
-            link.cut()                       # 100 % loss both ways; link.restore()
-            link.netem('duplicate 50% reorder 25% delay 2ms')
+    with Link() as link:                     # namespaces, bridge, links (root only)
+        with pair(tmp_path, params, link) as run:
+            link.cut()                       # nothing passes either way; link.restore()
+            run.finish()                     # run.near, run.far: what each side recorded
 
 The controller runs in the namespace `link.near`, the simulator in `link.far` (`ip netns
-exec`). DDS discovers over the veth (SUBNET range, multicast on the link), and the nodes'
-Fast DDS has UDPv4 as its only transport: its shared memory would otherwise carry the data
-between two processes of one machine past the link. `rec` is a Recorder made in the near
-namespace (it hears the controller's topics, and the simulator's across the link); `far`
-listens in the far namespace, beside the simulator. Link faults are `tc netem` on both
-ends, not `ip link set down`: a downed veth also takes its address's local route, and so
-the near side's own traffic (controller to recorder), which a cable fault leaves alone.
+exec`), each behind a veth pair to a bridge in `link.wire`. DDS discovers over the link
+(SUBNET range, multicast), and the nodes' Fast DDS has UDPv4 as its only transport: its
+shared memory would otherwise carry the data between two processes of one machine past the
+link. A listener process on each side (test/rig_listener.py) records what that side sees.
 """
 
 import contextlib
@@ -66,8 +63,8 @@ class Link:
 
     def __init__(self):
         tag = os.getpid() % 100000
-        self.near, self.far, self.wire = (f'ccrig_{side}_{tag}' for side in ('near', 'far',
-                                                                              'wire'))
+        self.near, self.far, self.wire = (f'ccrig_{side}_{tag}'
+                                          for side in ('near', 'far', 'wire'))
         self.ends = {self.near: f'ccn{tag}', self.far: f'ccf{tag}'}
         self.ports = {self.near: f'cwn{tag}', self.far: f'cwf{tag}'}
         octet = 64 + tag % 128
