@@ -5,12 +5,12 @@ A listener on one side of the two-host rig (test/two_hosts.py), as a process of 
 
 `near` (beside the controller) runs a Recorder: the controller's `~/state` (with each one's
 loop status), `~/commands` and /diagnostics; it prints ``active`` once the controller
-controls. `far` (beside the
-simulator) keeps the simulator's `joint_states` (stamp, effort) and /diagnostics, and the
-controller's commands as a subscriber with the simulator's QoS receives them: (send time,
-receive time, values), the send time being the DDS source timestamp (s, one machine's
-clock). Both print ``ready`` once their node exists, record until SIGINT or SIGTERM, then
-write what they kept to OUT.pickle. They run at a real-time priority below the nodes'.
+controls. `far` (beside the simulator) keeps the simulator's `joint_states` (stamp, effort)
+and /diagnostics, and the controller's commands as a reliable subscriber receives them
+there: (send time, receive time, values), the send time being the DDS source timestamp (s,
+one machine's clock); its history is deep, so that a listener held up by a loaded machine
+loses none. Both print ``ready`` once their node exists, record until SIGINT or SIGTERM,
+then write what they kept to OUT.pickle. They run at a real-time priority below the nodes'.
 
 A process per side, not a participant per namespace in the test process: Fast DDS looks up a
 process's network interfaces once, so a second participant made in another namespace
@@ -55,7 +55,7 @@ class FarSide:
         self.node.create_subscription(JointState, '/joint_states', self._state,
                                       QoSProfile(depth=1000))
         self.node.create_subscription(Float64MultiArray, f'/{CONTROLLER}/commands',
-                                      self._command, QoSProfile(depth=10))
+                                      self._command, QoSProfile(depth=1000))
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostics, 10)
 
     def _state(self, msg):

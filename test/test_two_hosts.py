@@ -161,10 +161,6 @@ def fault_figures(run, fault):
     """
     Return one outage's figures (times in s from the loss or the return, steps in Pa).
 
-    The loss is the send time of the last command to cross before the longest gap in the
-    send times of those that crossed: the fault took effect within the tick after it,
-    however long the `bridge` command took to start (the few sent just before the return
-    cross after it, repaired from the writer's history).
     `outage`: from the loss to the return; `safe`: the controller's first safe command;
     `vent`: the simulator's applied force below half its value at the loss (all PMAs: its
     valves' dead time and about 14 ms of their lag after it vented); `stale_due`: when the
@@ -177,8 +173,7 @@ def fault_figures(run, fault):
     over AFTER s from the return. None where it did not happen.
     """
     sent, received = (np.array([c[i] for c in run.far['commands']]) for i in (0, 1))
-    near = np.flatnonzero((sent > fault.lost - 0.5) & (sent < fault.back))
-    lost = sent[near[np.argmax(np.diff(sent[near]))]]
+    lost = fault.lost
     crossed = received < fault.back
     t, u = run.commands()
     span = (t > lost) & (t < fault.back + RECOVERY)
@@ -202,7 +197,7 @@ def fault_figures(run, fault):
         'outage': fault.back - lost,
         'safe': since(t[safe], lost),
         'vent': since(states[vented], lost),
-        'stale_due': float(received[sent == lost][0] + COMMAND_TIMEOUT - lost),
+        'stale_due': float(received[sent < lost][-1] + COMMAND_TIMEOUT - lost),
         'driver_back': since(received[~crossed], fault.back),
         'active': since(np.array(back), fault.back),
         'step_out_of_safe': (float(np.abs(u[first] - u[first - 1]).max())
