@@ -339,8 +339,8 @@ def test_control_resumes_through_the_blend_without_a_jump(timeline, index):
     print(f'\nlink down {f["outage"]:.3f} s: commands reach the driver {f["driver_back"]} s '
           f'after the return, controlling after {f["active"]} s, step out of the safe '
           f'command {f["step_out_of_safe"]} Pa, then at most {f["step_after"]:.0f} Pa (bound '
-          f'{JUMP_PA:.0f}); RMS error over {AFTER:g} s after the return '
-          f'{np.round(f["rms_after"], 4)} mm')
+          f'{JUMP_PA:.0f}), reference - feedback at the start {f["anchor_error"]:.2g} m; RMS '
+          f'error over {AFTER:g} s after the return {np.round(f["rms_after"], 4)} mm')
     assert f['active'] is not None and f['active'] <= RECOVERY - BLEND_TIME - AFTER, f
     assert f['step_after'] <= JUMP_PA, f
     if f['step_out_of_safe'] is not None:       # it went stale: a fresh start from the pose
@@ -358,7 +358,7 @@ def test_duplicated_and_reordered_packets_move_nothing(timeline):
           f'(undisturbed {steps[0]:.0f})')
     assert copies > 1000
     assert {status for _, status in timeline.statuses(start, end)} <= set(CONTROLLING)
-    assert np.all(burst <= 1.5 * calm + 0.005), (burst, calm)
+    assert np.all(burst <= 1.3 * calm + 0.002), (burst, calm)      # mm
     assert steps[1] <= 2 * steps[0]
     assert grown(timeline, 'stale_commands', start, end + 1.0) == 0
 
