@@ -7,9 +7,10 @@ A listener on one side of the two-host rig (test/two_hosts.py), as a process of 
 loop status), `~/commands` and /diagnostics; it prints ``active`` once the controller
 controls. `far` (beside the simulator) keeps the simulator's `joint_states` (stamp, effort)
 and /diagnostics, and the controller's commands as a reliable subscriber receives them
-there: (send time, receive time, values), the send time being the DDS source timestamp (s,
-one machine's clock); its history is deep, so that a listener held up by a loaded machine
-loses none. Both print ``ready`` once their node exists, record until SIGINT or SIGTERM,
+there: (send time, receive time, values), the DDS source and reception timestamps (s, one
+machine's clock: the reception is stamped by the middleware's receive thread, not when this
+process gets to the callback); its history is deep, so that a listener held up by a loaded
+machine loses none. Both print ``ready`` once their node exists, record until SIGINT or SIGTERM,
 then write what they kept to OUT.pickle. They run at a real-time priority below the nodes'.
 
 A process per side, not a participant per namespace in the test process: Fast DDS looks up a
@@ -20,7 +21,6 @@ announced the first namespace's address and was never reached.
 import pickle
 import signal
 import sys
-import time
 
 import numpy as np
 import rclpy
@@ -62,8 +62,8 @@ class FarSide:
         self.states.append((stamp_seconds(msg.header.stamp), np.array(msg.effort)))
 
     def _command(self, msg, info):
-        self.commands.append((info['source_timestamp'] * 1e-9, time.time(),
-                              np.array(msg.data)))
+        self.commands.append((info['source_timestamp'] * 1e-9,
+                              info['received_timestamp'] * 1e-9, np.array(msg.data)))
 
     def _diagnostics(self, msg):
         for status in msg.status:
