@@ -11,8 +11,10 @@ from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.launch_description import config_path, controller
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import ConfigError, file_parameters, nest
-from continuum_ctrl.ros.node_settings import ControllerNodeSettings, SimulatorNodeSettings
+from continuum_ctrl.ros.node_settings import (check_parameter_file, ControllerNodeSettings,
+                                              SimulatorNodeSettings)
 from continuum_ctrl.sim.plant import PlantSettings
+from ros_nodes import params_file
 
 CONFIGS = ('planar_2r.yaml', 'panda.yaml', 'continuum_3section.yaml', 'continuum_task.yaml')
 
@@ -151,6 +153,18 @@ def test_bad_parameter_file_exits_with_the_key(tmp_path):
                           timeout=120)
     assert done.returncode == 2
     assert "parameter 'gains.kp'" in done.stderr
+
+
+def test_the_launchers_check_refuses_two_command_messages(tmp_path):
+    """The commands topic has one type: the controller's message set alone is one error."""
+    path = params_file(tmp_path, 'planar_2r.yaml',
+                       continuum_controller={'output': {'message': 'joint_state'}})
+    with pytest.raises(ConfigError) as raised:
+        check_parameter_file(path)
+    assert raised.value.key == 'output.message' and "'joint_state'" in str(raised.value)
+    check_parameter_file(path, ['continuum_controller'])        # alone: nothing to match
+    check_parameter_file(params_file(tmp_path, 'planar_2r.yaml', all={
+        'output': {'message': 'joint_state'}}))                 # under /**: one for both
 
 
 def test_the_launchers_check_loads_no_kernel_and_leaves_later_objects_compiled():

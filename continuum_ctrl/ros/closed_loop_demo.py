@@ -37,8 +37,9 @@ from continuum_ctrl.launch_description import (arm_config, ARMS, CONTROLLER, SIM
 from continuum_ctrl.launch_runner import start, stop
 from continuum_ctrl.params import file_parameters
 from continuum_ctrl.ros.conversion import REJECT_KINDS
-from continuum_ctrl.ros.node_settings import (check_parameter_file, command_message,
-                                              ControllerNodeSettings, SimulatorNodeSettings)
+from continuum_ctrl.ros.node_settings import (check_parameter_file, check_same_message,
+                                              command_message, ControllerNodeSettings,
+                                              SimulatorNodeSettings)
 from continuum_ctrl.ros.recorder import Recorder
 from continuum_ctrl.ros.task_plot import plot_task, task_model
 from continuum_ctrl.runtime.lateness import LATE_GAP
@@ -223,6 +224,7 @@ def main(argv=None):
     nodes = with_engine(nodes, args.engine or default_engine(nodes[1]), out)
     check_parameter_file(nodes[0].parameters[0], [nodes[0].name])
     check_parameter_file(list(nodes[1].parameters), [nodes[1].name])
+    check_same_message(nodes[0].parameters[0], list(nodes[1].parameters))
     engine = file_parameters(list(nodes[1].parameters), SIMULATOR)[0].get('engine', 'builtin')
     period, priority = node_timing(nodes[0].parameters[0])
     logs = [open(out / f'{node.name}.log', 'w') for node in nodes]

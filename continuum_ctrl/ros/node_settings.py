@@ -105,11 +105,24 @@ class SimulatorNodeSettings(NodeSettings):
     realtime_priority: int
 
 
-def command_message(path: Any) -> str:
-    """Return the controller's `output.message` in parameter file(s) `path` (unchecked)."""
+def command_message(path: Any, node: str = CONTROLLER) -> str:
+    """Return `node`'s `output.message` in parameter file(s) `path` (unchecked)."""
     from continuum_ctrl.control.settings import FIELDS
-    tree, _ = file_parameters(path, CONTROLLER)
+    tree, _ = file_parameters(path, node)
     return tree.get('output', {}).get('message', FIELDS['output.message'].default)
+
+
+def check_same_message(controller_path: Any, simulator_path: Any) -> None:
+    """
+    Raise ConfigError unless controller and simulator name one `output.message`.
+
+    It is the type of the commands topic: with two, the simulator never hears a command.
+    """
+    sent, taken = command_message(controller_path), command_message(simulator_path, SIMULATOR)
+    if sent != taken:
+        raise ConfigError('output.message', f"the controller sends '{sent}' commands, the "
+                                            f"simulator takes '{taken}': set it under /** "
+                                            'for both')
 
 
 def check_parameter_file(path: Any, nodes: Sequence[str] = (CONTROLLER, SIMULATOR)) -> None:
@@ -132,3 +145,5 @@ def check_parameter_file(path: Any, nodes: Sequence[str] = (CONTROLLER, SIMULATO
             else:
                 ControllerSettings.parse(ControllerNodeSettings.split(tree)[1],
                                          load_model(model))
+    if CONTROLLER in nodes and SIMULATOR in nodes:
+        check_same_message(path, path)
