@@ -178,7 +178,7 @@ def pair(tmp_path, params, link):
     homes = {CONTROLLER: link.near, SIMULATOR: link.far}
     logs = {node.name: tmp_path / f'{node.name}.log' for node in nodes}
     env = {**os.environ, **RIG_ENV}
-    listeners, outputs, files = [], [], []
+    processes, listeners, outputs, files = [], [], [], []
     try:
         files = [open(logs[node.name], 'w') for node in nodes]
         processes = start([InNamespace(node, homes[node.name], link) for node in nodes],
