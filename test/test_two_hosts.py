@@ -430,3 +430,28 @@ def test_a_command_replayed_late_over_the_link_is_dropped(link, tmp_path):
     assert sent == LATE_REPLAYS
     assert late == LATE_REPLAYS
     assert seen <= set(CONTROLLING)
+
+
+def test_static_peers_discover_across_the_link_without_multicast(link, tmp_path):
+    """
+    `ROS_STATIC_PEERS` with the hosts' addresses and discovery kept to LOCALHOST, no
+    multicast route: the pair still meets across the link (docs/two-hosts.md), and the link
+    carries the data: cut, the controller sends its safe command.
+    """
+    peers = {'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
+             'ROS_STATIC_PEERS': ';'.join(link.address.values())}
+    link.multicast(False)
+    try:
+        with pair(tmp_path, config_path(CONFIG), link, env=peers) as run:
+            lost = link.cut()
+            time.sleep(0.5)
+            link.restore()
+            time.sleep(0.5)
+            run.finish()
+    finally:
+        link.multicast(True)
+    safe = [sent for sent, values in run.near['commands']
+            if sent > lost and np.all(values == SAFE)]
+    print(f'\nstatic peers: the safe command {safe[0] - lost:.3f} s after the cut'
+          if safe else '\nstatic peers: no safe command after the cut')
+    assert safe and safe[0] - lost <= STATE_TIMEOUT + SLACK

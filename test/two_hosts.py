@@ -88,7 +88,7 @@ class Link:
                 ip('-n', ns, 'addr', 'add', f'{self.address[ns]}/30', 'dev', end)
                 ip('-n', ns, 'link', 'set', 'lo', 'up')
                 ip('-n', ns, 'link', 'set', end, 'up')
-                ip('-n', ns, 'route', 'add', '224.0.0.0/4', 'dev', end)   # DDS discovery
+            self.multicast(True)            # DDS discovery
             # one `bridge` kept running: a fault then starts within microseconds, where
             # starting a process took up to 60 ms on a loaded machine
             self._bridge = subprocess.Popen(['bridge', '-n', self.wire, '-batch', '-'],
@@ -105,6 +105,11 @@ class Link:
             self._bridge.wait()
         for ns in (self.near, self.far, self.wire):
             ip('netns', 'delete', ns, check=False)
+
+    def multicast(self, on):
+        """Give both hosts a multicast route on the link (`on`), or take it away."""
+        for ns, end in self.ends.items():
+            ip('-n', ns, 'route', 'replace' if on else 'delete', '224.0.0.0/4', 'dev', end)
 
     def _port_state(self, state):
         """Set the near port's state through the running `bridge -batch` (no process start)."""
@@ -165,19 +170,20 @@ class Run:
 
 
 @contextlib.contextmanager
-def pair(tmp_path, params, link):
+def pair(tmp_path, params, link, env=None):
     """
     Run the controller in `link.near` and the simulator in `link.far` from `params`.
 
     Yields a Run once the controller is active across the link, with a listener on each
     side; fails with the nodes' logs when it does not become so. On exit the link is
-    restored and every process stopped (SIGINT), whatever happened.
+    restored and every process stopped (SIGINT), whatever happened. `env`: variables for
+    every process on the rig, over RIG_ENV.
     """
     tmp_path = Path(tmp_path)
     nodes = simulation(params)
     homes = {CONTROLLER: link.near, SIMULATOR: link.far}
     logs = {node.name: tmp_path / f'{node.name}.log' for node in nodes}
-    env = {**os.environ, **RIG_ENV}
+    env = {**os.environ, **RIG_ENV, **(env or {})}
     processes, listeners, outputs, files = [], [], [], []
     try:
         files = [open(logs[node.name], 'w') for node in nodes]
