@@ -5,10 +5,10 @@ Replay packets on the two-host rig's link: a burst of duplicated, reordered fram
 
 For SECONDS, every unicast IPv4 frame that arrives at one host's end of the link is, with
 probability SHARE (default 0.5), sent again from the other host's end after a random delay
-of up to `MAX_DELAY`: the receiver gets it twice, the copy behind frames sent after it. Both ways:
-the controller's commands and the simulator's states. The kernel has no `netem` everywhere
-(this machine's has none), so the copies are made here, with packet sockets. Prints the
-number of copies sent. Needs CAP_NET_RAW in both namespaces (root).
+of up to `MAX_DELAY`: the receiver gets it twice, the copy behind frames sent after it.
+Both ways: the controller's commands and the simulator's states. The kernel has no `netem`
+everywhere (this machine's has none), so the copies are made here, with packet sockets.
+Prints the number of copies sent. Needs CAP_NET_RAW in both namespaces (root).
 """
 
 import ctypes
