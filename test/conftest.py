@@ -80,6 +80,15 @@ def ros_domain(request):
                 os.environ[key] = value
 
 
+def profiles_variable():
+    """Return the variable naming Fast DDS's profiles file: Fast DDS 3 and 2 differ."""
+    try:
+        importlib.metadata.version('ros-fastdds')
+        return 'FASTDDS_DEFAULT_PROFILES_FILE'
+    except importlib.metadata.PackageNotFoundError:
+        return 'FASTRTPS_DEFAULT_PROFILES_FILE'
+
+
 def load_participant_profile():
     """
     Make PARTICIPANT_PROFILE the default of this process's participants, not of its children.
@@ -88,13 +97,10 @@ def load_participant_profile():
     first participant (rclpy: its first node), so a throw-away node is made with the variable
     set, which is then removed: node processes started later do not inherit it. Fast DDS 3
     (Kilted) reads FASTDDS_DEFAULT_PROFILES_FILE, Fast DDS 2 (Jazzy) FASTRTPS_DEFAULT_...
+    (`profiles_variable`).
     """
     import rclpy
-    try:
-        importlib.metadata.version('ros-fastdds')
-        variable = 'FASTDDS_DEFAULT_PROFILES_FILE'
-    except importlib.metadata.PackageNotFoundError:
-        variable = 'FASTRTPS_DEFAULT_PROFILES_FILE'
+    variable = profiles_variable()
     saved = os.environ.get(variable)
     os.environ[variable] = str(PARTICIPANT_PROFILE)
     context = rclpy.Context()
