@@ -94,12 +94,9 @@ class ActuationMap:
 
         ``area (1 - slope q / stroke)``; `area` itself (no copy) where the area is constant.
         """
-        if self._falloff is None:
+        if self.slope is None:
             return self.area
-        out = np.empty(self.n) if out is None else out
-        np.multiply(self._falloff, q, out=out)
-        np.subtract(1.0, out, out=out)
-        return np.multiply(self.area, out, out=out)
+        return np.multiply(self.area, area_factor(q, self.slope, self.stroke), out=out)
 
     def pressure(self, tau, out=None, area=None):
         """

@@ -280,17 +280,13 @@ def read_output(top: Reader, vec: 'JointVectors',
 
 def _area_slope(out, slope, model):
     """Return ActuationMap's `slope` and `stroke` (m) from `output.area_slope` (model order)."""
-    high = FIELDS['output.area_slope'].high
-    if np.any(slope > high):
-        raise ConfigError(out.key('area_slope'), f'must be <= {high} (the area stays '
-                                                 f'positive), got {max(slope):g}')
     if not slope.any():
         return {}
     spec = getattr(model, 'spec', None)
     if spec is None:
         raise ConfigError(out.key('area_slope'), f'applies to continuum arms, not '
                                                  f'{type(model).__name__}')
-    return {'slope': slope, 'stroke': np.repeat(np.asarray(spec.max_extension, dtype=float), 3)}
+    return {'slope': slope, 'stroke': spec.stroke}
 
 
 def read_message(top: Reader) -> str:
@@ -346,7 +342,7 @@ class JointVectors:
         """Read a per-joint vector (`field`, default: this module's) into model order."""
         field = field or FIELDS[reader.key(name)]
         return self.to_model(reader.per_joint(name, self.n, field.default, field.low,
-                                              strict_low))
+                                              strict_low, field.high))
 
 
 def read_task(task, model):

@@ -170,11 +170,10 @@ class Identification:
         act = setup.actuation
         #: the file's area slope over the stroke, 1/m, per PMA (the fit's nominal)
         self.falloff = act.falloff()
-        self.stroke = np.repeat(np.asarray(setup.model.spec.max_extension, dtype=float), 3)
+        self.stroke = setup.model.spec.stroke
         lag = 'time_constant' in options.fit or 'delay' in options.fit
         window = options.window or (LAG_WINDOW if lag else None)
         self.runs = [_Run(run, setup, window) for run in runs]
-        act = setup.actuation
         self.margin = MARGIN * float(np.max(act.p_max - act.p_min))
         #: a sample's window reaching this pressure (Pa) is clipped: left out
         self.p_limit = act.p_max - self.margin

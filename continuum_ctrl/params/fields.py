@@ -150,9 +150,10 @@ class Reader:
         return out
 
     def per_joint(self, name: str, n: int, default: Any = REQUIRED,
-                  low: Optional[float] = None, strict_low: bool = False) -> List[float]:
+                  low: Optional[float] = None, strict_low: bool = False,
+                  high: Optional[float] = None) -> List[float]:
         """Read `n` numbers, one per joint; one number given stands for all joints."""
-        values = self.numbers(name, default, low=low, strict_low=strict_low)
+        values = self.numbers(name, default, low=low, high=high, strict_low=strict_low)
         if len(values) == 1:
             values = values * n
         if len(values) != n:

@@ -81,10 +81,6 @@ class PmaTraits:
         bank = [np.array(friction.field(key, FIELDS[friction.key(key)])) for key in given]
         friction.finish()
         reader.finish()
-        high = FIELDS[reader.key('area_slope')].high
-        if np.any(slope > high):
-            raise ConfigError(reader.key('area_slope'), f'must be <= {high} (the area stays '
-                                                        f'positive), got {max(slope):g}')
         if given and len(given) < 2:
             missing = 'stiffness' if given == ['breakaway'] else 'breakaway'
             raise ConfigError(friction.key(missing), f'must be given with '
@@ -113,7 +109,7 @@ class PmaTraits:
                                                              f' N/m must not exceed the PMA '
                                                              f'damping {spec.damping[worst]:g}'
                                                              f' N s/m (PMA {worst + 1})')
-        return cls(slope if slope.any() else None, np.repeat(spec.max_extension, 3),
+        return cls(slope if slope.any() else None, spec.stroke,
                    breakaway, stiffness)
 
 

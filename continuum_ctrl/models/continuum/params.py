@@ -48,6 +48,11 @@ class ContinuumSpec:
         """Return the number of sections n."""
         return len(self.length)
 
+    @property
+    def stroke(self):
+        """Return each PMA's stroke, its section's `max_extension`, m (3n,)."""
+        return np.repeat(np.asarray(self.max_extension, dtype=float), 3)
+
 
 def default_joint_names(sections):
     """Return ``section{i}_pma{j}`` for i = 1..sections, j = 1..3."""
