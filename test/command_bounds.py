@@ -36,3 +36,28 @@ def recorded(commands, since=-np.inf):
     """Return ``(t, command)`` arrays of a Recorder's `commands` sent at `since` s or later."""
     kept = [(stamp, values) for stamp, values in commands if stamp >= since]
     return np.array([stamp for stamp, _ in kept]), np.array([values for _, values in kept])
+
+
+def late_section_rms(log, sections=3):
+    """
+    Return a closed loop's RMS error per section (m) over the second half from activation.
+
+    `log`: sim.closed_loop.simulate_nodes's; also ``(t, command)`` over that half.
+    """
+    t0 = log.t[int(np.argmax(log.active))]
+    late = log.t >= t0 + 0.5 * (log.t[-1] - t0)
+    error = (log.q - log.q_des)[late]
+    rms = np.sqrt(np.mean(error.reshape(len(error), sections, -1) ** 2, axis=(0, 2)))
+    return rms, log.t[late], log.command[late]
+
+
+def assert_better_and_quiet(today, known, t, command, ratio):
+    """
+    Assert every section's RMS `known` below `today`, all of them `ratio` times, quietly.
+
+    `t`, `command`: the better run's commands, held to QUIET_PMA and QUIET_CHATTER.
+    """
+    assert np.all(known < today)
+    assert np.sqrt(np.mean(today ** 2)) > ratio * np.sqrt(np.mean(known ** 2))
+    assert worst_variation(t, command) <= QUIET_PMA
+    assert worst_chatter(t, command) <= QUIET_CHATTER

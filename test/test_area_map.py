@@ -9,7 +9,7 @@ values are one error naming the key. The fused tick's agreement is test/test_fus
 import numpy as np
 import pytest
 
-from command_bounds import QUIET_CHATTER, QUIET_PMA, worst_chatter, worst_variation
+from command_bounds import assert_better_and_quiet, late_section_rms
 from continuum_ctrl.actuation.pressure_map import ActuationMap, area_factor
 from continuum_ctrl.control.loop import ACTIVE
 from continuum_ctrl.node_pair import controller_loop, node_pair, plant_of
@@ -100,12 +100,7 @@ def tracking(slope, engine, duration=6.0):
     """Run the file's loop with `output.area_slope` `slope` on FALLING; late RMS, commands."""
     runtime, plant = node_pair(FILE, {'output.area_slope': [slope]},
                                {**FALLING, 'engine': engine, 'mujoco.discs': 8})
-    log = simulate_nodes(runtime, plant, duration)
-    t0 = log.t[int(np.argmax(log.active))]
-    late = log.t >= t0 + 0.5 * (log.t[-1] - t0)
-    error = (log.q - log.q_des)[late]
-    sections = np.sqrt(np.mean(error.reshape(len(error), 3, 3) ** 2, axis=(0, 2)))
-    return sections, log.t[late], log.command[late]
+    return late_section_rms(simulate_nodes(runtime, plant, duration))
 
 
 @pytest.mark.parametrize('engine', ['builtin', 'mujoco'])
@@ -120,7 +115,4 @@ def test_knowing_the_falling_area_tracks_better_and_quietly(engine):
     known, t, command = tracking(0.15, engine)
     print(f'\n{engine}: late RMS per section, mm: c = 0 {np.round(1e3 * today, 3)}, '
           f'c = 0.15 {np.round(1e3 * known, 3)}')
-    assert np.all(known < today)
-    assert np.sqrt(np.mean(today ** 2)) > 1.5 * np.sqrt(np.mean(known ** 2))
-    assert worst_variation(t, command) <= QUIET_PMA
-    assert worst_chatter(t, command) <= QUIET_CHATTER
+    assert_better_and_quiet(today, known, t, command, 1.5)

@@ -49,6 +49,10 @@ CASES = {
         'output.area_slope': [0.1, 0.15, 0.2] * 3, 'output.time_constant': 0.0,
         'output.delay': 0.0, 'observer.type': 'none'},
     'falling area, Kalman observer': {'output.area_slope': [0.15], 'observer.type': 'kalman'},
+    'friction feed-forward': {'output.friction': [2.0]},
+    'friction per PMA, no valve compensation': {
+        'output.friction': [1.0, 2.0, 0.0] * 3, 'output.friction_velocity': 0.002,
+        'output.time_constant': 0.0, 'output.delay': 0.0, 'observer.type': 'none'},
 }
 #: the sparse case's sensor: a sample every other tick, 3 ms old; at REORDERED, one older
 #: than the last (the observer drops it)

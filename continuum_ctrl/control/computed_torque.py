@@ -18,12 +18,13 @@ revolute joints, N for PMA lengths).
 
 import numpy as np
 
-from typing import Optional
+from typing import Optional, Tuple
 
+from continuum_ctrl.actuation.friction import add_friction
 from continuum_ctrl.control.gains import apply_gain, validate_gain
 from continuum_ctrl.control.integral import IntegralAction
 from continuum_ctrl.models.base import Array, ArrayLike, DynamicsModel
-from continuum_ctrl.numerics.jit import compiled
+from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 from continuum_ctrl.params import ConfigError
 
 #: where the law compensates the passive (elastic and damping) forces: `law.passive` values
@@ -51,7 +52,8 @@ class ComputedTorqueLaw:
     exactly one model call: ``model.inverse_dynamics_passive_at(q, qd, v, q_des, qd_des)``
     for `passive` 'reference' on a model with passive forces, else
     ``model.inverse_dynamics(q, qd, v)`` (one ``rnea`` for Pinocchio arms). With an
-    `integral` (control.integral.IntegralAction) whose gains are engaged, its force is added.
+    `integral` (control.integral.IntegralAction) whose gains are engaged, its force is added;
+    with `friction` set, the PMAs' friction feed-forward at ``qd_des`` (actuation/friction.py).
     Inputs are not validated there; gains are validated in the constructor and `set_gains`.
     ``law.acceleration(q, qd, q_des, qd_des, qdd_des)`` gives the commanded acceleration ``v``
     alone. Both reuse internal buffers: one law per control loop (not thread-safe), but
@@ -68,7 +70,11 @@ class ComputedTorqueLaw:
                                              f'{passive!r}')
         self.passive = passive
         self.integral = integral
-        self._with_integral = np.zeros(self.n)
+        #: (level N (n,), velocity m/s) of the PMAs' friction feed-forward
+        #: (actuation/friction.py), added at the reference's velocity; None: none
+        self.friction: Optional[Tuple[Array, float]] = None
+        self._total = np.zeros(self.n)
+        self._friction = _friction_adder()
         self.set_gains(kp, kd)
 
     @property
@@ -100,10 +106,18 @@ class ComputedTorqueLaw:
             tau = self.model.inverse_dynamics_passive_at(q, qd, v, q_des, qd_des)
         else:
             tau = self.model.inverse_dynamics(q, qd, v)
-        integral = self.integral
-        if integral is None or not integral.engaged:
+        integral, friction = self.integral, self.friction
+        engaged = integral is not None and integral.engaged
+        if not engaged and friction is None:
             return tau
-        return np.add(tau, integral.force, out=self._with_integral)
+        total = self._total
+        if integral is not None and engaged:
+            np.add(tau, integral.force, out=total)
+        else:
+            total[:] = tau
+        if friction is not None:
+            self._friction(total, np.ascontiguousarray(qd_des, dtype=float), *friction)
+        return total
 
 
 def _acceleration(kp, kd, n):
@@ -136,3 +150,6 @@ def diagonal_acceleration(kp, kd, q, qd, q_des, qd_des, qdd_des, v):
     """``v = qdd_des - kd (qd - qd_des) - kp (q - q_des)`` element-wise, all (n,) float64."""
     for i in range(v.size):
         v[i] = qdd_des[i] - kd[i] * (qd[i] - qd_des[i]) - kp[i] * (q[i] - q_des[i])
+
+
+_friction_adder = cached_entry_point(add_friction, *(np.zeros(1),) * 3, 1.0)

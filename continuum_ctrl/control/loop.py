@@ -228,6 +228,7 @@ class ControlLoop:
                                  for v in (*bounds, settings.effort_rate * self.period))
         self._effort_range = (low, high)
         self.integral.configure(settings.ki, settings.integral_limit)
+        self.law.friction = settings.friction
         old: Optional[Compensation] = getattr(self, 'compensation', None)   # keeps its estimate
         time_constant, delay = settings.compensation
         if not (time_constant or delay):

@@ -90,6 +90,13 @@ FIELDS = {
                                'area); the simulator\'s too unless pma.area_slope', 0.0, 0.9),
     'output.p_min': Field('number', 0.0, 'pressure: lowest command (vents the PMA), Pa'),
     'output.p_max': Field('number', ..., 'pressure: highest command, Pa'),
+    'output.friction': Field('numbers', [0.0], 'pressure: the PMAs\' friction force once '
+                             'sliding, N, per PMA or one for all: the law adds it in the '
+                             'direction of the reference\'s velocity, a feed-forward '
+                             '(actuation/friction.py; 0: none)', 0.0),
+    'output.friction_velocity': Field('number', 0.0005, 'pressure: the reference speed over '
+                                      'which output.friction turns round (tanh), m/s', 0.0,
+                                      1.0, strict_low=True),
     'output.time_constant': Field('number', 0.0, 'pressure: lag of the PMA valves that the '
                                   'command leads by, s (0: none)', 0.0, 1.0),
     'output.delay': Field('number', 0.0, 'pressure: dead time of the PMA valves that the '
@@ -176,6 +183,8 @@ class ControllerSettings:
     effort_limit: np.ndarray
     effort_rate: np.ndarray
     compensation: Tuple[float, float] = (0.0, 0.0)
+    #: (level N per PMA (n,), velocity m/s) of the friction feed-forward, or None
+    friction: Optional[Tuple[np.ndarray, float]] = None
     task: TaskSettings = TaskSettings()
     observer: ObserverSettings = ObserverSettings()
     message: str = 'multiarray'
@@ -202,6 +211,7 @@ class ControllerSettings:
 
         mode, actuation = read_output(top, vec, model)
         compensation = _compensation(top.namespace('output'), mode)
+        friction = _friction(top.namespace('output'), vec, mode)
         observer = ObserverSettings.read(top.namespace('observer'), compensation)
 
         limits = top.namespace('limits')
@@ -227,6 +237,7 @@ class ControllerSettings:
             reference=_reference(top.namespace('reference'), vec, model, task),
             mode=mode, actuation=actuation,
             effort_limit=effort, effort_rate=rate, compensation=compensation,
+            friction=friction,
             task=task, observer=observer, message=read_message(top))
         top.finish()
         return settings
@@ -302,6 +313,16 @@ def _compensation(out, mode):
             raise ConfigError(out.key(key), "compensates PMA valves: needs output.mode "
                                             "'pressure' (efforts act at once)")
     return values
+
+
+def _friction(out, vec, mode):
+    """Return ``(output.friction in model order, output.friction_velocity)``, or None (0)."""
+    level = vec.per_joint(out, 'friction')
+    if not level.any():
+        return None
+    if mode != 'pressure':
+        raise ConfigError(out.key('friction'), "models PMAs: needs output.mode 'pressure'")
+    return level, _field(out, 'friction_velocity')
 
 
 class JointVectors:
