@@ -35,7 +35,7 @@ from continuum_ctrl.node_pair import controller_loop, node_pair
 from continuum_ctrl.numerics.jit import cached, CACHE_LOCKS, lock_cache, on_compile
 from continuum_ctrl.params import model_spec
 from continuum_ctrl.sim.closed_loop import simulate_nodes
-from continuum_ctrl.sim.pma_friction import MaxwellSlip
+from continuum_ctrl.actuation.maxwell_slip import MaxwellSlip
 
 #: the controller's own kernels (law, valve lead, integral, limits, pressure map) are compiled
 #: by running the nodes' loop and plant of this file for WARM_RUN s
@@ -74,7 +74,7 @@ def other_kernels(params):
 
     The frame, IK, task-space and backbone kernels take either continuum model (the same
     arrays); the samplers and valves are the controller loop's, the friction bank the
-    simulator's (sim/pma_friction.py), the last call the Pinocchio arms' tick
+    simulator's (actuation/maxwell_slip.py), the last call the Pinocchio arms' tick
     (control/rigid_tick.py), so that a rigid arm's first start compiles nothing.
     """
     model = _model(params, 'continuum_integral')

@@ -51,7 +51,8 @@ CASES = {
     'falling area, Kalman observer': {'output.area_slope': [0.15], 'observer.type': 'kalman'},
     'friction feed-forward': {'output.friction': [2.0]},
     'friction per PMA, no valve compensation': {
-        'output.friction': [1.0, 2.0, 0.0] * 3, 'output.friction_velocity': 0.002,
+        'output.friction': [1.0, 2.0, 0.0] * 3,
+        'output.friction_stiffness': [3e4, 1e4, 1e4] * 3,
         'output.time_constant': 0.0, 'output.delay': 0.0, 'observer.type': 'none'},
 }
 #: the sparse case's sensor: a sample every other tick, 3 ms old; at REORDERED, one older

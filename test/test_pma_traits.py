@@ -14,7 +14,7 @@ import pytest
 from continuum_ctrl.actuation.pressure_map import area_factor
 from continuum_ctrl.node_pair import plant_of
 from continuum_ctrl.params import ConfigError
-from continuum_ctrl.sim.pma_friction import MaxwellSlip
+from continuum_ctrl.actuation.maxwell_slip import MaxwellSlip
 
 FILE = 'continuum_3section.yaml'
 AREA, STIFFNESS, DAMPING, STROKE = 1.33e-4, 2200.0, 30.0, 0.04

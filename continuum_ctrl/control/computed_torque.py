@@ -18,13 +18,13 @@ revolute joints, N for PMA lengths).
 
 import numpy as np
 
-from typing import Optional, Tuple
+from typing import Optional
 
-from continuum_ctrl.actuation.friction import add_friction
+from continuum_ctrl.actuation.maxwell_slip import MaxwellSlip
 from continuum_ctrl.control.gains import apply_gain, validate_gain
 from continuum_ctrl.control.integral import IntegralAction
 from continuum_ctrl.models.base import Array, ArrayLike, DynamicsModel
-from continuum_ctrl.numerics.jit import cached_entry_point, compiled
+from continuum_ctrl.numerics.jit import compiled
 from continuum_ctrl.params import ConfigError
 
 #: where the law compensates the passive (elastic and damping) forces: `law.passive` values
@@ -53,7 +53,9 @@ class ComputedTorqueLaw:
     for `passive` 'reference' on a model with passive forces, else
     ``model.inverse_dynamics(q, qd, v)`` (one ``rnea`` for Pinocchio arms). With an
     `integral` (control.integral.IntegralAction) whose gains are engaged, its force is added;
-    with `friction` set, the PMAs' friction feed-forward at ``qd_des`` (actuation/friction.py).
+    with `friction`, a Maxwell-slip bank (actuation/maxwell_slip.py), the force its sliders
+    hold once moved to ``q_des`` (the law moves them: call it once per tick, from the pose
+    where `friction` was reset on).
     Inputs are not validated there; gains are validated in the constructor and `set_gains`.
     ``law.acceleration(q, qd, q_des, qd_des, qdd_des)`` gives the commanded acceleration ``v``
     alone. Both reuse internal buffers: one law per control loop (not thread-safe), but
@@ -70,11 +72,10 @@ class ComputedTorqueLaw:
                                              f'{passive!r}')
         self.passive = passive
         self.integral = integral
-        #: (level N (n,), velocity m/s) of the PMAs' friction feed-forward
-        #: (actuation/friction.py), added at the reference's velocity; None: none
-        self.friction: Optional[Tuple[Array, float]] = None
+        #: the PMAs' friction feed-forward (`output.friction`): a Maxwell-slip bank that the
+        #: reference drives, whose force the law pushes against; None: none
+        self.friction: Optional[MaxwellSlip] = None
         self._total = np.zeros(self.n)
-        self._friction = _friction_adder()
         self.set_gains(kp, kd)
 
     @property
@@ -116,7 +117,7 @@ class ComputedTorqueLaw:
         else:
             total[:] = tau
         if friction is not None:
-            self._friction(total, np.ascontiguousarray(qd_des, dtype=float), *friction)
+            total -= friction.move(q_des)
         return total
 
 
@@ -150,6 +151,3 @@ def diagonal_acceleration(kp, kd, q, qd, q_des, qd_des, qdd_des, v):
     """``v = qdd_des - kd (qd - qd_des) - kp (q - q_des)`` element-wise, all (n,) float64."""
     for i in range(v.size):
         v[i] = qdd_des[i] - kd[i] * (qd[i] - qd_des[i]) - kp[i] * (q[i] - q_des[i])
-
-
-_friction_adder = cached_entry_point(add_friction, *(np.zeros(1),) * 3, 1.0)

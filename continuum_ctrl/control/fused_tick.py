@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from continuum_ctrl.actuation.friction import add_friction
+from continuum_ctrl.actuation.maxwell_slip import slip_kernel
 from continuum_ctrl.actuation.pressure_map import pressure_kernel
 from continuum_ctrl.actuation.valves import advance_kernel, lag_kernel
 from continuum_ctrl.control.compensation import INERTIA_HOLD, lead_kernel, MAX_AGE
@@ -83,8 +83,9 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     fed to the valve model first as `Actuator.command` does (the caller made room for it);
     `clock`, `pending`: the valves' (`Actuator`) clock (s) and commands pending, `valves` its
     (pressure, input, switches, inputs, time constant, max rate), advanced to `t` here;
-    `gains`: (kp, kd, passive at the reference, the friction feed-forward's level (n,) and
-    velocity: `add_friction` at the target's velocity, level 0: none);
+    `gains`: (kp, kd, passive at the reference, pushing against friction, the friction
+    feed-forward's bank (`MaxwellSlip`'s slip, stiffness, play, its force): moved to the
+    target, as the law moves it);
     `comp`: (compensate, time constant, delay, horizon, period, deadzone, the span of
     prediction over which the inertia is held: `compensation.INERTIA_HOLD`);
     `observer`: (observing, cancelling the bias, estimate (2 or 3, n), sample (n,), their times
@@ -100,7 +101,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     prediction's forces and the pressures, as `ControlLoop._area_at`); `work`: scratch.
     ``work.left[0]`` holds the valve commands pending, also after an exception.
     """
-    kp, kd, at_reference, friction, friction_velocity = gains
+    kp, kd, at_reference, rubbing, slip, slip_stiffness, play, friction = gains
     pressure, current, switches, inputs, time_constant, max_rate = valves
     compensate, lag, delay, horizon, period, deadzone, inertia_hold = comp
     observing, cancel, estimate, sample_q, times, gain, free_low, free_high = observer
@@ -157,7 +158,10 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
         move_passive(arm.pma, target[0], target[1], sums.passive, scratch, sums.out)
     for i in range(n):
         tau[i] = sums.out[i] + force[i] if engaged else sums.out[i]
-    add_friction(tau, target[1], friction, friction_velocity)
+    if rubbing:
+        slip_kernel(target[0], slip, slip_stiffness, play, friction)
+        for i in range(n):
+            tau[i] -= friction[i]
     for i in range(n):
         if cancel:
             tau[i] -= estimate[2, i]
@@ -237,7 +241,10 @@ class FusedTick:
                  if observer is not None else
                  (False, False, np.zeros((2, n)), np.zeros(n), np.array([0.0, np.nan]),
                   np.zeros((2 * n, n)), np.full(n, -np.inf), np.full(n, np.inf)))
-        friction = law.friction or (np.zeros(n), 1.0)
+        bank = law.friction
+        friction = ((True, bank.slip, bank.stiffness, bank.play, bank.out) if bank is not None
+                    else (False, np.zeros((n, 1)), np.zeros((n, 1)), np.zeros((n, 1)),
+                          np.zeros(n)))
         self._rest = [(law.kp, law.kd, law.passive == 'reference', *friction), valves,
                       compensation,
                       watch, (self._cells, np.zeros((3, n))), (low, high, loop._step, loop.effort),

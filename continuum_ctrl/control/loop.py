@@ -40,6 +40,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from continuum_ctrl.actuation.maxwell_slip import MaxwellSlip
 from continuum_ctrl.actuation.pressure_map import clamp_effort
 from continuum_ctrl.numerics.clipping import effort_limiter
 from continuum_ctrl.control.compensation import Compensation
@@ -212,6 +213,19 @@ class ControlLoop:
         if reanchor and self.status == ACTIVE:
             self.anchor(self.last_state_time)
 
+    def _friction(self, friction):
+        """Give the law the friction feed-forward's bank (its sliders kept where they were)."""
+        old = self.law.friction
+        if friction is None:
+            self.law.friction = None
+            return
+        bank = MaxwellSlip(friction[0][:, None], friction[1][:, None])
+        if old is not None:
+            bank.slip[:] = old.slip
+        else:
+            bank.reset(self.q)
+        self.law.friction = bank
+
     def _fused_tick(self):
         """Return the compiled tick that covers this loop (CoG or Pinocchio arm), or None."""
         if not self._fuse:
@@ -228,7 +242,7 @@ class ControlLoop:
                                  for v in (*bounds, settings.effort_rate * self.period))
         self._effort_range = (low, high)
         self.integral.configure(settings.ki, settings.integral_limit)
-        self.law.friction = settings.friction
+        self._friction(settings.friction)
         old: Optional[Compensation] = getattr(self, 'compensation', None)   # keeps its estimate
         time_constant, delay = settings.compensation
         if not (time_constant or delay):
@@ -410,6 +424,8 @@ class ControlLoop:
                                         'anchored at the measured pose'))
             self.status = ACTIVE
             self.integral.reset()
+            if self.law.friction is not None:
+                self.law.friction.reset(self.q)     # the reference starts here
             if not velocity_measured:
                 # the difference of two noisy samples is no velocity to start from: 20 um
                 # of noise over 2 ms is 14 mm/s, which the blend's bump carries on by 4 mm

@@ -90,13 +90,14 @@ FIELDS = {
                                'area); the simulator\'s too unless pma.area_slope', 0.0, 0.9),
     'output.p_min': Field('number', 0.0, 'pressure: lowest command (vents the PMA), Pa'),
     'output.p_max': Field('number', ..., 'pressure: highest command, Pa'),
-    'output.friction': Field('numbers', [0.0], 'pressure: the PMAs\' friction force once '
-                             'sliding, N, per PMA or one for all: the law adds it in the '
-                             'direction of the reference\'s velocity, a feed-forward '
-                             '(actuation/friction.py; 0: none)', 0.0),
-    'output.friction_velocity': Field('number', 0.0005, 'pressure: the reference speed over '
-                                      'which output.friction turns round (tanh), m/s', 0.0,
-                                      1.0, strict_low=True),
+    'output.friction': Field('numbers', [0.0], "pressure: the PMAs' friction, the force at "
+                             'which it slips, N, per PMA or one for all: the law pushes '
+                             'against a Maxwell-slip element that the reference drives, a '
+                             'feed-forward (docs/pma-model.md; 0: none)', 0.0),
+    'output.friction_stiffness': Field('numbers', [1.5e4], "pressure: that element's "
+                                       'stiffness before it slips, N/m, per PMA or one for '
+                                       'all (the force turns round over 2 friction / '
+                                       'stiffness of travel)', 0.0, strict_low=True),
     'output.time_constant': Field('number', 0.0, 'pressure: lag of the PMA valves that the '
                                   'command leads by, s (0: none)', 0.0, 1.0),
     'output.delay': Field('number', 0.0, 'pressure: dead time of the PMA valves that the '
@@ -183,8 +184,8 @@ class ControllerSettings:
     effort_limit: np.ndarray
     effort_rate: np.ndarray
     compensation: Tuple[float, float] = (0.0, 0.0)
-    #: (level N per PMA (n,), velocity m/s) of the friction feed-forward, or None
-    friction: Optional[Tuple[np.ndarray, float]] = None
+    #: (force N, stiffness N/m), each (n,), of the friction feed-forward, or None
+    friction: Optional[Tuple[np.ndarray, np.ndarray]] = None
     task: TaskSettings = TaskSettings()
     observer: ObserverSettings = ObserverSettings()
     message: str = 'multiarray'
@@ -316,13 +317,14 @@ def _compensation(out, mode):
 
 
 def _friction(out, vec, mode):
-    """Return ``(output.friction in model order, output.friction_velocity)``, or None (0)."""
+    """Return ``output.friction`` and ``.friction_stiffness`` in model order, or None (0)."""
     level = vec.per_joint(out, 'friction')
+    stiffness = vec.per_joint(out, 'friction_stiffness', strict_low=True)
     if not level.any():
         return None
     if mode != 'pressure':
         raise ConfigError(out.key('friction'), "models PMAs: needs output.mode 'pressure'")
-    return level, _field(out, 'friction_velocity')
+    return level, stiffness
 
 
 class JointVectors:

@@ -11,7 +11,7 @@ With `pma.area_slope` c the plant's PMA pushes ``area (1 - c q / l_max) (p - dea
 plant takes the controller's `output.area_slope` (a file describes one arm; `pma.*`, like
 `mismatch.*`, is where the plant departs from it). With
 `pma.friction.breakaway` and `pma.friction.stiffness` (one value per element, the same bank
-for every PMA) a Maxwell-slip bank (sim/pma_friction.py) acts on each PMA's length,
+for every PMA) a Maxwell-slip bank (actuation/maxwell_slip.py) acts on each PMA's length,
 `pma.friction.scale` (per PMA or one for all) multiplying its forces and stiffnesses: the
 loop keeps its shape and its width scales. The defaults leave the PMAs ideal, and the plant
 then skips this module.
@@ -30,7 +30,7 @@ import numpy as np
 
 from continuum_ctrl.actuation.pressure_map import area_factor
 from continuum_ctrl.params import ConfigError, Field
-from continuum_ctrl.sim.pma_friction import MaxwellSlip
+from continuum_ctrl.actuation.maxwell_slip import MaxwellSlip
 
 #: the simulator's `pma.*` parameters
 FIELDS = {

@@ -5,6 +5,10 @@ PMA friction and hysteresis as a Maxwell-slip bank, acting on each PMA's length 
     bank.reset(q)                               # relaxed at the length changes q (m)
     f = bank.force(q)                           # the bank's force on each PMA, N (> 0 extends)
 
+The simulator's PMAs rub through one (sim/pma_traits.py); the controller's friction
+feed-forward (`output.friction`) runs one along the reference and pushes against it
+(control/computed_torque.py), so both use this one model.
+
 Each element is a spring of stiffness ``k_e`` in series with a slider that slips at the
 break-away force ``f_e``: its slider sits at ``z_e``, its spring holds ``k_e (q - z_e)``, and
 once that force would exceed ``f_e`` the slider follows ``q`` at ``f_e / k_e`` behind. The
@@ -54,7 +58,7 @@ class MaxwellSlip:
 
     `breakaway` (n, k): each element's break-away force, N (>= 0); `stiffness` (n, k): its
     spring's, N/m (> 0, or 0 with no break-away force). `slip` (n, k): the sliders'
-    positions, m (the state).
+    positions, m (the state); `out` (n,): the force of the last move, N.
     """
 
     def __init__(self, breakaway, stiffness):
@@ -64,15 +68,19 @@ class MaxwellSlip:
         self.play = np.divide(self.breakaway, self.stiffness,
                               out=np.zeros_like(self.breakaway), where=self.stiffness > 0.0)
         self.slip = np.zeros_like(self.breakaway)
-        self._out = np.zeros(len(self.breakaway))
+        self.out = np.zeros(len(self.breakaway))
         self._kernel = _slip()
 
     def reset(self, q):
         """Relax every spring at the length changes `q` (n,), m."""
         self.slip[:] = np.asarray(q, dtype=float)[:, None]
 
+    def move(self, q):
+        """Move the sliders to `q` (n,), m; return the bank's force on each PMA, N (a buffer)."""
+        self._kernel(np.ascontiguousarray(q, dtype=float), self.slip, self.stiffness,
+                     self.play, self.out)
+        return self.out
+
     def force(self, q):
         """Move the sliders to `q` (n,), m; return the bank's force on each PMA, N (a copy)."""
-        self._kernel(np.ascontiguousarray(q, dtype=float), self.slip, self.stiffness,
-                     self.play, self._out)
-        return self._out.copy()
+        return self.move(q).copy()
