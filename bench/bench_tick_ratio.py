@@ -29,7 +29,8 @@ model;
 published against the model plus the publish (the measure for the Pinocchio arms, whose
 model call is about as cheap as a publish). Run: ``python bench/bench_tick_ratio.py``
 (~40 s), or with config names to run only those. ``continuum_observer`` is the continuum
-file with ``observer.type: kalman`` (control/observer.py).
+file with ``observer.type: kalman`` (control/observer.py), ``continuum_friction`` with
+``output.friction`` and ``output.area_slope`` (docs/pma-model.md).
 """
 
 import sys
@@ -53,9 +54,12 @@ CONFIGS = {'continuum_3section': ['continuum_3section.yaml'],
            'panda': ['panda.yaml'],
            'gazebo_arm': ['gazebo_arm.yaml'],
            'planar_2r': ['planar_2r.yaml'],
-           'continuum_observer': ['continuum_3section.yaml']}
-#: controller overrides of a config (by name): the continuum file with its state observed
-OVERRIDES = {'continuum_observer': {'observer.type': 'kalman'}}
+           'continuum_observer': ['continuum_3section.yaml'],
+           'continuum_friction': ['continuum_3section.yaml']}
+#: controller overrides of a config (by name): the continuum file with its state observed,
+#: and with the PMAs' falling area and friction feed-forward (docs/pma-model.md)
+OVERRIDES = {'continuum_observer': {'observer.type': 'kalman'},
+             'continuum_friction': {'output.friction': [2.0], 'output.area_slope': [0.15]}}
 
 
 def median_us(function, calls=CALLS):
