@@ -21,10 +21,12 @@ import pytest
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.node_pair import node_pair
 
-#: (parameter file, controller overrides, simulator overrides)
-NO_VALVES = ({'output.time_constant': 0.0, 'output.delay': 0.0, 'observer.type': 'none'},
-             {'actuator.time_constant': 0.0, 'actuator.delay': 0.0})
-VALVES = ({'output.time_constant': 0.03, 'output.delay': 0.005},
+#: (parameter file, controller overrides, simulator overrides); the continuum arm's blend at
+#: 1 s, as the other arms', whose figures the docstrings below give
+BLEND = {'reference.blend_time': 1.0}
+NO_VALVES = ({'output.time_constant': 0.0, 'output.delay': 0.0, 'observer.type': 'none',
+              **BLEND}, {'actuator.time_constant': 0.0, 'actuator.delay': 0.0})
+VALVES = ({'output.time_constant': 0.03, 'output.delay': 0.005, **BLEND},
           {'actuator.time_constant': 0.03, 'actuator.delay': 0.005})
 ARMS = {'planar_2r': ('planar_2r.yaml', None, None), 'panda': ('panda.yaml', None, None),
         'continuum': ('continuum_3section.yaml', *NO_VALVES),

@@ -170,9 +170,9 @@ def test_simulate_shows_what_uncompensated_valves_cost(tmp_path, capsys):
     (kp 500, kd 40, the observer off without valves) it no longer chatters.
     """
     rms, variation, tips = [], [], []
-    for path in (CONFIG / 'continuum_3section.yaml',
+    for path in (continuum_file(tmp_path, reference__blend_time=1.0),     # the figures' blend
                  continuum_file(tmp_path, output__time_constant=0.0, output__delay=0.0,
-                                observer__type='none')):
+                                observer__type='none', reference__blend_time=1.0)):
         assert simulate_main(['--arm', str(path), '--duration', '6', '--out',
                               str(tmp_path)]) == 0
         out = capsys.readouterr().out

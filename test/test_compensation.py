@@ -9,7 +9,7 @@ from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.node_pair import controller_loop, plant_of
 
 CONFIG = 'continuum_3section.yaml'
-#: s: the blend-in (1 s) and its transient, then the time the errors are taken over
+#: s: the blend-in (1 s, set so below) and its transient, then the time the errors are taken over
 SETTLE, DURATION = 2.0, 4.0
 
 
@@ -20,7 +20,7 @@ MEASURED_STATES = {'observer.type': 'none', 'gains.kp': [700.0] * 9, 'gains.kd':
 
 def controller(time_constant, delay, config=CONFIG):
     return controller_loop(config, {'output.time_constant': time_constant,
-                                    'output.delay': delay,
+                                    'output.delay': delay, 'reference.blend_time': 1.0,
                                     **(MEASURED_STATES if config == CONFIG else {})})
 
 
