@@ -16,7 +16,7 @@ from pathlib import Path
 
 from continuum_ctrl.control.loop import ControlLoop
 from continuum_ctrl.control.settings import ControllerSettings
-from continuum_ctrl.launch_description import CONTROLLER, config_path, SIMULATOR
+from continuum_ctrl.params.launch_description import CONTROLLER, config_path, SIMULATOR
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import file_parameters, flatten, nest
 from continuum_ctrl.ros.node_settings import ControllerNodeSettings, SimulatorNodeSettings

@@ -4,7 +4,7 @@ import pytest
 
 from continuum_ctrl import cli
 from continuum_ctrl.params import ConfigError
-from continuum_ctrl.launch_description import arm_config, ARMS, config_path
+from continuum_ctrl.params.launch_description import arm_config, ARMS, config_path
 
 
 @pytest.mark.parametrize('short', sorted(ARMS))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from continuum_ctrl.launch_description import find_executable
+from continuum_ctrl.params.launch_description import find_executable
 from forked import Forker
 from unreadable import unreadable
 

@@ -39,7 +39,7 @@ MODULES = {
     'continuum_ctrl': 'models',
     # the node names, arm files and node command lines, plain data over params (the nodes,
     # identify and the launch files read it)
-    'continuum_ctrl.launch_description': 'params',
+    'continuum_ctrl.params.launch_description': 'params',
     # starts and stops node processes (the demo and the ROS tests use it); `continuum-ctrl
     # launch`
     'continuum_ctrl.launch_runner': 'ros',

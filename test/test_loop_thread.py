@@ -11,7 +11,7 @@ from continuum_ctrl.control.loop import ACTIVE, ControlLoop, WAITING
 from continuum_ctrl.control.planner import ReferenceSlot
 from continuum_ctrl.control.references import Hold
 from continuum_ctrl.control.settings import ControllerSettings
-from continuum_ctrl.launch_description import config_path
+from continuum_ctrl.params.launch_description import config_path
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import file_parameters
 from continuum_ctrl.runtime.handoff import StateHandoff

@@ -17,7 +17,7 @@ import scipy.optimize
 from continuum_ctrl.node_pair import node_pair, plant_of, plant_settings
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import ConfigError, file_parameters
-from continuum_ctrl.launch_description import config_path, SIMULATOR
+from continuum_ctrl.params.launch_description import config_path, SIMULATOR
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.mujoco_arm import continuum_mjcf
 from continuum_ctrl.sim.mujoco_plant import MujocoArm
@@ -386,7 +386,7 @@ def test_simulate_runs_on_the_mujoco_arm(tmp_path, capsys):
 
 def test_the_demo_sets_the_simulators_engine_over_the_file(tmp_path):
     """`demo --engine mujoco`: the simulator reads engine mujoco, the controller is unchanged."""
-    from continuum_ctrl.launch_description import simulation
+    from continuum_ctrl.params.launch_description import simulation
     from continuum_ctrl.ros.closed_loop_demo import with_engine
     from continuum_ctrl.ros.node_settings import check_parameter_file
     nodes = simulation(config_path(FILE))

@@ -118,7 +118,7 @@ def test_the_passive_forces_move_to_the_other_state_in_one_call(continuum, panda
 
 def _integral_spec():
     from continuum_ctrl.params import file_parameters
-    from continuum_ctrl.launch_description import config_path
+    from continuum_ctrl.params.launch_description import config_path
     _, model = file_parameters([config_path(PARAMS)], 'continuum_simulator')
     return model
 

@@ -21,7 +21,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from continuum_ctrl.params import file_parameters
-from continuum_ctrl.launch_description import config_path, CONTROLLER
+from continuum_ctrl.params.launch_description import config_path, CONTROLLER
 from continuum_ctrl.models import load_model
 from continuum_ctrl.ros.conversion import stamp_seconds
 from continuum_ctrl.runtime.scheduling import set_thread_priority

@@ -8,7 +8,7 @@ import pytest
 
 from continuum_ctrl.control.loop import ControlLoop
 from continuum_ctrl.control.settings import ControllerSettings
-from continuum_ctrl.launch_description import config_path, controller
+from continuum_ctrl.params.launch_description import config_path, controller
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import ConfigError, file_parameters, nest
 from continuum_ctrl.ros.node_settings import (check_parameter_file, ControllerNodeSettings,
@@ -176,7 +176,7 @@ def test_the_launchers_check_loads_no_kernel_and_leaves_later_objects_compiled()
     script = """
 from numba.core.registry import CPUDispatcher
 from continuum_ctrl.actuation.pressure_map import _pressure_map
-from continuum_ctrl.launch_description import config_path
+from continuum_ctrl.params.launch_description import config_path
 from continuum_ctrl.models import load_model
 from continuum_ctrl.models.continuum.cog import cog_run
 from continuum_ctrl.models.continuum.integral import integral_evaluate

@@ -10,7 +10,7 @@ import threading
 import pytest
 from sensor_msgs.msg import JointState
 
-from continuum_ctrl.launch_description import config_path
+from continuum_ctrl.params.launch_description import config_path
 from ros_nodes import running
 
 pytestmark = pytest.mark.ros

@@ -299,7 +299,7 @@ def test_generated_variables_keep_indices_and_coordinate_names_apart():
     import re
 
     from continuum_ctrl.params import model_spec
-    from continuum_ctrl.launch_description import config_path
+    from continuum_ctrl.params.launch_description import config_path
     from continuum_ctrl.models.symbolic import derive, python_source
     from continuum_ctrl.models.symbolic_export import c_source
 

@@ -32,8 +32,8 @@ import yaml
 
 import numpy as np
 
-from continuum_ctrl.launch_description import (arm_config, ARMS, CONTROLLER, SIMULATOR,
-                                               simulation)
+from continuum_ctrl.params.launch_description import (arm_config, ARMS, CONTROLLER,
+                                                      SIMULATOR, simulation)
 from continuum_ctrl.launch_runner import start, stop
 from continuum_ctrl.params import file_parameters
 from continuum_ctrl.ros.conversion import REJECT_KINDS

@@ -35,7 +35,7 @@ from trajectory_msgs.msg import JointTrajectory
 from continuum_ctrl.control.loop import ACTIVE, ControlLoop, TrajectoryRejected
 from continuum_ctrl.control.planner import Planner
 from continuum_ctrl.control.settings import ControllerSettings, FIELDS
-from continuum_ctrl.launch_description import CONTROLLER as NODE_NAME
+from continuum_ctrl.params.launch_description import CONTROLLER as NODE_NAME
 from continuum_ctrl.models import load_model
 from continuum_ctrl.numerics.jit import on_compile
 from continuum_ctrl.params import ConfigError

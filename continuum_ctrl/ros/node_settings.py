@@ -14,7 +14,7 @@ as the nodes would. Units: Hz, s, us, bytes.
 from dataclasses import dataclass
 from typing import Any, Dict, Sequence, Tuple, Type, TypeVar
 
-from continuum_ctrl.launch_description import CONTROLLER, SIMULATOR
+from continuum_ctrl.params.launch_description import CONTROLLER, SIMULATOR
 from continuum_ctrl.params import ConfigError, Field, file_parameters, flatten, Reader
 
 REALTIME_PRIORITY = Field('integer', 0, 'SCHED_FIFO priority of the loop thread, as '

@@ -47,7 +47,7 @@ from rclpy.qos import QoSProfile
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
 
-from continuum_ctrl.launch_description import SIMULATOR as NODE_NAME
+from continuum_ctrl.params.launch_description import SIMULATOR as NODE_NAME
 from continuum_ctrl.numerics.jit import on_compile
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.ros.command_input import CommandInput
