@@ -13,7 +13,7 @@ import yaml
 from continuum_ctrl.params import read_yaml
 from continuum_ctrl.params.launch_description import (config_path, CONTROLLER, controller,
                                                       simulation)
-from continuum_ctrl.launch_runner import start, stop
+from continuum_ctrl.apps.launch import start, stop
 from continuum_ctrl.ros.node_settings import command_message
 from continuum_ctrl.ros.recorder import Recorder
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.sim.closed_loop import simulate_nodes
-from continuum_ctrl.node_pair import node_pair
+from continuum_ctrl.apps.node_pair import node_pair
 
 #: (parameter file, controller overrides, simulator overrides)
 NO_VALVES = ({'output.time_constant': 0.0, 'output.delay': 0.0, 'observer.type': 'none'},

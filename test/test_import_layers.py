@@ -29,7 +29,8 @@ FOLDERS = {
     'continuum_ctrl.sim': 'sim',                # the plants, the one-process closed loops
     'continuum_ctrl.tuning': 'tuning',          # the loop linearized, its margins, gains
     'continuum_ctrl.identify': 'identify',      # fits to recorded runs
-    'continuum_ctrl.ros': 'ros',                # the rclpy edge: nodes, tools, the demo
+    'continuum_ctrl.ros': 'ros',                # the rclpy edge: nodes, messages, recording
+    'continuum_ctrl.apps': 'apps',              # the commands, which join the layers
 }
 
 #: single modules, each with its layer: those outside the folders, and one that a folder holds
@@ -37,22 +38,6 @@ FOLDERS = {
 MODULES = {
     # the package's facade: ConfigError and load_model
     'continuum_ctrl': 'models',
-    # the node names, arm files and node command lines, plain data over params (the nodes,
-    # identify and the launch files read it)
-    'continuum_ctrl.params.launch_description': 'params',
-    # starts and stops node processes (the demo and the ROS tests use it); `continuum-ctrl
-    # launch`
-    'continuum_ctrl.launch_runner': 'ros',
-    # the commands that join the layers
-    'continuum_ctrl.cli': 'apps',
-    'continuum_ctrl.node_pair': 'apps',
-    'continuum_ctrl.simulate': 'apps',
-    'continuum_ctrl.warm': 'apps',
-    # `continuum-ctrl tune`, which reads a file as the node pair does (node_pair)
-    'continuum_ctrl.tuning.command': 'apps',
-    # `continuum-ctrl docs`, which gathers every layer's Field table, kept at its published
-    # path (`python -m continuum_ctrl.params.reference`, named in the page it writes)
-    'continuum_ctrl.params.reference': 'apps',
 }
 
 
@@ -140,9 +125,9 @@ def test_the_check_sees_upward_and_unplaced_modules(tmp_path):
         'models/__init__.py': 'from . import base\n',
         'models/base.py': 'import continuum_ctrl.control.loop\n',
         'control/loop.py': "KINDS = ('continuum_ctrl.ros.node',)\nfrom .. import params\n",
-        'ros/node.py': 'from continuum_ctrl import cli\n',
+        'ros/node.py': 'from continuum_ctrl.apps import cli\n',
         'sim/plant.py': 'from continuum_ctrl.control.loop import ControlLoop\n',
-        'cli.py': 'from continuum_ctrl.extra import thing\n',
+        'apps/cli.py': 'from continuum_ctrl.extra import thing\n',
         'extra/__init__.py': '',
     }
     for name, text in files.items():
@@ -151,7 +136,7 @@ def test_the_check_sees_upward_and_unplaced_modules(tmp_path):
         path.write_text(text)
     problems = violations(tmp_path)
     assert sorted(problems) == [
-        'continuum_ctrl/cli.py:1: imports continuum_ctrl.extra, which is in no layer',
+        'continuum_ctrl/apps/cli.py:1: imports continuum_ctrl.extra, which is in no layer',
         'continuum_ctrl/control/loop.py:1: imports continuum_ctrl.ros.node (layer ros) from '
         'layer control: upward',
         'continuum_ctrl/extra/__init__.py: module continuum_ctrl.extra is in no layer (place '
@@ -160,6 +145,6 @@ def test_the_check_sees_upward_and_unplaced_modules(tmp_path):
         'from layer models: upward',
         'continuum_ctrl/params/late.py:3: imports continuum_ctrl.sim.plant (layer sim) from '
         'layer params: upward',
-        'continuum_ctrl/ros/node.py:1: imports continuum_ctrl.cli (layer apps) from layer ros: '
-        'upward',
+        'continuum_ctrl/ros/node.py:1: imports continuum_ctrl.apps.cli (layer apps) from layer '
+        'ros: upward',
     ], problems

@@ -15,7 +15,7 @@ import threading
 import time
 
 import numpy as np
-from continuum_ctrl.node_pair import node_pair, node_parameters
+from continuum_ctrl.apps.node_pair import node_pair, node_parameters
 import pytest
 
 from continuum_ctrl import load_model

@@ -360,7 +360,7 @@ def test_runner_stops_nodes_and_the_last_command_is_safe(tmp_path, message):
     from ros_nodes import Recorder, START_TIMEOUT
     path = params_file(tmp_path, 'planar_2r.yaml', all={'output': {'message': message}})
     with Recorder(message=message, bag=True) as rec:
-        runner = subprocess.Popen([sys.executable, '-m', 'continuum_ctrl.cli', 'launch',
+        runner = subprocess.Popen([sys.executable, '-m', 'continuum_ctrl.apps.cli', 'launch',
                                    'simulation', '--params-file', str(path)],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:

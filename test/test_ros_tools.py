@@ -18,7 +18,7 @@ pytestmark = pytest.mark.ros
 
 def cli(*args):
     """Run `continuum-ctrl ARGS...`; return the finished process."""
-    return subprocess.run([sys.executable, '-m', 'continuum_ctrl.cli', *args],
+    return subprocess.run([sys.executable, '-m', 'continuum_ctrl.apps.cli', *args],
                           capture_output=True, text=True, timeout=120)
 
 

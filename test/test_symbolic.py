@@ -13,7 +13,7 @@ import sympy as sp
 import yaml
 
 from continuum_ctrl import load_model
-from continuum_ctrl.cli import main as cli
+from continuum_ctrl.apps.cli import main as cli
 from continuum_ctrl.models.christoffel import coriolis_from_dM
 from continuum_ctrl.models.rigid import resolve_urdf
 from continuum_ctrl.models.symbolic import derive

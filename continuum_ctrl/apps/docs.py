@@ -2,7 +2,7 @@
 The parameter reference, docs/parameters.md, written from the Field tables.
 
     continuum-ctrl docs [--out PATH] [--check]
-    python -m continuum_ctrl.params.reference [--out PATH] [--check]
+    python -m continuum_ctrl.apps.docs [--out PATH] [--check]
 
 The tables are the schema the nodes declare and validate with, so the page cannot drift from
 the code: `test/test_parameter_reference.py` fails when the committed page differs from what
@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from continuum_ctrl.params.fields import Field, REQUIRED
 
 #: the command that rewrites the page (named in the page and in the stale-page test)
-COMMAND = 'python -m continuum_ctrl.params.reference'
+COMMAND = 'python -m continuum_ctrl.apps.docs'
 
 #: where the page lives, from the repository root
 PAGE = Path('docs') / 'parameters.md'
