@@ -16,7 +16,7 @@ from continuum_ctrl.models import load_model
 from continuum_ctrl.params import file_parameters
 from continuum_ctrl.runtime.handoff import StateHandoff
 from continuum_ctrl.runtime.loop_thread import LoopThread, MAX_SPIN_BEFORE, SWITCH_INTERVAL
-from continuum_ctrl.ros.node_settings import ControllerNodeSettings
+from continuum_ctrl.runtime.node_settings import ControllerNodeSettings
 
 PERIOD = 0.002
 

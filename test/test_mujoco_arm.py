@@ -388,7 +388,7 @@ def test_the_demo_sets_the_simulators_engine_over_the_file(tmp_path):
     """`demo --engine mujoco`: the simulator reads engine mujoco, the controller is unchanged."""
     from continuum_ctrl.params.launch_description import simulation
     from continuum_ctrl.apps.demo import with_engine
-    from continuum_ctrl.ros.node_settings import check_parameter_file
+    from continuum_ctrl.apps.node_pair import check_parameter_file
     nodes = simulation(config_path(FILE))
     assert with_engine(nodes, None, tmp_path) == nodes
     changed = with_engine(nodes, 'mujoco', tmp_path)

@@ -24,7 +24,7 @@ from continuum_ctrl.control.planner import Planner
 from continuum_ctrl.control.references import Hold
 from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.params.launch_description import CONTROLLER
-from continuum_ctrl.ros.node_settings import ControllerNodeSettings
+from continuum_ctrl.runtime.node_settings import ControllerNodeSettings
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 
 CONFIG = 'continuum_task.yaml'

@@ -82,7 +82,7 @@ def test_gazebo_example_feeds_a_forward_effort_controller():
     from continuum_ctrl.control.settings import ControllerSettings
     from continuum_ctrl.models import load_model
     from continuum_ctrl.params import file_parameters
-    from continuum_ctrl.ros.node_settings import ControllerNodeSettings
+    from continuum_ctrl.runtime.node_settings import ControllerNodeSettings
     path = ROOT / 'config' / 'gazebo_arm.yaml'
     data = read_yaml(path)
     forward = data['effort_controller']['ros__parameters']

@@ -11,8 +11,8 @@ from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.params.launch_description import config_path, controller
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import ConfigError, file_parameters, nest
-from continuum_ctrl.ros.node_settings import (check_parameter_file, ControllerNodeSettings,
-                                              SimulatorNodeSettings)
+from continuum_ctrl.apps.node_pair import check_parameter_file
+from continuum_ctrl.runtime.node_settings import ControllerNodeSettings, SimulatorNodeSettings
 from continuum_ctrl.sim.plant import PlantSettings
 from ros_nodes import params_file
 
@@ -180,7 +180,7 @@ from continuum_ctrl.params.launch_description import config_path
 from continuum_ctrl.models import load_model
 from continuum_ctrl.models.continuum.cog import cog_run
 from continuum_ctrl.models.continuum.integral import integral_evaluate
-from continuum_ctrl.ros.node_settings import check_parameter_file
+from continuum_ctrl.apps.node_pair import check_parameter_file
 check_parameter_file(config_path('continuum_3section.yaml'))
 print(len(cog_run.overloads), len(integral_evaluate.overloads))
 model = load_model(config_path('continuum_3section.yaml'), 'continuum_controller')

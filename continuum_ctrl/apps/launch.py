@@ -21,7 +21,7 @@ import sys
 import time
 
 from continuum_ctrl.params.launch_description import DEFAULT_PARAMS, DESCRIPTIONS
-from continuum_ctrl.ros.node_settings import check_parameter_file
+from continuum_ctrl.apps.node_pair import check_parameter_file
 
 #: seconds a node gets to exit after SIGINT before it is killed
 STOP_TIMEOUT = 5.0

@@ -10,7 +10,7 @@ the `Field` of a schema and the `Reader` whose errors name the full dotted key;
 `launch_description` names the nodes, the arms' files and the nodes' command lines (plain
 data, for the launch files, `continuum-ctrl launch`, the demo and the tests). The schemas
 themselves live beside what they configure: the loop's in `control.settings`, the plant's in
-`sim.plant`, the nodes' own in `ros.node_settings`.
+`sim.plant`, the nodes' own in `runtime.node_settings`.
 """
 
 from continuum_ctrl.params.errors import ConfigError

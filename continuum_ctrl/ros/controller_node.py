@@ -43,7 +43,7 @@ from continuum_ctrl.ros.controller_input import BAD_STATE_KINDS, ControllerInput
 from continuum_ctrl.ros.conversion import FOREIGN, Rejected
 from continuum_ctrl.ros.diagnostics import diagnostic_array
 from continuum_ctrl.ros.fast_publish import CommandPublisher
-from continuum_ctrl.ros.node_settings import CONTROLLER_NODE_FIELDS, ControllerNodeSettings
+from continuum_ctrl.runtime.node_settings import CONTROLLER_NODE_FIELDS, ControllerNodeSettings
 from continuum_ctrl.ros.loop_runner import LoopRunner, STOP_TIMEOUT
 from continuum_ctrl.ros.parameters import NodeParameters
 from continuum_ctrl.ros.plumbing import deliver, log_lines, settle_heap, spin

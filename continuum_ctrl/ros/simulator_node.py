@@ -54,7 +54,7 @@ from continuum_ctrl.ros.command_input import CommandInput
 from continuum_ctrl.ros.conversion import Rejected, set_doubles
 from continuum_ctrl.ros.diagnostics import diagnostic_array
 from continuum_ctrl.ros.fast_publish import FORMS
-from continuum_ctrl.ros.node_settings import SIMULATOR_NODE_FIELDS, SimulatorNodeSettings
+from continuum_ctrl.runtime.node_settings import SIMULATOR_NODE_FIELDS, SimulatorNodeSettings
 from continuum_ctrl.ros.parameters import NodeParameters
 from continuum_ctrl.ros.plumbing import spin
 from continuum_ctrl.runtime.throttle import Throttle
