@@ -6,6 +6,12 @@ and `from ... import` at any depth (inside functions and `if` blocks too), relat
 resolved against the module's package, and each string constant that names one of the
 package's modules (what `import_module` is given). A module placed in no layer fails too, so
 that a new folder or top-level module is given its layer here, deliberately.
+
+A folder is a layer, so the exception table `MODULES` holds only the package's facade. ROS is
+the edge: a module outside `ros/` and `apps/` that imports rclpy, a rosidl package or a message
+package (`builtin_interfaces`, `rcl_interfaces`, any `*_msgs`) fails, at any depth too, so the
+models, the law, the runtime, the plants and identification stay importable and testable
+without ROS. (What `import_module` is given as a computed string is not seen.)
 """
 
 import ast
@@ -33,12 +39,22 @@ FOLDERS = {
     'continuum_ctrl.apps': 'apps',              # the commands, which join the layers
 }
 
-#: single modules, each with its layer: those outside the folders, and one that a folder holds
-#: but that belongs higher up
+#: single modules, each with its layer: those outside the folders (a folder's module belongs
+#: to its folder's layer, without exception)
 MODULES = {
-    # the package's facade: ConfigError and load_model
+    # the package's face, outside every folder: ConfigError (params) and load_model (models)
     'continuum_ctrl': 'models',
 }
+
+#: the layers whose modules may import ROS: the nodes' edge and the commands
+ROS_LAYERS = ('ros', 'apps')
+
+
+def is_ros(name):
+    """Return whether the dotted module `name` is ROS: rclpy, rosidl or a message package."""
+    top = name.split('.')[0]
+    return (top in ('rclpy', 'builtin_interfaces', 'rcl_interfaces') or
+            top.startswith('rosidl') or top.endswith('_msgs'))
 
 
 def layer_of(module):
@@ -110,9 +126,58 @@ def violations(root):
     return problems
 
 
+def ros_imports(root):
+    """Return one line per import of ROS by a module outside the ROS layers under `root`."""
+    found = modules_under(root)
+    problems = []
+    for module, path in found.items():
+        if layer_of(module) in ROS_LAYERS:
+            continue
+        for line, target in sorted(set(imported(module, path, found))):
+            if is_ros(target):
+                problems.append(f'{path.relative_to(root)}:{line}: imports {target} (ROS) '
+                                f'from layer {layer_of(module)}: only ros/ and apps/ may')
+    return problems
+
+
 def test_imports_go_downwards():
     problems = violations(ROOT)
     assert not problems, '\n'.join([f'{len(problems)} import(s) against the layers:'] + problems)
+
+
+def test_ros_stays_at_the_edge():
+    problems = ros_imports(ROOT)
+    assert not problems, '\n'.join([f'{len(problems)} ROS import(s) below ros/:'] + problems)
+
+
+def test_the_ros_check_sees_every_kind_of_ros_import(tmp_path):
+    """A small tree: each kind of ROS import below ros/ is found, at any depth; the edge's not."""
+    files = {
+        'control/loop.py': 'def f():\n    import rclpy.node\n',
+        'sim/plant.py': 'from sensor_msgs.msg import JointState\n',
+        'runtime/clock.py': 'if True:\n    from builtin_interfaces.msg import Time\n',
+        'models/base.py': 'import rosidl_runtime_py as r\n',
+        'params/files.py': 'from rcl_interfaces.msg import ParameterType\n',
+        'identify/bag.py': 'import mcap_ros2.writer\nimport ament_index_python\n',
+        'ros/node.py': 'import rclpy\nfrom std_msgs.msg import Float64MultiArray\n',
+        'apps/echo.py': 'import rclpy\n',
+    }
+    for name, text in files.items():
+        path = tmp_path / PACKAGE / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert sorted(ros_imports(tmp_path)) == [
+        'continuum_ctrl/control/loop.py:2: imports rclpy.node (ROS) from layer control: only '
+        'ros/ and apps/ may',
+        'continuum_ctrl/models/base.py:1: imports rosidl_runtime_py (ROS) from layer models: '
+        'only ros/ and apps/ may',
+        'continuum_ctrl/params/files.py:1: imports rcl_interfaces.msg (ROS) from layer params: '
+        'only ros/ and apps/ may',
+        'continuum_ctrl/runtime/clock.py:2: imports builtin_interfaces.msg (ROS) from layer '
+        'runtime: only ros/ and apps/ may',
+        'continuum_ctrl/sim/plant.py:1: imports sensor_msgs.msg (ROS) from layer sim: only '
+        'ros/ and apps/ may',
+    ]
 
 
 def test_the_check_sees_upward_and_unplaced_modules(tmp_path):
