@@ -1,5 +1,7 @@
 """Controller and simulator settings without ROS: the shipped files parse, bad values name keys."""
 
+from pathlib import Path
+import re
 import subprocess
 import sys
 
@@ -16,6 +18,7 @@ from continuum_ctrl.runtime.node_settings import ControllerNodeSettings, Simulat
 from continuum_ctrl.sim.plant import PlantSettings
 from ros_nodes import params_file
 
+ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ('planar_2r.yaml', 'panda.yaml', 'continuum_3section.yaml', 'continuum_task.yaml')
 
 
@@ -47,6 +50,29 @@ def test_shipped_files_parse_for_both_nodes(name):
         assert type(plant.model) is not type(load_model(model))
         # the largest push, area * p_max, is the 66.5 N of the reference arm
         assert np.allclose(settings.actuation.force(settings.actuation.p_max), 66.5)
+
+
+def test_the_template_for_an_arm_of_ones_own_parses_as_the_nodes_read_it():
+    """
+    config/my_arm.yaml, the template a user copies: it parses for both nodes through the
+    nodes' own parsers (and the launcher's check), names the joints it maps states by, marks
+    the keys to set, and names only pages that exist.
+    """
+    path = config_path('my_arm.yaml')
+    check_parameter_file(path)          # as `continuum-ctrl launch` and the demo check a file
+    tree, model = file_parameters(path, 'continuum_controller')
+    node, tree = ControllerNodeSettings.split(tree)
+    arm = load_model(model)
+    settings = ControllerSettings.parse(tree, arm)
+    sim_tree, sim_model = file_parameters(path, 'continuum_simulator')
+    plant = PlantSettings.parse(SimulatorNodeSettings.split(sim_tree)[1], sim_model)
+    assert settings.mode == 'pressure' and settings.reference.kind == 'hold'
+    assert settings.joints == tuple(arm.joint_names) == tuple(plant.model.joint_names)
+    assert tuple(model['joints']) == settings.joints and node.realtime_priority == 0
+    text = path.read_text()
+    assert text.count('SET:') >= 15
+    pages = set(re.findall(r'docs/[a-z0-9-]+\.md', text))
+    assert pages and all((ROOT / page).is_file() for page in pages), pages
 
 
 @pytest.mark.parametrize('key, value, named', [
