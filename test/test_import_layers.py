@@ -150,6 +150,14 @@ def test_ros_stays_at_the_edge():
     assert not problems, '\n'.join([f'{len(problems)} ROS import(s) below ros/:'] + problems)
 
 
+def write_tree(root, files):
+    """Write a small package under `root`: {path inside continuum_ctrl/: source text}."""
+    for name, text in files.items():
+        path = root / PACKAGE / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
 def test_the_ros_check_sees_every_kind_of_ros_import(tmp_path):
     """A small tree: each kind of ROS import below ros/ is found, at any depth; the edge's not."""
     files = {
@@ -162,10 +170,7 @@ def test_the_ros_check_sees_every_kind_of_ros_import(tmp_path):
         'ros/node.py': 'import rclpy\nfrom std_msgs.msg import Float64MultiArray\n',
         'apps/echo.py': 'import rclpy\n',
     }
-    for name, text in files.items():
-        path = tmp_path / PACKAGE / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+    write_tree(tmp_path, files)
     assert sorted(ros_imports(tmp_path)) == [
         'continuum_ctrl/control/loop.py:2: imports rclpy.node (ROS) from layer control: only '
         'ros/ and apps/ may',
@@ -195,10 +200,7 @@ def test_the_check_sees_upward_and_unplaced_modules(tmp_path):
         'apps/cli.py': 'from continuum_ctrl.extra import thing\n',
         'extra/__init__.py': '',
     }
-    for name, text in files.items():
-        path = tmp_path / PACKAGE / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+    write_tree(tmp_path, files)
     problems = violations(tmp_path)
     assert sorted(problems) == [
         'continuum_ctrl/apps/cli.py:1: imports continuum_ctrl.extra, which is in no layer',
