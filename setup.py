@@ -38,7 +38,7 @@ def warm_kernels(site):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.abspath(site)] + path))
     try:
         done = subprocess.run(
-            [sys.executable, '-c', 'import sys; from continuum_ctrl.warm '
+            [sys.executable, '-c', 'import sys; from continuum_ctrl.apps.warm '
              'import main; sys.exit(main(sys.argv[1:]))', '--arm',
              os.path.join(HERE, 'config', 'continuum_3section.yaml')],
             env=env, cwd=site, capture_output=True, text=True, timeout=WARM_TIMEOUT)
@@ -91,7 +91,7 @@ setup(
     cmdclass={'install': InstallAndWarm, 'develop': DevelopAndWarm},
     entry_points={
         'console_scripts': [
-            'continuum-ctrl = continuum_ctrl.cli:main',
+            'continuum-ctrl = continuum_ctrl.apps.cli:main',
             'controller_node = continuum_ctrl.ros.controller_node:main',
             'simulator_node = continuum_ctrl.ros.simulator_node:main',
         ],

@@ -23,14 +23,14 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from continuum_ctrl.launch_description import config_path, simulation
-from continuum_ctrl.launch_runner import start, stop
+from continuum_ctrl.params.launch_description import config_path, simulation
+from continuum_ctrl.apps.launch import start, stop
 from continuum_ctrl.params import read_yaml
 from continuum_ctrl.ros.recorder import Recorder
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
-from continuum_ctrl.node_pair import controller_loop, plant_of  # noqa: E402
+from continuum_ctrl.apps.node_pair import controller_loop, plant_of  # noqa: E402
 
 CONFIG = 'continuum_3section.yaml'
 #: the table's rows: valve lag and delay, compensation time constant and delay (s)

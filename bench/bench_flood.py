@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from bench_node import Baseline, column, params
-from continuum_ctrl.launch_description import config_path, simulation
+from continuum_ctrl.params.launch_description import config_path, simulation
 from continuum_ctrl.models import load_model
-from continuum_ctrl.launch_runner import start, stop
+from continuum_ctrl.apps.launch import start, stop
 from continuum_ctrl.ros.recorder import Recorder
 
 PHASE = 6.0

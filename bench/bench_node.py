@@ -42,8 +42,8 @@ import numpy as np
 import yaml
 
 from continuum_ctrl.params import read_yaml
-from continuum_ctrl.launch_description import config_path, simulation
-from continuum_ctrl.launch_runner import start, stop
+from continuum_ctrl.params.launch_description import config_path, simulation
+from continuum_ctrl.apps.launch import start, stop
 from continuum_ctrl.ros.recorder import Recorder
 
 SECONDS = 10.0

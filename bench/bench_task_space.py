@@ -25,7 +25,7 @@ from continuum_ctrl import load_model
 from continuum_ctrl.control.loop import ControlLoop
 from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.params import file_parameters
-from continuum_ctrl.ros.node_settings import ControllerNodeSettings
+from continuum_ctrl.runtime.node_settings import ControllerNodeSettings
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 ROUNDS, CALLS, PERIOD = 5, 1000, 0.002

@@ -42,7 +42,7 @@ import rclpy
 
 from continuum_ctrl.control.loop import ACTIVE
 from continuum_ctrl.models.rigid import RigidModel
-from continuum_ctrl.node_pair import controller_runtime, node_pair
+from continuum_ctrl.apps.node_pair import controller_runtime, node_pair
 from continuum_ctrl.ros.fast_publish import CommandPublisher
 
 ROUNDS = 15

@@ -21,8 +21,8 @@ from pathlib import Path
 from bench_node import cpu_seconds
 import numpy as np
 
-from continuum_ctrl.launch_description import simulation
-from continuum_ctrl.launch_runner import start, stop
+from continuum_ctrl.params.launch_description import simulation
+from continuum_ctrl.apps.launch import start, stop
 from continuum_ctrl.ros.recorder import Recorder
 
 #: growth of resident memory over the run that still counts as flat (allocator noise), MB

@@ -39,7 +39,7 @@ import numpy as np
 import yaml
 
 from continuum_ctrl import load_model
-from continuum_ctrl.node_pair import node_pair
+from continuum_ctrl.apps.node_pair import node_pair
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.report import command_summary, groups, summary, tip_frame, tip_paths
 
@@ -134,7 +134,7 @@ def through_nodes(plant_overrides, simulator, controller, duration, out):
         _nest(tree['continuum_controller']['ros__parameters'], key, value)
     params = out / 'params.yaml'
     params.write_text(yaml.safe_dump(tree))
-    subprocess.run([sys.executable, '-m', 'continuum_ctrl.cli', 'demo', '--arm', str(params),
+    subprocess.run([sys.executable, '-m', 'continuum_ctrl.apps.cli', 'demo', '--arm', str(params),
                     '--duration', str(duration), '--out', str(out)], check=True,
                    stdout=subprocess.DEVNULL)
     data = np.genfromtxt(out / 'closed_loop.csv', delimiter=',', names=True)

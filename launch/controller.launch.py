@@ -5,7 +5,7 @@ Arguments: `params_file` (default: the reference continuum arm), `use_sim_time`,
 `commands_topic`: where `~/commands` goes, e.g. ``/effort_controller/commands`` for a
 ros2_control ForwardCommandController, or a driver's command topic with
 ``output.message: joint_state`` (default: not remapped).
-The node list comes from continuum_ctrl.launch_description, as for `continuum-ctrl launch`.
+The node list comes from continuum_ctrl.params.launch_description, as for `continuum-ctrl launch`.
 """
 
 from launch import LaunchDescription
@@ -14,7 +14,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from continuum_ctrl.launch_description import config_path, controller, DEFAULT_PARAMS
+from continuum_ctrl.params.launch_description import config_path, controller, DEFAULT_PARAMS
 
 
 def generate_launch_description():

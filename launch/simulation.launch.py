@@ -3,7 +3,7 @@ Launch controller and simulator: `ros2 launch continuum_ctrl simulation.launch.p
 
 Arguments: `params_file` (default: the reference continuum arm), `use_sim_time`. The
 simulator's `commands` is remapped to the controller's `~/commands`.
-The node list comes from continuum_ctrl.launch_description, as for `continuum-ctrl launch`.
+The node list comes from continuum_ctrl.params.launch_description, as for `continuum-ctrl launch`.
 """
 
 from launch import LaunchDescription
@@ -12,7 +12,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from continuum_ctrl.launch_description import config_path, DEFAULT_PARAMS, simulation
+from continuum_ctrl.params.launch_description import config_path, DEFAULT_PARAMS, simulation
 
 
 def generate_launch_description():

@@ -29,7 +29,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Float64MultiArray
 
-from continuum_ctrl.launch_description import CONTROLLER, find_executable
+from continuum_ctrl.params.launch_description import CONTROLLER, find_executable
 
 #: the outside subscriber's QoS: reliable, keep last 100
 LISTENER_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)

@@ -90,16 +90,16 @@ class Forker:
 
     def run(self, line, folder, cwd=None, timeout=180):
         """
-        Run `line` (a console script's path, or ``python -m continuum_ctrl.cli``) forked.
+        Run `line` (a console script's path, or ``python -m continuum_ctrl.apps.cli``) forked.
 
         Returns a CompletedProcess with its exit status and text output (files in `folder`);
         the child runs in `cwd` (default: `folder`) and is ended by SIGALRM (status -14)
         after `timeout` s (whole seconds).
         """
-        if line[1:3] == ['-m', 'continuum_ctrl.cli']:
-            from continuum_ctrl import cli
-            target, argv = 'continuum_ctrl.cli:main', [cli.__file__] + line[3:]
-            modules = ['continuum_ctrl.cli', cli.COMMANDS[argv[1]][0]]
+        if line[1:3] == ['-m', 'continuum_ctrl.apps.cli']:
+            from continuum_ctrl.apps import cli
+            target, argv = 'continuum_ctrl.apps.cli:main', [cli.__file__] + line[3:]
+            modules = ['continuum_ctrl.apps.cli', cli.COMMANDS[argv[1]][0]]
         else:
             target, argv = console_script(Path(line[0]).name), line
             modules = [target.split(':')[0]]

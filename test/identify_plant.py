@@ -15,9 +15,9 @@ from continuum_ctrl.actuation.pressure_map import area_factor
 from continuum_ctrl.control.references import Multisine
 from continuum_ctrl.identify.bag import write_run
 from continuum_ctrl.identify.data import Run
-from continuum_ctrl.ros.closed_loop_demo import write_csv
+from continuum_ctrl.apps.demo import write_csv
 from continuum_ctrl.sim.closed_loop import simulate_nodes
-from continuum_ctrl.node_pair import controller_loop, plant_of
+from continuum_ctrl.apps.node_pair import controller_loop, plant_of
 
 PARAMS = 'config/continuum_3section.yaml'
 #: the acceptance test's plant against the nominal file

@@ -18,7 +18,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 
-from continuum_ctrl.launch_description import CONTROLLER
+from continuum_ctrl.params.launch_description import CONTROLLER
 from continuum_ctrl.ros.conversion import stamp_seconds
 from continuum_ctrl.ros.plumbing import single_threaded_executor
 

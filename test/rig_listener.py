@@ -30,7 +30,7 @@ from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from continuum_ctrl.launch_description import CONTROLLER, SIMULATOR
+from continuum_ctrl.params.launch_description import CONTROLLER, SIMULATOR
 from continuum_ctrl.ros.conversion import stamp_seconds
 from continuum_ctrl.ros.plumbing import single_threaded_executor
 from continuum_ctrl.ros.recorder import Recorder

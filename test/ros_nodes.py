@@ -1,7 +1,7 @@
 """
 Helpers for the node tests: parameter files, node processes, a recorder.
 
-Nodes are started with the exact command lines of continuum_ctrl.launch_description.
+Nodes are started with the exact command lines of continuum_ctrl.params.launch_description.
 """
 
 import contextlib
@@ -11,9 +11,10 @@ from pathlib import Path
 import yaml
 
 from continuum_ctrl.params import read_yaml
-from continuum_ctrl.launch_description import config_path, CONTROLLER, controller, simulation
-from continuum_ctrl.launch_runner import start, stop
-from continuum_ctrl.ros.node_settings import command_message
+from continuum_ctrl.params.launch_description import (config_path, CONTROLLER, controller,
+                                                      simulation)
+from continuum_ctrl.apps.launch import start, stop
+from continuum_ctrl.apps.node_pair import command_message
 from continuum_ctrl.ros.recorder import Recorder
 
 #: seconds a node gets to start and the controller to become active (loaded 2-core machine)

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.sim.closed_loop import simulate_nodes
-from continuum_ctrl.node_pair import node_pair
+from continuum_ctrl.apps.node_pair import node_pair
 
 #: (parameter file, controller overrides, simulator overrides); the continuum arm's blend at
 #: 1 s, as the other arms', whose figures the docstrings below give

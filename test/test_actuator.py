@@ -6,7 +6,7 @@ import pytest
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.actuation.valves import Actuator, PENDING_ROWS
 from continuum_ctrl.sim.plant import Plant
-from continuum_ctrl.node_pair import plant_settings
+from continuum_ctrl.apps.node_pair import plant_settings
 
 P0, P1 = 0.5e5, 3.0e5
 

@@ -2,9 +2,9 @@
 
 import pytest
 
-from continuum_ctrl import cli
+from continuum_ctrl.apps import cli
 from continuum_ctrl.params import ConfigError
-from continuum_ctrl.launch_description import arm_config, ARMS, config_path
+from continuum_ctrl.params.launch_description import arm_config, ARMS, config_path
 
 
 @pytest.mark.parametrize('short', sorted(ARMS))
@@ -30,7 +30,7 @@ def test_both_commands_reject_an_unknown_arm_the_same_way(command, capsys):
 
 
 def test_simulate_takes_the_short_name(tmp_path):
-    from continuum_ctrl.simulate import main
+    from continuum_ctrl.apps.simulate import main
 
     assert main(['--arm', '2r', '--duration', '0.2', '--out', str(tmp_path)]) == 0
     assert (tmp_path / 'planar_2r_tracking.png').is_file()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from continuum_ctrl.launch_description import find_executable
+from continuum_ctrl.params.launch_description import find_executable
 from forked import Forker
 from unreadable import unreadable
 
@@ -99,7 +99,7 @@ def test_a_bad_input_gives_one_error_line_naming_it_and_status_2(entry, name, tm
         arg = unreadable_file(tmp_path)
     line = ENTRY_POINTS[entry][0](arg, tmp_path)
     if not Path(line[0]).is_absolute():           # a continuum-ctrl command
-        line = [sys.executable, '-m', 'continuum_ctrl.cli'] + line
+        line = [sys.executable, '-m', 'continuum_ctrl.apps.cli'] + line
     if (entry, name) in FRESH:
         done = subprocess.run(line, capture_output=True, text=True, timeout=180)
     else:

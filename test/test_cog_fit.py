@@ -6,7 +6,7 @@ from continuum_reference import arm, REFERENCE_ARM, SECOND_ARM
 import numpy as np
 import pytest
 
-from continuum_ctrl.cli import main as cli
+from continuum_ctrl.apps.cli import main as cli
 from continuum_ctrl.models.continuum.fit import (energy_features, fit, min_eigenvalue_ratio,
                                                  relative_errors, sample_states)
 from continuum_ctrl.models.continuum.params import DEFAULT_BETA, read_spec

@@ -6,7 +6,7 @@ import pytest
 from command_bounds import QUIET_PMA, worst_variation
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
-from continuum_ctrl.node_pair import controller_loop, plant_of
+from continuum_ctrl.apps.node_pair import controller_loop, plant_of
 
 CONFIG = 'continuum_3section.yaml'
 #: s: the blend-in (1 s, set so below) and its transient, then the time the errors are taken over

@@ -5,7 +5,7 @@ import pytest
 
 from continuum_ctrl.control.differencing import (MAX_SPEED, PositionDifference, RECEIVE_TIMES,
                                                  STAMP_SPACING, STAMPS)
-from continuum_ctrl.node_pair import controller_runtime
+from continuum_ctrl.apps.node_pair import controller_runtime
 
 PERIOD = 0.002
 SPEED = np.array([0.02, -0.04, 0.01])

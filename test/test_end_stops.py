@@ -12,7 +12,7 @@ go less far, by what is measured here.
 import numpy as np
 import pytest
 
-from continuum_ctrl.node_pair import plant_of
+from continuum_ctrl.apps.node_pair import plant_of
 
 P_MAX = 5e5
 L_MAX = 0.04

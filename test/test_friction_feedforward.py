@@ -14,7 +14,7 @@ import pytest
 
 from command_bounds import assert_better_and_quiet, late_section_rms
 from continuum_ctrl.actuation.maxwell_slip import MaxwellSlip
-from continuum_ctrl.node_pair import controller_loop, node_pair
+from continuum_ctrl.apps.node_pair import controller_loop, node_pair
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 

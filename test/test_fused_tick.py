@@ -17,7 +17,7 @@ import pytest
 from continuum_ctrl.control.fused_tick import FusedTick
 from continuum_ctrl.control.loop import ACTIVE, ControlLoop
 from continuum_ctrl.control.rigid_tick import RigidTick
-from continuum_ctrl.node_pair import controller_loop, plant_of
+from continuum_ctrl.apps.node_pair import controller_loop, plant_of
 from identify_plant import MISMATCH, NOISE
 
 PARAMS = 'continuum_3section.yaml'

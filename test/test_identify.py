@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
-from continuum_ctrl import cli
+from continuum_ctrl.apps import cli
 from continuum_ctrl.control.references import Multisine
 from continuum_ctrl.identify.bag import BagWriter, stamp, write_run
 from continuum_ctrl.identify.data import read_csv, read_diagnostics, read_mcap
@@ -19,7 +19,7 @@ from continuum_ctrl.identify.fit import DEFAULT_FIT, identify, Options
 from continuum_ctrl.identify.report import fitted_yaml, text
 from continuum_ctrl.identify.setup import read_setup
 from continuum_ctrl.identify.signals import applied_mean
-from continuum_ctrl.ros.closed_loop_demo import align, write_csv
+from continuum_ctrl.apps.demo import align, write_csv
 
 sys.path.insert(0, str(Path(__file__).parent))
 from identify_plant import (assert_recovered, closed_loop, MISMATCH,  # noqa: E402
@@ -378,8 +378,8 @@ def test_record_writes_a_bag_identify_reads(setup, tmp_path):
     states = node.create_publisher(JointState, '/joint_states', 10)
     commands = node.create_publisher(Float64MultiArray, '/continuum_controller/commands', 10)
     out = tmp_path / 'rec.mcap'
-    recorder = subprocess.Popen([sys.executable, '-m', 'continuum_ctrl.cli', 'record', str(out),
-                                 '/joint_states', '/continuum_controller/commands',
+    recorder = subprocess.Popen([sys.executable, '-m', 'continuum_ctrl.apps.cli', 'record',
+                                 str(out), '/joint_states', '/continuum_controller/commands',
                                  '--duration', '3'], env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
     sent = 0
@@ -454,7 +454,7 @@ def test_a_missing_input_fails_at_once_without_loading_scipy(tmp_path, missing):
     import subprocess
     params, data = (tmp_path / missing, tmp_path) if missing.endswith('.yaml') else (
         PARAMS, tmp_path / missing)
-    code = ('import sys\nfrom continuum_ctrl import cli\nstatus = cli.main(sys.argv[1:])\n'
+    code = ('import sys\nfrom continuum_ctrl.apps import cli\nstatus = cli.main(sys.argv[1:])\n'
             "sys.exit(99 if 'scipy' in sys.modules else status)")
     done = subprocess.run([sys.executable, '-c', code, 'identify', str(params), str(data)],
                           capture_output=True, text=True, timeout=120)

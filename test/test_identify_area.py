@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from continuum_ctrl import cli
+from continuum_ctrl.apps import cli
 from continuum_ctrl.identify.bag import write_run
 from continuum_ctrl.identify.fit import DEFAULT_FIT, identify, Options
 from continuum_ctrl.identify.report import fitted_yaml

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
-from continuum_ctrl import cli
+from continuum_ctrl.apps import cli
 from continuum_ctrl.control.references import Multisine
 from continuum_ctrl.identify.bag import write_run
 from continuum_ctrl.identify.data import read_mcap, Run, STAMPED

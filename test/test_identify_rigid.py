@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from continuum_ctrl import cli
+from continuum_ctrl.apps import cli
 from continuum_ctrl.identify.rigid import identify_rigid, RigidArm
 from continuum_ctrl.identify.setup import read_setup
 from continuum_ctrl.identify.signals import grid
-from continuum_ctrl.ros.closed_loop_demo import write_csv
+from continuum_ctrl.apps.demo import write_csv
 
 sys.path.insert(0, str(Path(__file__).parent))
 from identify_plant import (rigid_closed_loop, RIGID_MASS_SCALE, RIGID_PARAMS,  # noqa: E402

@@ -15,8 +15,8 @@ from lifecycle_msgs.srv import ChangeState, GetState
 from rcl_interfaces.srv import SetParameters
 from rclpy.parameter import Parameter
 
-from continuum_ctrl.launch_description import controller, simulation
-from continuum_ctrl.launch_runner import start, stop
+from continuum_ctrl.params.launch_description import controller, simulation
+from continuum_ctrl.apps.launch import start, stop
 from continuum_ctrl.ros.recorder import Recorder
 from ros_nodes import call_service, params_file, START_TIMEOUT
 

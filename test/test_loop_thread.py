@@ -11,12 +11,12 @@ from continuum_ctrl.control.loop import ACTIVE, ControlLoop, WAITING
 from continuum_ctrl.control.planner import ReferenceSlot
 from continuum_ctrl.control.references import Hold
 from continuum_ctrl.control.settings import ControllerSettings
-from continuum_ctrl.launch_description import config_path
+from continuum_ctrl.params.launch_description import config_path
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import file_parameters
 from continuum_ctrl.runtime.handoff import StateHandoff
 from continuum_ctrl.runtime.loop_thread import LoopThread, MAX_SPIN_BEFORE, SWITCH_INTERVAL
-from continuum_ctrl.ros.node_settings import ControllerNodeSettings
+from continuum_ctrl.runtime.node_settings import ControllerNodeSettings
 
 PERIOD = 0.002
 

@@ -14,10 +14,10 @@ import pytest
 import scipy.linalg
 import scipy.optimize
 
-from continuum_ctrl.node_pair import node_pair, plant_of, plant_settings
+from continuum_ctrl.apps.node_pair import node_pair, plant_of, plant_settings
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import ConfigError, file_parameters
-from continuum_ctrl.launch_description import config_path, SIMULATOR
+from continuum_ctrl.params.launch_description import config_path, SIMULATOR
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.mujoco_arm import continuum_mjcf
 from continuum_ctrl.sim.mujoco_plant import MujocoArm
@@ -341,7 +341,7 @@ def test_mujoco_needs_a_continuum_or_urdf_arm():
 def test_the_builtin_engine_runs_without_mujoco():
     """The plant and the simulator node import mujoco only for the mujoco engine."""
     code = ('import sys; sys.modules["mujoco"] = None; sys.path.insert(0, "test")\n'
-            'from continuum_ctrl.node_pair import plant_of\n'
+            'from continuum_ctrl.apps.node_pair import plant_of\n'
             'import continuum_ctrl.ros.simulator_node\n'
             'plant = plant_of("continuum_3section.yaml")\n'
             'plant.command([1e5] * 9, 0.0); plant.advance(0.0); plant.advance(0.01)\n'
@@ -369,7 +369,7 @@ def test_simulate_runs_on_the_mujoco_arm(tmp_path, capsys):
     `continuum-ctrl simulate --engine mujoco`: named in the printout, and with the file's
     gains, valves and compensation the disc stack tracks (RMS in mm per section).
     """
-    from continuum_ctrl import simulate
+    from continuum_ctrl.apps import simulate
     status = simulate.main(['--arm', 'continuum', '--engine', 'mujoco', '--duration', '2',
                             '--out', str(tmp_path)])
     out = capsys.readouterr().out
@@ -386,9 +386,9 @@ def test_simulate_runs_on_the_mujoco_arm(tmp_path, capsys):
 
 def test_the_demo_sets_the_simulators_engine_over_the_file(tmp_path):
     """`demo --engine mujoco`: the simulator reads engine mujoco, the controller is unchanged."""
-    from continuum_ctrl.launch_description import simulation
-    from continuum_ctrl.ros.closed_loop_demo import with_engine
-    from continuum_ctrl.ros.node_settings import check_parameter_file
+    from continuum_ctrl.params.launch_description import simulation
+    from continuum_ctrl.apps.demo import with_engine
+    from continuum_ctrl.apps.node_pair import check_parameter_file
     nodes = simulation(config_path(FILE))
     assert with_engine(nodes, None, tmp_path) == nodes
     changed = with_engine(nodes, 'mujoco', tmp_path)

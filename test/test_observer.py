@@ -6,7 +6,7 @@ import pytest
 from continuum_ctrl.control.observer import kalman_gain, linearized, Observer
 from continuum_ctrl.control.settings import ObserverSettings
 from continuum_ctrl.models.base import DynamicsModel
-from continuum_ctrl.node_pair import controller_loop, controller_runtime, plant_of
+from continuum_ctrl.apps.node_pair import controller_loop, controller_runtime, plant_of
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 

@@ -14,7 +14,7 @@ from continuum_ctrl.control.settings import FIELDS as LOOP_FIELDS
 from continuum_ctrl.models import MODEL_TYPES, load_model
 from continuum_ctrl.models.fields import MODEL_FIELDS
 from continuum_ctrl.params import ConfigError, Reader
-from continuum_ctrl.params.reference import COMMAND, PAGE, render
+from continuum_ctrl.apps.docs import COMMAND, PAGE, render
 from continuum_ctrl.models.integrators import INTEGRATORS
 from continuum_ctrl.sim.plant import FIELDS as PLANT_FIELDS
 

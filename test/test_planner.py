@@ -15,7 +15,7 @@ import threading
 import time
 
 import numpy as np
-from continuum_ctrl.node_pair import node_pair, node_parameters
+from continuum_ctrl.apps.node_pair import node_pair, node_parameters
 import pytest
 
 from continuum_ctrl import load_model
@@ -23,8 +23,8 @@ from continuum_ctrl.control.loop import ACTIVE, ControlLoop
 from continuum_ctrl.control.planner import Planner
 from continuum_ctrl.control.references import Hold
 from continuum_ctrl.control.settings import ControllerSettings
-from continuum_ctrl.launch_description import CONTROLLER
-from continuum_ctrl.ros.node_settings import ControllerNodeSettings
+from continuum_ctrl.params.launch_description import CONTROLLER
+from continuum_ctrl.runtime.node_settings import ControllerNodeSettings
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 
 CONFIG = 'continuum_task.yaml'

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.params import ConfigError, file_parameters
-from continuum_ctrl.ros.node_settings import SimulatorNodeSettings
-from continuum_ctrl.launch_description import config_path
+from continuum_ctrl.runtime.node_settings import SimulatorNodeSettings
+from continuum_ctrl.params.launch_description import config_path
 from continuum_ctrl.models.integrators import rk4_step
 from continuum_ctrl.models.integrators import implicit_damping_euler_step
 from continuum_ctrl.sim.plant import Plant, PlantSettings

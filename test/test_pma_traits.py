@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.actuation.pressure_map import area_factor
-from continuum_ctrl.node_pair import plant_of
+from continuum_ctrl.apps.node_pair import plant_of
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.actuation.maxwell_slip import MaxwellSlip
 

@@ -18,7 +18,7 @@ from continuum_ctrl.ros.raw_input import (BOUND_JOINTS, commands_reader, joint_s
                                           joint_states_reader, MAX_JOINT_STATES_BYTES,
                                           MAX_TRAJECTORY_POINTS, NAME_CHARS, tip_target_reader,
                                           trajectory_reader)
-from continuum_ctrl.ros.node_settings import CONTROLLER_NODE_FIELDS
+from continuum_ctrl.runtime.node_settings import CONTROLLER_NODE_FIELDS
 
 
 JOINTS = [f'seg{s}_{axis}' for s in range(1, 4) for axis in ('u', 'v', 'w')]

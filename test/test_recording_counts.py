@@ -4,7 +4,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 import pytest
 
-from continuum_ctrl.ros.closed_loop_demo import recording_line
+from continuum_ctrl.apps.demo import recording_line
 from continuum_ctrl.ros.diagnostics import diagnostic_array
 from continuum_ctrl.ros.recorder import Recorder
 

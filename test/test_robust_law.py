@@ -21,7 +21,7 @@ from continuum_ctrl.models import load_model
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from identify_plant import MISMATCH, NOISE
-from continuum_ctrl.node_pair import controller_loop, plant_of
+from continuum_ctrl.apps.node_pair import controller_loop, plant_of
 
 PARAMS = 'continuum_3section.yaml'
 #: s: the blend (1 s) and the integral's settling, then the time the errors are taken over
@@ -118,7 +118,7 @@ def test_the_passive_forces_move_to_the_other_state_in_one_call(continuum, panda
 
 def _integral_spec():
     from continuum_ctrl.params import file_parameters
-    from continuum_ctrl.launch_description import config_path
+    from continuum_ctrl.params.launch_description import config_path
     _, model = file_parameters([config_path(PARAMS)], 'continuum_simulator')
     return model
 
@@ -200,7 +200,7 @@ def test_the_loop_resets_the_integral_at_activation_and_integrates_from_there_wi
 
 def test_integral_settings_are_validated(continuum):
     from continuum_ctrl.control.settings import ControllerSettings
-    from continuum_ctrl.node_pair import node_parameters
+    from continuum_ctrl.apps.node_pair import node_parameters
 
     tree, _ = node_parameters(PARAMS, 'continuum_controller')
     tree.pop('rate_hz'), tree.pop('realtime_priority', None)

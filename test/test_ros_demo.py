@@ -24,7 +24,7 @@ P_MAX = 5e5
 ROOT = Path(__file__).resolve().parents[1]
 #: share of the ticks and largest gap (s) that a recording must keep, of those the loop made
 #: (its skipped deadlines have no tick to record). The demo warns below its own goal
-#: (closed_loop_demo.COMPLETE, MAX_GAP: 99 %, 20 ms), which a slow, loaded 2-core machine
+#: (apps/demo.py: COMPLETE, MAX_GAP: 99 %, 20 ms), which a slow, loaded 2-core machine
 #: misses at times: at 500 Hz, 99.4 % with a 25.6 ms gap; at 1 kHz, 2 of 7 runs, one keeping
 #: 98.9 % with a 34 ms gap (with a 0.1 s ~/state ring: 2 of 3, 28-114 ms)
 KEPT_SHARE, KEPT_GAP = 0.97, 0.08
@@ -86,7 +86,7 @@ def demo_run(out, *arguments, timeout):
     Run ``continuum-ctrl demo ARGUMENTS --out OUT``; return ``((out, result), stall)``, as
     `ros_nodes.unstalled` takes it (`demo_stall`; None when the demo failed).
     """
-    done = subprocess.run([sys.executable, '-m', 'continuum_ctrl.cli', 'demo', *arguments,
+    done = subprocess.run([sys.executable, '-m', 'continuum_ctrl.apps.cli', 'demo', *arguments,
                            '--out', str(out)], env=dict(os.environ), capture_output=True,
                           text=True, timeout=timeout)
     return (out, done), demo_stall(done.stdout) if done.returncode == 0 else None

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from continuum_ctrl.launch_description import (CONTROLLER, controller, DEFAULT_PARAMS,
-                                               DESCRIPTIONS, PACKAGE, simulation, SIMULATOR)
+from continuum_ctrl.params.launch_description import (CONTROLLER, controller, DEFAULT_PARAMS,
+                                                      DESCRIPTIONS, PACKAGE, simulation,
+                                                      SIMULATOR)
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH_FILES = {'controller': ROOT / 'launch' / 'controller.launch.py',
@@ -56,7 +57,8 @@ def test_everything_named_exists(launch):
 def test_launch_files_build_nodes_from_the_description(launch):
     tree = ast.parse(LAUNCH_FILES[launch].read_text())
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-                and node.module == 'continuum_ctrl.launch_description' for alias in node.names}
+                and node.module == 'continuum_ctrl.params.launch_description'
+                for alias in node.names}
     assert launch in imported
     calls = {node.func.id for node in ast.walk(tree)
              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
@@ -80,7 +82,7 @@ def test_gazebo_example_feeds_a_forward_effort_controller():
     from continuum_ctrl.control.settings import ControllerSettings
     from continuum_ctrl.models import load_model
     from continuum_ctrl.params import file_parameters
-    from continuum_ctrl.ros.node_settings import ControllerNodeSettings
+    from continuum_ctrl.runtime.node_settings import ControllerNodeSettings
     path = ROOT / 'config' / 'gazebo_arm.yaml'
     data = read_yaml(path)
     forward = data['effort_controller']['ros__parameters']

@@ -21,7 +21,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from continuum_ctrl.params import file_parameters
-from continuum_ctrl.launch_description import config_path, CONTROLLER
+from continuum_ctrl.params.launch_description import config_path, CONTROLLER
 from continuum_ctrl.models import load_model
 from continuum_ctrl.ros.conversion import stamp_seconds
 from continuum_ctrl.runtime.scheduling import set_thread_priority
@@ -360,7 +360,7 @@ def test_runner_stops_nodes_and_the_last_command_is_safe(tmp_path, message):
     from ros_nodes import Recorder, START_TIMEOUT
     path = params_file(tmp_path, 'planar_2r.yaml', all={'output': {'message': message}})
     with Recorder(message=message, bag=True) as rec:
-        runner = subprocess.Popen([sys.executable, '-m', 'continuum_ctrl.cli', 'launch',
+        runner = subprocess.Popen([sys.executable, '-m', 'continuum_ctrl.apps.cli', 'launch',
                                    'simulation', '--params-file', str(path)],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:

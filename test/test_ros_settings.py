@@ -1,5 +1,7 @@
 """Controller and simulator settings without ROS: the shipped files parse, bad values name keys."""
 
+from pathlib import Path
+import re
 import subprocess
 import sys
 
@@ -8,14 +10,15 @@ import pytest
 
 from continuum_ctrl.control.loop import ControlLoop
 from continuum_ctrl.control.settings import ControllerSettings
-from continuum_ctrl.launch_description import config_path, controller
+from continuum_ctrl.params.launch_description import config_path, controller
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import ConfigError, file_parameters, nest
-from continuum_ctrl.ros.node_settings import (check_parameter_file, ControllerNodeSettings,
-                                              SimulatorNodeSettings)
+from continuum_ctrl.apps.node_pair import check_parameter_file
+from continuum_ctrl.runtime.node_settings import ControllerNodeSettings, SimulatorNodeSettings
 from continuum_ctrl.sim.plant import PlantSettings
 from ros_nodes import params_file
 
+ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ('planar_2r.yaml', 'panda.yaml', 'continuum_3section.yaml', 'continuum_task.yaml')
 
 
@@ -47,6 +50,29 @@ def test_shipped_files_parse_for_both_nodes(name):
         assert type(plant.model) is not type(load_model(model))
         # the largest push, area * p_max, is the 66.5 N of the reference arm
         assert np.allclose(settings.actuation.force(settings.actuation.p_max), 66.5)
+
+
+def test_the_template_for_an_arm_of_ones_own_parses_as_the_nodes_read_it():
+    """
+    config/my_arm.yaml, the template a user copies: it parses for both nodes through the
+    nodes' own parsers (and the launcher's check), names the joints it maps states by, marks
+    the keys to set, and names only pages that exist.
+    """
+    path = config_path('my_arm.yaml')
+    check_parameter_file(path)          # as `continuum-ctrl launch` and the demo check a file
+    tree, model = file_parameters(path, 'continuum_controller')
+    node, tree = ControllerNodeSettings.split(tree)
+    arm = load_model(model)
+    settings = ControllerSettings.parse(tree, arm)
+    sim_tree, sim_model = file_parameters(path, 'continuum_simulator')
+    plant = PlantSettings.parse(SimulatorNodeSettings.split(sim_tree)[1], sim_model)
+    assert settings.mode == 'pressure' and settings.reference.kind == 'hold'
+    assert settings.joints == tuple(arm.joint_names) == tuple(plant.model.joint_names)
+    assert tuple(model['joints']) == settings.joints and node.realtime_priority == 0
+    text = path.read_text()
+    assert text.count('SET:') >= 15
+    pages = set(re.findall(r'docs/[a-z0-9-]+\.md', text))
+    assert pages and all((ROOT / page).is_file() for page in pages), pages
 
 
 @pytest.mark.parametrize('key, value, named', [
@@ -176,11 +202,11 @@ def test_the_launchers_check_loads_no_kernel_and_leaves_later_objects_compiled()
     script = """
 from numba.core.registry import CPUDispatcher
 from continuum_ctrl.actuation.pressure_map import _pressure_map
-from continuum_ctrl.launch_description import config_path
+from continuum_ctrl.params.launch_description import config_path
 from continuum_ctrl.models import load_model
 from continuum_ctrl.models.continuum.cog import cog_run
 from continuum_ctrl.models.continuum.integral import integral_evaluate
-from continuum_ctrl.ros.node_settings import check_parameter_file
+from continuum_ctrl.apps.node_pair import check_parameter_file
 check_parameter_file(config_path('continuum_3section.yaml'))
 print(len(cog_run.overloads), len(integral_evaluate.overloads))
 model = load_model(config_path('continuum_3section.yaml'), 'continuum_controller')

@@ -18,7 +18,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from continuum_ctrl import load_model
 from continuum_ctrl.control.ik import InverseKinematics
 from continuum_ctrl.params import config_path
-from continuum_ctrl.ros.closed_loop_demo import stale_episodes
+from continuum_ctrl.apps.demo import stale_episodes
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

@@ -10,7 +10,7 @@ import threading
 import pytest
 from sensor_msgs.msg import JointState
 
-from continuum_ctrl.launch_description import config_path
+from continuum_ctrl.params.launch_description import config_path
 from ros_nodes import running
 
 pytestmark = pytest.mark.ros
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.ros
 
 def cli(*args):
     """Run `continuum-ctrl ARGS...`; return the finished process."""
-    return subprocess.run([sys.executable, '-m', 'continuum_ctrl.cli', *args],
+    return subprocess.run([sys.executable, '-m', 'continuum_ctrl.apps.cli', *args],
                           capture_output=True, text=True, timeout=120)
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.control.loop import ACTIVE, STALE, TrajectoryRejected, WAITING
-from continuum_ctrl.node_pair import controller_runtime
+from continuum_ctrl.apps.node_pair import controller_runtime
 from continuum_ctrl.runtime.controller_runtime import DEGRADED, RuntimeOptions, STATE_PARTS
 from continuum_ctrl.runtime.lateness import LATE_SHARE, split, split_in_python
 

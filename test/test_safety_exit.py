@@ -26,7 +26,7 @@ from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.serialization import serialize_message
 
-from continuum_ctrl.launch_description import config_path, DEFAULT_PARAMS
+from continuum_ctrl.params.launch_description import config_path, DEFAULT_PARAMS
 from continuum_ctrl.params import read_yaml
 from continuum_ctrl.ros.controller_node import ControllerNode
 from exit_probe import CommandListener, exit_once, launch_command

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from trajectory_msgs.msg import JointTrajectory
 
-from continuum_ctrl.launch_description import config_path, CONTROLLER
+from continuum_ctrl.params.launch_description import config_path, CONTROLLER
 from continuum_ctrl.models import load_model
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING, DEGRADED
 from ros_nodes import params_file, running

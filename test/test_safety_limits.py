@@ -24,7 +24,7 @@ import time
 import numpy as np
 import pytest
 
-from continuum_ctrl.launch_description import config_path
+from continuum_ctrl.params.launch_description import config_path
 from continuum_ctrl.models import load_model
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING
 from ros_nodes import params_file, running

@@ -8,10 +8,10 @@ import pytest
 
 from continuum_ctrl.control.loop import ACTIVE, ControlLoop, STALE, TrajectoryRejected
 from continuum_ctrl.control.settings import ControllerSettings
-from continuum_ctrl.launch_description import config_path
+from continuum_ctrl.params.launch_description import config_path
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import file_parameters
-from continuum_ctrl.ros.node_settings import ControllerNodeSettings
+from continuum_ctrl.runtime.node_settings import ControllerNodeSettings
 
 
 def loop_for(config, **changes):

@@ -14,7 +14,8 @@ from rcl_interfaces.srv import GetParameters, SetParameters, SetParametersAtomic
 from rclpy.parameter import Parameter
 
 from continuum_ctrl.params import read_yaml
-from continuum_ctrl.launch_description import config_path, CONTROLLER, controller, simulation
+from continuum_ctrl.params.launch_description import (config_path, CONTROLLER, controller,
+                                                      simulation)
 from forked import Forker
 from ros_nodes import merge, params_file, running
 from safety_tools import joint_state, state_publisher, Timeline, wall

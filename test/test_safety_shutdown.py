@@ -15,7 +15,7 @@ from rclpy.node import Node
 from rclpy.serialization import serialize_message
 from std_msgs.msg import Float64MultiArray
 
-from continuum_ctrl.launch_description import CONTROLLER
+from continuum_ctrl.params.launch_description import CONTROLLER
 from continuum_ctrl.ros.controller_node import ControllerNode
 from ros_nodes import params_file, running, START_TIMEOUT
 from safety_tools import joint_state

@@ -17,8 +17,8 @@ from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from continuum_ctrl.launch_description import CONTROLLER, simulation
-from continuum_ctrl.launch_runner import start, stop
+from continuum_ctrl.params.launch_description import CONTROLLER, simulation
+from continuum_ctrl.apps.launch import start, stop
 from continuum_ctrl.ros.conversion import stamp_seconds
 from ros_nodes import params_file, Recorder, START_TIMEOUT
 

@@ -6,7 +6,7 @@ samples `simulate_nodes` hands the loop.
 import numpy as np
 import pytest
 
-from continuum_ctrl.node_pair import node_pair, plant_of
+from continuum_ctrl.apps.node_pair import node_pair, plant_of
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.sensor import Sensor, SensorSettings

@@ -13,7 +13,7 @@ import sympy as sp
 import yaml
 
 from continuum_ctrl import load_model
-from continuum_ctrl.cli import main as cli
+from continuum_ctrl.apps.cli import main as cli
 from continuum_ctrl.models.christoffel import coriolis_from_dM
 from continuum_ctrl.models.rigid import resolve_urdf
 from continuum_ctrl.models.symbolic import derive
@@ -299,7 +299,7 @@ def test_generated_variables_keep_indices_and_coordinate_names_apart():
     import re
 
     from continuum_ctrl.params import model_spec
-    from continuum_ctrl.launch_description import config_path
+    from continuum_ctrl.params.launch_description import config_path
     from continuum_ctrl.models.symbolic import derive, python_source
     from continuum_ctrl.models.symbolic_export import c_source
 

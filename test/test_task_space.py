@@ -15,7 +15,7 @@ from continuum_ctrl.control.task_space import TaskSettings, TaskSpace
 from continuum_ctrl.models.continuum.paths import PATH_ROW
 from continuum_ctrl.params import ConfigError, file_parameters
 from continuum_ctrl.ros.conversion import Rejected
-from continuum_ctrl.ros.node_settings import ControllerNodeSettings
+from continuum_ctrl.runtime.node_settings import ControllerNodeSettings
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 TIP = 'section3_tip'

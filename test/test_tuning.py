@@ -16,10 +16,10 @@ import math
 import numpy as np
 import pytest
 
-from continuum_ctrl.node_pair import controller_loop, node_pair, plant_settings
+from continuum_ctrl.apps.node_pair import controller_loop, node_pair, plant_settings
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
-from continuum_ctrl.tuning.command import file_observer, held_engine, main, overlay, poses_of
+from continuum_ctrl.apps.tune import file_observer, held_engine, main, overlay, poses_of
 from continuum_ctrl.tuning.linear_loop import (estimator, Gains, LoopOptions, LoopSystem,
                                                Mode, PlantError, valve_weights)
 from continuum_ctrl.tuning.margins import loop_margins, loop_response, spectral_radius

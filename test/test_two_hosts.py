@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from continuum_ctrl.launch_description import config_path, CONTROLLER, SIMULATOR
+from continuum_ctrl.params.launch_description import config_path, CONTROLLER, SIMULATOR
 from continuum_ctrl.params import read_yaml
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING
 from continuum_ctrl.sim.plant import PLANT_FIELDS

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from continuum_ctrl.launch_description import CONTROLLER
+from continuum_ctrl.params.launch_description import CONTROLLER
 from continuum_ctrl.numerics.jit import COMPILE_NOTICE
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,8 +23,8 @@ import sys
 import time
 from pathlib import Path
 
-from continuum_ctrl.launch_description import CONTROLLER, SIMULATOR, simulation
-from continuum_ctrl.launch_runner import start, stop
+from continuum_ctrl.params.launch_description import CONTROLLER, SIMULATOR, simulation
+from continuum_ctrl.apps.launch import start, stop
 from conftest import PARTICIPANT_PROFILE, profiles_variable
 from ros_nodes import START_TIMEOUT
 

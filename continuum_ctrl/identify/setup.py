@@ -14,7 +14,7 @@ import numpy as np
 
 from continuum_ctrl.control.settings import JointVectors, read_output
 from continuum_ctrl.identify.data import Joints
-from continuum_ctrl.launch_description import CONTROLLER
+from continuum_ctrl.params.launch_description import CONTROLLER
 from continuum_ctrl.models import load_model
 from continuum_ctrl.models.continuum.model import ContinuumModel
 from continuum_ctrl.models.rigid import RigidModel

@@ -6,9 +6,11 @@ The parameter home (no ROS): errors, parameter files, trees and typed field read
 
 `files` reads ROS 2 parameter files with rcl's merge rules for the nodes, `load_model` and
 every CLI command, and finds the package's config directory; `fields` holds `nest`/`flatten`,
-the `Field` of a schema and the `Reader` whose errors name the full dotted key. The schemas
+the `Field` of a schema and the `Reader` whose errors name the full dotted key;
+`launch_description` names the nodes, the arms' files and the nodes' command lines (plain
+data, for the launch files, `continuum-ctrl launch`, the demo and the tests). The schemas
 themselves live beside what they configure: the loop's in `control.settings`, the plant's in
-`sim.plant`, the nodes' own in `ros.node_settings`.
+`sim.plant`, the nodes' own in `runtime.node_settings`.
 """
 
 from continuum_ctrl.params.errors import ConfigError

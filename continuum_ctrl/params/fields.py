@@ -5,7 +5,7 @@ Nested mappings and dotted ROS parameter names (``model.sections.length``) descr
 tree; `nest` and `flatten` convert between them. A `Field` describes one parameter of a
 schema (ROS type, default, bounds, allowed names, description): the nodes declare their
 parameters from tables of Fields, `Reader.field` reads one with its default, bounds and
-choices, and `continuum_ctrl.params.reference` writes the parameter reference from the tables.
+choices, and `continuum_ctrl.apps.docs` writes the parameter reference from the tables.
 """
 
 import difflib

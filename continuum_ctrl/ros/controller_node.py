@@ -35,7 +35,7 @@ from trajectory_msgs.msg import JointTrajectory
 from continuum_ctrl.control.loop import ACTIVE, ControlLoop, TrajectoryRejected
 from continuum_ctrl.control.planner import Planner
 from continuum_ctrl.control.settings import ControllerSettings, FIELDS
-from continuum_ctrl.launch_description import CONTROLLER as NODE_NAME
+from continuum_ctrl.params.launch_description import CONTROLLER as NODE_NAME
 from continuum_ctrl.models import load_model
 from continuum_ctrl.numerics.jit import on_compile
 from continuum_ctrl.params import ConfigError
@@ -43,7 +43,7 @@ from continuum_ctrl.ros.controller_input import BAD_STATE_KINDS, ControllerInput
 from continuum_ctrl.ros.conversion import FOREIGN, Rejected
 from continuum_ctrl.ros.diagnostics import diagnostic_array
 from continuum_ctrl.ros.fast_publish import CommandPublisher
-from continuum_ctrl.ros.node_settings import CONTROLLER_NODE_FIELDS, ControllerNodeSettings
+from continuum_ctrl.runtime.node_settings import CONTROLLER_NODE_FIELDS, ControllerNodeSettings
 from continuum_ctrl.ros.loop_runner import LoopRunner, STOP_TIMEOUT
 from continuum_ctrl.ros.parameters import NodeParameters
 from continuum_ctrl.ros.plumbing import deliver, log_lines, settle_heap, spin

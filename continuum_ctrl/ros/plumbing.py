@@ -86,9 +86,10 @@ def settle_heap() -> None:
     """
     Collect, then freeze every object made so far out of the garbage collector's scans.
 
-    A node process holds about 140k objects after start-up (rclpy, NumPy, SciPy, Numba); a
-    full collection of them takes 30 to 45 ms here. The loop allocates little, so one is rare,
-    but it would stall a tick; frozen, the collector only scans what was made since.
+    A node process holds a hundred thousand objects and more after start-up (rclpy, NumPy,
+    SciPy, Numba), and a full collection of them takes tens of ms (docs/benchmarks.md). The
+    loop allocates little, so one is rare, but it would stall a tick; frozen, the collector
+    only scans what was made since.
     """
     gc.collect()
     gc.freeze()
@@ -101,8 +102,9 @@ def keep_freed_memory() -> Optional[str]:
     The middleware and rclpy copy every message into fresh buffers before a callback can
     reject it by size, on the executor's thread with the GIL held. By default malloc gives a
     freed multi-MB buffer back to the kernel at once, so each such message costs hundreds of
-    new pages, each a page fault, while the loop thread waits for the GIL: a flood of
-    20,000-point trajectories cut the 500 Hz loop to 58 % of its ticks here; kept, 98 %.
+    new pages, each a page fault, while the loop thread waits for the GIL: under a flood of
+    large trajectories the loop lost many of its ticks; kept, few
+    (docs/benchmarks.md).
     Return None, or why this C library cannot be told (then nothing changed).
     """
     name = ctypes.util.find_library('c')
@@ -128,8 +130,9 @@ def deliver(publisher: Any, send: Callable[[], None], logger: Any, what: str,
     While not acknowledged, `send()` is called again every `step` s, so the message must be one
     a subscriber may receive more than once, as the safe command: a reliable writer asks for
     acknowledgements with heartbeats, which Fast DDS adds to a sample only when its history
-    (the publisher's depth) is full, else every 3 s. A lone last sample, received at once, was
-    often acknowledged only 2.7 s later; sent again, the heartbeat comes within `depth` sends.
+    (the publisher's depth) is full, else every few seconds, so a lone last sample, received
+    at once, was often acknowledged seconds later (docs/benchmarks.md); sent again, the
+    heartbeat comes within `depth` sends.
     """
     start = time.monotonic()
     send()

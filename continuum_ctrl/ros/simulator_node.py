@@ -47,14 +47,14 @@ from rclpy.qos import QoSProfile
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
 
-from continuum_ctrl.launch_description import SIMULATOR as NODE_NAME
+from continuum_ctrl.params.launch_description import SIMULATOR as NODE_NAME
 from continuum_ctrl.numerics.jit import on_compile
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.ros.command_input import CommandInput
 from continuum_ctrl.ros.conversion import Rejected, set_doubles
 from continuum_ctrl.ros.diagnostics import diagnostic_array
 from continuum_ctrl.ros.fast_publish import FORMS
-from continuum_ctrl.ros.node_settings import SIMULATOR_NODE_FIELDS, SimulatorNodeSettings
+from continuum_ctrl.runtime.node_settings import SIMULATOR_NODE_FIELDS, SimulatorNodeSettings
 from continuum_ctrl.ros.parameters import NodeParameters
 from continuum_ctrl.ros.plumbing import spin
 from continuum_ctrl.runtime.throttle import Throttle

@@ -28,7 +28,7 @@ row and the sums are two compiled calls (runtime/tick_record.py). No allocation 
 beyond the loop's own.
 
 `options` holds the node's run settings: a `RuntimeOptions`, or the node's
-`ros.node_settings.ControllerNodeSettings`, which has the same attributes.
+`runtime.node_settings.ControllerNodeSettings`, which has the same attributes.
 """
 
 import collections

@@ -30,9 +30,9 @@ The two threads share the GIL. A loop thread woken while the executor thread run
 until that thread drops the GIL, at the latest after the interpreter's switch interval (5 ms
 by default), and a C call that holds the GIL (rclpy converting a 5 MB message) holds it for
 its whole length. `start` therefore lowers the switch interval to `SWITCH_INTERVAL` (process
-wide; `stop` restores it): with a Python thread working in 2 ms pieces beside a SCHED_FIFO
-loop at 1 kHz, 20 % of the ticks were late at 5 ms and 6 % at 0.1 ms (none without it). The
-executor's callbacks must stay short, and input is bounded before it is converted
+wide; `stop` restores it), which makes far fewer of a SCHED_FIFO loop's ticks late beside
+a busy Python thread (docs/benchmarks.md, "Figures quoted by the code"). The executor's
+callbacks must stay short, and input is bounded before it is converted
 (ros/raw_input.py).
 """
 

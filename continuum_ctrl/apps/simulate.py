@@ -26,8 +26,8 @@ import sys
 import numpy as np
 
 from continuum_ctrl.control.gains import validate_gain
-from continuum_ctrl.launch_description import arm_config, ARMS
-from continuum_ctrl.node_pair import node_pair
+from continuum_ctrl.params.launch_description import arm_config, ARMS
+from continuum_ctrl.apps.node_pair import node_pair
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.plant import ENGINES

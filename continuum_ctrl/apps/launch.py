@@ -1,7 +1,7 @@
 """
 `continuum-ctrl launch {controller|simulation} [--params-file F] [--use-sim-time] [...]`.
 
-Runs the node list of continuum_ctrl.launch_description as child processes, with the same
+Runs the node list of continuum_ctrl.params.launch_description as child processes, with the same
 command lines `ros2 launch` would run, for machines without `ros2 launch`. The parameter file
 is checked first, as the nodes would read it: a bad one is one error line (exit status 2) and
 no node starts. SIGINT and SIGTERM
@@ -20,8 +20,8 @@ import subprocess
 import sys
 import time
 
-from continuum_ctrl.launch_description import DEFAULT_PARAMS, DESCRIPTIONS
-from continuum_ctrl.ros.node_settings import check_parameter_file
+from continuum_ctrl.params.launch_description import DEFAULT_PARAMS, DESCRIPTIONS
+from continuum_ctrl.apps.node_pair import check_parameter_file
 
 #: seconds a node gets to exit after SIGINT before it is killed
 STOP_TIMEOUT = 5.0

@@ -32,17 +32,16 @@ import yaml
 
 import numpy as np
 
-from continuum_ctrl.launch_description import (arm_config, ARMS, CONTROLLER, SIMULATOR,
-                                               simulation)
-from continuum_ctrl.launch_runner import start, stop
+from continuum_ctrl.apps.launch import start, stop
+from continuum_ctrl.apps.node_pair import check_parameter_file, check_same_message, command_message
+from continuum_ctrl.apps.task_plot import plot_task, task_model
 from continuum_ctrl.params import file_parameters
+from continuum_ctrl.params.launch_description import (arm_config, ARMS, CONTROLLER,
+                                                      SIMULATOR, simulation)
 from continuum_ctrl.ros.conversion import REJECT_KINDS
-from continuum_ctrl.ros.node_settings import (check_parameter_file, check_same_message,
-                                              command_message, ControllerNodeSettings,
-                                              SimulatorNodeSettings)
 from continuum_ctrl.ros.recorder import Recorder
-from continuum_ctrl.ros.task_plot import plot_task, task_model
 from continuum_ctrl.runtime.lateness import LATE_GAP
+from continuum_ctrl.runtime.node_settings import ControllerNodeSettings, SimulatorNodeSettings
 from continuum_ctrl.sim.plant import ENGINES
 from continuum_ctrl.sim.report import plot, print_tables, tip_frame, tip_paths
 

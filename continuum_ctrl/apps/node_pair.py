@@ -13,14 +13,16 @@ the node would build (its rate is the loop's period). Overrides are dotted keys
 """
 
 from pathlib import Path
+from typing import Any, Sequence
 
 from continuum_ctrl.control.loop import ControlLoop
-from continuum_ctrl.control.settings import ControllerSettings
-from continuum_ctrl.launch_description import CONTROLLER, config_path, SIMULATOR
+from continuum_ctrl.control.settings import ControllerSettings, FIELDS as LOOP_FIELDS
+from continuum_ctrl.numerics.jit import kernels_deferred
+from continuum_ctrl.params.launch_description import CONTROLLER, config_path, SIMULATOR
 from continuum_ctrl.models import load_model
-from continuum_ctrl.params import file_parameters, flatten, nest
-from continuum_ctrl.ros.node_settings import ControllerNodeSettings, SimulatorNodeSettings
+from continuum_ctrl.params import ConfigError, file_parameters, flatten, nest
 from continuum_ctrl.runtime.controller_runtime import ControllerRuntime
+from continuum_ctrl.runtime.node_settings import ControllerNodeSettings, SimulatorNodeSettings
 from continuum_ctrl.sim.plant import Plant, PlantSettings
 
 
@@ -67,3 +69,42 @@ def plant_of(paths, overrides=None, drop=()):
 def node_pair(paths, controller=None, simulator=None):
     """Return ``(ControllerRuntime, Plant)`` of the nodes reading `paths`, overrides applied."""
     return controller_runtime(paths, controller), plant_of(paths, simulator)
+
+
+def command_message(path: Any, node: str = CONTROLLER) -> str:
+    """Return `node`'s `output.message` in parameter file(s) `path` (unchecked)."""
+    tree, _ = file_parameters(path, node)
+    return tree.get('output', {}).get('message', LOOP_FIELDS['output.message'].default)
+
+
+def check_same_message(controller_path: Any, simulator_path: Any) -> None:
+    """
+    Raise ConfigError unless controller and simulator name one `output.message`.
+
+    It is the type of the commands topic: with two, the simulator never hears a command.
+    """
+    sent, taken = command_message(controller_path), command_message(simulator_path, SIMULATOR)
+    if sent != taken:
+        raise ConfigError('output.message', f"the controller sends '{sent}' commands, the "
+                                            f"simulator takes '{taken}': set it under /** "
+                                            'for both')
+
+
+def check_parameter_file(path: Any, nodes: Sequence[str] = (CONTROLLER, SIMULATOR)) -> None:
+    """
+    Parse a parameter file as each node in `nodes` would, without ROS; raise its ConfigError.
+
+    The launcher and the demo call this before starting node processes, so a bad file gives
+    one error line at once rather than one per node after their start-up. The objects it
+    builds load no compiled kernels (`jit.kernels_deferred`): they never run.
+    """
+    with kernels_deferred():
+        for node in nodes:
+            tree, model = file_parameters(path, node)
+            if node == SIMULATOR:
+                PlantSettings.parse(SimulatorNodeSettings.split(tree)[1], model)
+            else:
+                ControllerSettings.parse(ControllerNodeSettings.split(tree)[1],
+                                         load_model(model))
+    if CONTROLLER in nodes and SIMULATOR in nodes:
+        check_same_message(path, path)

@@ -2,7 +2,7 @@
 The parameter reference, docs/parameters.md, written from the Field tables.
 
     continuum-ctrl docs [--out PATH] [--check]
-    python -m continuum_ctrl.params.reference [--out PATH] [--check]
+    python -m continuum_ctrl.apps.docs [--out PATH] [--check]
 
 The tables are the schema the nodes declare and validate with, so the page cannot drift from
 the code: `test/test_parameter_reference.py` fails when the committed page differs from what
@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from continuum_ctrl.params.fields import Field, REQUIRED
 
 #: the command that rewrites the page (named in the page and in the stale-page test)
-COMMAND = 'python -m continuum_ctrl.params.reference'
+COMMAND = 'python -m continuum_ctrl.apps.docs'
 
 #: where the page lives, from the repository root
 PAGE = Path('docs') / 'parameters.md'
@@ -34,7 +34,7 @@ HEADER = f"""\
 
 This page is generated from the schema the nodes declare and validate with (the `Field` tables
 of `continuum_ctrl/models/fields.py`, `continuum_ctrl/control/settings.py`,
-`continuum_ctrl/sim/plant.py` and `continuum_ctrl/ros/node_settings.py`). After changing a
+`continuum_ctrl/sim/plant.py` and `continuum_ctrl/runtime/node_settings.py`). After changing a
 table, run `{COMMAND}` (or `continuum-ctrl docs`) from the repository root;
 `test/test_parameter_reference.py` fails while the page is stale.
 
@@ -63,7 +63,7 @@ def sections() -> List[Tuple[str, str, Dict[str, Field]]]:
     """Return ``(title, introduction, fields)`` for each section of the page."""
     from continuum_ctrl.control.settings import FIELDS as LOOP_FIELDS
     from continuum_ctrl.models.fields import MODEL_FIELDS
-    from continuum_ctrl.ros.node_settings import CONTROLLER_NODE_FIELDS, SIMULATOR_NODE_FIELDS
+    from continuum_ctrl.runtime.node_settings import CONTROLLER_NODE_FIELDS, SIMULATOR_NODE_FIELDS
     from continuum_ctrl.sim.plant import FIELDS as PLANT_FIELDS, SHARED
     shared = ', '.join(f'`{key}`' for key in SHARED)
     return [

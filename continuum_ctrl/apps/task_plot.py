@@ -11,7 +11,7 @@ import numpy as np
 from continuum_ctrl import load_model
 from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.params import file_parameters
-from continuum_ctrl.ros.node_settings import ControllerNodeSettings
+from continuum_ctrl.runtime.node_settings import ControllerNodeSettings
 from continuum_ctrl.sim.report import tip_paths
 
 #: backbone snapshots drawn

@@ -27,11 +27,11 @@ from continuum_ctrl.actuation.valves import Actuator
 from continuum_ctrl.control.fused_tick import fused_tick, FusedTick
 from continuum_ctrl.control.rigid_tick import finish_entry
 from continuum_ctrl.control.samplers import warm_samplers
-from continuum_ctrl.launch_description import arm_config
+from continuum_ctrl.params.launch_description import arm_config
 from continuum_ctrl.models import load_model
 from continuum_ctrl.models.continuum.cog import cog_damped_steps, cog_run
 from continuum_ctrl.models.continuum.integral import integral_evaluate
-from continuum_ctrl.node_pair import controller_loop, node_pair
+from continuum_ctrl.apps.node_pair import controller_loop, node_pair
 from continuum_ctrl.numerics.jit import cached, CACHE_LOCKS, lock_cache, on_compile
 from continuum_ctrl.params import model_spec
 from continuum_ctrl.sim.closed_loop import simulate_nodes

@@ -1,21 +1,22 @@
 """
 The nodes' own settings: timing, threads and start-up, which the ROS-free loop and plant never see.
 
-Pure Python (no rclpy), so ROS-free tools can split a controller's parameter tree too:
+The runtime's options (`ControllerRuntime(loop, options)`: the period, the starvation and
+diagnostics thresholds) and the loop thread's (rate, priority, spin); pure Python, so the
+nodes, `apps.node_pair` and the tests split a controller's parameter tree alike:
 
     node, loop_tree = ControllerNodeSettings.split(tree)   # tree: nested, without `model`
 
 The keys are parameters of the node, top-level or in its own namespaces (`input.*`,
 `loop.*`); `split` takes them out of the tree and leaves the rest for
-`ControllerSettings.parse` (or `PlantSettings.parse`); `check_parameter_file` parses a file
-as the nodes would. Units: Hz, s, us, bytes.
+`ControllerSettings.parse` (or `PlantSettings.parse`); `apps.node_pair.check_parameter_file`
+parses a file as the nodes would. Units: Hz, s, us, bytes.
 """
 
 from dataclasses import dataclass
-from typing import Any, Dict, Sequence, Tuple, Type, TypeVar
+from typing import Any, Dict, Tuple, Type, TypeVar
 
-from continuum_ctrl.launch_description import CONTROLLER, SIMULATOR
-from continuum_ctrl.params import ConfigError, Field, file_parameters, flatten, Reader
+from continuum_ctrl.params import ConfigError, Field, flatten, Reader
 
 REALTIME_PRIORITY = Field('integer', 0, 'SCHED_FIFO priority of the loop thread, as '
                           "ros2_control's thread_priority; 0: normal scheduling", 0, 99)
@@ -103,47 +104,3 @@ class SimulatorNodeSettings(NodeSettings):
     FIELDS = SIMULATOR_NODE_FIELDS
 
     realtime_priority: int
-
-
-def command_message(path: Any, node: str = CONTROLLER) -> str:
-    """Return `node`'s `output.message` in parameter file(s) `path` (unchecked)."""
-    from continuum_ctrl.control.settings import FIELDS
-    tree, _ = file_parameters(path, node)
-    return tree.get('output', {}).get('message', FIELDS['output.message'].default)
-
-
-def check_same_message(controller_path: Any, simulator_path: Any) -> None:
-    """
-    Raise ConfigError unless controller and simulator name one `output.message`.
-
-    It is the type of the commands topic: with two, the simulator never hears a command.
-    """
-    sent, taken = command_message(controller_path), command_message(simulator_path, SIMULATOR)
-    if sent != taken:
-        raise ConfigError('output.message', f"the controller sends '{sent}' commands, the "
-                                            f"simulator takes '{taken}': set it under /** "
-                                            'for both')
-
-
-def check_parameter_file(path: Any, nodes: Sequence[str] = (CONTROLLER, SIMULATOR)) -> None:
-    """
-    Parse a parameter file as each node in `nodes` would, without ROS; raise its ConfigError.
-
-    The launcher and the demo call this before starting node processes, so a bad file gives
-    one error line at once rather than one per node after their start-up. The objects it
-    builds load no compiled kernels (`jit.kernels_deferred`): they never run.
-    """
-    from continuum_ctrl.control.settings import ControllerSettings
-    from continuum_ctrl.models import load_model
-    from continuum_ctrl.numerics.jit import kernels_deferred
-    from continuum_ctrl.sim.plant import PlantSettings
-    with kernels_deferred():
-        for node in nodes:
-            tree, model = file_parameters(path, node)
-            if node == SIMULATOR:
-                PlantSettings.parse(SimulatorNodeSettings.split(tree)[1], model)
-            else:
-                ControllerSettings.parse(ControllerNodeSettings.split(tree)[1],
-                                         load_model(model))
-    if CONTROLLER in nodes and SIMULATOR in nodes:
-        check_same_message(path, path)

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from continuum_ctrl.control.observer import Observer
-from continuum_ctrl.node_pair import controller_loop, node_pair, plant_settings
+from continuum_ctrl.apps.node_pair import controller_loop, node_pair, plant_settings
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.plant import ENGINES
