@@ -93,10 +93,10 @@ def synthetic_run(setup, duration=10.0, rate=500.0, stiffness=1.2, damping=0.75,
 
     The true PMA parameters are the nominal ones scaled (stiffness, damping, area), a dead
     zone in Pa, an area falling by `area_slope` over the stroke and `friction`, ``(slip
-    force N, stiffness N/m)`` of one Maxwell-slip element per PMA (None: none); a PMA that would have to
-    pull is vented (0 Pa); lengths within 0.013 +- `amplitude` m. Each command holds for one
-    period and is the pressure the motion needs at the period's middle (the hold's
-    second-order approximation of the continuous pressure). Position noise in m.
+    force N, stiffness N/m)`` of one Maxwell-slip element per PMA (None: none); a PMA that
+    would have to pull is vented (0 Pa); lengths within 0.013 +- `amplitude` m. Each command
+    holds for one period and is the pressure the motion needs at the period's middle (the
+    hold's second-order approximation of the continuous pressure). Position noise in m.
     """
     n = setup.model.n
     reference = Multisine(np.full(n, 0.013), np.full(n, amplitude), band, 4)

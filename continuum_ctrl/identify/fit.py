@@ -34,8 +34,8 @@ from continuum_ctrl.identify.defaults import DEFAULT_FIT
 from continuum_ctrl.identify.excitation import (chatter_note, chatter_share, CHATTER_SHARE,
                                                 PmaExcitation)
 from continuum_ctrl.identify.friction import (FRICTION_SE_LIMIT, MIN_REVERSALS,
-                                               nominal_friction, PLAY_GRID, PLAY_RANGE,
-                                               REVERSAL_PLAYS, reversals, unit_friction)
+                                              nominal_friction, PLAY_GRID, PLAY_RANGE,
+                                              REVERSAL_PLAYS, reversals, unit_friction)
 from continuum_ctrl.identify.signals import applied_mean, grid
 
 #: parameters `--fit` can name (the default set: identify/defaults.py)
@@ -525,8 +525,8 @@ class Identification:
         logs = np.linspace(*np.log(PLAY_RANGE), PLAY_GRID)
         costs = [solve(np.exp(x))[0] for x in logs]
         best = int(np.argmin(costs))
-        found = minimize_scalar(lambda x: solve(np.exp(x))[0], method='bounded',
-                                bounds=(logs[max(best - 1, 0)], logs[min(best + 1, len(logs) - 1)]),
+        bounds = (logs[max(best - 1, 0)], logs[min(best + 1, len(logs) - 1)])
+        found = minimize_scalar(lambda x: solve(np.exp(x))[0], method='bounded', bounds=bounds,
                                 options={'xatol': 0.01})
         play = float(np.exp(found.x)) if found.fun <= costs[best] else float(np.exp(logs[best]))
         step = 0.1 * play
@@ -690,9 +690,10 @@ class Identification:
             raise ConfigError('', f'the data do not excite {estimate.label} ({estimate.key}; '
                                   f'{estimate.value:.3g} +- {estimate.se:.2g} {estimate.unit}; '
                                   f'it must be positive, its standard error within '
-                                  f'{100 * FRICTION_SE_LIMIT:.0f} % of it): the PMAs have no friction these runs can tell, or '
-                                  f'the runs do not show it; leave friction out of --fit, or '
-                                  f'run the excitation longer (config/identify_excitation.yaml)')
+                                  f'{100 * FRICTION_SE_LIMIT:.0f} % of it): the PMAs have no '
+                                  f'friction these runs can tell, or the runs do not show it; '
+                                  f'leave friction out of --fit, or run the excitation longer '
+                                  f'(config/identify_excitation.yaml)')
 
     def _scale_note(self, estimates):
         area = [e for e in estimates if e.key == 'output.area']
