@@ -562,10 +562,15 @@ class Identification:
                                                    * np.linalg.pinv(hessian))
         friction = []
         if 'friction' in fit:
-            play_var = 2.0 * sigma2 / flat.size / curvature if curvature > 0.0 else np.inf
+            if not curvature > 0.0:
+                raise ConfigError('', f'the data do not excite friction (output.friction): '
+                                      f'the residual does not pin the play near '
+                                      f'{play * 1e3:.3g} mm; run an excitation that reverses '
+                                      f'every PMA (config/identify_excitation.yaml)')
+            play_var = 2.0 * sigma2 / flat.size / curvature
             friction = self._friction_stiffness(theta, cov, play, play_var, slope)
             # the play's own error moves every estimate along the slope of its fit
-            cov = cov + (play_var if np.isfinite(play_var) else 0.0) * np.outer(slope, slope)
+            cov = cov + play_var * np.outer(slope, slope)
         estimates = self._estimates(theta, cov, lag, lag_cov) + friction
         self._check_excited(estimates)
         result = self._judge(theta, deadzone, lag, estimates, condition, flat)
