@@ -11,6 +11,7 @@ controller compensates none), as in the runs the identification tests were writt
 import numpy as np
 import pytest
 
+from continuum_ctrl.actuation.maxwell_slip import MaxwellSlip
 from continuum_ctrl.actuation.pressure_map import area_factor
 from continuum_ctrl.control.references import Multisine
 from continuum_ctrl.identify.bag import write_run
@@ -86,15 +87,16 @@ def closed_loop(controller_files, plant_overrides, duration, controller_override
 
 def synthetic_run(setup, duration=10.0, rate=500.0, stiffness=1.2, damping=0.75, area=1.1,
                   deadzone=15e3, noise=0.0, seed=0, band=(0.2, 3.0), amplitude=0.006,
-                  area_slope=0.0):
+                  area_slope=0.0, friction=None):
     """
     Return a Run whose held pressures make the controller's own model follow a multisine.
 
     The true PMA parameters are the nominal ones scaled (stiffness, damping, area), a dead
-    zone in Pa and an area falling by `area_slope` over the stroke; a PMA that would have to
-    pull is vented (0 Pa); lengths within 0.013 +- `amplitude` m. Each command holds for one
-    period and is the pressure the motion needs at the period's middle (the hold's
-    second-order approximation of the continuous pressure). Position noise in m.
+    zone in Pa, an area falling by `area_slope` over the stroke and `friction`, ``(slip
+    force N, stiffness N/m)`` of one Maxwell-slip element per PMA (None: none); a PMA that
+    would have to pull is vented (0 Pa); lengths within 0.013 +- `amplitude` m. Each command
+    holds for one period and is the pressure the motion needs at the period's middle (the
+    hold's second-order approximation of the continuous pressure). Position noise in m.
     """
     n = setup.model.n
     reference = Multisine(np.full(n, 0.013), np.full(n, amplitude), band, 4)
@@ -105,6 +107,10 @@ def synthetic_run(setup, duration=10.0, rate=500.0, stiffness=1.2, damping=0.75,
     k = stiffness * setup.stiffness[setup.section]
     d = damping * setup.damping[setup.section]
     force = h + k * mid[:, 0] + d * mid[:, 1]
+    if friction is not None:
+        bank = MaxwellSlip(np.full((n, 1), friction[0]), np.full((n, 1), friction[1]))
+        bank.reset(mid[0, 0])
+        force -= np.array([bank.force(x) for x in mid[:, 0]])
     stroke = np.repeat(setup.model.spec.max_extension, 3)
     a = area * setup.actuation.area * area_factor(mid[:, 0], area_slope, stroke)
     pressure = np.where(force > 0.0, force / a + deadzone, 0.0)

@@ -3,17 +3,18 @@
 
     continuum-ctrl identify PARAMS.yaml DATA... [--out FITTED.yaml] [--report DIR]
         [--states-topic /joint_states] [--commands-topic /continuum_controller/commands]
-        [--fit stiffness,damping,area,deadzone[,area_slope|,time_constant,delay]] [--per-pma]
-        [--window S] [--min-r2 R] [--force]
+        [--fit stiffness,damping,area,deadzone[,area_slope][,friction]|[,time_constant,delay]]
+        [--per-pma] [--window S] [--min-r2 R] [--force]
 
 PARAMS.yaml is the nominal parameter file, read as the controller node reads it; DATA are
 rosbag2 MCAP bags (directories or single .mcap files) or the demo's CSV. Continuum arms get
-PMA stiffness, damping, area and dead zone (and the valves' lag); URDF arms (effort mode) their
-identifiable (base) inertial parameters, with ``--fit inertia,friction`` also viscous joint
-friction. Prints the report; writes the fitted parameter file to --out (continuum arms) and
-the report, fitted file and held-out plot to --report. A continuum fit whose held-out R^2 is
-below --min-r2 for some PMA is refused: one line per such PMA saying what the runs lacked
-(identify/excitation.py), no fitted file (unless --force), exit status 1.
+PMA stiffness, damping, area and dead zone (and the valves' lag, the area's slope, the PMAs'
+friction); URDF arms (effort mode) their identifiable (base) inertial parameters, with ``--fit
+inertia,friction`` also viscous joint friction. Prints the report; writes the fitted parameter
+file to --out (continuum arms) and the report, fitted file and held-out plot to --report. A
+continuum fit whose held-out R^2 is below --min-r2 for some PMA is refused: one line per such
+PMA saying what the runs lacked (identify/excitation.py), no fitted file (unless --force),
+exit status 1.
 """
 
 import argparse
@@ -55,11 +56,12 @@ def parse(argv):
     parser.add_argument('--commands-topic', default=COMMANDS_TOPIC)
     parser.add_argument('--fit', default=None,
                         help='comma-separated subset of stiffness, damping, area, deadzone, '
-                             'area_slope, time_constant, delay (default '
+                             'area_slope, friction, time_constant, delay (default '
                              f'{",".join(DEFAULT_FIT)}); URDF '
                              f'arms: inertia[,friction] (default {",".join(RIGID_FIT)})')
     parser.add_argument('--per-pma', action='store_true',
-                        help='one area and dead zone per PMA (default: one for all)')
+                        help='one area, dead zone, slope and friction per PMA (default: one '
+                             'for all)')
     parser.add_argument('--window', type=_window, default=None,
                         help='Savitzky-Golay smoothing window, s (default 0.1; 0.05 when '
                              'time_constant or delay is fitted)')

@@ -17,24 +17,30 @@ dead zone (plus a margin) over the whole filter window enter the fit, and the de
 refitted until that set settles. ``p_j`` is the applied pressure predicted from the commands
 by the actuator's delay and first-order lag, averaged over each sample's grid cell; for
 ``time_constant`` and ``delay`` the regression stays linear per candidate, and a search over
-the two minimises the residual on a fixed sample set.
+the two minimises the residual on a fixed sample set. With `friction` each PMA's force gains
+a Maxwell-slip element on its length, ``f_j u(q_j; play)`` (identify/friction.py): linear in
+the slip force ``f_j`` for a given play, which a 1-D search finds the same way; unfitted, the
+file's ``output.friction`` enters as known.
 Runs are fitted on their first 70 % and judged on the last 30 %.
 """
 
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import minimize
+from scipy.optimize import minimize, minimize_scalar
 
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.identify.defaults import DEFAULT_FIT
 from continuum_ctrl.identify.excitation import (chatter_note, chatter_share, CHATTER_SHARE,
                                                 PmaExcitation)
+from continuum_ctrl.identify.friction import (FRICTION_SE_LIMIT, MIN_REVERSALS,
+                                              nominal_friction, PLAY_GRID, PLAY_RANGE,
+                                              REVERSAL_PLAYS, reversals, unit_friction)
 from continuum_ctrl.identify.signals import applied_mean, grid
 
 #: parameters `--fit` can name (the default set: identify/defaults.py)
-PARAMETERS = ('stiffness', 'damping', 'area', 'deadzone', 'area_slope', 'time_constant',
-              'delay')
+PARAMETERS = ('stiffness', 'damping', 'area', 'deadzone', 'area_slope', 'friction',
+              'time_constant', 'delay')
 #: share of each run held out for judging the fit (its end)
 HELD_OUT = 0.3
 #: samples enter the fit this far above the dead zone, as a share of p_max - p_min
@@ -132,6 +138,13 @@ class _Run:
         margin = STROKE_MARGIN * (high - low)
         self.inside = ((g.lowest(g.q) > low + margin)
                        & (-g.lowest(-g.q) < high - margin))
+        #: the friction's column (N, n): the unit element's smoothed force where the friction
+        #: is fitted, the file's friction force where it is known (zeros without)
+        self.rub = np.zeros_like(g.q)
+
+    def rubbing(self, force, play):
+        """Set `rub` to `force` (n,) times the unit element of `play` (n,), m, smoothed."""
+        self.rub = self.grid.smooth(force * unit_friction(self.grid.state[0], play))
 
     def pressure(self, time_constant, delay):
         """Return the smoothed applied pressure, its window minimum and maximum, where defined."""
@@ -162,10 +175,11 @@ class Identification:
         if unknown:
             raise ConfigError('--fit', f'unknown parameters {sorted(unknown)}; choose from '
                                        f'{list(PARAMETERS)}')
-        if 'area_slope' in options.fit and {'time_constant', 'delay'} & set(options.fit):
-            raise ConfigError('--fit', 'area_slope is not searched with time_constant or '
-                                       'delay: fit the valves first, then the slope with them '
-                                       'in the nominal file')
+        for name in ('area_slope', 'friction'):
+            if name in options.fit and {'time_constant', 'delay'} & set(options.fit):
+                raise ConfigError('--fit', f'{name} is not searched with time_constant or '
+                                           f'delay: fit the valves first, then the {name} '
+                                           f'with them in the nominal file')
         self.setup, self.options = setup, options
         act = setup.actuation
         #: the file's area slope over the stroke, 1/m, per PMA (the fit's nominal)
@@ -182,6 +196,14 @@ class Identification:
         self.names = self._parameter_names()
         self.chatter = np.max([chatter_share(run.command_t, run.command) for run in runs],
                               axis=0)
+        #: the file's friction per PMA: slip force (N) and play (m)
+        self.known_friction = nominal_friction(setup)
+        force, play = self.known_friction
+        if 'friction' not in options.fit and force.any():
+            for run in self.runs:
+                run.rubbing(force, np.where(force > 0.0, play, 1.0))
+        #: the play of the fitted friction, m (one for all PMAs)
+        self.play = None
 
     # -- the linear problem ------------------------------------------------------------------
     def _parameter_names(self):
@@ -203,10 +225,17 @@ class Identification:
         if 'area_slope' in fit:
             names += [('output.area_slope', g, f'area slope ({pma(g)})', '1')
                       for g in range(groups)]
+        if 'friction' in fit:
+            names += [('output.friction', g, f'friction ({pma(g)})', 'N')
+                      for g in range(groups)]
         return names
 
-    def _columns(self, j, q, qd, h, p, deadzone):
-        """Return the global parameter indices, regressor columns and target of PMA `j`."""
+    def _columns(self, j, q, qd, h, p, deadzone, rub):
+        """
+        Return the global parameter indices, regressor columns and target of PMA `j`.
+
+        `rub`: its friction column (`_Run.rub`): the unit element's force, or the known force.
+        """
         s, fit = self.setup, self.options.fit
         a_nom, dz_nom = s.actuation.area[j], s.actuation.deadzone[j]
         i, g = s.section[j], self.groups[j]
@@ -240,11 +269,17 @@ class Identification:
         if 'area_slope' in fit:
             index.append(offset + g)
             columns.append(-(q / self.stroke[j]) * (p - deadzone))
+            offset += groups
+        if 'friction' in fit:
+            index.append(offset + g)
+            columns.append(rub)
+        else:
+            target -= rub
         return index, np.column_stack(columns) if columns else np.zeros((len(p), 0)), target
 
     def _stack(self, part, time_constant, delay):
         """
-        Return the concatenated ``q, qd, h, p, p_low`` of one part of every run.
+        Return the concatenated ``q, qd, h, p, p_low, rub`` of one part of every run.
 
         Samples whose window leaves the stroke, or reaches ``p_max`` (where the valves or the
         controller clip the pressure the arm needed), get ``p_low = -inf``: never used, and
@@ -252,6 +287,7 @@ class Identification:
         """
         rows = []
         self.left_out = {'outside the stroke': 0, 'at the pressure limit': 0}
+        self.kept = []          # per run: the samples stacked
         for run in self.runs:
             p, low, high, defined = run.pressure(time_constant, delay)
             keep = getattr(run, part) & defined
@@ -260,12 +296,14 @@ class Identification:
             self.left_out['at the pressure limit'] += int(np.count_nonzero(
                 (run.inside & ~usable)[keep]))
             low = np.where(usable, low, -np.inf)
-            rows.append((run.grid.q[keep], run.grid.qd[keep], run.h[keep], p[keep], low[keep]))
+            rows.append((run.grid.q[keep], run.grid.qd[keep], run.h[keep], p[keep], low[keep],
+                         run.rub[keep]))
+            self.kept.append(keep)
         return [np.concatenate(column) for column in zip(*rows)]
 
     def _solve(self, data, deadzone):
         """Least squares over the samples above `deadzone` (n,); see Result for the output."""
-        q, qd, h, p, low = data
+        q, qd, h, p, low, rub = data
         P = len(self.names)
         A, b = np.zeros((P, P)), np.zeros(P)
         masks, blocks = [], []
@@ -280,7 +318,7 @@ class Identification:
                                       f'kPa margin) in only {np.count_nonzero(mask)} samples,'
                                       f' need {MIN_SAMPLES}: {fix}')
             index, X, y = self._columns(j, q[mask, j], qd[mask, j], h[mask, j], p[mask, j],
-                                        deadzone[j])
+                                        deadzone[j], rub[mask, j])
             A[np.ix_(index, index)] += X.T @ X
             b[index] += X.T @ y
             masks.append(mask)
@@ -328,6 +366,12 @@ class Identification:
             return self.falloff
         return self._block(theta, 'output.area_slope') / self._area(theta) / self.stroke
 
+    def _friction(self, theta):
+        """Return what multiplies a run's `rub` (n,): the fitted friction, or 1 (it is known)."""
+        if 'friction' not in self.options.fit:
+            return np.ones(self.setup.model.n)
+        return self._block(theta, 'output.friction')
+
     def _block(self, theta, key):
         """Return the coefficients of the parameter-file `key` per PMA (by group)."""
         start = [k for k, name in enumerate(self.names) if name[0] == key][0]
@@ -367,15 +411,16 @@ class Identification:
             p, low, high, _ = run.pressure(*lag)
             low = np.where(run.usable(high, self.p_limit), low, -np.inf)
             stacked.append((run.grid.q[keep], run.grid.qd[keep], run.h[keep], p[keep],
-                            low[keep]))
-        q, qd, h, p, low = (np.concatenate(column) for column in zip(*stacked))
-        _, _, masks, _ = self._solve((q, qd, h, p, low), deadzone)
+                            low[keep], run.rub[keep]))
+        q, qd, h, p, low, rub = (np.concatenate(column) for column in zip(*stacked))
+        _, _, masks, _ = self._solve((q, qd, h, p, low, rub), deadzone)
         P = len(self.names)
         pmas, count = [], sum(int(np.count_nonzero(mask)) for mask in masks)
         for j, mask in enumerate(masks):
             args = (j, q[mask, j], qd[mask, j], h[mask, j])
-            index, X0, y0 = self._columns(*args, np.zeros(mask.sum()), deadzone[j])
-            _, X1, y1 = self._columns(*args, np.ones(mask.sum()), deadzone[j])
+            index, X0, y0 = self._columns(*args, np.zeros(mask.sum()), deadzone[j],
+                                          rub[mask, j])
+            _, X1, y1 = self._columns(*args, np.ones(mask.sum()), deadzone[j], rub[mask, j])
             share = 1.0 - self.falloff[j] * q[mask, j]
             e, c = (X1 - X0)[0] / share[0], float(y1[0] - y0[0]) / share[0]
             pmas.append((np.flatnonzero(mask), share, index, X0, y0, e, c, X0.T @ X0,
@@ -444,6 +489,54 @@ class Identification:
         hessian = _hessian(cost, best[mask], steps)
         return best, hessian, mask
 
+    # -- the friction's play -----------------------------------------------------------------
+    def _set_play(self, play):
+        """Give every run the unit element's column at the play `play` (m, every PMA)."""
+        self.play = float(play)
+        n = self.setup.model.n
+        for run in self.runs:
+            run.rubbing(np.ones(n), np.full(n, self.play))
+
+    def _search_play(self):
+        """
+        Return the best play (m), the residual's curvature in it and the estimates' slope.
+
+        The samples are those the linear fit at the range's middle keeps (its dead zone held),
+        so that candidates are compared on the same data: a log-spaced grid over PLAY_RANGE,
+        then a bounded search between the best point's neighbours. The curvature (of the mean
+        squared residual, per m^2) and ``d theta / d play`` (central differences, 10 % of the
+        play) give the play's standard error and carry it into the estimates'.
+        """
+        self._set_play(np.sqrt(PLAY_RANGE[0] * PLAY_RANGE[1]))
+        deadzone = self._linear(self._stack('train', 0.0, 0.0))[5]
+        fixed = self._stack('train', 0.0, 0.0)[:5]
+
+        def solve(play):
+            self._set_play(play)
+            rub = np.concatenate([run.rub[keep] for run, keep in zip(self.runs, self.kept)])
+            A, b, _, blocks = self._solve((*fixed, rub), deadzone)
+            try:
+                theta = self._theta(A, b)[0]
+            except ConfigError:         # a candidate that cannot be fitted
+                return np.inf, None
+            residual = np.concatenate(self._residuals(theta, blocks))
+            return float(residual @ residual) / residual.size, theta
+
+        logs = np.linspace(*np.log(PLAY_RANGE), PLAY_GRID)
+        costs = [solve(np.exp(x))[0] for x in logs]
+        best = int(np.argmin(costs))
+        bounds = (logs[max(best - 1, 0)], logs[min(best + 1, len(logs) - 1)])
+        found = minimize_scalar(lambda x: solve(np.exp(x))[0], method='bounded', bounds=bounds,
+                                options={'xatol': 0.01})
+        play = float(np.exp(found.x)) if found.fun <= costs[best] else float(np.exp(logs[best]))
+        step = 0.1 * play
+        (low, theta_low), (mid, _), (high, theta_high) = (solve(play + d)
+                                                          for d in (-step, 0.0, step))
+        self._set_play(play)
+        slope = ((theta_high - theta_low) / (2.0 * step) if theta_low is not None
+                 and theta_high is not None else np.zeros(len(self.names)))
+        return play, (low - 2.0 * mid + high) / step ** 2, slope
+
     # -- the whole fit -----------------------------------------------------------------------
     def fit(self):
         """Run the identification; return a Result (ConfigError for unusable data)."""
@@ -452,6 +545,8 @@ class Identification:
         lag_cov = None
         if 'time_constant' in fit or 'delay' in fit:
             lag, hessian, searched = self._search_lag()
+        if 'friction' in fit:
+            play, curvature, slope = self._search_play()
         data = self._stack('train', *lag)
         left_out = dict(self.left_out)
         theta, inverse, condition, masks, blocks, deadzone = self._linear(data)
@@ -465,14 +560,56 @@ class Identification:
             lag_cov = np.zeros((2, 2))
             lag_cov[np.ix_(searched, searched)] = (2.0 * sigma2 / flat.size
                                                    * np.linalg.pinv(hessian))
-        estimates = self._estimates(theta, cov, lag, lag_cov)
+        friction = []
+        if 'friction' in fit:
+            if not curvature > 0.0:
+                raise ConfigError('', f'the data do not excite friction (output.friction): '
+                                      f'the residual does not pin the play near '
+                                      f'{play * 1e3:.3g} mm; run an excitation that reverses '
+                                      f'every PMA (config/identify_excitation.yaml)')
+            play_var = 2.0 * sigma2 / flat.size / curvature
+            friction = self._friction_stiffness(theta, cov, play, play_var, slope)
+            # the play's own error moves every estimate along the slope of its fit
+            cov = cov + play_var * np.outer(slope, slope)
+        estimates = self._estimates(theta, cov, lag, lag_cov) + friction
         self._check_excited(estimates)
         result = self._judge(theta, deadzone, lag, estimates, condition, flat)
         result.scale_note = self._scale_note(estimates)
         result.left_out = left_out
         result.excitation = self._excitation(masks, len(data[0]))
         result.details = [f'{run.name}: {run.grid.how()}' for run in self.runs]
+        if 'friction' in fit:
+            result.details.append(f'friction: one Maxwell-slip element per PMA, play (slip '
+                                  f'force over stiffness) {self.play * 1e3:.3g} mm for every '
+                                  f'PMA; length reversals over {REVERSAL_PLAYS:g} plays per '
+                                  f'PMA: {" ".join(str(c) for c in self._reversals())}')
         return result
+
+    def _friction_stiffness(self, theta, cov, play, play_var, slope):
+        """
+        Return the friction stiffness ``friction / play`` per group as Estimates.
+
+        Its error: the friction's given the play, and the play's, which moves the friction
+        along `slope` (``d theta / d play``) while it divides it.
+        """
+        out = []
+        nominal = self.setup.friction[1] if self.setup.friction is not None else None
+        for k, (key, index, label, _) in enumerate(self.names):
+            if key != 'output.friction':
+                continue
+            force = theta[k]
+            lever = slope[k] / play - force / play ** 2
+            error = np.sqrt(max(cov[k, k] / play ** 2 + lever ** 2 * play_var, 0.0))
+            nom = 1.5e4 if nominal is None else nominal[index if self.options.per_pma else 0]
+            out.append(Estimate('output.friction_stiffness', index,
+                                label.replace('friction', 'friction stiffness'),
+                                float(force / play), float(error), float(nom), 'N/m'))
+        return out
+
+    def _reversals(self):
+        """Return each PMA's length reversals over REVERSAL_PLAYS plays, fitted parts, (n,)."""
+        return sum(reversals(run.grid.q[run.train], REVERSAL_PLAYS * self.play)
+                   for run in self.runs)
 
     def _excitation(self, masks, samples):
         """Return how the runs excited each PMA (PmaExcitation, model order)."""
@@ -492,7 +629,8 @@ class Identification:
         area_index = {name[1]: k for k, name in enumerate(self.names) if name[0] == 'output.area'}
         nominal = {'model.sections.stiffness': s.stiffness, 'model.sections.damping': s.damping,
                    'output.area': s.actuation.area, 'output.deadzone': s.actuation.deadzone,
-                   'output.area_slope': self.falloff * self.stroke}
+                   'output.area_slope': self.falloff * self.stroke,
+                   'output.friction': self.known_friction[0]}
         for k, (key, index, label, unit) in enumerate(self.names):
             value, error = theta[k], se[k]
             nom = nominal[key][index if key.startswith('model') or self.options.per_pma else 0]
@@ -518,6 +656,9 @@ class Identification:
 
     def _check_excited(self, estimates):
         for estimate in estimates:
+            if estimate.key in ('output.friction', 'output.friction_stiffness'):
+                self._check_friction(estimate)
+                continue
             if estimate.key == 'output.area_slope' and estimate.se > SLOPE_SE_LIMIT:
                 low, high = (np.asarray(b, dtype=float) for b in
                              self.setup.model.joint_limits())
@@ -538,6 +679,26 @@ class Identification:
                                       f'{estimate.unit} against {reference:.3g}): run an '
                                       f'excitation reference (reference.type: multisine, '
                                       f'config/identify_excitation.yaml)')
+
+    def _check_friction(self, estimate):
+        """Refuse a friction the runs did not excite: few reversals, or a large error."""
+        count = self._reversals()
+        travel = REVERSAL_PLAYS * self.play
+        if count.min() < MIN_REVERSALS:
+            raise ConfigError('', f'the data do not excite {estimate.label} ({estimate.key}): '
+                                  f'the PMA lengths reversed after more than '
+                                  f'{travel * 1e3:.2g} mm ({REVERSAL_PLAYS:g} plays) only '
+                                  f'{count.min()}-{count.max()} times, need '
+                                  f'{MIN_REVERSALS}; run an excitation that reverses every '
+                                  f'PMA further and more often (config/identify_excitation.yaml)')
+        if estimate.value <= 0.0 or estimate.se > FRICTION_SE_LIMIT * estimate.value:
+            raise ConfigError('', f'the data do not excite {estimate.label} ({estimate.key}; '
+                                  f'{estimate.value:.3g} +- {estimate.se:.2g} {estimate.unit}; '
+                                  f'it must be positive, its standard error within '
+                                  f'{100 * FRICTION_SE_LIMIT:.0f} % of it): the PMAs have no '
+                                  f'friction these runs can tell, or the runs do not show it; '
+                                  f'leave friction out of --fit, or run the excitation longer '
+                                  f'(config/identify_excitation.yaml)')
 
     def _scale_note(self, estimates):
         area = [e for e in estimates if e.key == 'output.area']
@@ -565,7 +726,8 @@ class Identification:
             p, low, high, defined = run.pressure(*lag)
             g = run.grid
             keep = run.test & defined
-            measured = area * (1.0 - self._slope(theta) * g.q) * (p - deadzone)
+            measured = (area * (1.0 - self._slope(theta) * g.q) * (p - deadzone)
+                        + self._friction(theta) * run.rub)
             predicted = run.h + k[s.section] * g.q + d[s.section] * g.qd
             usable = (keep[:, None] & (low > deadzone + self.margin)
                       & run.usable(high, self.p_limit))

@@ -12,7 +12,8 @@ from continuum_ctrl.identify.excitation import CHATTER_FREQUENCY, CHATTER_SHARE,
 
 #: parameter-file keys in the order they are written, with their namespace path
 KEYS = ('model.sections.stiffness', 'model.sections.damping', 'output.area',
-        'output.deadzone', 'output.area_slope', 'output.time_constant', 'output.delay')
+        'output.deadzone', 'output.area_slope', 'output.friction', 'output.friction_stiffness',
+        'output.time_constant', 'output.delay')
 
 
 def text(result, setup, sources):
@@ -58,7 +59,8 @@ def _format(values, digits=6):
 #: what a parameter file takes for each fitted key: (lowest value, strictly above it)
 ALLOWED = {'model.sections.stiffness': (0.0, True), 'model.sections.damping': (0.0, False),
            'output.area': (0.0, True), 'output.deadzone': (0.0, False),
-           'output.area_slope': (0.0, False),
+           'output.area_slope': (0.0, False), 'output.friction': (0.0, False),
+           'output.friction_stiffness': (0.0, True),
            'output.time_constant': (0.0, False), 'output.delay': (0.0, False)}
 
 

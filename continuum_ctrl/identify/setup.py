@@ -9,6 +9,7 @@ area, dead zone, pressure range).
 """
 
 from dataclasses import dataclass
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -28,8 +29,9 @@ class Setup:
 
     `model` (as in the file), `rigid` (the same arm without stiffness and damping, whose
     inverse dynamics give ``M qdd + C qd + g``), `joints`, `actuation` (nominal ActuationMap,
-    model order), `section` (section index of each coordinate) and the nominal per-section
-    `stiffness` (N/m) and `damping` (N s/m).
+    model order), `section` (section index of each coordinate), the nominal per-section
+    `stiffness` (N/m) and `damping` (N s/m), and `friction`: the file's ``output.friction``
+    and ``output.friction_stiffness`` (N, N/m, model order), None where it has none.
     """
 
     path: str
@@ -40,6 +42,7 @@ class Setup:
     section: np.ndarray
     stiffness: np.ndarray
     damping: np.ndarray
+    friction: Optional[Tuple[np.ndarray, np.ndarray]] = None
 
     @property
     def sections(self):
@@ -82,6 +85,10 @@ def read_setup(path):
     rigid = load_model({**model_ns, 'sections': {**sections, 'stiffness': [0.0] * count,
                                                  'damping': [0.0] * count}})
     spec = model.spec
+    out = top.namespace('output')
+    friction = (vec.per_joint(out, 'friction'),
+                vec.per_joint(out, 'friction_stiffness', strict_low=True))
     return Setup(str(path), model, rigid, Joints(model.joint_names, vec.joints), actuation,
                  np.arange(model.n) // 3, np.asarray(spec.stiffness, dtype=float)[::3].copy(),
-                 np.asarray(spec.damping, dtype=float)[::3].copy())
+                 np.asarray(spec.damping, dtype=float)[::3].copy(),
+                 friction if friction[0].any() else None)
