@@ -7,7 +7,7 @@ ConfigError naming the full dotted key. Per-joint vectors are given in `joints` 
 command order), as ``n`` numbers or one number for all joints; the parsed settings hold them in
 the model's coordinate order. Units: SI (m, rad, N, N m, Pa, s). The node's own settings
 (rate, decimation, thread priority, stamp tolerance, autostart) live in
-`continuum_ctrl.ros.node_settings`; parameter files are read by `continuum_ctrl.params`.
+`continuum_ctrl.runtime.node_settings`; parameter files are read by `continuum_ctrl.params`.
 """
 
 from dataclasses import dataclass
