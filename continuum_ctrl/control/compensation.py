@@ -189,7 +189,7 @@ def span_steps(horizon, period):
     return math.ceil((MAX_AGE + horizon) / period) + 2
 
 
-@compiled()
+@compiled(inline='always')     # inlined in the fused tick, as the code it replaced
 def prediction_span(measured_at, t, horizon, period, inertia_hold, middles):
     """
     Return ``(start, steps, h, hold)`` of the prediction at `t` (s); fill ``middles[:steps]``.
