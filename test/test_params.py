@@ -5,8 +5,8 @@ import shutil
 
 import pytest
 
-from continuum_ctrl.params import (config_path, ConfigError, file_parameters, model_spec,
-                                   node_parameters, read_yaml, Reader)
+from continuum_ctrl.params import (config_path, ConfigError, Field, file_parameters,
+                                   model_spec, node_parameters, read_yaml, Reader)
 from unreadable import unreadable
 
 
@@ -61,6 +61,16 @@ def test_a_typo_beside_a_required_key_names_the_typo():
     with pytest.raises(ConfigError) as err:
         Reader({'potential': '0'}, 'model').strings('mass_matrix')
     assert err.value.key == 'model.mass_matrix'
+
+
+def test_a_key_is_read_as_its_field_in_a_table_by_its_dotted_name():
+    table = {'plant.step': Field('number', 0.001, 'step', low=0.0, strict_low=True),
+             'plant.engine': Field('string', 'builtin', 'engine', choices=('builtin', 'mujoco'))}
+    top = Reader({'plant': {'engine': 'mujoco'}}, '').namespace('plant')
+    assert top.from_table('step', table) == 0.001 and top.from_table('engine', table) == 'mujoco'
+    with pytest.raises(ConfigError) as err:
+        Reader({'step': 0.0}, 'plant').from_table('step', table)
+    assert err.value.key == 'plant.step'
 
 
 BAD_INPUTS = Path(__file__).resolve().parent / 'bad_inputs'

@@ -95,6 +95,8 @@ class Compensation:
         self._grid_reference = None
         self._grid = {}                 # grid time index -> force of perfect tracking, N
         self._effort = np.zeros(model.n)
+        self._middles = np.zeros(span_steps(self.horizon, period))
+        self._span = _spanner()
         self._lead = _leader()
 
     def sent(self, pressures, t):
@@ -119,12 +121,9 @@ class Compensation:
         from; None: the nominal one).
         """
         self.valves.advance(t)
-        start = min(max(measured_at, t - MAX_AGE), t)
-        steps = max(math.ceil((t + self.horizon - start) / self.period - 1e-9), 1)
-        h = (t + self.horizon - start) / steps
-        middles = np.maximum(start + (np.arange(steps) + 0.5) * h, t)
-        forces = self.actuation.force(self.valves.pressures_at(middles), area)
-        hold = max(int(INERTIA_HOLD / h), 1)
+        start, steps, h, hold = self._span(measured_at, t, self.horizon, self.period,
+                                           INERTIA_HOLD, self._middles)
+        forces = self.actuation.force(self.valves.pressures_at(self._middles[:steps]), area)
         if observer is None:
             return self._steps(q, qd, forces, h, hold)
         if observer.bias is not None:
@@ -158,9 +157,9 @@ class Compensation:
             tau = tau - observer.bias
         if self.time_constant == 0.0:
             return clip(tau, low, high)
-        cell, share = divmod((t_act - reference.t0) / self.period, 1.0)
-        early = self._feedforward(reference, int(cell))
-        late = self._feedforward(reference, int(cell) + 1)
+        cell, share = grid_cell.py_func(t_act, reference.t0, self.period)
+        early = self._feedforward(reference, cell)
+        late = self._feedforward(reference, cell + 1)
         self._lead(tau, early, late, share, self.time_constant / self.period, low, high,
                    self._effort)
         return self._effort
@@ -185,6 +184,45 @@ class Compensation:
         return force
 
 
+def span_steps(horizon, period):
+    """Return how many steps a prediction of `horizon` s (see `prediction_span`) takes at most."""
+    return math.ceil((MAX_AGE + horizon) / period) + 2
+
+
+@compiled(inline='always')     # inlined in the fused tick, as the code it replaced
+def prediction_span(measured_at, t, horizon, period, inertia_hold, middles):
+    """
+    Return ``(start, steps, h, hold)`` of the prediction at `t` (s); fill ``middles[:steps]``.
+
+    The prediction of a state measured at `measured_at` (s) starts there, but no earlier than
+    MAX_AGE before `t` and no later than `t`, and runs to ``t + horizon`` in `steps` equal
+    steps of `h` s, the fewest no longer than `period`; ``middles[k]`` is the middle of step
+    k, or `t` where earlier (the applied pressures before `t` are taken as the estimate at
+    `t`); `hold`: the steps over which M, g and C qd are held (`inertia_hold` s, at least
+    one). `middles`: at least `span_steps` long. The one definition of `Compensation.predict`
+    and of the fused tick (control/fused_tick.py).
+    """
+    start = min(max(measured_at, t - MAX_AGE), t)
+    steps = max(math.ceil((t + horizon - start) / period - 1e-9), 1)
+    h = (t + horizon - start) / steps
+    for k in range(steps):
+        middles[k] = max(start + (k + 0.5) * h, t)
+    return start, steps, h, max(int(inertia_hold / h), 1)
+
+
+@compiled(inline='always')
+def grid_cell(t_act, t0, period):
+    """
+    Return ``(cell, share)``: the cell of the grid of `period` s from `t0` that holds `t_act`.
+
+    `cell` (int) counts the periods from `t0` to `t_act` (s), `share` is the place of `t_act`
+    between grid times `cell` and ``cell + 1``. The lead's feed-forward grid, in
+    `Compensation.effort` (as Python) and in the fused tick.
+    """
+    cell, share = divmod((t_act - t0) / period, 1.0)
+    return int(cell), share
+
+
 @compiled()
 def lead_kernel(tau, early, late, share, gain, low, high, out):
     """
@@ -202,5 +240,7 @@ def lead_kernel(tau, early, late, share, gain, low, high, out):
         out[i] = min(max(tau[i], lo), hi) + min(max(gain * rise, middle - hi), middle - lo)
 
 
+_spanner = cached_entry_point(prediction_span, 0.0, 0.0, 1.0, 1.0, 0.0,
+                              np.zeros(span_steps(1.0, 1.0)))
 _leader = cached_entry_point(lead_kernel, np.zeros(1), np.zeros(1), np.zeros(1), 0.0, 0.0,
                              np.zeros(1), np.zeros(1), np.zeros(1))

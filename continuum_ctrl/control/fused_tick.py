@@ -33,7 +33,8 @@ import numpy as np
 from continuum_ctrl.actuation.maxwell_slip import slip_kernel
 from continuum_ctrl.actuation.pressure_map import pressure_kernel
 from continuum_ctrl.actuation.valves import advance_kernel, lag_kernel
-from continuum_ctrl.control.compensation import INERTIA_HOLD, lead_kernel, MAX_AGE
+from continuum_ctrl.control.compensation import (grid_cell, INERTIA_HOLD, lead_kernel,
+                                                 prediction_span, span_steps)
 from continuum_ctrl.control.computed_torque import diagonal_acceleration
 from continuum_ctrl.control.integral import integral_step
 from continuum_ctrl.control.observer import correction_step
@@ -129,11 +130,8 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
         left[0] = advance_kernel(clock, pressure, current, switches, inputs, pending, until,
                                  time_constant, max_rate, row)
         clock = max(clock, t)
-        start = min(max(times[0] if observing else measured_at, t - MAX_AGE), t)
-        steps = max(math.ceil((t + horizon - start) / period - 1e-9), 1)
-        h = (t + horizon - start) / steps
-        for k in range(steps):
-            middles[k] = max(start + (k + 0.5) * h, t)
+        start, steps, h, hold = prediction_span(times[0] if observing else measured_at, t,
+                                                horizon, period, inertia_hold, middles)
         lag_kernel(clock, pressure, current, switches[:left[0]], inputs[:left[0]],
                    middles[:steps], time_constant, max_rate, applied[:steps])
         for k in range(steps):
@@ -142,8 +140,8 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
                 if observing and estimate.shape[0] > 2:
                     pushes[k, i] += estimate[2, i]
         at = correction_step(times[1], start, h, steps) if observing else -1
-        cog_damped_steps(arm, memory, x0, v0, pushes[:steps], h, max(int(inertia_hold / h), 1),
-                         predicted, at, gain, sample_q, estimate, free_low, free_high)
+        cog_damped_steps(arm, memory, x0, v0, pushes[:steps], h, hold, predicted, at, gain,
+                         sample_q, estimate, free_low, free_high)
         if at >= 0:
             times[0], times[1] = start + at * h, math.nan
         if observing:
@@ -166,8 +164,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
         if cancel:
             tau[i] -= estimate[2, i]
     if compensate and lag > 0.0:
-        cell_time, share = divmod((t + delay - blend.t0) / period, 1.0)
-        cell = int(cell_time)
+        cell, share = grid_cell(t + delay, blend.t0, period)
         early = _grid_force(arm, memory, sums, layout, blend, cell, period, cells, grid_forces,
                             sample, raw)
         late = _grid_force(arm, memory, sums, layout, blend, cell + 1, period, cells,
@@ -213,7 +210,7 @@ class FusedTick:
         model, n = loop.model, loop.model.n
         law, integral, comp = loop.law, loop.integral, loop.compensation
         horizon = comp.horizon if comp is not None else 0.0
-        steps = math.ceil((MAX_AGE + horizon) / loop.period) + 2
+        steps = span_steps(horizon, loop.period)
         work = (np.zeros((3, n)), np.zeros((3, n)), np.zeros((3, n)), np.zeros((3, n)),
                 np.zeros(steps), np.zeros((steps, n)), np.zeros((steps, n)), np.zeros((2, n)),
                 np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros((1, n)),

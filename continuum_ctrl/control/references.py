@@ -15,6 +15,7 @@ from bisect import bisect_right
 
 import numpy as np
 
+from continuum_ctrl.control import samplers
 from continuum_ctrl.control.samplers import (HoldData, MinimumJerkData, MultisineData,
                                              SinusoidData, SplineData)
 from continuum_ctrl.params import ConfigError
@@ -193,33 +194,10 @@ class Multisine(Reference):
         return MultisineData(*_contiguous(self.center, self.omega, self.phase, self.weight))
 
 
-def minimum_jerk_ramp(elapsed, duration):
-    """
-    Return the minimum-jerk ramp ``s`` from 0 to 1 and its time derivatives ``(s, s', s'')``.
-
-    ``s = 10 x^3 - 15 x^4 + 6 x^5`` with ``x = elapsed/duration`` clipped to [0, 1]: zero slope
-    and curvature at both ends, so blends built from it are C2. Times in seconds.
-    """
-    x = min(max(elapsed / duration, 0.0), 1.0)
-    return (x ** 3 * (10.0 + x * (-15.0 + 6.0 * x)),
-            x ** 2 * (30.0 + x * (-60.0 + 30.0 * x)) / duration,
-            x * (60.0 + x * (-180.0 + 120.0 * x)) / duration ** 2)
-
-
-def blend_ramp(elapsed, duration):
-    """
-    Return the blend ramp ``s`` from 0 to 1 and its time derivatives ``(s, s', s'')``.
-
-    ``s = 35 x^4 - 84 x^5 + 70 x^6 - 20 x^7`` with ``x = elapsed/duration`` clipped to [0, 1]:
-    zero slope, curvature and jerk at both ends, so blends built from it are C3. The valve
-    compensation's lead differentiates the law along the desired trajectory once more; with
-    the minimum-jerk ramp (C2) its jerk steps at the end of the blend, and so would the
-    compensated command. Times in seconds.
-    """
-    x = min(max(elapsed / duration, 0.0), 1.0)
-    return (x ** 4 * (35.0 + x * (-84.0 + x * (70.0 - 20.0 * x))),
-            x ** 3 * (140.0 + x * (-420.0 + x * (420.0 - 140.0 * x))) / duration,
-            x ** 2 * (420.0 + x * (-1680.0 + x * (2100.0 - 840.0 * x))) / duration ** 2)
+#: the ramps (``(s, s', s'')`` at `elapsed` s of `duration` s): their one definition is the
+#: compiled kernel in control.samplers, run here as Python
+minimum_jerk_ramp = samplers.minimum_jerk_ramp.py_func
+blend_ramp = samplers.blend_ramp.py_func
 
 
 class MinimumJerk(Reference):

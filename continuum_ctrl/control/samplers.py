@@ -89,8 +89,14 @@ def _multisine(data, t, out):
 
 
 @compiled()
-def minimum_jerk_ramp_core(elapsed, duration):
-    """`control.references.minimum_jerk_ramp`, compiled: ``(s, s', s'')``."""
+def minimum_jerk_ramp(elapsed, duration):
+    """
+    Return the minimum-jerk ramp ``s`` from 0 to 1 and its time derivatives ``(s, s', s'')``.
+
+    ``s = 10 x^3 - 15 x^4 + 6 x^5`` with ``x = elapsed/duration`` clipped to [0, 1]: zero slope
+    and curvature at both ends, so blends built from it are C2. Times in seconds. Its one
+    definition: control.references runs it as Python (`.py_func`).
+    """
     x = min(max(elapsed / duration, 0.0), 1.0)
     return (x ** 3 * (10.0 + x * (-15.0 + 6.0 * x)),
             x ** 2 * (30.0 + x * (-60.0 + 30.0 * x)) / duration,
@@ -98,8 +104,17 @@ def minimum_jerk_ramp_core(elapsed, duration):
 
 
 @compiled()
-def blend_ramp_core(elapsed, duration):
-    """`control.references.blend_ramp`, compiled: ``(s, s', s'')``."""
+def blend_ramp(elapsed, duration):
+    """
+    Return the blend ramp ``s`` from 0 to 1 and its time derivatives ``(s, s', s'')``.
+
+    ``s = 35 x^4 - 84 x^5 + 70 x^6 - 20 x^7`` with ``x = elapsed/duration`` clipped to [0, 1]:
+    zero slope, curvature and jerk at both ends, so blends built from it are C3. The valve
+    compensation's lead differentiates the law along the desired trajectory once more; with
+    the minimum-jerk ramp (C2) its jerk steps at the end of the blend, and so would the
+    compensated command. Times in seconds. Its one definition: control.references runs it as
+    Python (`.py_func`).
+    """
     x = min(max(elapsed / duration, 0.0), 1.0)
     return (x ** 4 * (35.0 + x * (-84.0 + x * (70.0 - 20.0 * x))),
             x ** 3 * (140.0 + x * (-420.0 + x * (420.0 - 140.0 * x))) / duration,
@@ -108,7 +123,7 @@ def blend_ramp_core(elapsed, duration):
 
 @compiled()
 def _minimum_jerk(data, t, out):
-    s, ds, dds = minimum_jerk_ramp_core(t - data.t0, data.duration)
+    s, ds, dds = minimum_jerk_ramp(t - data.t0, data.duration)
     for i in range(data.q0.size):
         out[0, i] = data.q0[i] + s * data.delta[i]
         out[1, i] = ds * data.delta[i]
@@ -200,7 +215,7 @@ def blend_sample(blend, elapsed, raw, out):
     if elapsed >= blend.blend_time:
         _copy(raw, out)
         return
-    s, ds, dds = blend_ramp_core(elapsed, blend.blend_time)
+    s, ds, dds = blend_ramp(elapsed, blend.blend_time)
     b, db, ddb = elapsed * (1.0 - s), 1.0 - s - elapsed * ds, -2.0 * ds - elapsed * dds
     q0, qd0 = blend.q_start, blend.qd_start
     for i in range(n):

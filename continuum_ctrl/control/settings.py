@@ -144,7 +144,7 @@ class ObserverSettings:
     @classmethod
     def read(cls, observer: Reader, compensation: Tuple[float, float]) -> 'ObserverSettings':
         """Read the `observer` namespace; a Kalman filter needs the valve model."""
-        settings = cls(*(_field(observer, name)
+        settings = cls(*(observer.from_table(name, FIELDS)
                          for name in ('type', 'position_noise', 'force_noise',
                                       'bias_noise', 'cancel_bias')))
         observer.finish()
@@ -223,17 +223,17 @@ class ControllerSettings:
         integral_limit = _integral_limit(limits, vec, ki, effort, actuation)
         limits.finish()
 
-        safe_mode = _field(top, 'safe_mode')
+        safe_mode = top.from_table('safe_mode', FIELDS)
         if safe_mode == 'hold' and mode == 'pressure':
             raise ConfigError('safe_mode', "'hold' needs output.mode 'effort'; PMAs are "
                                            "vented ('zero') instead")
         task = read_task(top.namespace('task'), model)
         settings = cls(
             joints=joints, order=order,
-            state_timeout=_field(top, 'state_timeout'),
+            state_timeout=top.from_table('state_timeout', FIELDS),
             safe_mode=safe_mode,
-            resume_count=_field(top, 'resume_count'),
-            velocity_filter=_field(top, 'velocity_filter'),
+            resume_count=top.from_table('resume_count', FIELDS),
+            velocity_filter=top.from_table('velocity_filter', FIELDS),
             kp=kp, kd=kd, ki=ki, passive=passive, integral_limit=integral_limit,
             reference=_reference(top.namespace('reference'), vec, model, task),
             mode=mode, actuation=actuation,
@@ -263,10 +263,6 @@ def _integral_limit(limits, vec, ki, effort_limit, actuation):
     return np.where(np.isfinite(limit), limit, 0.0)
 
 
-def _field(reader: Reader, name: str) -> Any:
-    return reader.field(name, FIELDS[reader.key(name)])
-
-
 def read_output(top: Reader, vec: 'JointVectors',
                 model: Any) -> Tuple[str, Optional[ActuationMap]]:
     """
@@ -275,7 +271,7 @@ def read_output(top: Reader, vec: 'JointVectors',
     The simulator reads the same keys to turn the controller's commands into forces.
     """
     out = top.namespace('output')
-    mode = _field(out, 'mode')
+    mode = out.from_table('mode', FIELDS)
     actuation = None
     slope = vec.per_joint(out, 'area_slope')
     if mode == 'pressure':
@@ -303,12 +299,12 @@ def _area_slope(out, slope, model):
 
 def read_message(top: Reader) -> str:
     """Return `output.message`, the commands' message kind (MESSAGES); the simulator's too."""
-    return _field(top.namespace('output'), 'message')
+    return top.namespace('output').from_table('message', FIELDS)
 
 
 def _compensation(out, mode):
     """Return ``(output.time_constant, output.delay)``, s; non-zero in pressure mode only."""
-    values = tuple(_field(out, key) for key in ('time_constant', 'delay'))
+    values = tuple(out.from_table(key, FIELDS) for key in ('time_constant', 'delay'))
     for key, value in zip(('time_constant', 'delay'), values):
         if value and mode != 'pressure':
             raise ConfigError(out.key(key), "compensates PMA valves: needs output.mode "
@@ -382,8 +378,8 @@ def read_task(task, model):
     if frame is not None and frame not in names:
         raise ConfigError(task.key('frame'), str(model.frame_error(frame)))
     settings = TaskSettings(frame=frame, **{
-        name: _field(task, name) for name in ('base_frame', 'orientation_weight', 'duration',
-                                              'max_speed')})
+        name: task.from_table(name, FIELDS)
+        for name in ('base_frame', 'orientation_weight', 'duration', 'max_speed')})
     if not settings.base_frame:
         raise ConfigError(task.key('base_frame'), 'must not be empty')
     task.finish()
@@ -392,13 +388,13 @@ def read_task(task, model):
 
 def _reference(ref, vec, model, task):
     """Read the `reference` namespace into the spec of its `reference.type`."""
-    spec_type = REFERENCE_TYPES[_field(ref, 'type')]
+    spec_type = REFERENCE_TYPES[ref.from_table('type', FIELDS)]
     if spec_type.needs_task_space and task.frame is None:
         raise ConfigError('task.frame', f"is required for reference.type '{spec_type.kind}' on "
                                         'an arm that is not a continuum arm')
     low, high = (np.asarray(b, dtype=float) for b in model.joint_limits())
     values = spec_type.read(ref, vec)
-    spec = spec_type(**values, blend_time=_field(ref, 'blend_time'))
+    spec = spec_type(**values, blend_time=ref.from_table('blend_time', FIELDS))
     _finish_namespace(ref)
     _check_inside(spec, ref, low, high)
     return spec

@@ -17,6 +17,7 @@ from xml.etree import ElementTree
 
 import numpy as np
 
+from continuum_ctrl.models.continuum.kinematics import arc_variables
 from continuum_ctrl.sim.mujoco_arm import body_name, Obstacles, piece_name
 
 #: Newton iterations placing the disc stack at a given PMA pose, and their tolerance (m)
@@ -175,12 +176,10 @@ class MujocoArm(MujocoEngine):
         """Bend section `i` into equal segments whose PMA lengths are `target` (Newton)."""
         mujoco = _mujoco()
         m, d = self.model, self.data
-        spec, N = self.spec, self.discs[i]
-        l1, l2, l3 = target
-        r = spec.radius[i]
-        u = (l2 + l3 - 2.0 * l1) / (3.0 * r)
-        w = (l3 - l2) / (np.sqrt(3.0) * r)
-        x = np.array([-w, u, (l1 + l2 + l3) / 3.0]) / N    # hinge x, hinge y, slide
+        # the section's extension (its arc length less L: `arc_variables` of length 0) and
+        # bending, shared equally by its N segments
+        extension, u, w = arc_variables.py_func(0.0, self.spec.radius[i], target)
+        x = np.array([-w, u, extension]) / self.discs[i]   # hinge x, hinge y, slide
 
         def lengths(x):
             d.qpos[dofs] = x

@@ -163,22 +163,22 @@ class PlantSettings:
         initial.finish()
         actuator = _actuator(top.namespace('actuator'), actuation)
         engine = top.string('engine', 'builtin', ENGINES)
-        step = _field(top, 'step')
+        step = top.from_table('step', FIELDS)
         pma = PmaTraits.read(top.namespace('pma'), vec, actuation, model, step)
-        publish_rate_hz = _field(top, 'publish_rate_hz')
+        publish_rate_hz = top.from_table('publish_rate_hz', FIELDS)
         options = MujocoOptions.read(top.namespace('mujoco'), engine, model, step, spec, vec,
-                                     _field(mismatch, 'mass_scale'))
+                                     mismatch.from_table('mass_scale', FIELDS))
         settings = cls(
             model=model, vectors=vec, mode=mode, actuation=actuation,
             step=step,
-            integrator=INTEGRATORS[_field(top, 'integrator')],
+            integrator=INTEGRATORS[top.from_table('integrator', FIELDS)],
             publish_rate_hz=publish_rate_hz,
-            command_timeout=_field(top, 'command_timeout'),
-            max_catch_up=_field(top, 'max_catch_up'),
-            wait_for_command=_field(top, 'wait_for_command'),
+            command_timeout=top.from_table('command_timeout', FIELDS),
+            max_catch_up=top.from_table('max_catch_up', FIELDS),
+            wait_for_command=top.from_table('wait_for_command', FIELDS),
             initial=position,
             sensor=SensorSettings.read(top, step, publish_rate_hz),
-            end_stops=_field(top, 'end_stops'),
+            end_stops=top.from_table('end_stops', FIELDS),
             actuator=actuator, engine=engine, mujoco=options, pma=pma,
             message=read_message(top))
         top.finish()
@@ -234,7 +234,7 @@ class MujocoOptions:
         boxes = _groups(shapes, 'boxes', 6)
         spheres = _groups(shapes, 'spheres', 4)
         shapes.finish()
-        options = cls(discs=_field(reader, 'discs'), timestep=timestep,
+        options = cls(discs=reader.from_table('discs', FIELDS), timestep=timestep,
                       obstacles=Obstacles(boxes, spheres), armature=armature,
                       damping=per_joint('damping'), friction=per_joint('friction'))
         reader.finish()
@@ -250,7 +250,7 @@ class MujocoOptions:
 
 def _timestep(reader, step):
     """Read `mujoco.timestep`, which must divide the plant's `step` (s)."""
-    timestep = _field(reader, 'timestep')
+    timestep = reader.from_table('timestep', FIELDS)
     ratio = step / timestep
     if abs(ratio - round(ratio)) > 1e-9 * ratio:
         raise ConfigError(reader.key('timestep'), f'must divide step {step} s, got '
@@ -277,7 +277,7 @@ def _user_model(reader, engine, model, step):
 
 def _groups(reader, name, size):
     """Return the obstacles of `name` as tuples of `size` numbers (sizes > 0)."""
-    values = reader.field(name, FIELDS[reader.key(name)]) if reader.has(name) else []
+    values = reader.from_table(name, FIELDS) if reader.has(name) else []
     if len(values) % size:
         raise ConfigError(reader.key(name), f'must hold {size} numbers per obstacle, got '
                                             f'{len(values)}')
@@ -287,21 +287,16 @@ def _groups(reader, name, size):
     return shapes
 
 
-def _field(reader: Reader, name: str) -> Any:
-    """Read `name` as its Field in `FIELDS` says (its kind, default, bounds and choices)."""
-    return reader.field(name, FIELDS[reader.key(name)])
-
-
 def _mismatched_actuation(actuation, mismatch):
     """Return the plant's ActuationMap: area scaled, dead zone replaced where given."""
-    scale = _field(mismatch, 'area_scale')
+    scale = mismatch.from_table('area_scale', FIELDS)
     given = mismatch.has('deadzone')
     if actuation is None:
         if scale != 1.0 or given:
             option = 'area_scale' if scale != 1.0 else 'deadzone'
             raise ConfigError(mismatch.key(option), "needs output.mode 'pressure'")
         return None
-    deadzone = _field(mismatch, 'deadzone') if given else actuation.deadzone
+    deadzone = mismatch.from_table('deadzone', FIELDS) if given else actuation.deadzone
     return ActuationMap(actuation.n, scale * actuation.area, deadzone, actuation.p_min,
                         actuation.p_max, prefix='mismatch', slope=actuation.slope,
                         stroke=actuation.stroke)
@@ -309,7 +304,7 @@ def _mismatched_actuation(actuation, mismatch):
 
 def _actuator(reader, actuation):
     """Return the valve dynamics ``(time_constant, delay, max_rate)``; pressure mode only."""
-    values = tuple(_field(reader, key) for key in ACTUATOR_KEYS)
+    values = tuple(reader.from_table(key, FIELDS) for key in ACTUATOR_KEYS)
     reader.finish()
     for key, value in zip(ACTUATOR_KEYS, values):
         if value and actuation is None:
@@ -322,7 +317,7 @@ def _scaled(spec, mismatch):
     """Return the model namespace with the mismatch scales applied to `sections.*`."""
     spec = {k: (dict(v) if isinstance(v, dict) else v) for k, v in spec.items()}
     for option, key in MISMATCH_KEYS.items():
-        scale = _field(mismatch, option)
+        scale = mismatch.from_table(option, FIELDS)
         if scale == 1.0 or (option == 'mass_scale' and spec.get('type') == 'urdf'):
             continue
         sections = spec.get('sections', {})
@@ -335,7 +330,7 @@ def _scaled(spec, mismatch):
 
 def _scaled_links(model, spec, mismatch):
     """Return a URDF plant with every link's mass and inertia times `mass_scale` (CoM kept)."""
-    scale = _field(mismatch, 'mass_scale')
+    scale = mismatch.from_table('mass_scale', FIELDS)
     if scale != 1.0 and spec.get('type') == 'urdf':
         inertias = model.model.inertias
         for i in range(1, len(inertias)):
