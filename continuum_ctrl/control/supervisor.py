@@ -48,7 +48,8 @@ class Supervisor:
     `loop`: the ControlLoop whose `settings` (`state_timeout`, `resume_count`, `safe_mode`,
     the actuation), `model` and buffers (`q`, `effort`, `command`) it reads and writes.
     Public attributes: `status`, `valid_streak` (consecutive valid states), `last_state_time`
-    (receive time of the last valid state, s), `nonfinite` (ticks whose law failed),
+    (receive time of the last valid state, s), `timeouts` (times it went stale),
+    `nonfinite` (ticks whose law failed),
     `failing` (the last tick's law failed) and `events` (transitions to log).
     """
 
@@ -57,6 +58,7 @@ class Supervisor:
         self.status = WAITING
         self.valid_streak = 0
         self.last_state_time = -np.inf
+        self.timeouts = 0
         self.nonfinite = 0
         self.failing = False
         self.events: List[Tuple[str, str]] = []
@@ -97,6 +99,7 @@ class Supervisor:
                 return True
             self.status = STALE
             self.valid_streak = 0
+            self.timeouts += 1
             self.events.append(('warn', f'no valid joint states for more than '
                                         f'{settings.state_timeout} s: safe command '
                                         f"('{settings.safe_mode}')"))

@@ -378,7 +378,8 @@ class ControllerRuntime:
         none). Run: `run_ticks`,
         `run_late_ticks` (ticks that started late), `run_missed_deadlines` (deadlines
         skipped): both as runtime/lateness.py defines them; the run's period and compute
-        percentiles; the loop's counters, and ``rejected_<kind>`` for each counted kind.
+        percentiles; the loop's counters (`state_timeouts`: the times it fell back to the safe
+        command for want of fresh states), and ``rejected_<kind>`` for each counted kind.
         """
         now = time.perf_counter()
         window, self._window_start = now - self._window_start, now
@@ -420,6 +421,7 @@ class ControllerRuntime:
             ('run_compute_p99_us', self.compute.run_percentile(0.99)),
             ('run_compute_max_us', self.compute.largest),
             ('nonfinite_efforts', supervisor.nonfinite),
+            ('state_timeouts', supervisor.timeouts),
             ('run_state_rows_dropped', self.rows.dropped),
             ('clamped_tip_targets', references.clamped_targets),
             ('planning', int(references.awaiting_plan)),
