@@ -92,7 +92,7 @@ class Supervisor:
         self.valid_streak = 0
 
     def watch(self, t: float) -> bool:
-        """The watchdog at tick time `t` (s): an active loop without fresh states goes stale."""
+        """Watch the states at tick time `t` (s): active without fresh ones, go stale."""
         if self.status == ACTIVE:
             settings = self._loop.settings
             if t - self.last_state_time <= settings.state_timeout:

@@ -520,7 +520,9 @@ class LoopSystem:
 
 def _state_layout(n, plant, shift, delay, estimate, compensated, pending):
     """
-    Return the loop state's `_Layout`: the plant (`plant` states), the inputs on their way
+    Return the loop state's `_Layout`.
+
+    The plant (`plant` states), the inputs on their way
     (``v1`` .. ``v{shift + 1}``), the measurements `delay` ticks old (``m1`` ..), the
     estimator's `estimate` states, the valve model and the `pending` commands (``u1`` ..;
     `compensated` only), the integral.

@@ -115,8 +115,9 @@ def relative_rate(sec, bbar, JY, om, dom, d2pw, qd, Wc, Jd):
 @compiled()
 def cog_evaluate(arm, data, q, qd, mode):
     """
-    Fill ``data.sums``: M, g and by `mode` (modes.py) C and ``cq = C qd`` (CORIOLIS), dM
-    (MASS_DERIVATIVE) or cq alone (CQ_ALONE).
+    Fill ``data.sums``: M, g and by `mode` C and ``cq = C qd``, dM or cq alone.
+
+    `mode` (modes.py): CORIOLIS gives C and cq, MASS_DERIVATIVE dM, CQ_ALONE cq.
 
     Returns ``U_g`` [J]. `arm`: the `data.Arm`; `data`: the model's `data.ContinuumData`.
     """
