@@ -102,7 +102,7 @@ SOFT = (('mismatch.stiffness_scale', 0.8), ('mismatch.damping_scale', 0.75),
 @pytest.mark.parametrize('ki, quiet', [(None, True), (5e4, False)])
 def test_the_file_keeps_the_mujoco_arm_softer_and_heavier_than_its_model(ki, quiet):
     """
-    On the MuJoCo stack at the soft corner, 10 s: the file's loop settles, the former ki not.
+    On the MuJoCo stack's soft corner, 10 s: the file's loop settles, the former gain does not.
 
     With ``ki`` 5e4 (the file's gain before 2026-12-05) the loop rings at 3.1 Hz and grows:
     1.6 / 3.6 / 1.5 mm RMS over the second half. The file's 3e4 holds 0.18 / 0.05 / 0.07 mm,

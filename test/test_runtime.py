@@ -23,7 +23,7 @@ KEYS = ('status', 'rate_hz', 'period_p50_us', 'period_p99_us', 'period_max_us',
         'command_variation_joint', 'chatter_index', 'chatter_joint', 'run_ticks',
         'run_late_ticks', 'run_missed_deadlines', 'run_period_p50_us', 'run_period_p99_us',
         'run_period_max_us', 'run_compute_p50_us', 'run_compute_p99_us',
-        'run_compute_max_us', 'nonfinite_efforts', 'run_state_rows_dropped',
+        'run_compute_max_us', 'nonfinite_efforts', 'state_timeouts', 'run_state_rows_dropped',
         'clamped_tip_targets', 'planning', 'plans', 'plan_max_s', 'planner_ready',
         'rejected_estimated_speed', 'observer_dropped_samples', 'integral_force_max',
         'integral_held_joints', 'rejected_pressures')

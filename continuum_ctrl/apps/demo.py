@@ -130,20 +130,6 @@ def figure(diagnostics, key):
     return float('nan')
 
 
-def simulator_totals(log_path):
-    """Return the counts the simulator logs when it stops (`run totals: steps N, ...`)."""
-    for line in reversed(log_path.read_text().splitlines()):
-        if 'run totals: ' in line:
-            pairs = line.split('run totals: ', 1)[1].split(', ')
-            return dict(pair.split(' ', 1) for pair in pairs)
-    return {}
-
-
-def stale_episodes(log_path):
-    """Return how often the controller's log says it fell back to the safe command."""
-    return sum('no valid joint states' in line for line in log_path.read_text().splitlines())
-
-
 def last_error(log_paths):
     """Return the last ``error:`` line of the nodes' logs (None if none says so)."""
     lines = [line for path in log_paths if Path(path).is_file()
@@ -204,8 +190,31 @@ def node_timing(path):
     return controller.period * controller.state_decimation, lowest - 2 if lowest > 2 else 0
 
 
-def main(argv=None):
-    """Run the demo; return 0 on success, 2 for a bad parameter file, 1 when the nodes fail."""
+@dataclasses.dataclass
+class Recording:
+    """
+    What the demo recorded from `active_since` to `end` (s): the data its report is made of.
+
+    `t`, `q_des`, `q`, `effort` (ticks x joints, `names` order) of the ``~/state`` rows;
+    `command` aligned to `t` (NaN before the first); `diagnostics`, `simulator`: the
+    controller's /diagnostics windows and the simulator's last ones (figures by key, as
+    published); `skipped`: the deadlines the loop skipped while recorded.
+    """
+
+    names: list
+    t: np.ndarray
+    q_des: np.ndarray
+    q: np.ndarray
+    effort: np.ndarray
+    command: np.ndarray
+    diagnostics: list
+    simulator: dict
+    skipped: float
+    end: float
+
+
+def parse_args(argv):
+    """Return the demo's command-line arguments."""
     parser = argparse.ArgumentParser(prog='continuum-ctrl demo', description=__doc__.split(
         '\n\n')[0].strip())
     parser.add_argument('--arm', default='continuum',
@@ -216,7 +225,92 @@ def main(argv=None):
     parser.add_argument('--engine', choices=ENGINES, default=None,
                         help="the simulator's physics engine (default: the file's, else "
                              "mujoco for continuum arms and builtin for others)")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    return parser.parse_args(sys.argv[1:] if argv is None else argv)
+
+
+def start_failure(logs, out):
+    """Say why the nodes did not start (a node's error line, else the logs); the exit status."""
+    for log in logs:
+        log.flush()
+    reason = last_error(log.name for log in logs)
+    if reason:
+        print(f'continuum-ctrl demo: error: a node failed: {reason} (logs in {out})',
+              file=sys.stderr)
+        return 2
+    print('demo: the nodes did not start; see the logs in', out, file=sys.stderr)
+    return 1
+
+
+def record(rec, nodes, logs, processes, duration):
+    """
+    Start the nodes, record `duration` s from activation into `rec`; a Recording or None.
+
+    The controller goes active (and anchors its reference) on the first joint states: the
+    simulator starts only once the recorder hears the waiting controller, so the recording
+    begins before activation whatever the order of DDS discovery (started together, the
+    recorder missed the activation and the blend in some MuJoCo runs). None: they did not
+    start.
+    """
+    processes += start(nodes[:1], outputs=logs[:1])
+    started = rec.wait(lambda: rec.status is not None, START_TIMEOUT, processes)
+    if started:
+        processes += start(nodes[1:], outputs=logs[1:])
+        started = rec.wait(lambda: rec.active_since is not None, START_TIMEOUT, processes)
+    if not started:
+        return None
+    rec.run(duration)
+    # a loaded machine sends the last ticks' ~/state rows late: wait for them, and for both
+    # nodes' diagnostics that cover the end (the loop's skipped deadlines, the totals)
+    end = rec.active_since + duration
+    rec.run(TAIL_WAIT, until=lambda: (rec.states[-1][0] >= end and
+                                      max(rec.diagnostic_stamps, default=0) >= end and
+                                      max(rec.sim_diagnostic_stamps, default=0) >= end))
+    t, q_des, q, effort = rec.arrays(since=rec.active_since, until=end)
+    times = np.array([c[0] for c in rec.commands])
+    values = np.array([c[1] for c in rec.commands])
+    return Recording(rec.joint_names, t, q_des, q, effort, align(times, values, t),
+                     list(rec.diagnostics),
+                     dict(rec.sim_diagnostics[-1]) if rec.sim_diagnostics else {},
+                     rec.grown('run_missed_deadlines', rec.active_since, end), end)
+
+
+def report(run, arm, engine, period, controller, out):
+    """Write the CSV, the plot and the tip picture of `run`, and print its figures."""
+    names, t, q_des, q = run.names, run.t, run.q_des, run.q
+    write_csv(out / 'closed_loop.csv', names, t, q_des, q, run.effort, run.command)
+    plot(out / 'closed_loop.png', names, t, q_des, q, run.command, period)
+    tip = tip_error(controller, out, names, t, q_des, q)
+    _, _, _, late = tick_counts(t, period, run.end)
+    print(f'closed loop over ROS 2: {arm}, engine {engine}, {t[-1] - t[0]:.1f} s from '
+          f'activation')
+    print(recording_line(t, period, run.skipped, run.end))
+    print_tables(names, t, q - q_des, run.command, tip[:2] if tip else None)
+    diagnostics, plant = run.diagnostics, run.simulator
+    rates = [float(d['rate_hz']) for d in diagnostics[1:] if 'rate_hz' in d]
+    ages = [float(d['input_age_p50_us']) for d in diagnostics[1:] if 'input_age_p50_us' in d]
+    print(f'loop rate {np.median(rates) if rates else float("nan"):.1f} Hz (median of 1 s '
+          f'windows), period p99 {figure(diagnostics, "run_period_p99_us"):.0f} us, compute '
+          f'p99 {figure(diagnostics, "run_compute_p99_us"):.0f} us, late ticks {late} of '
+          f'{len(t)} recorded, joint_states age at the tick p50 '
+          f'{np.median(ages) if ages else float("nan"):.0f} us')
+    last = diagnostics[-1] if diagnostics else {}
+    print(f'simulator at the end of the run: {plant.get("steps", "?")} steps, '
+          f'{plant.get("overruns", "?")} overruns (simulated time dropped), stepping CPU '
+          f'share {plant.get("cpu_share_stepping", "?")}, rejected commands '
+          f'{plant.get("rejected_commands", "?")}, commands gone stale '
+          f'{plant.get("stale_commands", "?")}, late commands dropped '
+          f'{plant.get("late_commands", "?")}; controller: rejected joint_states '
+          f'{sum(int(last.get(f"rejected_{k}", 0)) for k in REJECT_KINDS)}, state '
+          f'timeouts {int(figure(diagnostics, "state_timeouts"))}')
+    if tip and tip[2]:
+        print(f'wrote {tip[2]}')
+    print(f'wrote {out / "closed_loop.png"}, {out / "closed_loop.csv"} (CSV: t, q_des_*, q_*, '
+          f'effort_*, command_* per joint, SI units), {out / "closed_loop.mcap"} (rosbag2)')
+
+
+def main(argv=None):
+    """Run the demo; return 0 on success, 2 for a bad parameter file, 1 when the nodes fail."""
+    args = parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     nodes = simulation(arm_config(args.arm))
@@ -231,73 +325,14 @@ def main(argv=None):
     try:
         with Recorder(bag=True, priority=priority,
                       message=command_message(nodes[0].parameters[0])) as rec:
-            # The controller goes active (and anchors its reference) on the first joint states:
-            # start the simulator only once the recorder hears the waiting controller, so the
-            # recording begins before activation whatever the order of DDS discovery. Started
-            # together, the recorder missed the activation and the blend in some MuJoCo runs.
-            processes += start(nodes[:1], outputs=logs[:1])
-            started = rec.wait(lambda: rec.status is not None, START_TIMEOUT, processes)
-            if started:
-                processes += start(nodes[1:], outputs=logs[1:])
-                started = rec.wait(lambda: rec.active_since is not None, START_TIMEOUT,
-                                   processes)
-            if not started:
-                for log in logs:
-                    log.flush()
-                reason = last_error(log.name for log in logs)
-                if reason:
-                    print(f'continuum-ctrl demo: error: a node failed: {reason} (logs in '
-                          f'{out})', file=sys.stderr)
-                    return 2
-                print('demo: the nodes did not start; see the logs in', out, file=sys.stderr)
-                return 1
-            rec.run(args.duration)
-            # a loaded machine sends the last ticks' ~/state rows late: wait for them, and for
-            # the diagnostics that count the loop's skipped deadlines up to the end
-            end = rec.active_since + args.duration
-            rec.run(TAIL_WAIT, until=lambda: (rec.states[-1][0] >= end and
-                                              max(rec.diagnostic_stamps, default=0) >= end))
-            diagnostics = list(rec.diagnostics)
-            skipped = rec.grown('run_missed_deadlines', rec.active_since, end)
-            plant = rec.sim_diagnostics[-1] if rec.sim_diagnostics else {}
-            t, q_des, q, effort = rec.arrays(since=rec.active_since, until=end)
-            times = np.array([c[0] for c in rec.commands])
-            values = np.array([c[1] for c in rec.commands])
-            names = rec.joint_names
+            run = record(rec, nodes, logs, processes, args.duration)
+            if run is None:
+                return start_failure(logs, out)
             stop(processes)
             rec.write_bag(out / 'closed_loop.mcap')
     finally:
         stop(processes)
         for log in logs:
             log.close()
-    plant.update(simulator_totals(out / f'{nodes[1].name}.log'))
-    command = align(times, values, t)
-    error = q - q_des
-    write_csv(out / 'closed_loop.csv', names, t, q_des, q, effort, command)
-    plot(out / 'closed_loop.png', names, t, q_des, q, command, period)
-    tip = tip_error(nodes[0], out, names, t, q_des, q)
-    _, _, _, late = tick_counts(t, period, end)
-    print(f'closed loop over ROS 2: {args.arm}, engine {engine}, {t[-1] - t[0]:.1f} s from '
-          f'activation')
-    print(recording_line(t, period, skipped, end))
-    print_tables(names, t, error, command, tip[:2] if tip else None)
-    rates = [float(d['rate_hz']) for d in diagnostics[1:] if 'rate_hz' in d]
-    ages = [float(d['input_age_p50_us']) for d in diagnostics[1:] if 'input_age_p50_us' in d]
-    print(f'loop rate {np.median(rates) if rates else float("nan"):.1f} Hz (median of 1 s '
-          f'windows), period p99 {figure(diagnostics, "run_period_p99_us"):.0f} us, compute '
-          f'p99 {figure(diagnostics, "run_compute_p99_us"):.0f} us, late ticks {late} of '
-          f'{len(t)} recorded, joint_states age at the tick p50 '
-          f'{np.median(ages) if ages else float("nan"):.0f} us')
-    print(f'simulator at the end of the run: {plant.get("steps", "?")} steps, '
-          f'{plant.get("overruns", "?")} overruns (simulated time dropped), stepping CPU '
-          f'share {plant.get("cpu_share_stepping", "?")}, rejected commands '
-          f'{plant.get("rejected_commands", "?")}, commands gone stale '
-          f'{plant.get("stale_commands", "?")}, late commands dropped '
-          f'{plant.get("late_commands", "?")}; controller: rejected joint_states '
-          f'{sum(int(diagnostics[-1].get(f"rejected_{k}", 0)) for k in REJECT_KINDS)}, state '
-          f'timeouts {stale_episodes(out / f"{nodes[0].name}.log")}')
-    if tip and tip[2]:
-        print(f'wrote {tip[2]}')
-    print(f'wrote {out / "closed_loop.png"}, {out / "closed_loop.csv"} (CSV: t, q_des_*, q_*, '
-          f'effort_*, command_* per joint, SI units), {out / "closed_loop.mcap"} (rosbag2)')
+    report(run, args.arm, engine, period, nodes[0], out)
     return 0

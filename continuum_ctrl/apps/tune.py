@@ -207,9 +207,8 @@ def file_observer(loop, **noises):
                     np.where(np.isfinite(middle), middle, 0.0))
 
 
-def main(argv=None):
-    """Print the margins of the file's gains and of the proposed ones; 1 if none found."""
-    args = _arguments(argv)
+def _check_arguments(args):
+    """Refuse out-of-range plant errors, poses, margins and grid values (ConfigError)."""
     for key in ('stiffness', 'damping', 'area', 'mass'):
         _share(getattr(args, key), f'--{key}')
     if args.poses < 1:
@@ -220,6 +219,30 @@ def main(argv=None):
         for value in getattr(args, name):
             (_positive if name != 'velocity_filter' else _share)(
                 value, f"--{name.replace('_', '-')}")
+
+
+def _header(args, loop, engine, valves, velocity, observer, mode, cases):
+    """Return the line that says what the tuner linearizes (`engine` None: the model plant)."""
+    settings, period = loop.settings, loop.period
+    return (f'{args.params}: {loop.model.n} PMAs at {1.0 / period:g} Hz; plant '
+            + (f'the {engine} engine linearized, ' if engine else '') + 'valves '
+            f'{valves[0]:g} s lag, {valves[1]:g} s dead time; compensation '
+            f'{settings.compensation[0]:g} s, {settings.compensation[1]:g} s; measurement '
+            f"{args.measurement_delay * 1e3:g} ms old{' (unstamped)' if args.unstamped else ''}"
+            f', velocity {velocity}'
+            + (f' (noises {observer.settings.position_noise:g}, '
+               f'{observer.settings.force_noise:g}, {observer.settings.bias_noise:g}'
+               + (', the bias cancelled' if observer.settings.cancel_bias else '') + '); '
+               if observer else '; ')
+            + (f'mode {mode.frequency:g} Hz, damping {mode.damping:g}; ' if mode else '')
+            + f'errors stiffness +-{args.stiffness:g}, damping +-{args.damping:g}, area '
+            f'+-{args.area:g}, mass +-{args.mass:g}: {cases} cases x {args.poses} poses')
+
+
+def main(argv=None):
+    """Print the margins of the file's gains and of the proposed ones; 1 if none found."""
+    args = _arguments(argv)
+    _check_arguments(args)
     loop = controller_loop(args.params)
     plant = plant_settings(args.params, {'engine': args.engine} if args.engine else None)
     settings, period = loop.settings, loop.period
@@ -262,19 +285,8 @@ def main(argv=None):
                   options, settings.passive, engines, observer)
     errors = corners(args.stiffness, args.damping, args.area, args.mass)
     requirement = Requirement(args.gain_margin, args.phase_margin, 1e-3 * args.delay_margin)
-    print(f'{args.params}: {loop.model.n} PMAs at {1.0 / period:g} Hz; plant '
-          + (f'the {plant.engine} engine linearized, ' if engines else '') + 'valves '
-          f'{valves[0]:g} s lag, {valves[1]:g} s dead time; compensation '
-          f'{settings.compensation[0]:g} s, {settings.compensation[1]:g} s; measurement '
-          f"{args.measurement_delay * 1e3:g} ms old{' (unstamped)' if args.unstamped else ''}, "
-          f'velocity {velocity}'
-          + (f' (noises {observer.settings.position_noise:g}, '
-             f'{observer.settings.force_noise:g}, {observer.settings.bias_noise:g}'
-             + (', the bias cancelled' if observer.settings.cancel_bias else '') + '); '
-             if observer else '; ')
-          + (f'mode {mode.frequency:g} Hz, damping {mode.damping:g}; ' if mode else '')
-          + f'errors stiffness +-{args.stiffness:g}, damping +-{args.damping:g}, area '
-          f'+-{args.area:g}, mass +-{args.mass:g}: {len(errors)} cases x {args.poses} poses')
+    print(_header(args, loop, plant.engine if engines else None, valves, velocity, observer,
+                  mode, len(errors)))
     shipped = Gains(settings.kp, settings.kd, settings.ki, settings.velocity_filter)
     rows = assess(setup, shipped, errors, requirement)
     print('\n'.join(_format(rows, requirement, args.rows)))

@@ -8,8 +8,15 @@ The controller's cycle without ROS: watchdog, reference, computed torque, limits
     command = loop.tick(t)       # in `settings.joints` order: N, N m or Pa
     loop.cycle                   # what the tick produced (CycleView), for publishing
     loop.stop(t)                 # the safe command, once; ticks stay safe until `start`
-    loop.install(loop.plan(times, positions), t)   # a trajectory: checked, then followed
-    loop.planner.step()          # in process: make a pending plan (IK) between ticks
+    loop.references.install(loop.references.plan(times, positions), t)   # a trajectory
+    loop.references.planner.step()   # in process: make a pending plan (IK) between ticks
+
+The loop has two parts with their own interfaces: its `supervisor` (control/supervisor.py:
+the status, the state watchdog, the safe command and the failure path) and its `references`
+(control/reference_manager.py: anchoring, planning aside, installing and checking
+waypoints). The loop itself holds the state, the law, the limits, the compensation and the
+observer, and the buffers the compiled ticks (control/fused_tick.py, control/rigid_tick.py)
+read and write.
 
 Until `resume_count` consecutive valid states have arrived, and whenever the last one is older
 than `state_timeout`, `tick` returns the safe command: zero effort or `p_min` (vent), or for
@@ -35,13 +42,11 @@ kalman`` the state fed back is instead a Kalman filter's (control/observer.py), 
 each sample inside the compensation's prediction; the low-pass then does not apply.
 """
 
-import time
-from typing import List, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
 from continuum_ctrl.actuation.maxwell_slip import MaxwellSlip
-from continuum_ctrl.actuation.pressure_map import clamp_effort
 from continuum_ctrl.numerics.clipping import effort_limiter
 from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
@@ -50,96 +55,27 @@ from continuum_ctrl.control.fused_tick import DONE, FusedTick
 from continuum_ctrl.control.integral import IntegralAction
 from continuum_ctrl.control.observer import Observer
 from continuum_ctrl.control.planner import Planner
-from continuum_ctrl.control.references import Hold, Waypoints
+from continuum_ctrl.control.reference_manager import (  # noqa: F401 - the loop's names
+    Anchored, BUMP_PEAK, ReferenceManager, TrajectoryRejected)
 from continuum_ctrl.control.rigid_tick import RigidTick
-from continuum_ctrl.control.samplers import (anchored_entry, blend_data, blend_entry,
-                                             reference_data, warm_samplers)
+from continuum_ctrl.control.samplers import warm_samplers
 from continuum_ctrl.control.settings import ControllerSettings
-from continuum_ctrl.control.task_space import TaskSpace
+from continuum_ctrl.control.supervisor import (  # noqa: F401 - the loop's names
+    ACTIVE, LOOP_STATUSES, NO_EVENTS, STALE, STOPPED, Supervisor, WAITING)
 from continuum_ctrl.models.base import DynamicsModel
-from continuum_ctrl.params import ConfigError
-
-#: largest value of the bump x (1 - s(x)) over the blend (at x = 0.389), in blend times
-BUMP_PEAK = 0.2845
-#: loop status: no valid state yet, controlling, safe command after a state timeout, or
-#: stopped (safe command until `start`); `LOOP_STATUSES`: all four
-LOOP_STATUSES = WAITING, ACTIVE, STALE, STOPPED = 'waiting', 'active', 'stale', 'stopped'
-
 
 #: the rows of `ControlLoop.cycle_record`: the cycle's arrays (model order, n each)
 CYCLE_PARTS = ('q_des', 'qd_des', 'qdd_des', 'q', 'qd', 'effort', 'integral')
-#: what `take_events` returns when nothing happened (no allocation per tick)
-NO_EVENTS: Sequence[Tuple[str, str]] = ()
 
 
-class TrajectoryRejected(ValueError):
-    """A run-time trajectory the loop refuses (the reference is kept); says why."""
+def _part(part, name, writable=True):
+    """Return a property for the attribute `name` of the loop's `part`."""
+    def get(loop):
+        return getattr(getattr(loop, part), name)
 
-
-class Anchored:
-    """
-    A reference started at `t0`, clamped to the limits, blended in from the state measured then.
-
-    With ``r(t) = ref(t - t0)`` clipped to ``[low, high]`` (its velocity and acceleration zero
-    where clipped), ``q0, qd0`` the measured `q_start`, `qd_start`, ``s`` the C3 `blend_ramp`
-    from 0 to 1 over `blend_time` seconds and the bump ``b(t) = t (1 - s)`` (``b = 0``,
-    ``b' = 1``, ``b'' = b''' = 0`` at the start; all zero at the end):
-
-        q_d = q0 + b qd0 + s (r - q0)
-
-    and its first two time derivatives. At ``t0`` the desired state is the measured one with
-    zero acceleration (for an arm at rest: the measured pose at rest), so the law sees no step
-    in position, velocity or acceleration error; after the blend it is ``r``. The bump carries
-    the desired pose on by at most BUMP_PEAK ``blend_time qd0``; a joint it would carry outside
-    its limits starts at rest instead (``qd0 = 0``): a PMA sagging below zero length is braked
-    where it is, not followed further out, where it can only be pushed. The rest of the blend
-    is a convex combination, so a start outside the limits moves smoothly inside rather than
-    being clipped there in one tick. A reference whose `within` vouches for the limits is
-    sampled without the clip. A reference with a compiled sampler (its `layout`) is sampled,
-    clipped and blended in one compiled call (control.samplers.anchored_sample), any other
-    (a task-space reference) by its own `sample`, then clipped and blended in one.
-    """
-
-    def __init__(self, reference, t0, q_start, qd_start, blend_time, low, high):
-        self.reference = reference
-        self.t0 = t0
-        self.blend_time = blend_time
-        self.q_start = np.array(q_start, dtype=float)
-        self.low, self.high = low, high
-        reach = self.q_start + BUMP_PEAK * blend_time * np.asarray(qd_start, dtype=float)
-        self.qd_start = np.where((reach >= low) & (reach <= high), qd_start, 0.0)
-        n = len(self.q_start)
-        self._blend = blend_data(t0, blend_time, reference.within(low, high), low, high,
-                                 self.q_start, self.qd_start)
-        self._raw, self._out = np.zeros((3, n)), np.zeros((3, n))
-        self._rows = tuple(self._out)
-        layout = getattr(reference, 'layout', lambda: None)()
-        self._layout = layout
-        self._kernel = blend_entry() if layout is None else anchored_entry(type(layout))
-        #: the data again as `ReferenceData`, for the fused tick (None: no compiled sampler);
-        #: the Python path calls its type's own entry, which unboxes fewer arrays per tick
-        self.sampler_data = None if layout is None else reference_data(layout)
-
-    def sample_into(self, t, out):
-        """Write ``q_d``, ``qd_d``, ``qdd_d`` at time `t` (s) into the rows of `out` (3, n)."""
-        if self._layout is not None:
-            self._kernel(self._layout, self._blend, float(t), self._raw, out)
-            return
-        for row, value in zip(out, self.sample(t)):
-            row[:] = value
-
-    def sample(self, t):
-        """Return ``(q_d, qd_d, qdd_d)`` at time `t` (s, same clock as `t0`)."""
-        if self._layout is not None:
-            self._kernel(self._layout, self._blend, float(t), self._raw, self._out)
-            return self._rows
-        elapsed = max(t - self.t0, 0.0)
-        if self._blend.free and elapsed >= self.blend_time:
-            return self.reference.sample(elapsed)        # nothing to clip or blend
-        for row, value in zip(self._raw, self.reference.sample(elapsed)):
-            row[:] = value
-        self._kernel(self._blend, elapsed, self._raw, self._out)
-        return self._rows
+    def put(loop, value):
+        setattr(getattr(loop, part), name, value)
+    return property(get, put if writable else None, doc=f'`{part}.{name}`')
 
 
 class ControlLoop:
@@ -158,8 +94,6 @@ class ControlLoop:
     def __init__(self, model: DynamicsModel, settings: ControllerSettings,
                  period: float, planner: Optional[Planner] = None, fused: bool = True) -> None:
         self.model = model
-        self.planner = Planner() if planner is None else planner
-        self.awaiting_plan = False
         self.period = period
         n = model.n
         #: the cycle's arrays, CYCLE_PARTS in order, as rows of one block (one copy records it)
@@ -171,34 +105,30 @@ class ControlLoop:
         self.law = ComputedTorqueLaw(model, settings.kp, settings.kd, settings.passive,
                                      self.integral)
         self.low, self.high = (np.asarray(b, dtype=float) for b in model.joint_limits())
-        self.status = WAITING
+        #: status, watchdog, safe command and failures
+        self.supervisor = supervisor = Supervisor(self)
+        #: what the loop follows: the `reference` it sets, anchoring, planning, installing
+        self.references = ReferenceManager(self, supervisor.events, planner)
+        self._planner = self.references.planner     # the tick's, read without the lookups
         self.reference: Optional[Anchored] = None
-        self.last_state_time = -np.inf
         self.measured_at = -np.inf
         self._limits(settings)
-        self.valid_streak = 0
-        self.nonfinite = 0
         self.difference = PositionDifference(n)
         self._source: Optional[str] = None      # what the difference used, as last logged
         self.too_fast = 0
         self._refusing = False
-        self.events: List[Tuple[str, str]] = []
         self.command = np.zeros(n)
         self._nan = np.full(n, np.nan)
         self._limit_effort = effort_limiter()       # compiled now, not in the first tick
         warm_samplers()                             # likewise, before the first anchor
-        self._failing = False
         self._sent_time: Optional[float] = None
         self._pressures = np.zeros(n)
         self._pressure_out = np.zeros(n)
         self._area = np.zeros(n)
-        self.task: Optional[TaskSpace] = None
-        self.plan_task: Optional[TaskSpace] = None
-        self.clamped_targets = 0
-        self._task_space(settings, start=True)
+        self.references.configure(settings, start=True)
         self._fuse = fused
         self.fused = self._fused_tick()
-        self.safe_command()
+        supervisor.safe_command()
         self.cycle = CycleView(self)
 
     def configure(self, settings: ControllerSettings, reanchor: bool = False,
@@ -208,10 +138,10 @@ class ControlLoop:
         self.law.set_gains(settings.kp, settings.kd)
         self.law.passive = settings.passive
         self._limits(settings)
-        self._task_space(settings)
+        self.references.configure(settings)
         self.fused = self._fused_tick()
-        if reanchor and self.status == ACTIVE:
-            self.anchor(self.last_state_time)
+        if reanchor and self.supervisor.status == ACTIVE:
+            self.references.anchor(self.supervisor.last_state_time)
 
     def _friction(self, friction):
         """Give the law the friction feed-forward's bank (its sliders kept where they were)."""
@@ -243,7 +173,12 @@ class ControlLoop:
         self._effort_range = (low, high)
         self.integral.configure(settings.ki, settings.integral_limit)
         self._friction(settings.friction)
-        old: Optional[Compensation] = getattr(self, 'compensation', None)   # keeps its estimate
+        self._compensation(settings)
+        self._observer(settings)
+
+    def _compensation(self, settings):
+        """Keep the valve `compensation` of `settings` (None: none); one kept keeps its state."""
+        old: Optional[Compensation] = getattr(self, 'compensation', None)
         time_constant, delay = settings.compensation
         if not (time_constant or delay):
             self.compensation = None
@@ -253,7 +188,6 @@ class ControlLoop:
                                              time_constant, delay, self.period)
         else:
             old.actuation = settings.actuation
-        self._observer(settings)
 
     def _observer(self, settings):
         """
@@ -273,117 +207,8 @@ class ControlLoop:
         middle = 0.5 * (self.low + self.high)
         self.observer = Observer(self.model, settings.observer, self.period,
                                  np.where(np.isfinite(middle), middle, 0.0))
-        if self.status == ACTIVE:
+        if self.supervisor.status == ACTIVE:
             self.observer.start(self.q, self.qd, self.measured_at)
-
-    def _task_space(self, settings, start=False):
-        """
-        Keep the `TaskSpace` of `settings.task` (None without a task frame).
-
-        `task` samples references on the loop's thread; `plan_task`, on the model's
-        `for_thread` copy (`Planner.task_space`), is the planner's: it makes them (IK) and
-        they sample on `task`. `start`: start the planner's IK process now (a new task
-        space's, on the loop's thread, starts with its first plan, on the worker).
-        """
-        if self.task is None or self.task.settings != settings.task:
-            self.task = TaskSpace(self.model, settings.task) if settings.task.frame else None
-            self.plan_task = self.planner.task_space(self.task, start)
-
-    def anchor(self, t: float) -> None:
-        """
-        Restart the configured reference at time `t` from the last measured state.
-
-        A tip reference is planned aside (`planner`): the measured pose is held until a tick
-        installs the plan.
-        """
-        spec = self.settings.reference
-        if spec.needs_task_space:
-            self._plan_aside(spec, t)
-            return
-        self.awaiting_plan = False
-        self.reference = Anchored(spec.build(self.q), t, self.q, self.qd,
-                                  spec.blend_time, self.low, self.high)
-
-    def _plan_aside(self, spec, t):
-        q_start, task = self.q.copy(), self.plan_task
-        self.reference = Anchored(Hold(q_start), t, self.q, self.qd, spec.blend_time,
-                                  self.low, self.high)
-        self.awaiting_plan = True
-        self.events.append(('info', f'planning the {spec.kind} reference aside: holding the '
-                                    'measured pose until it is made'))
-
-        def job():
-            start = time.perf_counter()
-            reference = spec.build(q_start, task)
-            return reference, (f'{spec.kind} reference planned in '
-                               f'{time.perf_counter() - start:.3g} s: following it')
-        self.planner.request(job, None, spec.blend_time, discard=True)
-
-    def install(self, reference, t: float, blend_time: float = 0.0) -> None:
-        """
-        Replace the reference by `reference` (``sample(s)``, s from `t`), from the next tick.
-
-        It must start at the measured pose (a `TaskReference` made at `q` does), or near it
-        with a `blend_time` (s) to blend in from the measured state; a clamped tip target is
-        counted (`clamped_targets`) and logged.
-        """
-        self._count_clamped(reference)
-        self.awaiting_plan = False
-        self.reference = Anchored(reference, t, self.q, self.qd, blend_time, self.low,
-                                  self.high)
-
-    def _count_clamped(self, reference):
-        if getattr(reference, 'clamped', False):
-            self.clamped_targets += 1
-            self.events.append(('warn', f'tip target unreachable: clamped to the closest '
-                                        f'reachable point, {reference.clamp_distance:.4g} m '
-                                        'away'))
-
-    def follow(self, times: np.ndarray, positions: np.ndarray,
-               velocities: Optional[np.ndarray] = None,
-               accelerations: Optional[np.ndarray] = None, t: float = 0.0) -> None:
-        """
-        Replace the reference by waypoints (model order; times in s after `t`, all > 0).
-
-        `plan` then `install`, for a caller that owns the loop's thread; raises
-        TrajectoryRejected (reference kept) as `plan` does.
-        """
-        self.install(self.plan(times, positions, velocities, accelerations), t)
-
-    def plan(self, times: np.ndarray, positions: np.ndarray,
-             velocities: Optional[np.ndarray] = None,
-             accelerations: Optional[np.ndarray] = None) -> Waypoints:
-        """
-        Return the checked waypoint reference that `install` starts (the loop is unchanged).
-
-        The last measured state is prepended at time 0 (a copy: another thread may plan while
-        the loop ticks). Raises TrajectoryRejected for bad waypoints; a waypoint outside the
-        joint limits is refused too, and so are waypoints whose interpolation overflows (huge
-        values a few ns apart on unbounded joints).
-        """
-        positions = np.asarray(positions, dtype=float)
-        outside = (positions < self.low) | (positions > self.high)
-        if np.any(outside):
-            raise TrajectoryRejected('its positions lie outside the joint limits')
-        with_start = [np.vstack((self.q.copy(), positions))]
-        if velocities is not None:
-            with_start.append(np.vstack((self.qd.copy(), velocities)))
-            if accelerations is not None:
-                with_start.append(np.vstack((np.zeros(self.model.n), accelerations)))
-        knots = np.concatenate(([0.0], times))
-        checked = np.union1d(knots, (knots[1:] + knots[:-1]) / 2)
-        try:
-            with np.errstate(over='ignore', invalid='ignore'):    # rejected below, silently
-                reference = Waypoints(knots, *with_start)
-                finite = all(np.all(np.isfinite(part)) for s in checked
-                             for part in reference.sample(s))
-        except ConfigError as exc:
-            raise TrajectoryRejected(str(exc)) from None
-        except (ArithmeticError, ValueError) as exc:
-            raise TrajectoryRejected(f'it cannot be interpolated: {exc}') from None
-        if not finite:
-            raise TrajectoryRejected('its interpolation is not finite')
-        return reference
 
     def set_state(self, q: np.ndarray, qd: Optional[np.ndarray], t: float,
                   measured_at: Optional[float] = None) -> None:
@@ -406,34 +231,33 @@ class ControlLoop:
             if qd is None:
                 return
         self.q[:] = q
-        dt, filter_time = t - self.last_state_time, self.settings.velocity_filter
-        if dt > self.settings.state_timeout:
-            self.valid_streak = 0
+        supervisor = self.supervisor
+        dt, filter_time = supervisor.receive(t), self.settings.velocity_filter
         observer = self.observer
-        if self.status == ACTIVE and filter_time > 0.0 and dt > 0.0 and observer is None:
+        active = supervisor.status == ACTIVE
+        if active and filter_time > 0.0 and dt > 0.0 and observer is None:
             self.qd += dt / (dt + filter_time) * (qd - self.qd)
         else:
             self.qd[:] = qd
-        self.last_state_time = t
         self.measured_at = t if measured_at is None else min(measured_at, t)
-        self.valid_streak += 1
-        if observer is not None and self.status == ACTIVE:
+        if observer is not None and active:
             observer.measure(self.q, self.qd, self.measured_at)
-        if self.status in (WAITING, STALE) and self.valid_streak >= self.settings.resume_count:
-            self.events.append(('info', 'valid joint states: control active, reference '
-                                        'anchored at the measured pose'))
-            self.status = ACTIVE
-            self.integral.reset()
-            if self.law.friction is not None:
-                self.law.friction.reset(self.q)     # the reference starts here
-            if not velocity_measured:
-                # the difference of two noisy samples is no velocity to start from: 20 um
-                # of noise over 2 ms is 14 mm/s, which the blend's bump carries on by 4 mm
-                # (BUMP_PEAK blend_time qd); a state without velocities starts at rest
-                self.qd[:] = 0.0
-            if observer is not None:
-                observer.start(self.q, self.qd, self.measured_at)
-            self.anchor(t)
+        if not active and supervisor.resume():
+            self._activate(velocity_measured, t)
+
+    def _activate(self, velocity_measured, t):
+        """Start control at the state received at `t` (s): the law's memories, the reference."""
+        self.integral.reset()
+        if self.law.friction is not None:
+            self.law.friction.reset(self.q)     # the reference starts here
+        if not velocity_measured:
+            # the difference of two noisy samples is no velocity to start from: 20 um
+            # of noise over 2 ms is 14 mm/s, which the blend's bump carries on by 4 mm
+            # (BUMP_PEAK blend_time qd); a state without velocities starts at rest
+            self.qd[:] = 0.0
+        if self.observer is not None:
+            self.observer.start(self.q, self.qd, self.measured_at)
+        self.references.anchor(t)
 
     def _differenced(self, q, t, measured_at):
         """Return the velocity of positions `q` (None: too fast, refused); log its source."""
@@ -441,19 +265,20 @@ class ControlLoop:
         refusing, self._refusing = self._refusing, qd is None
         if qd is None:
             self.too_fast += 1
-            self.reject_state()
+            self.supervisor.reject()
             if not refusing:                # once per run of refused states
-                self.events.append(('warn', f'velocity estimated from positions beyond '
-                                            f'{MAX_SPEED:g}: states refused ({self.too_fast} '
-                                            'so far)'))
+                self.supervisor.events.append(
+                    ('warn', f'velocity estimated from positions beyond {MAX_SPEED:g}: states '
+                             f'refused ({self.too_fast} so far)'))
             return None
         source = self.difference.source
         if source is not None and source != self._source:
             self._source = source
             then = (f'low-passed by velocity_filter ({self.settings.velocity_filter:g} s)'
                     if self.observer is None else 'the Kalman observer estimates the state')
-            self.events.append(('info', f'joint states without velocities: positions '
-                                        f'differenced over their {source}; {then}'))
+            self.supervisor.events.append(('info', f'joint states without velocities: '
+                                                   f'positions differenced over their '
+                                                   f'{source}; {then}'))
         return qd
 
     def set_pressures(self, pressures: np.ndarray, t: float) -> None:
@@ -482,25 +307,20 @@ class ControlLoop:
 
     def reject_state(self) -> None:
         """Count a rejected measurement against the streak needed to resume."""
-        self.valid_streak = 0
+        self.supervisor.reject()
 
     def start(self) -> None:
         """(Re)start after `stop`: wait for `resume_count` valid states, then control."""
-        self.status = WAITING
-        self.valid_streak = 0
-        self.last_state_time = -np.inf
+        self.supervisor.start()
 
     def stop(self, t: float) -> np.ndarray:
         """Stop: return the safe command (joints order); `tick` gives it until `start`."""
-        self.status = STOPPED
+        self.supervisor.stop()
         return self.tick(t)
 
     def take_events(self) -> Sequence[Tuple[str, str]]:
         """Return the ``(level, text)`` transitions since the last call, and forget them."""
-        if not self.events:
-            return NO_EVENTS
-        events, self.events = self.events, []
-        return events
+        return self.supervisor.take_events()
 
     def warm_up(self) -> None:
         """
@@ -517,30 +337,27 @@ class ControlLoop:
     def tick(self, t: float) -> np.ndarray:
         """Return the command for time `t` (s) in joints order (an internal buffer)."""
         sent, self._sent_time = self._sent_time, t
-        if self.status == ACTIVE and t - self.last_state_time > self.settings.state_timeout:
-            self.status = STALE
-            self.valid_streak = 0
-            self.events.append(('warn', f'no valid joint states for more than '
-                                        f'{self.settings.state_timeout} s: safe command '
-                                        f"('{self.settings.safe_mode}')"))
-        if self.status != ACTIVE:
+        supervisor = self.supervisor
+        # the watchdog's test, spelled out for the active tick (a call costs 0.1 us a tick)
+        if (supervisor.status != ACTIVE or t - supervisor.last_state_time
+                > self.settings.state_timeout) and not supervisor.watch(t):
             self._feed_valves(sent)
-            return self.safe_command()
-        planner = self.planner
-        planner.slot.take(self, t)
+            return supervisor.safe_command()
+        planner = self._planner
+        planner.slot.take(self.references, t)
         if planner.notes:
             while planner.notes:
-                self.events.append(planner.notes.popleft())
+                supervisor.events.append(planner.notes.popleft())
         fused = self.fused
         if fused is not None and fused.covers(self.reference):
             try:
                 if fused(t, sent) == DONE:
-                    self._failing = False
+                    supervisor.failing = False
                     return self.command
                 problem = 'a non-finite effort'
             except Exception as exc:  # noqa: B902 - any failure must end in the safe command
                 problem = f'{type(exc).__name__}: {exc}'
-            return self._fail(problem)
+            return supervisor.fail(problem)
         self._feed_valves(sent)
         self.reference.sample_into(t, self._desired)  # type: ignore[union-attr]
         problem = 'a non-finite effort'
@@ -565,11 +382,11 @@ class ControlLoop:
         if not self._limit_effort(tau, low, high, self._step, self.effort):
             if np.shape(tau) != self.effort.shape:
                 problem = f'{np.size(tau)} forces for {self.model.n} coordinates'
-            return self._fail(problem)
-        self._failing = False
+            return supervisor.fail(problem)
+        supervisor.failing = False
         if self.integral.engaged:
             self._integrate(low, high)
-        return self._output(area)
+        return self.output(area)
 
     def _area_at(self, q):
         """
@@ -591,14 +408,6 @@ class ControlLoop:
             self._pressures[self.settings.order] = self.command
             self.compensation.sent(self._pressures, sent)
 
-    def _fail(self, problem):
-        """Count a tick whose law failed (`problem` says how), log it once: the safe command."""
-        self.nonfinite += 1
-        if not self._failing:
-            self.events.append(('error', f'the control law gave {problem}: safe command'))
-        self._failing = True
-        return self.safe_command()
-
     def _integrate(self, low, high):
         """Integrate the tick's error (control.integral), from activation on."""
         self.integral.update(self.q, self.q_des, self.period, self.effort, low, high,
@@ -610,27 +419,44 @@ class ControlLoop:
 
         What `tick` sends while not active; a node also sends it while its loop is starved.
         """
-        settings = self.settings
-        if settings.safe_mode == 'hold' and self.status != WAITING:
-            hold = (self.model.gravity_vector(self.q)
-                    + self.model.passive_forces(self.q, np.zeros(self.model.n)))
-            self.effort[:] = clamp_effort(hold, settings.effort_limit)
-            if not np.all(np.isfinite(self.effort)):
-                self.effort[:] = 0.0
-        else:
-            self.effort[:] = 0.0
-        if settings.actuation is not None:
-            self.command[:] = settings.actuation.p_min[settings.order]
-            self.effort[:] = settings.actuation.force(settings.actuation.p_min)
-            return self.command
-        return self._output()
+        return self.supervisor.safe_command()
 
-    def _output(self, area=None):
+    def output(self, area=None) -> np.ndarray:
+        """Write the command (joints order) of the tick's `effort`: itself, or PMA pressures."""
         settings = self.settings
         output = self.effort
         if settings.actuation is not None:
             output = settings.actuation.pressure(self.effort, out=self._pressure_out, area=area)
         return output.take(settings.order, out=self.command)
+
+    # -- the parts' state under the loop's names (tests, tools) ---------------------------
+
+    def anchor(self, t: float) -> None:
+        """Restart the configured reference at `t` (s) from the measured state (`references`)."""
+        self.references.anchor(t)
+
+    def install(self, reference, t: float, blend_time: float = 0.0) -> None:
+        """Follow `reference` from the next tick (`ReferenceManager.install`)."""
+        self.references.install(reference, t, blend_time)
+
+    def plan(self, times, positions, velocities=None, accelerations=None):
+        """Return checked waypoints for `install` (`ReferenceManager.plan`)."""
+        return self.references.plan(times, positions, velocities, accelerations)
+
+    def follow(self, times, positions, velocities=None, accelerations=None, t=0.0) -> None:
+        """Follow waypoints from the next tick (`ReferenceManager.follow`)."""
+        self.references.follow(times, positions, velocities, accelerations, t)
+
+    status = _part('supervisor', 'status')
+    valid_streak = _part('supervisor', 'valid_streak')
+    last_state_time = _part('supervisor', 'last_state_time')
+    nonfinite = _part('supervisor', 'nonfinite')
+    events = _part('supervisor', 'events', writable=False)
+    planner = _part('references', 'planner', writable=False)
+    awaiting_plan = _part('references', 'awaiting_plan')
+    clamped_targets = _part('references', 'clamped_targets')
+    task = _part('references', 'task', writable=False)
+    plan_task = _part('references', 'plan_task', writable=False)
 
 
 class CycleView:
@@ -650,7 +476,7 @@ class CycleView:
     def __init__(self, loop: ControlLoop) -> None:
         self._loop = loop
 
-    status = property(lambda self: self._loop.status)
+    status = property(lambda self: self._loop.supervisor.status)
     q = property(lambda self: self._loop.q)
     qd = property(lambda self: self._loop.qd)
     q_des = property(lambda self: self._loop.q_des)
@@ -660,4 +486,4 @@ class CycleView:
     integral = property(lambda self: self._loop.integral.force)
     command = property(lambda self: self._loop.command)
     order = property(lambda self: self._loop.settings.order)
-    nonfinite = property(lambda self: self._loop.nonfinite)
+    nonfinite = property(lambda self: self._loop.supervisor.nonfinite)

@@ -217,19 +217,8 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
             if isinstance(exc, ConfigError):
                 raise
             raise ConfigError('', f"{file}: cannot read as MCAP: {exc}") from None
-    if foreign and not states:
-        raise ConfigError('', f"{source}: joint names {example} do not match the parameter "
-                              f"file's joints {joints.model_names}: none of the {foreign} "
-                              f"joint states on '{states_topic}' names one of them")
-    for topic, rows in ((states_topic, states), (commands_topic, commands)):
-        if not rows:
-            raise ConfigError('', f"{source}: no messages on topic '{topic}' (topics in the "
-                                  f"bag: {sorted(topics)})")
-    lengths = {len(v) for _, v in commands}
-    if lengths != {joints.n}:
-        raise ConfigError('', f'{source}: commands have {sorted(lengths)} values, expected '
-                              f'{joints.n} (one per joint, in joints order '
-                              f'{joints.command_names})')
+    _check_rows(source, joints, (states_topic, states), (commands_topic, commands), topics,
+                foreign, example)
     sent = np.array([row[0] for row in states])
     stamped = [row[1] for row in states]
     timing = _stamp_problem(sent, stamped)
@@ -241,6 +230,28 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
               joints.commands_to_model(np.array([row[1] for row in commands]), source),
               foreign, timing or STAMPED)
     return _finite(run, source)
+
+
+def _check_rows(source, joints, states, commands, topics, foreign, example):
+    """
+    Refuse a bag without states of the arm or without commands, or commands of another size.
+
+    `states`, `commands`: ``(topic, rows)`` read; `topics`: those in the bag; `foreign`: the
+    joint states skipped for naming none of the arm's joints, `example` the names of one.
+    """
+    if foreign and not states[1]:
+        raise ConfigError('', f"{source}: joint names {example} do not match the parameter "
+                              f"file's joints {joints.model_names}: none of the {foreign} "
+                              f"joint states on '{states[0]}' names one of them")
+    for topic, rows in (states, commands):
+        if not rows:
+            raise ConfigError('', f"{source}: no messages on topic '{topic}' (topics in the "
+                                  f"bag: {sorted(topics)})")
+    lengths = {len(v) for _, v in commands[1]}
+    if lengths != {joints.n}:
+        raise ConfigError('', f'{source}: commands have {sorted(lengths)} values, expected '
+                              f'{joints.n} (one per joint, in joints order '
+                              f'{joints.command_names})')
 
 
 def read_diagnostics(path, hardware_id=''):

@@ -15,7 +15,7 @@ A compiled caller passes a constant argument (a mode, a flag, a first index) as 
 scalar (``np.int64``, ``np.True_``), never as a Python literal: Numba types a literal
 ``3`` or ``True`` as ``Literal[int](3)`` or ``Literal[bool](True)`` and compiles the callee
 once more for each value, which cost a cold cache seconds per kernel. The modules keep such
-constants beside the kernels that take them (`cog.CQ_ALONE`, `model.TASK_*`,
+constants beside the kernels that take them (`modes.py`'s evaluation modes, `model.TASK_*`,
 `terms.COLUMN0`, `kinematics.WITH_DERIVATIVES`, the tick record's kinds).
 
 A model calls its kernel through `entry_point`: the compiled function for fixed argument

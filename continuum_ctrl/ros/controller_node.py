@@ -8,7 +8,8 @@ cleanup and shutdown publish the safe command until acknowledged (at most 0.2 s)
 `autostart` (default true) it configures and activates itself when made.
 
 Topics (docs/topics.md): sub `joint_states`, `~/joint_trajectory`, `~/pressures` (taken
-serialized and size-bounded, ros/controller_input.py); pub `~/commands` (N, N m or Pa in
+serialized and size-bounded, ros/controller_input.py; their callbacks are the node's part
+`ControllerSubscriptions`, ros/controller_subscriptions.py); pub `~/commands` (N, N m or Pa in
 `joints` order, as ros2_control's ForwardCommandController takes them, or with
 `output.message: joint_state` a JointState stamped with the tick's time), `~/state`
 (ros/state_message.py) and `/diagnostics`; with a `task.frame`, ros/task_topics.py adds
@@ -22,25 +23,21 @@ sends the command through the pre-serialized publisher; the executor publishes t
 ``~/state`` rows, log lines and figures, and runs parameters and transitions.
 """
 
-import time
 from typing import Any, Dict, Optional, Tuple
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
-from rclpy.qos import QoSProfile, qos_profile_sensor_data
-from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from continuum_ctrl.control.loop import ACTIVE, ControlLoop, TrajectoryRejected
+from continuum_ctrl.control.loop import ControlLoop
 from continuum_ctrl.control.planner import Planner
 from continuum_ctrl.control.settings import ControllerSettings, FIELDS
 from continuum_ctrl.params.launch_description import CONTROLLER as NODE_NAME
 from continuum_ctrl.models import load_model
 from continuum_ctrl.numerics.jit import on_compile
 from continuum_ctrl.params import ConfigError
-from continuum_ctrl.ros.controller_input import BAD_STATE_KINDS, ControllerInput, KINDS
-from continuum_ctrl.ros.conversion import FOREIGN, Rejected
+from continuum_ctrl.ros.controller_input import ControllerInput, KINDS
+from continuum_ctrl.ros.controller_subscriptions import ControllerSubscriptions
 from continuum_ctrl.ros.diagnostics import diagnostic_array
 from continuum_ctrl.ros.fast_publish import CommandPublisher
 from continuum_ctrl.runtime.node_settings import CONTROLLER_NODE_FIELDS, ControllerNodeSettings
@@ -64,7 +61,7 @@ STATE_INTERVAL = 0.01
 PLANNER_START_TIMEOUT = 60.0
 
 
-class ControllerNode(LifecycleNode):
+class ControllerNode(ControllerSubscriptions, LifecycleNode):
     """The controller node; see the module documentation for its interface."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -81,7 +78,7 @@ class ControllerNode(LifecycleNode):
         self.diag_timer = self.state_timer = None
         self.command_out = self.state_pub = self.diag_pub = self.task_topics = None
         self._quiet_failure = False
-        self._throttle = Throttle()
+        self.throttle = Throttle()
         if not self.autostart:
             self.get_logger().info('unconfigured: waiting for lifecycle transitions '
                                    '(autostart false)')
@@ -215,12 +212,7 @@ class ControllerNode(LifecycleNode):
             self.state_pub = self.create_publisher(JointTrajectory, '~/state',
                                                    self.runtime.row_capacity)
             self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-            self.create_subscription(JointState, 'joint_states', self._on_joint_states,
-                                     qos_profile_sensor_data, raw=True)
-            self.create_subscription(JointTrajectory, '~/joint_trajectory',
-                                     self._on_trajectory, QoSProfile(depth=10), raw=True)
-            self.create_subscription(Float64MultiArray, '~/pressures', self._on_pressures,
-                                     qos_profile_sensor_data, raw=True)
+            self.subscribe()
         loop.warm_up()
         # a tip reference is planned at activation: its IK process must serve by then; else
         # the process starts meanwhile (`planner_ready` in /diagnostics), and a tip target
@@ -287,68 +279,6 @@ class ControllerNode(LifecycleNode):
         """Give the loop thread `realtime_priority`, the others one less (`spin` calls this)."""
         self.runner.apply_priority(
             self.node_settings.realtime_priority if self.runtime is not None else 0, previous)
-
-    # -- input (executor thread) ----------------------------------------------------------
-
-    def now(self) -> float:
-        """Return the node's ROS time (s): /clock under `use_sim_time`, else system time."""
-        clock = self.get_clock()
-        if clock.ros_time_is_active:
-            return clock.now().nanoseconds * 1e-9
-        return time.time_ns() * 1e-9    # the system clock the ROS clock reads, 1.4 us sooner
-
-    def reject(self, kind, reason, what='joint_states'):
-        """Count a rejected input of `kind` and log it (throttled)."""
-        self.runtime.post_rejection(kind, kind in BAD_STATE_KINDS)
-        if kind == FOREIGN and self.runtime.cycle.status == ACTIVE:
-            return          # normal traffic on a shared topic; worth a line only while waiting
-        if self._throttle.ready():
-            self.get_logger().warning(f'rejected {what} ({kind}): {reason}; totals '
-                                      f'{self.runtime.rejected}')
-
-    def _on_joint_states(self, data):
-        """Bound, read and validate a serialized JointState; post it to the runtime."""
-        if self.runtime is None:
-            return
-        t = self.now()
-        try:
-            q, qd, sent = self.input.state(data, t)
-        except Rejected as exc:
-            self.reject(exc.kind, str(exc))
-            return
-        # the stamp says when the state held (checked against `stamp_tolerance`); the valve
-        # compensation predicts from then, over the time the message waited to be read here,
-        # and the loop differences positions over the stamps (no velocities: qd None)
-        self.runtime.post_state(q, qd, t, sent if sent > 0.0 else None,
-                                time.time() - sent if sent > 0.0 else None)
-
-    def _on_trajectory(self, data):
-        """Bound and check a serialized JointTrajectory; the next tick installs it."""
-        if self.runtime is None:
-            return
-        now = self.now()
-        try:
-            times, *waypoints = self.input.trajectory(data, now)
-            self.runtime.follow(times, *waypoints, t=now)
-        except Rejected as exc:
-            self.reject(exc.kind, str(exc), 'joint_trajectory')
-            return
-        except TrajectoryRejected as exc:
-            self.reject('trajectory', str(exc), 'joint_trajectory')
-            return
-        self.get_logger().info(f'following a trajectory of {len(times)} points over '
-                               f'{times[-1]:.3f} s')
-
-    def _on_pressures(self, data):
-        """Bound a serialized pressure vector; the next tick applies it (and may reject it)."""
-        if self.runtime is None:
-            return
-        try:
-            pressures = self.input.pressures(data)
-        except Rejected as exc:
-            self.reject(exc.kind, str(exc), '~/pressures')
-            return
-        self.runtime.post_pressures(pressures, self.now())
 
     # -- the loop (loop thread, or the executor under sim time) ---------------------------
 

@@ -39,8 +39,9 @@ from typing import Callable, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
-from continuum_ctrl.control.loop import (ACTIVE, ControlLoop, CYCLE_PARTS, LOOP_STATUSES,
-                                         TrajectoryRejected)
+from continuum_ctrl.control.loop import ControlLoop, CYCLE_PARTS
+from continuum_ctrl.control.reference_manager import TrajectoryRejected
+from continuum_ctrl.control.supervisor import ACTIVE, DEGRADED, LOOP_STATUSES, reported
 from continuum_ctrl.runtime.command_watch import CommandWatch
 from continuum_ctrl.runtime.handoff import StateHandoff
 from continuum_ctrl.runtime.snapshot_ring import SnapshotRing
@@ -51,8 +52,6 @@ from continuum_ctrl.runtime.tick_record import TickRecord
 #: ~/state rows kept for the executor to publish, s of ticks: with both nodes at SCHED_FIFO on
 #: two cores its timer waited over 100 ms at times, and a 0.1 s ring lost that many rows
 ROW_SECONDS = 1.0
-#: status reported while the loop is active and misses too many deadlines
-DEGRADED = 'degraded'
 #: the statuses of a loop that controls: active, or active and starved (which only reports
 #: it, unless `loop.safe_on_overrun` is set)
 CONTROLLING = (ACTIVE, DEGRADED)
@@ -100,6 +99,8 @@ class ControllerRuntime:
     def __init__(self, loop: ControlLoop, options=None, kinds: Sequence[str] = ('pressures',),
                  send: Optional[Callable[[np.ndarray, float], None]] = None) -> None:
         self.loop = loop
+        #: the loop's parts this runtime reads and drives
+        self.supervisor, self.references = loop.supervisor, loop.references
         self.options = options = RuntimeOptions(loop.period) if options is None else options
         self.send = send
         self.n = loop.model.n
@@ -117,7 +118,10 @@ class ControllerRuntime:
         rate = 1.0 / options.period
         self.rows = SnapshotRing(int(ROW_SECONDS * rate) + 16, len(STATE_PARTS) * self.n,
                                  STATUSES)
-        self._codes = {status: k for k, status in enumerate(STATUSES)}
+        codes = {status: k for k, status in enumerate(STATUSES)}
+        #: the ~/state label's code by starvation and loop status: `reported`, looked up
+        self._codes = tuple({status: codes[reported(status, degraded)]
+                             for status in LOOP_STATUSES} for degraded in (False, True))
         self.timing = timing = TickRecord(int(4 * rate) + 16, self._detector_of(options),
                                           self.rows, CommandWatch(self.n))
         self.period, self.compute, self.age = timing.period, timing.compute, timing.age
@@ -168,7 +172,7 @@ class ControllerRuntime:
 
     def post_reference(self, reference, t: float) -> None:
         """Hand a built reference (``sample(s)``, s from `t`) to the next tick."""
-        self.loop.planner.slot.post(reference, t)      # supersedes a plan being made
+        self.references.planner.slot.post(reference, t)    # supersedes a plan being made
 
     def follow(self, times, positions, velocities=None, accelerations=None,
                t: float = 0.0) -> None:
@@ -178,7 +182,8 @@ class ControllerRuntime:
         Raises TrajectoryRejected saying why (the reference is kept), also while not active.
         """
         self._require_active()
-        self.post_reference(self.loop.plan(times, positions, velocities, accelerations), t)
+        self.post_reference(self.references.plan(times, positions, velocities, accelerations),
+                            t)
 
     def request_tip_target(self, position: np.ndarray,
                            rotation: Optional[np.ndarray] = None) -> None:
@@ -191,8 +196,8 @@ class ControllerRuntime:
         and a newer target or trajectory supersedes this one.
         """
         self._require_active()
-        loop = self.loop
-        task, plan_task, q = loop.task, loop.plan_task, loop.q.copy()
+        loop, references, supervisor = self.loop, self.references, self.supervisor
+        task, plan_task, q = references.task, references.plan_task, loop.q.copy()
         if task is None or plan_task is None:
             raise TrajectoryRejected('no task space: `task.frame` is not set')
         rotation = rotation if task.weight > 0.0 else None
@@ -200,16 +205,17 @@ class ControllerRuntime:
         def clamp():
             """Clamp the target to the closest reachable point (on the planner's worker)."""
             goal, distance, _ = plan_task.closest(position, q)
-            if loop.task is not task or loop.status != ACTIVE:
+            if references.task is not task or supervisor.status != ACTIVE:
                 return None
             reference = plan_task.to_target(loop.q.copy(), goal, rotation, distance)
             return reference, (f'moving the tip to {np.round(goal, 4).tolist()} m over '
                                f'{reference.path.duration:.3f} s')
-        loop.planner.request(clamp)         # starts at the tick that installs it
+        references.planner.request(clamp)   # starts at the tick that installs it
 
     def _require_active(self):
-        if self.loop.status != ACTIVE:
-            raise TrajectoryRejected(f'controller is {self.loop.status}')
+        status = self.supervisor.status
+        if status != ACTIVE:
+            raise TrajectoryRejected(f'controller is {status}')
 
     # -- loop thread ----------------------------------------------------------------------
 
@@ -246,34 +252,33 @@ class ControllerRuntime:
         `lateness`: as runtime/lateness.py reads it (0: no deadline, as an executor timer).
         """
         start = time.perf_counter()
-        loop = self.loop
+        loop, supervisor = self.loop, self.supervisor
         self._take_slots(loop)
         self.handoff.take(loop)
         degraded = self.timing.deadline(lateness)
         if degraded != self.degraded:
             self._starvation_event(degraded)
         if degraded and self.options.safe_on_overrun:
-            command = loop.safe_command()
+            command = supervisor.safe_command()
         else:
             command = loop.tick(t)
         if self.send is not None:
             self.send(command, t)
         end = time.perf_counter()
-        status = loop.status
-        state_time = loop.last_state_time      # a new state: its wait for a tick is recorded
+        status = supervisor.status
+        state_time = supervisor.last_state_time    # a new state: its wait for a tick is recorded
         new_state, self._used_state = state_time != self._used_state, state_time
         self._ticks += 1
         keep = self._ticks >= self.options.state_decimation
         if keep:
             self._ticks = 0
         last, self._last_tick = self._last_tick, start
-        # the label is `self.status`, spelled out: the property's call cost 0.1 us a tick
-        self.timing.end(self._record, t,
-                        self._codes[DEGRADED if degraded and status == ACTIVE else status],
-                        keep, start, last, self._receive_wall, end, state_time, new_state,
-                        status == ACTIVE, command)
-        if loop.events:
-            self.events.extend(loop.take_events())
+        # the label is `self.status`, looked up: the property's call cost 0.1 us a tick
+        self.timing.end(self._record, t, self._codes[degraded][status], keep, start, last,
+                        self._receive_wall, end, state_time, new_state, status == ACTIVE,
+                        command)
+        if supervisor.events:
+            self.events.extend(supervisor.take_events())
         return command
 
     def _take_slots(self, loop):
@@ -330,23 +335,16 @@ class ControllerRuntime:
     @property
     def task(self):
         """Return the loop's TaskSpace (None: no task frame)."""
-        return self.loop.task
+        return self.references.task
 
     @property
     def status(self) -> str:
-        """
-        Return the status as reported: `degraded` while active and starved, else the loop's.
-
-        A loop that is not active sends its safe command whatever its timing: its own status
-        (stale, waiting, stopped) says more than its starvation.
-        """
-        status = self.loop.status
-        return DEGRADED if self.degraded and status == ACTIVE else status
+        """Return the status as reported (`supervisor.reported`): `degraded` or the loop's."""
+        return reported(self.supervisor.status, self.degraded)
 
     def tip_target(self) -> Optional[np.ndarray]:
         """Return the tip position the reference heads for now, m (None: a joint reference)."""
-        reference = getattr(self.loop.reference, 'reference', None)
-        return getattr(reference, 'target', None)
+        return self.references.tip_target()
 
     def drain_rows(self) -> Iterator[Tuple[float, str, np.ndarray]]:
         """
@@ -380,7 +378,8 @@ class ControllerRuntime:
         none). Run: `run_ticks`,
         `run_late_ticks` (ticks that started late), `run_missed_deadlines` (deadlines
         skipped): both as runtime/lateness.py defines them; the run's period and compute
-        percentiles; the loop's counters, and ``rejected_<kind>`` for each counted kind.
+        percentiles; the loop's counters (`state_timeouts`: the times it fell back to the safe
+        command for want of fresh states), and ``rejected_<kind>`` for each counted kind.
         """
         now = time.perf_counter()
         window, self._window_start = now - self._window_start, now
@@ -391,7 +390,8 @@ class ControllerRuntime:
         a50, a99, _ = self.age.window_stats()
         w50, w99, _ = self.wait.window_stats()
         s50, s99, _ = self.transport.window_stats()
-        loop = self.loop
+        loop, supervisor, references = self.loop, self.supervisor, self.references
+        planner = references.planner
         rate, chatter = self.timing.watch.window()
         joints = loop.settings.joints
         worst_rate, worst_chatter = (int(np.argmax(np.nan_to_num(x, nan=-1.0)))
@@ -420,13 +420,14 @@ class ControllerRuntime:
             ('run_compute_p50_us', self.compute.run_percentile(0.5)),
             ('run_compute_p99_us', self.compute.run_percentile(0.99)),
             ('run_compute_max_us', self.compute.largest),
-            ('nonfinite_efforts', loop.nonfinite),
+            ('nonfinite_efforts', supervisor.nonfinite),
+            ('state_timeouts', supervisor.timeouts),
             ('run_state_rows_dropped', self.rows.dropped),
-            ('clamped_tip_targets', loop.clamped_targets),
-            ('planning', int(loop.awaiting_plan)),
-            ('plans', loop.planner.plans),
-            ('plan_max_s', loop.planner.longest),
-            ('planner_ready', int(loop.planner.ready)),
+            ('clamped_tip_targets', references.clamped_targets),
+            ('planning', int(references.awaiting_plan)),
+            ('plans', planner.plans),
+            ('plan_max_s', planner.longest),
+            ('planner_ready', int(planner.ready)),
             ('rejected_estimated_speed', loop.too_fast),
             ('observer_dropped_samples', 0 if loop.observer is None else loop.observer.dropped),
             ('integral_force_max', float(np.max(np.abs(loop.integral.force)))),
@@ -455,8 +456,8 @@ class ControllerRuntime:
 
     def step(self) -> None:
         """In process (a planner without a worker): make a pending plan now, between ticks."""
-        self.loop.planner.step()
+        self.references.planner.step()
 
     def close(self) -> None:
         """Stop the planner's worker and process."""
-        self.loop.planner.close()
+        self.references.planner.close()

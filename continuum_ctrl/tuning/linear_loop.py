@@ -458,18 +458,8 @@ class LoopSystem:
         Ae, Be, Ce, De = (control.estimate[0], None, None, None) if kalman else estimator(
             options.velocity, control.gains.velocity_filter, T, n)
         d, pending = options.measurement_delay, control.pending
-        lay = _Layout()
-        lay.add('plant', Phi.shape[0])
-        for j in range(1, shift + 2):
-            lay.add(f'v{j}', n)
-        for j in range(1, d + 1):
-            lay.add(f'm{j}', 2 * n)
-        lay.add('estimate', Ae.shape[0])
-        if control.compensated:
-            lay.add('valve model', n)
-            for j in range(1, pending + 1):
-                lay.add(f'u{j}', n)
-        lay.add('integral', n)
+        lay = _state_layout(n, Phi.shape[0], shift, d, Ae.shape[0], control.compensated,
+                            pending)
         N = lay.size
         A, Bu, Bv, K = np.zeros((N, N)), np.zeros((N, n)), np.zeros((N, n)), np.zeros((n, N))
         plant = lay['plant']
@@ -526,6 +516,30 @@ class LoopSystem:
         A[integral, integral] = np.eye(n)
         A[integral] -= T * np.diag(np.broadcast_to(control.gains.ki, (n,))) @ fed_back
         return cls(A + Bu @ K, Bv, K, T, lay)
+
+
+def _state_layout(n, plant, shift, delay, estimate, compensated, pending):
+    """
+    Return the loop state's `_Layout`.
+
+    The plant (`plant` states), the inputs on their way
+    (``v1`` .. ``v{shift + 1}``), the measurements `delay` ticks old (``m1`` ..), the
+    estimator's `estimate` states, the valve model and the `pending` commands (``u1`` ..;
+    `compensated` only), the integral.
+    """
+    lay = _Layout()
+    lay.add('plant', plant)
+    for j in range(1, shift + 2):
+        lay.add(f'v{j}', n)
+    for j in range(1, delay + 1):
+        lay.add(f'm{j}', 2 * n)
+    lay.add('estimate', estimate)
+    if compensated:
+        lay.add('valve model', n)
+        for j in range(1, pending + 1):
+            lay.add(f'u{j}', n)
+    lay.add('integral', n)
+    return lay
 
 
 def _select(block, size):

@@ -31,6 +31,7 @@ from continuum_ctrl.models.continuum.kinematics import (chain, cx, rotate_matrix
                                                         section_rotation)
 from continuum_ctrl.models.continuum.model import (add_damping, ContinuumModel, factor, finish,
                                                    forward_factored, passive)
+from continuum_ctrl.models.continuum.modes import CORIOLIS, CQ_ALONE, MASS, MASS_DERIVATIVE
 from continuum_ctrl.models.continuum.params import read_spec
 from continuum_ctrl.models.continuum.terms import (add_gravity, add_point_term, add_rigid_term,
                                                    add_term, angular_jacobian, angular_rate,
@@ -111,14 +112,12 @@ def relative_rate(sec, bbar, JY, om, dom, d2pw, qd, Wc, Jd):
             Jd[L, c] += t[c]
 
 
-#: `cog_evaluate`'s mode 3 for compiled callers (int64: numerics.jit, no literal arguments)
-CQ_ALONE = np.int64(3)
-
-
 @compiled()
 def cog_evaluate(arm, data, q, qd, mode):
     """
-    Fill ``data.sums``: M, g and by mode C and ``cq = C qd`` (1), dM (2) or cq alone (3).
+    Fill ``data.sums``: M, g and by `mode` C and ``cq = C qd``, dM or cq alone.
+
+    `mode` (modes.py): CORIOLIS gives C and cq, MASS_DERIVATIVE dM, CQ_ALONE cq.
 
     Returns ``U_g`` [J]. `arm`: the `data.Arm`; `data`: the model's `data.ContinuumData`.
     """
@@ -130,8 +129,8 @@ def cog_evaluate(arm, data, q, qd, mode):
                                           body.dpw, body.d2pw)
     om, v0, dom, dv0, Wc, Jd = ch.om, ch.v0, ch.dom, ch.dv0, body.Wc, body.Jd
     M, Md, C, cq, g = sums.M, sums.Md, sums.C, sums.cq, sums.g
-    deriv = mode != 0
-    rates = mode == 1 or mode == 3     # C or C qd from O(N) Jacobian rates
+    deriv = mode != MASS
+    rates = mode == CORIOLIS or mode == CQ_ALONE     # C or C qd from O(N) Jacobian rates
     chain(arm, q, ch, data.section, deriv)
     shaped_w = beta[3] != 1.0 or beta[4] != 1.0 or beta[5] != 1.0
     cq[:] = 0.0
@@ -139,10 +138,10 @@ def cog_evaluate(arm, data, q, qd, mode):
         cumulative_rates(om, qd, n, Wc)
     M[:] = 0.0
     g[:] = 0.0
-    if mode == 1:                       # general terms: C through Md and P
+    if mode == CORIOLIS:                # general terms: C through Md and P
         sums.Md[:] = 0.0
         sums.P[:] = 0.0
-    if mode == 2:
+    if mode == MASS_DERIVATIVE:
         sums.dM[:] = 0.0
     U = 0.0
     for i in range(n):
@@ -158,7 +157,7 @@ def cog_evaluate(arm, data, q, qd, mode):
         rotate_matrix(B, body.dp, dpw)
         if deriv:
             rotate_tensor(B, body.d2p, d2pw)
-        point_jacobian(i, x, dpw, d2pw, om, v0, dom, dv0, mode == 2, J, dJ)
+        point_jacobian(i, x, dpw, d2pw, om, v0, dom, dv0, mode == MASS_DERIVATIVE, J, dJ)
         U += add_gravity(m, arm.gravity, x, J, Ni, g)
         if rates:
             point_rate(i, x, J, om, dom, dv0, d2pw, qd, Wc, Jd)
@@ -168,8 +167,8 @@ def cog_evaluate(arm, data, q, qd, mode):
                      sums, tw)
         if beta[0] != 1.0 or beta[1] != 1.0 or beta[2] != 1.0:
             cross_term = nu > 0 and beta[1] != beta[0]
-            relative_jacobian(i, bbar, J, d2pw, om, dom, mode == 2 or (deriv and cross_term),
-                              JW, dJW)
+            relative_jacobian(i, bbar, J, d2pw, om, dom,
+                              mode == MASS_DERIVATIVE or (deriv and cross_term), JW, dJW)
             if beta[0] != 1.0:          # m/2 (bv1 - 1) |d bbar/dt|^2
                 if rates:
                     relative_rate(i, bbar, JW, om, dom, d2pw, qd, Wc, Jd)
@@ -189,7 +188,8 @@ def cog_evaluate(arm, data, q, qd, mode):
                              0.5 * m * (beta[2] - beta[0]), qd, Ni, mode, sums, tw)
         section_rotation(arm.radius[i], qi, 0.5, body.R, body.kap, body.dkap, data.section)
         angular_jacobian(i, B, body.R, body.kap, body.dkap, om, dom,
-                         mode == 2 or (deriv and shaped_w), JO, dJO, body.Rw, body.omt)
+                         mode == MASS_DERIVATIVE or (deriv and shaped_w), JO, dJO, body.Rw,
+                         body.omt)
         r2 = arm.radius[i] * arm.radius[i]
         wI[0] = wI[1] = 0.25 * m * r2
         wI[2] = 0.5 * m * r2
@@ -208,7 +208,7 @@ def cog_evaluate(arm, data, q, qd, mode):
         if nu > 0 and beta[4] != 1.0:
             add_term((JO, dJO, COLUMN0, nu), (JO, dJO, nu, Ni), wI, beta[4] - 1.0,
                      qd, Ni, mode, sums, tw)
-    if mode == 1:
+    if mode == CORIOLIS:
         coriolis_from_parts(sums.Md, sums.P, C)
         for i in range(N):
             acc = 0.0

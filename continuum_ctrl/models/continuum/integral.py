@@ -15,6 +15,7 @@ from continuum_ctrl.models.continuum.kinematics import (chain, rotate_matrix, ro
                                                         section_cog, section_point,
                                                         section_rotation, WITHOUT_DERIVATIVES)
 from continuum_ctrl.models.continuum.model import ContinuumModel, finish, TASK_NONE
+from continuum_ctrl.models.continuum.modes import CORIOLIS, CQ_ALONE, MASS, MASS_DERIVATIVE
 from continuum_ctrl.models.continuum.params import read_spec
 from continuum_ctrl.models.continuum.terms import (add_gravity, add_term, angular_jacobian,
                                                    COLUMN0, point_jacobian)
@@ -41,7 +42,7 @@ def integral_evaluate(arm, memory, q, qd, mode, task, v):
     J, JO, dJ, dJO = body.J, body.JO, body.dJ, body.dJO
     x, wI, ones, p, dp, d2p, dpw, d2pw = (body.x, body.wI, body.ones, body.p, body.dp,
                                           body.d2p, body.dpw, body.d2pw)
-    deriv = mode == 2
+    deriv = mode == MASS_DERIVATIVE
     chain(arm, q, ch, work, deriv)
     sums.M[:] = 0.0
     sums.g[:] = 0.0
@@ -91,13 +92,13 @@ class IntegralModel(ContinuumModel):
 
     kernel = staticmethod(integral_evaluate)
 
-    def _run(self, q, qd=None, mode=0, task=TASK_NONE, v=None):
-        if mode == 0:
-            return super()._run(q, qd, 0, task, v)
+    def _run(self, q, qd=None, mode=MASS, task=TASK_NONE, v=None):
+        if mode == MASS:
+            return super()._run(q, qd, MASS, task, v)
         q, qd, v = self._vector(q), self._vector(qd), self._vector(v)
-        U = self._kernel(self.arm, self.memory, q, qd, 2, TASK_NONE, v)
+        U = self._kernel(self.arm, self.memory, q, qd, MASS_DERIVATIVE, TASK_NONE, v)
         sums = self.data.sums
-        if mode in (1, 3):
+        if mode == CORIOLIS or mode == CQ_ALONE:
             sums.C[:] = coriolis_from_dM(sums.dM, qd)
             sums.cq[:] = sums.C @ qd
         finish(self.arm, sums, q, qd, task, v)

@@ -23,6 +23,7 @@ from continuum_ctrl.models.continuum.data import new_arm, new_data
 from continuum_ctrl.models.continuum.frames import tip_frame_derivative, tip_pose
 from continuum_ctrl.models.continuum.ik_step import ik_bounds, ik_scratch, ik_settings, ik_step
 from continuum_ctrl.models.continuum.kinematics import backbone_points
+from continuum_ctrl.models.continuum.modes import CORIOLIS, CQ_ALONE, MASS, MASS_DERIVATIVE
 from continuum_ctrl.models.continuum.params import LIMIT_ONSET
 from continuum_ctrl.models.continuum.paths import path_segment
 from continuum_ctrl.models.continuum.task_step import new_goal, task_scratch, task_step
@@ -212,7 +213,7 @@ class ContinuumModel(DynamicsModel):
             raise ValueError(f'expected a vector of shape ({self.n},), got {x.shape}')
         return x
 
-    def _run(self, q, qd=None, mode=0, task=TASK_NONE, v=None):
+    def _run(self, q, qd=None, mode=MASS, task=TASK_NONE, v=None):
         return self._kernel(self.arm, self.memory, self._vector(q), self._vector(qd), mode, task,
                             self._vector(v))
 
@@ -223,12 +224,12 @@ class ContinuumModel(DynamicsModel):
 
     def mass_matrix_derivative(self, q):
         """Exact ``dM[i, j, k] = dM_ij/dq_k`` [kg/m], (3n, 3n, 3n)."""
-        self._run(q, None, 2)
+        self._run(q, None, MASS_DERIVATIVE)
         return self.data.sums.dM.copy()
 
     def coriolis_matrix(self, q, qd):
         """Christoffel Coriolis matrix ``C(q, qd)`` [kg/s], (3n, 3n)."""
-        self._run(q, qd, 1)
+        self._run(q, qd, CORIOLIS)
         return self.data.sums.C.copy()
 
     def gravity_vector(self, q):
@@ -352,23 +353,23 @@ class ContinuumModel(DynamicsModel):
 
     def dynamics(self, q, qd):
         """Return ``(M, C, bias)`` from one evaluation; ``bias = C qd + passive + g``."""
-        self._run(q, qd, 1, TASK_BIAS)
+        self._run(q, qd, CORIOLIS, TASK_BIAS)
         sums = self.data.sums
         return sums.M.copy(), sums.C.copy(), sums.out.copy()
 
     def bias_forces(self, q, qd):
         """Everything but inertia: ``C qd + passive + g`` [N], (3n,), from one evaluation."""
-        self._run(q, qd, 3, TASK_BIAS)
+        self._run(q, qd, CQ_ALONE, TASK_BIAS)
         return self.data.sums.out.copy()
 
     def inverse_dynamics(self, q, qd, qdd):
         """Generalized force ``M qdd + C qd + passive + g`` [N] from one evaluation."""
-        self._run(q, qd, 3, TASK_INVERSE, qdd)
+        self._run(q, qd, CQ_ALONE, TASK_INVERSE, qdd)
         return self.data.sums.out.copy()
 
     def inverse_dynamics_passive_at(self, q, qd, qdd, q_passive, qd_passive):
         """``M qdd + C qd + g`` at (q, qd) plus the passive forces at the other state [N]."""
-        self._run(q, qd, 3, TASK_INVERSE, qdd)
+        self._run(q, qd, CQ_ALONE, TASK_INVERSE, qdd)
         sums = self.data.sums
         self._move_passive(self.arm.pma, self._vector(q_passive), self._vector(qd_passive),
                            sums.passive, self._passive_at, sums.out)
@@ -376,5 +377,5 @@ class ContinuumModel(DynamicsModel):
 
     def forward_dynamics(self, q, qd, tau):
         """Acceleration ``M^-1 (tau - C qd - passive - g)`` [m/s^2] from one evaluation."""
-        self._run(q, qd, 3, TASK_FORWARD, tau)
+        self._run(q, qd, CQ_ALONE, TASK_FORWARD, tau)
         return self.data.sums.out.copy()

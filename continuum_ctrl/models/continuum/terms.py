@@ -18,6 +18,7 @@ the same as ``c_ijk qd_k`` of contract section 4 without forming ``dM``.
 import numpy as np
 
 from continuum_ctrl.models.continuum.kinematics import cx
+from continuum_ctrl.models.continuum.modes import CORIOLIS, CQ_ALONE, MASS_DERIVATIVE
 from continuum_ctrl.numerics.jit import compiled
 
 #: column 0, where an operand's range starts at the first joint (int64: numerics.jit, no
@@ -171,9 +172,10 @@ def add_term(A, B, w, coef, qd, N, mode, sums, tw):
     """
     Add the term ``coef uA^T diag(w) uB`` to ``sums.M`` and, by `mode`, its derivatives.
 
-    `A`, `B`: operands ``(J, dJ, first, stop)``. mode 0: M only; 1: also ``Mdot`` (``sums.Md``)
-    and ``sums.P``; 2: also ``sums.dM[i, j, k] = dM_ij/dq_k``; 3: also its share of
-    ``C qd = (Md + P - P^T) qd / 2`` into ``sums.cq``, without Md and P.
+    `A`, `B`: operands ``(J, dJ, first, stop)``. `mode` (modes.py) MASS: M only; CORIOLIS: also
+    ``Mdot`` (``sums.Md``) and ``sums.P``; MASS_DERIVATIVE: also ``sums.dM[i, j, k] =
+    dM_ij/dq_k``; CQ_ALONE: also its share of ``C qd = (Md + P - P^T) qd / 2`` into
+    ``sums.cq``, without Md and P.
     """
     JA, dJA, a0, a1 = A
     JB, dJB, b0, b1 = B
@@ -184,7 +186,7 @@ def add_term(A, B, w, coef, qd, N, mode, sums, tw):
                           + JA[i, 2] * w[2] * JB[j, 2])
             M[i, j] += val
             M[j, i] += val
-    if mode == 2:
+    if mode == MASS_DERIVATIVE:
         for i in range(a0, a1):
             for j in range(b0, b1):
                 for k in range(N):
@@ -194,12 +196,12 @@ def add_term(A, B, w, coef, qd, N, mode, sums, tw):
                     val *= coef
                     dM[i, j, k] += val
                     dM[j, i, k] += val
-    if mode != 1 and mode != 3:
+    if mode != CORIOLIS and mode != CQ_ALONE:
         return
     uA, uB, JdA, GA, JdB, GB = tw.uA, tw.uB, tw.JdA, tw.GA, tw.JdB, tw.GB
     _rates(JA, dJA, a0, a1, N, qd, uA, JdA, GA)
     _rates(JB, dJB, b0, b1, N, qd, uB, JdB, GB)
-    if mode == 3:
+    if mode == CQ_ALONE:
         _term_cq(JA, a0, a1, JB, b0, b1, w, coef, qd, N, tw, cq)
         return
     for i in range(a0, a1):
@@ -341,13 +343,13 @@ def add_point_term(J, Jd, o, N, mass, qd, mode, M, Md, cq):
     Add a point mass `mass` [kg] with velocity ``J qd`` over columns o..N-1.
 
     `Jd`: ``sum_k dJ[:, k] qd_k``. A position's Hessian is symmetric, so its Christoffel matrix
-    is ``m J^T Jd`` exactly. Mode 1: it goes into ``Md`` twice, since ``C = (Md + P - P^T)/2``;
-    mode 3: ``m J^T (Jd qd)`` goes into ``cq = C qd`` directly.
+    is ``m J^T Jd`` exactly. CORIOLIS: it goes into ``Md`` twice, since
+    ``C = (Md + P - P^T)/2``; CQ_ALONE: ``m J^T (Jd qd)`` goes into ``cq = C qd`` directly.
     """
     for i in range(o, N):
         for j in range(o, N):
             M[i, j] += mass * (J[i, 0] * J[j, 0] + J[i, 1] * J[j, 1] + J[i, 2] * J[j, 2])
-    if mode == 1:
+    if mode == CORIOLIS:
         for i in range(o, N):
             for j in range(o, N):
                 Md[i, j] += 2.0 * mass * (J[i, 0] * Jd[j, 0] + J[i, 1] * Jd[j, 1]
@@ -366,7 +368,7 @@ def add_rigid_term(JO, Jd, N, inertia, qd, mode, M, Md, cq, b):
     With columns ``w_i = JO[i]``, ``Om = JO qd``, ``Omd_j = Jd[j] = sum_k dJO[j, k] qd_k`` and
     the structure equation ``dw_i/dq_j - dw_j/dq_i = w_i x w_j``, the Christoffel symbols give
     ``C_ij = w_i . b_j``, ``b_j = I Omd_j + (w_j x I Om + Om x I w_j - I (w_j x Om))/2``;
-    mode 1: it goes into ``Md`` twice; mode 3: ``JO (b^T qd)`` goes into ``cq = C qd``.
+    CORIOLIS: it goes into ``Md`` twice; CQ_ALONE: ``JO (b^T qd)`` goes into ``cq = C qd``.
     """
     o0, o1, o2 = column_sum(JO, qd, 0, N)
     I0, I1, I2 = inertia[0], inertia[1], inertia[2]
@@ -381,7 +383,7 @@ def add_rigid_term(JO, Jd, N, inertia, qd, mode, M, Md, cq, b):
         for j in range(N):
             M[i, j] += (JO[i, 0] * inertia[0] * JO[j, 0] + JO[i, 1] * inertia[1] * JO[j, 1]
                         + JO[i, 2] * inertia[2] * JO[j, 2])
-    if mode == 1:
+    if mode == CORIOLIS:
         for i in range(N):
             for j in range(N):
                 Md[i, j] += 2.0 * (JO[i, 0] * b[j, 0] + JO[i, 1] * b[j, 1] + JO[i, 2] * b[j, 2])
