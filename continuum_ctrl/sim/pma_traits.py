@@ -78,7 +78,7 @@ class PmaTraits:
                  if reader.has('area_slope') else _nominal_slope(actuation, vec.n))
         scale = vec.per_joint(friction, 'scale', FIELDS[friction.key('scale')])
         given = [key for key in ('breakaway', 'stiffness') if friction.has(key)]
-        bank = [np.array(friction.field(key, FIELDS[friction.key(key)])) for key in given]
+        bank = [np.array(friction.from_table(key, FIELDS)) for key in given]
         friction.finish()
         reader.finish()
         if given and len(given) < 2:

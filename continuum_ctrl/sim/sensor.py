@@ -51,10 +51,6 @@ FIELDS = {
 }
 
 
-def _field(reader: Reader, name: str):
-    return reader.field(name, FIELDS[reader.key(name)])
-
-
 @dataclass(frozen=True)
 class SensorSettings:
     """Validated sensor settings; `delay_steps`: `sensor.delay` in plant steps of `step` s."""
@@ -74,21 +70,22 @@ class SensorSettings:
     def read(cls, top: Reader, step: float, publish_rate_hz: float) -> 'SensorSettings':
         """Read `noise.*` and `sensor.*` from the top-level reader; ConfigError names the key."""
         noise, sensor = top.namespace('noise'), top.namespace('sensor')
-        delay = _field(sensor, 'delay')
+        delay = sensor.from_table('delay', FIELDS)
         steps = round(delay / step)
         if abs(delay - steps * step) > 1e-9 * step:
             raise ConfigError(sensor.key('delay'), f'must be a whole number of plant steps '
                                                    f'of {step} s, got {delay} s')
-        jitter = _field(sensor, 'jitter')
+        jitter = sensor.from_table('jitter', FIELDS)
         if jitter >= 1.0 / publish_rate_hz:
             raise ConfigError(sensor.key('jitter'), f'must be less than the publishing period '
                                                     f'{1.0 / publish_rate_hz:g} s, got {jitter} s')
-        settings = cls(noise_position=_field(noise, 'position'),
-                       noise_velocity=_field(noise, 'velocity'), seed=_field(noise, 'seed'),
-                       velocity=_field(sensor, 'velocity'),
-                       quantization=_field(sensor, 'quantization'), delay_steps=steps,
-                       step=step, stamp=_field(sensor, 'stamp'), jitter=jitter,
-                       drop=_field(sensor, 'drop'))
+        settings = cls(noise_position=noise.from_table('position', FIELDS),
+                       noise_velocity=noise.from_table('velocity', FIELDS),
+                       seed=noise.from_table('seed', FIELDS),
+                       velocity=sensor.from_table('velocity', FIELDS),
+                       quantization=sensor.from_table('quantization', FIELDS),
+                       delay_steps=steps, step=step, stamp=sensor.from_table('stamp', FIELDS),
+                       jitter=jitter, drop=sensor.from_table('drop', FIELDS))
         noise.finish()
         sensor.finish()
         return settings
