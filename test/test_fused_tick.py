@@ -54,6 +54,10 @@ CASES = {
         'output.friction': [1.0, 2.0, 0.0] * 3,
         'output.friction_stiffness': [3e4, 1e4, 1e4] * 3,
         'output.time_constant': 0.0, 'output.delay': 0.0, 'observer.type': 'none'},
+    'learnt stiffness': {'gains.learn_window': 0.5},
+    'learnt stiffness, no valve compensation': {
+        'gains.learn_window': 0.3, 'gains.learn_floor': 1e-4, 'output.time_constant': 0.0,
+        'output.delay': 0.0, 'observer.type': 'none'},
 }
 #: the sparse case's sensor: a sample every other tick, 3 ms old; at REORDERED, one older
 #: than the last (the observer drops it)
@@ -66,6 +70,8 @@ RIGID_CASES = {
     'integral, rate limit, effort limits': {'gains.ki': [20.0], 'limits.effort_rate': [2000.0],
                                             'limits.effort': [12.0]},
     'hold, integral': {'reference.type': 'hold', 'gains.ki': [20.0]},
+    'integral, learnt stiffness': {'gains.ki': [20.0], 'gains.learn_window': 0.3,
+                                   'gains.learn_floor': 0.01},
     'multisine': {'reference.type': 'multisine', 'reference.amplitude': [0.1]},
     'minimum jerk': {'reference.type': 'min_jerk', 'reference.duration': 0.8,
                      'reference.goal': [0.2, -0.3, 0.1, -1.8, 0.2, 1.3, 0.6]},
@@ -119,13 +125,18 @@ def shadowed(overrides, bad_state=None, params=PARAMS):
         active += python.status == ACTIVE
         for mine, theirs in ((command, reference), (fused.effort, python.effort),
                              (fused.q_des, python.q_des), (fused.qdd_des, python.qdd_des),
-                             (fused.integral.force, python.integral.force), (fused.q, python.q),
+                             (fused.integral.force, python.integral.force),
+                             (fused.integral.learnt, python.integral.learnt), (fused.q, python.q),
                              (fused.qd, python.qd)):
             worst = max(worst, np.max(np.abs(mine - theirs)) / max(np.max(np.abs(theirs)), 1.0))
         plant.command(reference, t)
         plant.advance(t + period + 0.5 * plant.settings.step)
     if sparse:
         assert fused.observer.dropped == python.observer.dropped == 1
+    if overrides.get('gains.learn_window'):     # a case that learns has learnt a force
+        learnt, force = (np.max(np.abs(f)) for f in (python.integral.learnt,
+                                                     python.integral.force))
+        assert learnt > 0.01 * force > 0.0
     return worst, fused_ticks, active, events
 
 

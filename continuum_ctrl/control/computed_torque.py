@@ -12,7 +12,7 @@ generalized inertia against kN/m of stiffness) leaves a model error almost unopp
 'reference' keeps the arm's spring and damper in the error dynamics,
 ``M e'' + (D + M Kd) e' + (K + M Kp) e = model error`` (docs/law.md). For arms without
 passive forces (rigid ones) the two are the same call. The optional integral force
-(control.integral) is added in both. Generalized forces are in the model's units (N m for
+(control.integral), and the force of its learnt stiffness at ``q_des``, is added in both. Generalized forces are in the model's units (N m for
 revolute joints, N for PMA lengths).
 """
 
@@ -52,7 +52,8 @@ class ComputedTorqueLaw:
     exactly one model call: ``model.inverse_dynamics_passive_at(q, qd, v, q_des, qd_des)``
     for `passive` 'reference' on a model with passive forces, else
     ``model.inverse_dynamics(q, qd, v)`` (one ``rnea`` for Pinocchio arms). With an
-    `integral` (control.integral.IntegralAction) whose gains are engaged, its force is added;
+    `integral` (control.integral.IntegralAction) whose gains are engaged, its force is added,
+    and where it learns a stiffness, that stiffness's force at ``q_des``;
     with `friction`, a Maxwell-slip bank (actuation/maxwell_slip.py), the force its sliders
     hold once moved to ``q_des`` (the law moves them: call it once per tick, from the pose
     where `friction` was reset on).
@@ -114,6 +115,8 @@ class ComputedTorqueLaw:
         total = self._total
         if integral is not None and engaged:
             np.add(tau, integral.force, out=total)
+            if integral.window_time > 0.0:
+                total += integral.feed(q_des)
         else:
             total[:] = tau
         if friction is not None:

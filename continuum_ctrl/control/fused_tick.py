@@ -36,7 +36,7 @@ from continuum_ctrl.actuation.valves import advance_kernel, lag_kernel
 from continuum_ctrl.control.compensation import (grid_cell, INERTIA_HOLD, lead_kernel,
                                                  prediction_span, span_steps)
 from continuum_ctrl.control.computed_torque import diagonal_acceleration
-from continuum_ctrl.control.integral import integral_step
+from continuum_ctrl.control.integral import integral_step, learn_step, learnt_force
 from continuum_ctrl.control.observer import correction_step
 from continuum_ctrl.control.samplers import (anchored_sample, blend_data, example_data,
                                              ReferenceData)
@@ -97,7 +97,9 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     (`Compensation.effort`);
     `grid`: (cells, forces); `limits`: (low, high, step, effort) with `effort` the force sent
     (moved here); `integral`: (engaged, force, ki, limit, held, q_low, q_high, desired
-    q, qd, qdd); `output`: (area, deadzone, p_min, p_max, order, command, the area's fall
+    q, qd, qdd, learning, the learning's rate per tick, its floor squared, window, the
+    reference fed, the learnt force), learning the stiffness as `IntegralAction` does, at
+    the target; `output`: (area, deadzone, p_min, p_max, order, command, the area's fall
     ``slope / stroke``, 1/m: the effective area, at the state the tick starts from, makes the
     prediction's forces and the pressures, as `ControlLoop._area_at`); `work`: scratch.
     ``work.left[0]`` holds the valve commands pending, also after an exception.
@@ -108,7 +110,8 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     observing, cancel, estimate, sample_q, times, gain, free_low, free_high = observer
     cells, grid_forces = grid
     low, high, step, effort = limits
-    engaged, force, ki, limit, held, q_low, q_high, q_des, qd_des, qdd_des = integral
+    engaged, force, ki, limit, held, q_low, q_high, q_des, qd_des, qdd_des, learning, \
+        rate, floor2, window, fed, learnt = integral
     p_area, p_deadzone, p_min, p_max, order, command, falloff = output
     raw, now, ahead, sample, middles, applied, pushes, predicted, v, tau, scratch, \
         candidate, row, pressures, until, left, area = work
@@ -156,6 +159,12 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
         move_passive(arm.pma, target[0], target[1], sums.passive, scratch, sums.out)
     for i in range(n):
         tau[i] = sums.out[i] + force[i] if engaged else sums.out[i]
+    if engaged and learning:
+        for i in range(n):
+            fed[i] = target[0, i]
+        learnt_force(fed, window, floor2, limit, learnt)
+        for i in range(n):
+            tau[i] += learnt[i]
     if rubbing:
         slip_kernel(target[0], slip, slip_stiffness, play, friction)
         for i in range(n):
@@ -182,6 +191,8 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     if engaged:
         integral_step(q, q_des, period, effort, low, high, q_low, q_high, ki, limit, force,
                       held)
+        if learning:
+            learn_step(fed, force, learnt, ki, rate, window)
     for i in range(n):
         row[0, i] = effort[i]
     pressure_kernel(row, area, p_deadzone, p_min, p_max, pressures)
@@ -247,7 +258,7 @@ class FusedTick:
                       watch, (self._cells, np.zeros((3, n))), (low, high, loop._step, loop.effort),
                       (integral.engaged, integral.force, integral.ki, integral.limit,
                        integral.held, loop.low, loop.high, loop.q_des, loop.qd_des,
-                       loop.qdd_des),
+                       loop.qdd_des, *integral.learning(loop.period)),
                       (actuation.area, actuation.deadzone, actuation.p_min, actuation.p_max,
                        np.asarray(loop.settings.order, dtype=np.int64), loop.command,
                        actuation.falloff()),

@@ -3,6 +3,8 @@ Integral action of the computed-torque law, in generalized-force units, with ant
 
     integral = IntegralAction(n)
     integral.configure(ki, limit)      # ki: N/(m s) or N m/(rad s); limit: N or N m, (n,)
+    integral.learn(window, floor)      # optional: the learnt stiffness, see below
+    integral.feed(q_des)               # the law's learnt force at the reference (N or N m)
     integral.update(q, q_des, dt, effort, low, high, q_low, q_high)    # once per tick
     integral.force                     # added to the law's force (N or N m), model order
 
@@ -21,6 +23,18 @@ state, so the error and the force start at zero and nothing jumps, and the force
 error needs builds up while the reference moves in (held through the blend, it had to catch
 up on the whole error after it: 2.3 mm on the arm 20 % stiff with a 15 kPa dead zone,
 against 1.3 mm integrated through it; bench/quiet_loop.py).
+
+The learnt stiffness (`learn`, ``gains.learn_window``): a stiffness or area error makes the
+force the integral must hold follow the reference's position, and against a moving reference
+the integral lags it by a quarter period at low frequency. So the force the law adds (the
+integral's and the learnt one) is regressed, joint by joint, on the reference position it was
+fed at, over an exponential window of `window` s: the slope ``k = cov(x, F) / (var(x) +
+floor^2)`` (N/m or N m/rad) times the reference's deviation from its mean there is fed
+forward at the reference the command acts at, as the law's passive forces are. The integral
+then holds only what does not follow the position. `floor` (m or rad) is the swing below
+which the slope shrinks towards zero, so a reference that barely moves learns nothing
+(it would divide noise by noise). It reads only the reference and the law's own force, so it
+adds no feedback at the loop's frequencies: its slope moves over seconds.
 """
 
 from typing import Optional
@@ -43,6 +57,13 @@ class IntegralAction:
         #: whether any joint has a positive gain (the law then adds `force`)
         self.engaged = False
         self._update = _updater()
+        #: the learnt stiffness's window: weight, sums of x, F, x^2, x F (5, n); see the doc
+        self.window = np.zeros((5, n))
+        #: the reference position fed to the law last (m or rad), and the learnt force there
+        self.fed = np.zeros(n)
+        self.learnt = np.zeros(n)
+        self.window_time = 0.0
+        self.floor = 1.0
 
     def configure(self, ki: np.ndarray, limit: np.ndarray) -> None:
         """Take validated gains (>= 0) and bounds (> 0); the force is clamped to the new bounds."""
@@ -52,10 +73,45 @@ class IntegralAction:
         self.force[self.ki == 0.0] = 0.0
         self.engaged = bool(np.any(self.ki > 0.0))
 
+    def learn(self, window_time: float, floor: float) -> None:
+        """Learn a stiffness over `window_time` s (0: none) with swing floor `floor` m or rad."""
+        self.window_time, self.floor = float(window_time), float(floor)
+        if self.window_time == 0.0:
+            self.window[:] = 0.0
+            self.learnt[:] = 0.0
+        else:           # compiled or loaded here, not in the first active tick
+            _learnt_force(), _learn_step(), _stiffness()
+
+    def learning(self, period: float) -> tuple:
+        """Return (learning, rate per tick of `period` s, floor^2, window, fed, learnt force)."""
+        learning = self.window_time > 0.0
+        rate = min(period / self.window_time, 1.0) if learning else 0.0
+        return learning, rate, self.floor ** 2, self.window, self.fed, self.learnt
+
     def reset(self) -> None:
-        """Zero the force (at activation)."""
+        """Zero the force and the learnt stiffness (at activation)."""
         self.force[:] = 0.0
         self.held[:] = False
+        self.window[:] = 0.0
+        self.learnt[:] = 0.0
+
+    def feed(self, x: np.ndarray) -> np.ndarray:
+        """
+        Return the learnt force (N or N m, an internal buffer) at reference position `x`.
+
+        `x` (m or rad, model order) is the reference where the command acts; the next
+        `update` folds it and the force the law then added into the window.
+        """
+        if self.window_time > 0.0:
+            self.fed[:] = x
+            _learnt_force()(x, self.window, self.floor ** 2, self.limit, self.learnt)
+        return self.learnt
+
+    def stiffness(self) -> np.ndarray:
+        """Return the learnt stiffness per joint (N/m or N m/rad; 0 where none), model order."""
+        out = np.zeros(self.force.shape[0])
+        _stiffness()(self.window, self.floor ** 2, out)
+        return out
 
     def update(self, q: np.ndarray, q_des: np.ndarray, dt: float, effort: np.ndarray,
                low: np.ndarray, high: np.ndarray, q_low: np.ndarray,
@@ -68,6 +124,9 @@ class IntegralAction:
         """
         self._update(q, q_des, dt, effort, low, high, q_low, q_high, self.ki, self.limit,
                      self.force, self.held)
+        learning, rate, _, window, fed, learnt = self.learning(dt)
+        if learning:
+            _learn_step()(fed, self.force, learnt, self.ki, rate, window)
 
 
 @compiled()
@@ -83,5 +142,49 @@ def integral_step(q, q_des, dt, effort, low, high, q_low, q_high, ki, limit, for
             force[i] = min(max(force[i] + step, -limit[i]), limit[i])
 
 
+@compiled(inline='always')
+def _slope(window, floor2, i):
+    """Return joint `i`'s learnt stiffness and its window's mean reference position."""
+    w = window[0, i]
+    if w <= 0.0:
+        return 0.0, 0.0
+    mean_x, mean_f = window[1, i] / w, window[2, i] / w
+    return ((window[4, i] / w - mean_x * mean_f)
+            / (window[3, i] / w - mean_x * mean_x + floor2)), mean_x
+
+
+@compiled()
+def learnt_force(x, window, floor2, limit, out):
+    """Write the learnt force at reference `x` into `out`, within ``[-limit, limit]``."""
+    for i in range(x.shape[0]):
+        slope, mean_x = _slope(window, floor2, i)
+        out[i] = min(max(slope * (x[i] - mean_x), -limit[i]), limit[i])
+
+
+@compiled()
+def learnt_stiffness(window, floor2, out):
+    """Write each joint's learnt stiffness into `out` (0 where nothing is learnt)."""
+    for i in range(out.shape[0]):
+        out[i] = _slope(window, floor2, i)[0]
+
+
+@compiled()
+def learn_step(x, force, learnt, ki, rate, window):
+    """Fold a tick into the window: the reference `x` fed and the force ``force + learnt``."""
+    keep = 1.0 - rate
+    for i in range(x.shape[0]):
+        if ki[i] > 0.0:
+            f = force[i] + learnt[i]
+            window[0, i] = keep * window[0, i] + rate
+            window[1, i] = keep * window[1, i] + rate * x[i]
+            window[2, i] = keep * window[2, i] + rate * f
+            window[3, i] = keep * window[3, i] + rate * x[i] * x[i]
+            window[4, i] = keep * window[4, i] + rate * x[i] * f
+
+
 _updater = cached_entry_point(integral_step, *(np.zeros(1),) * 2, 0.0, *(np.zeros(1),) * 8,
                               np.zeros(1, dtype=np.bool_))
+_learnt_force = cached_entry_point(learnt_force, np.zeros(1), np.zeros((1, 1)), 0.0,
+                                   np.zeros(1), np.zeros(1))
+_learn_step = cached_entry_point(learn_step, *(np.zeros(1),) * 4, 0.0, np.zeros((1, 1)))
+_stiffness = cached_entry_point(learnt_stiffness, np.zeros((1, 1)), 0.0, np.zeros(1))

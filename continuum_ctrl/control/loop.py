@@ -172,6 +172,7 @@ class ControlLoop:
                                  for v in (*bounds, settings.effort_rate * self.period))
         self._effort_range = (low, high)
         self.integral.configure(settings.ki, settings.integral_limit)
+        self.integral.learn(*settings.learn)
         self._friction(settings.friction)
         self._compensation(settings)
         self._observer(settings)

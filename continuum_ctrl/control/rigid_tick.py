@@ -23,7 +23,7 @@ import pinocchio as pin
 
 from continuum_ctrl.control.computed_torque import diagonal_acceleration
 from continuum_ctrl.control.fused_tick import DONE, NONFINITE
-from continuum_ctrl.control.integral import integral_step
+from continuum_ctrl.control.integral import integral_step, learn_step, learnt_force
 from continuum_ctrl.models.rigid import RigidModel
 from continuum_ctrl.numerics.clipping import limit_kernel
 from continuum_ctrl.numerics.jit import cached_entry_point, compiled
@@ -35,18 +35,28 @@ def rigid_finish(tau, period, limits, integral, order, total, command):
     Move the loop's effort to `tau` (N m, model order) and write the command; DONE or NONFINITE.
 
     `limits`: (low, high, step, effort), `effort` moved in place; `integral`: (engaged, force,
-    ki, limit, held, q, q_des, q_low, q_high), its step taken every tick; `total`: scratch;
+    ki, limit, held, q, q_des, q_low, q_high, and `IntegralAction.learning`'s six), its step
+    taken every tick, its stiffness learnt at `q_des`; `total`: scratch;
     `command` (joints order)
     ``effort[order]``. NONFINITE leaves the effort and the command as they were.
     """
     low, high, step, effort = limits
-    engaged, force, ki, limit, held, q, q_des, q_low, q_high = integral
+    engaged, force, ki, limit, held, q, q_des, q_low, q_high, learning, rate, floor2, window, \
+        fed, learnt = integral
     for i in range(tau.shape[0]):
         total[i] = tau[i] + force[i] if engaged else tau[i]
+    if engaged and learning:
+        for i in range(tau.shape[0]):
+            fed[i] = q_des[i]
+        learnt_force(fed, window, floor2, limit, learnt)
+        for i in range(tau.shape[0]):
+            total[i] += learnt[i]
     if not limit_kernel(total, low, high, step, effort):
         return NONFINITE
     if engaged:
         integral_step(q, q_des, period, effort, low, high, q_low, q_high, ki, limit, force, held)
+        if learning:
+            learn_step(fed, force, learnt, ki, rate, window)
     for i in range(command.shape[0]):
         command[i] = effort[order[i]]
     return DONE
@@ -56,7 +66,8 @@ def _example(n=1):
     """Return arguments of `rigid_finish` of the types every call passes."""
     one, index = np.zeros(n), np.zeros(n, dtype=np.int64)
     return (one, 1e-3, (one, one, one, one),
-            (False, one, one, one, np.zeros(n, dtype=np.bool_), one, one, one, one), index,
+            (False, one, one, one, np.zeros(n, dtype=np.bool_), one, one, one, one, False, 0.0,
+             0.0, np.zeros((5, n)), one, one), index,
             one, one)
 
 
@@ -84,7 +95,8 @@ class RigidTick:
         low, high = loop._effort_range
         self._rest = ((low, high, loop._step, loop.effort),
                       (integral.engaged, integral.force, integral.ki, integral.limit,
-                       integral.held, loop.q, loop.q_des, loop.low, loop.high),
+                       integral.held, loop.q, loop.q_des, loop.low, loop.high,
+                       *integral.learning(loop.period)),
                       np.asarray(loop.settings.order, dtype=np.int64), np.zeros(model.n),
                       loop.command)
         self._accelerate, self._finish = _acceleration(), finish_entry()

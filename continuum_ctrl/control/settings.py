@@ -50,6 +50,13 @@ FIELDS = {
                       'SPD matrix row-major, in joints order'),
     'gains.ki': Field('numbers', [0.0], 'integral gain in force units, N/(m s) or N m/(rad s): '
                       'n per-joint values >= 0 in joints order (0: no integral action)', 0.0),
+    'gains.learn_window': Field('number', 0.0, "window over which the integral's force is "
+                                "regressed on the reference's position, s: the slope, a "
+                                'stiffness, is fed forward at the reference (0: none; needs '
+                                'gains.ki > 0; docs/law.md)', 0.0, 600.0),
+    'gains.learn_floor': Field('number', 2e-3, 'reference swing (RMS about its mean), m or '
+                               'rad, below which the learnt stiffness shrinks towards zero',
+                               0.0, 1.0, strict_low=True),
     'law.passive': Field('string', 'reference', "where the law compensates the passive "
                          "(elastic and damping) forces: 'reference' (the arm keeps its own "
                          "spring against model error) or 'measured' (the classical law); the "
@@ -184,6 +191,8 @@ class ControllerSettings:
     effort_limit: np.ndarray
     effort_rate: np.ndarray
     compensation: Tuple[float, float] = (0.0, 0.0)
+    #: the learnt stiffness's window (s; 0: none) and swing floor (m or rad)
+    learn: Tuple[float, float] = (0.0, 2e-3)
     #: (force N, stiffness N/m), each (n,), of the friction feed-forward, or None
     friction: Optional[Tuple[np.ndarray, np.ndarray]] = None
     task: TaskSettings = TaskSettings()
@@ -205,6 +214,10 @@ class ControllerSettings:
         kp = vec.gain(validate_gain(gains.numbers('kp'), n, 'gains.kp'))
         kd = vec.gain(validate_gain(gains.numbers('kd'), n, 'gains.kd'))
         ki = vec.per_joint(gains, 'ki')
+        learn = (gains.from_table('learn_window', FIELDS), gains.from_table('learn_floor', FIELDS))
+        if learn[0] > 0.0 and not np.any(ki > 0.0):
+            raise ConfigError('gains.learn_window', 'learns from the integral force: needs '
+                                                    'gains.ki > 0')
         gains.finish()
         law = top.namespace('law')
         passive = law.string('passive', FIELDS['law.passive'].default, PASSIVE_AT)
@@ -238,7 +251,7 @@ class ControllerSettings:
             reference=_reference(top.namespace('reference'), vec, model, task),
             mode=mode, actuation=actuation,
             effort_limit=effort, effort_rate=rate, compensation=compensation,
-            friction=friction,
+            learn=learn, friction=friction,
             task=task, observer=observer, message=read_message(top))
         top.finish()
         return settings
