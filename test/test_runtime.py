@@ -26,7 +26,7 @@ KEYS = ('status', 'rate_hz', 'period_p50_us', 'period_p99_us', 'period_max_us',
         'run_compute_max_us', 'nonfinite_efforts', 'state_timeouts', 'run_state_rows_dropped',
         'clamped_tip_targets', 'planning', 'plans', 'plan_max_s', 'planner_ready',
         'rejected_estimated_speed', 'observer_dropped_samples', 'integral_force_max',
-        'integral_held_joints', 'rejected_pressures')
+        'integral_held_joints', 'learnt_stiffness_max', 'rejected_pressures')
 Q = np.array([0.1, -0.2])
 
 

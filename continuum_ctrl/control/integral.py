@@ -110,7 +110,8 @@ class IntegralAction:
     def stiffness(self) -> np.ndarray:
         """Return the learnt stiffness per joint (N/m or N m/rad; 0 where none), model order."""
         out = np.zeros(self.force.shape[0])
-        _stiffness()(self.window, self.floor ** 2, out)
+        if self.window_time > 0.0:
+            _stiffness()(self.window, self.floor ** 2, out)
         return out
 
     def update(self, q: np.ndarray, q_des: np.ndarray, dt: float, effort: np.ndarray,

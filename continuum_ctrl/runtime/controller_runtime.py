@@ -432,6 +432,7 @@ class ControllerRuntime:
             ('observer_dropped_samples', 0 if loop.observer is None else loop.observer.dropped),
             ('integral_force_max', float(np.max(np.abs(loop.integral.force)))),
             ('integral_held_joints', int(np.count_nonzero(loop.integral.held))),
+            ('learnt_stiffness_max', float(np.max(np.abs(loop.integral.stiffness())))),
         ]
         values += [(f'rejected_{kind}', count) for kind, count in self.rejected.items()]
         return values
