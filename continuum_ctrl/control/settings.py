@@ -52,8 +52,8 @@ FIELDS = {
                       'n per-joint values >= 0 in joints order (0: no integral action)', 0.0),
     'gains.learn_window': Field('number', 0.0, "window over which the integral's force is "
                                 "regressed on the reference's position, s: the slope, a "
-                                'stiffness, is fed forward at the reference (0: none; needs '
-                                'gains.ki > 0; docs/law.md)', 0.0, 600.0),
+                                'stiffness, is fed forward at the reference (0: none; only '
+                                'where gains.ki > 0; docs/law.md)', 0.0, 600.0),
     'gains.learn_floor': Field('number', 2e-3, 'reference swing (RMS about its mean), m or '
                                'rad, below which the learnt stiffness shrinks towards zero',
                                0.0, 1.0, strict_low=True),
@@ -215,9 +215,6 @@ class ControllerSettings:
         kd = vec.gain(validate_gain(gains.numbers('kd'), n, 'gains.kd'))
         ki = vec.per_joint(gains, 'ki')
         learn = (gains.from_table('learn_window', FIELDS), gains.from_table('learn_floor', FIELDS))
-        if learn[0] > 0.0 and not np.any(ki > 0.0):
-            raise ConfigError('gains.learn_window', 'learns from the integral force: needs '
-                                                    'gains.ki > 0')
         gains.finish()
         law = top.namespace('law')
         passive = law.string('passive', FIELDS['law.passive'].default, PASSIVE_AT)
