@@ -12,8 +12,8 @@ generalized inertia against kN/m of stiffness) leaves a model error almost unopp
 'reference' keeps the arm's spring and damper in the error dynamics,
 ``M e'' + (D + M Kd) e' + (K + M Kp) e = model error`` (docs/law.md). For arms without
 passive forces (rigid ones) the two are the same call. The optional integral force
-(control.integral), and the force of its learnt stiffness at ``q_des``, is added in both. Generalized forces are in the model's units (N m for
-revolute joints, N for PMA lengths).
+(control.integral), and the force of its learnt stiffness at ``q_des``, is added in both.
+Generalized forces are in the model's units (N m for revolute joints, N for PMA lengths).
 """
 
 import numpy as np
