@@ -5,8 +5,8 @@ import shutil
 
 import pytest
 
-from continuum_ctrl.params import (config_path, ConfigError, Field, file_parameters,
-                                   model_spec, node_parameters, read_yaml, Reader)
+from continuum_ctrl.params import (Check, config_path, ConfigError, Field, file_parameters,
+                                   model_spec, node_parameters, read_yaml, Reader, Schema)
 from unreadable import unreadable
 
 
@@ -99,3 +99,68 @@ def test_an_unreadable_file_is_one_config_error_naming_it(kind, reason, read, tm
             read_run(path, Joints(['a'], ['a']))
     assert str(path) in str(error.value) and reason in str(error.value)
     assert '\n' not in str(error.value)
+
+
+#: a small table of two namespaces, one per-joint vector and a rule across keys
+TABLE = Schema({
+    'mode': Field('string', 'effort', 'mode', choices=('effort', 'pressure')),
+    'out.area': Field('numbers', ..., 'area', 0.0, strict_low=True, per_joint=True,
+                      required=True, when=('mode', ('pressure',))),
+    'out.p_min': Field('number', 0.0, 'lowest'),
+    'out.p_max': Field('number', ..., 'highest', required=True),
+    'out.limits.rate': Field('numbers', [0.5], 'rate', 0.0, per_joint=True),
+    'out.band': Field('numbers', [1.0, 2.0], 'band', length=2),
+    'out.extra': Field('numbers', ..., 'optional, no default'),
+}, (Check('out.p_max', ('out.p_min', 'out.p_max'), lambda low, high: high > low,
+          lambda low, high: f'must be > {low}, got {high}'),))
+
+
+def test_a_schema_fills_the_defaults_and_expands_one_number_per_joint():
+    values = TABLE.parse({'out': {'p_max': 5.0}}, joints=3)
+    assert values == {'mode': 'effort', 'out.p_min': 0.0, 'out.p_max': 5.0,
+                      'out.limits.rate': [0.5] * 3, 'out.band': [1.0, 2.0]}
+    assert values.given == {'out.p_max'}            # 'out.extra' absent: left to the layer
+    values = TABLE.parse({'mode': 'pressure', 'out': {'p_max': 5.0, 'area': 2,
+                                                      'limits': {'rate': [1, 2, 3]}}}, joints=3)
+    assert values['out.area'] == [2.0] * 3 and values['out.limits.rate'] == [1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize('tree, key, problem', [
+    ({'out': {'p_max': 1.0, 'limits': {'rates': 1.0}}}, 'out.limits.rates',
+     'is not a known parameter'),
+    ({'out': {'p_max': 1.0, 'limits': {'rate': [1.0, 2.0]}}}, 'out.limits.rate',
+     'must have 1 or 3 entries (one per joint), got 2'),
+    ({'out': {'p_max': 1.0, 'band': [1.0]}}, 'out.band', 'must have 2 entries, got 1'),
+    ({'out': {'p_max': 1.0, 'limits': 4.0}}, 'out.limits', 'must be a namespace of parameters'),
+    ({'out': {}}, 'out.p_max', 'is required but missing'),
+    ({'out': {'p_mx': 1.0}}, 'out.p_mx', "did you mean 'out.p_max'"),
+    ({'out': {'p_max': 1.0}, 'mode': 'pressure'}, 'out.area', 'is required but missing'),
+    ({'out': {'p_max': 1.0}, 'mode': 'vacuum'}, 'mode', 'must be one of effort, pressure'),
+    ({'out': {'p_max': -1.0}}, 'out.p_max', 'must be > 0.0, got -1.0'),
+])
+def test_a_schema_refuses_a_bad_tree_with_one_error_naming_the_key(tree, key, problem):
+    with pytest.raises(ConfigError) as err:
+        TABLE.parse(tree, joints=3)
+    assert err.value.key == key and problem in err.value.problem
+
+
+def test_a_key_read_only_in_another_mode_is_known_but_not_read():
+    values = TABLE.parse({'out': {'p_max': 1.0, 'area': 'not read'}}, joints=3)
+    assert 'out.area' not in values
+
+
+def test_a_typo_is_reported_before_a_check_it_would_mislead():
+    with pytest.raises(ConfigError) as err:     # p_min misspelt: 0.0 would fail the rule
+        TABLE.parse({'out': {'p_max': -1.0, 'p_mn': -2.0}}, joints=3)
+    assert err.value.key == 'out.p_mn'
+
+
+def test_a_schema_reads_its_namespace_under_a_prefix_and_joins_another():
+    table = Schema({'model.sections.length': Field('numbers', ..., 'l', required=True)})
+    assert table.parse({'sections': {'length': 1}}, 'model') == {'model.sections.length': [1.0]}
+    with pytest.raises(ConfigError) as err:
+        table.parse({'sections': {'length': 1, 'colour': 'red'}}, 'model')
+    assert err.value.key == 'model.sections.colour'
+    both = table + Schema({'model.type': Field('string', 'x', 't')}, ignored=('model.note',))
+    assert both.parse({'sections': {'length': 1}, 'note': 3}, 'model') == {
+        'model.sections.length': [1.0], 'model.type': 'x'}

@@ -107,7 +107,7 @@ def _value(value: Any) -> str:
 
 def _default(field: Field) -> str:
     if field.default is REQUIRED:
-        return 'required' if 'default' not in field.description else 'none'
+        return 'required' if field.required else 'none'
     return f'`{_value(field.default)}`'
 
 

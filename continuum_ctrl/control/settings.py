@@ -3,7 +3,10 @@ The control loop's parameters (everything but `model.*` and the node's own), wit
 
 The controller node, its runtime parameter callback, the Python runner and the tests all go
 through `ControllerSettings.parse`, so a bad value is reported identically everywhere: a
-ConfigError naming the full dotted key. Per-joint vectors are given in `joints` order (the
+ConfigError naming the full dotted key. The table (`FIELDS`) and the checks among its keys
+(`CHECKS`) make `SCHEMA`, which `continuum_ctrl.params.Schema.parse` reads a tree with; what
+needs the model (the joints, the frames, the limits, the default effort limits) is done here
+after it. Per-joint vectors are given in `joints` order (the
 command order), as ``n`` numbers or one number for all joints; the parsed settings hold them in
 the model's coordinate order. Units: SI (m, rad, N, N m, Pa, s). The node's own settings
 (rate, decimation, thread priority, stamp tolerance, autostart) live in
@@ -18,10 +21,10 @@ import numpy as np
 from continuum_ctrl.actuation.pressure_map import ActuationMap
 from continuum_ctrl.control.computed_torque import PASSIVE_AT
 from continuum_ctrl.control.gains import validate_gain
-from continuum_ctrl.control.reference_specs import (REFERENCE_TYPES, reference_fields,
-                                                    ReferenceSpec)
+from continuum_ctrl.control.reference_specs import (PREFIX, reference_checks, REFERENCE_TYPES,
+                                                    reference_fields, ReferenceSpec)
 from continuum_ctrl.control.task_space import TaskSettings
-from continuum_ctrl.params import ConfigError, Field, Reader
+from continuum_ctrl.params import Check, ConfigError, Field, Schema
 
 #: safe_mode values: zero effort (or p_min), or hold gravity and elasticity (effort only)
 SAFE_MODES = ('zero', 'hold')
@@ -31,6 +34,8 @@ OUTPUT_MODES = ('effort', 'pressure')
 MESSAGES = ('multiarray', 'joint_state')
 #: observer.type values: the measured state, or a Kalman filter's (control/observer.py)
 OBSERVER_TYPES = ('none', 'kalman')
+#: read in pressure mode only
+PRESSURE = ('output.mode', ('pressure',))
 
 #: every parameter of the loop; the ROS node declares these, `model.*` and its own
 FIELDS = {
@@ -45,11 +50,12 @@ FIELDS = {
     'resume_count': Field('integer', 5, 'consecutive valid joint_states needed to resume '
                           'after a timeout', 1, 1000),
     'gains.kp': Field('numbers', ..., 'proportional gain, 1/s^2: n per-joint values or an '
-                      'n*n SPD matrix row-major, in joints order'),
+                      'n*n SPD matrix row-major, in joints order', required=True),
     'gains.kd': Field('numbers', ..., 'derivative gain, 1/s: n per-joint values or an n*n '
-                      'SPD matrix row-major, in joints order'),
+                      'SPD matrix row-major, in joints order', required=True),
     'gains.ki': Field('numbers', [0.0], 'integral gain in force units, N/(m s) or N m/(rad s): '
-                      'n per-joint values >= 0 in joints order (0: no integral action)', 0.0),
+                      'n per-joint values >= 0 in joints order (0: no integral action)', 0.0,
+                      per_joint=True),
     'gains.learn_window': Field('number', 0.0, "window over which the integral's force is "
                                 "regressed on the reference's position, s: the slope, a "
                                 'stiffness, is fed forward at the reference (0: none; only '
@@ -88,23 +94,27 @@ FIELDS = {
                             'drivers that drop late commands); fixed for the life of the '
                             'node', choices=MESSAGES),
     'output.area': Field('numbers', ..., 'pressure: effective PMA area, m^2', 0.0,
-                         strict_low=True),
+                         strict_low=True, per_joint=True, required=True, when=PRESSURE),
     'output.deadzone': Field('numbers', [0.0], 'pressure: dead-zone pressure added to any '
-                             'push, Pa', 0.0),
+                             'push, Pa', 0.0, per_joint=True, when=PRESSURE),
     'output.area_slope': Field('numbers', [0.0], 'pressure, continuum arms: the PMA area '
                                'falls with extension, area (1 - c q / l_max) at the state the '
                                'tick starts from, c per PMA or one for all (0: constant '
-                               'area); the simulator\'s too unless pma.area_slope', 0.0, 0.9),
-    'output.p_min': Field('number', 0.0, 'pressure: lowest command (vents the PMA), Pa'),
-    'output.p_max': Field('number', ..., 'pressure: highest command, Pa'),
+                               'area); the simulator\'s too unless pma.area_slope', 0.0, 0.9,
+                               per_joint=True),
+    'output.p_min': Field('number', 0.0, 'pressure: lowest command (vents the PMA), Pa',
+                          when=PRESSURE),
+    'output.p_max': Field('number', ..., 'pressure: highest command, Pa', required=True,
+                          when=PRESSURE),
     'output.friction': Field('numbers', [0.0], "pressure: the PMAs' friction, the force at "
                              'which it slips, N, per PMA or one for all: the law pushes '
                              'against a Maxwell-slip element that the reference drives, a '
-                             'feed-forward (docs/pma-model.md; 0: none)', 0.0),
+                             'feed-forward (docs/pma-model.md; 0: none)', 0.0, per_joint=True),
     'output.friction_stiffness': Field('numbers', [1.5e4], "pressure: that element's "
                                        'stiffness before it slips, N/m, per PMA or one for '
                                        'all (the force turns round over 2 friction / '
-                                       'stiffness of travel)', 0.0, strict_low=True),
+                                       'stiffness of travel)', 0.0, strict_low=True,
+                                       per_joint=True),
     'output.time_constant': Field('number', 0.0, 'pressure: lag of the PMA valves that the '
                                   'command leads by, s (0: none)', 0.0, 1.0),
     'output.delay': Field('number', 0.0, 'pressure: dead time of the PMA valves that the '
@@ -129,13 +139,64 @@ FIELDS = {
                                   'is cancelled at once rather than integrated; needs '
                                   'observer.bias_noise > 0'),
     'limits.effort': Field('numbers', ..., 'largest |effort| per joint, N or N m (default: '
-                           'the model, e.g. URDF <limit effort>)', 0.0, strict_low=True),
+                           'the model, e.g. URDF <limit effort>)', 0.0, strict_low=True,
+                           per_joint=True),
     'limits.integral': Field('numbers', ..., 'largest |integral force| per joint, N or N m '
                              '(default: a quarter of the effort range; required where that '
-                             'is unbounded and gains.ki > 0)', 0.0, strict_low=True),
+                             'is unbounded and gains.ki > 0)', 0.0, strict_low=True,
+                             per_joint=True),
     'limits.effort_rate': Field('numbers', ..., 'largest effort change per second, N/s or '
-                                'N m/s (default: none)', 0.0, strict_low=True),
+                                'N m/s (default: none)', 0.0, strict_low=True, per_joint=True),
 }
+
+
+def needs_pressure(key: str, problem: str = "models PMAs: needs output.mode 'pressure'"
+                   ) -> Check:
+    """Return the check that `key` is zero unless output.mode is 'pressure', else `problem`."""
+    return Check(key, ('output.mode', key),
+                 lambda mode, value: mode == 'pressure' or not any(np.atleast_1d(value)),
+                 problem)
+
+
+#: the checks `read_output` makes, the simulator's and identify's too
+OUTPUT_CHECKS = (
+    Check('output.p_max', ('output.p_min', 'output.p_max'), lambda low, high: high > low,
+          lambda low, high: f'must be > {low}, got {high}'),
+    needs_pressure('output.area_slope'),
+)
+#: the checks among the loop's keys (each names the key it refuses), in their order
+CHECKS = OUTPUT_CHECKS + (
+    *(needs_pressure(key, "compensates PMA valves: needs output.mode 'pressure' (efforts act "
+                          'at once)') for key in ('output.time_constant', 'output.delay')),
+    needs_pressure('output.friction'),
+    Check('observer.cancel_bias', ('observer.cancel_bias', 'observer.bias_noise'),
+          lambda cancel, noise: not cancel or noise != 0.0,
+          'cancels the estimated force bias: needs observer.bias_noise > 0'),
+    Check('observer.type', ('observer.type', 'output.time_constant', 'output.delay'),
+          lambda kind, lag, delay: kind != 'kalman' or bool(lag or delay),
+          "'kalman' is driven by the valve model's pressures: needs output.mode 'pressure' "
+          'and output.time_constant or output.delay'),
+    Check('safe_mode', ('safe_mode', 'output.mode'),
+          lambda safe, mode: safe != 'hold' or mode != 'pressure',
+          "'hold' needs output.mode 'effort'; PMAs are vented ('zero') instead"),
+    Check('task.base_frame', ('task.base_frame',), bool, 'must not be empty'),
+    *reference_checks(),
+)
+#: the loop's parameter table with its checks
+SCHEMA = Schema(FIELDS, CHECKS)
+#: the `output.*` keys `read_output` reads
+OUTPUT_KEYS = ('output.mode', 'output.area', 'output.deadzone', 'output.area_slope',
+               'output.p_min', 'output.p_max')
+
+
+def shared_output(keys: Tuple[str, ...], checks: Tuple[Check, ...] = OUTPUT_CHECKS) -> Schema:
+    """
+    Return the Schema of the loop's `keys` that another reader shares (the simulator, identify).
+
+    With `checks`; the loop's other `output.*` keys are accepted there and ignored.
+    """
+    return Schema({key: FIELDS[key] for key in keys}, checks,
+                  tuple(key for key in FIELDS if key.startswith('output.') and key not in keys))
 
 
 @dataclass(frozen=True)
@@ -149,20 +210,10 @@ class ObserverSettings:
     cancel_bias: bool = FIELDS['observer.cancel_bias'].default
 
     @classmethod
-    def read(cls, observer: Reader, compensation: Tuple[float, float]) -> 'ObserverSettings':
-        """Read the `observer` namespace; a Kalman filter needs the valve model."""
-        settings = cls(*(observer.from_table(name, FIELDS)
-                         for name in ('type', 'position_noise', 'force_noise',
-                                      'bias_noise', 'cancel_bias')))
-        observer.finish()
-        if settings.cancel_bias and settings.bias_noise == 0.0:
-            raise ConfigError(observer.key('cancel_bias'), 'cancels the estimated force bias: '
-                                                           'needs observer.bias_noise > 0')
-        if settings.kind == 'kalman' and not any(compensation):
-            raise ConfigError(observer.key('type'), "'kalman' is driven by the valve model's "
-                                                    "pressures: needs output.mode 'pressure' "
-                                                    'and output.time_constant or output.delay')
-        return settings
+    def of(cls, values: Dict[str, Any]) -> 'ObserverSettings':
+        """Return the `observer.*` settings of the parsed `values` (checked by CHECKS)."""
+        return cls(*(values['observer.' + name] for name in (
+            'type', 'position_noise', 'force_noise', 'bias_noise', 'cancel_bias')))
 
 
 @dataclass(frozen=True)
@@ -206,131 +257,81 @@ class ControllerSettings:
 
         Raises ConfigError naming the full key for a missing, unknown or bad value.
         """
-        top = Reader(tree, '')
-        vec = JointVectors.read(top, model.joint_names)
-        joints, order, n = vec.joints, vec.order, vec.n
-
-        gains = top.namespace('gains')
-        kp = vec.gain(validate_gain(gains.numbers('kp'), n, 'gains.kp'))
-        kd = vec.gain(validate_gain(gains.numbers('kd'), n, 'gains.kd'))
-        ki = vec.per_joint(gains, 'ki')
-        learn = (gains.from_table('learn_window', FIELDS), gains.from_table('learn_floor', FIELDS))
-        gains.finish()
-        law = top.namespace('law')
-        passive = law.string('passive', FIELDS['law.passive'].default, PASSIVE_AT)
-        law.finish()
-
-        mode, actuation = read_output(top, vec, model)
-        compensation = _compensation(top.namespace('output'), mode)
-        friction = _friction(top.namespace('output'), vec, mode)
-        observer = ObserverSettings.read(top.namespace('observer'), compensation)
-
-        limits = top.namespace('limits')
-        effort = (vec.per_joint(limits, 'effort', strict_low=True) if limits.has('effort')
+        values = SCHEMA.parse(tree, joints=len(model.joint_names))
+        vec = JointVectors.of(values.get('joints'), model.joint_names)
+        kp, kd = (vec.gain(validate_gain(values[key], vec.n, key))
+                  for key in ('gains.kp', 'gains.kd'))
+        ki = vec.to_model(values['gains.ki'])
+        mode, actuation = read_output(values, vec, model)
+        effort = (vec.to_model(values['limits.effort']) if 'limits.effort' in values
                   else np.asarray(model.effort_limits(), dtype=float).copy())
-        rate = (vec.per_joint(limits, 'effort_rate', strict_low=True)
-                if limits.has('effort_rate') else np.full(n, np.inf))
-        integral_limit = _integral_limit(limits, vec, ki, effort, actuation)
-        limits.finish()
-
-        safe_mode = top.from_table('safe_mode', FIELDS)
-        if safe_mode == 'hold' and mode == 'pressure':
-            raise ConfigError('safe_mode', "'hold' needs output.mode 'effort'; PMAs are "
-                                           "vented ('zero') instead")
-        task = read_task(top.namespace('task'), model)
-        settings = cls(
-            joints=joints, order=order,
-            state_timeout=top.from_table('state_timeout', FIELDS),
-            safe_mode=safe_mode,
-            resume_count=top.from_table('resume_count', FIELDS),
-            velocity_filter=top.from_table('velocity_filter', FIELDS),
-            kp=kp, kd=kd, ki=ki, passive=passive, integral_limit=integral_limit,
-            reference=_reference(top.namespace('reference'), vec, model, task),
-            mode=mode, actuation=actuation,
-            effort_limit=effort, effort_rate=rate, compensation=compensation,
-            learn=learn, friction=friction,
-            task=task, observer=observer, message=read_message(top))
-        top.finish()
-        return settings
+        rate = (vec.to_model(values['limits.effort_rate']) if 'limits.effort_rate' in values
+                else np.full(vec.n, np.inf))
+        task = read_task(values, model)
+        return cls(
+            joints=vec.joints, order=vec.order,
+            state_timeout=values['state_timeout'], safe_mode=values['safe_mode'],
+            resume_count=values['resume_count'], velocity_filter=values['velocity_filter'],
+            kp=kp, kd=kd, ki=ki, passive=values['law.passive'],
+            integral_limit=_integral_limit(values, vec, ki, effort, actuation),
+            reference=_reference(values, vec, model, task),
+            mode=mode, actuation=actuation, effort_limit=effort, effort_rate=rate,
+            compensation=(values['output.time_constant'], values['output.delay']),
+            learn=(values['gains.learn_window'], values['gains.learn_floor']),
+            friction=_friction(values, vec), task=task,
+            observer=ObserverSettings.of(values), message=values['output.message'])
 
 
-def _integral_limit(limits, vec, ki, effort_limit, actuation):
+def _integral_limit(values, vec, ki, effort_limit, actuation):
     """
     Return `limits.integral` in model order: given, or a quarter of the effort range.
 
     Raises ConfigError where the default is unbounded on a joint with integral action.
     """
-    if limits.has('integral'):
-        return vec.per_joint(limits, 'integral', strict_low=True)
+    if 'limits.integral' in values:
+        return vec.to_model(values['limits.integral'])
     low, high = (actuation.effort_range(effort_limit) if actuation is not None
                  else (-effort_limit, effort_limit))
     limit = 0.25 * (np.asarray(high, dtype=float) - np.asarray(low, dtype=float))
     unbounded = (ki > 0.0) & ~np.isfinite(limit)
     if np.any(unbounded):
-        raise ConfigError(limits.key('integral'), 'is required with gains.ki > 0 where the '
-                                                  'effort range is unbounded (no '
-                                                  'limits.effort)')
+        raise ConfigError('limits.integral', 'is required with gains.ki > 0 where the effort '
+                                             'range is unbounded (no limits.effort)')
     return np.where(np.isfinite(limit), limit, 0.0)
 
 
-def read_output(top: Reader, vec: 'JointVectors',
+def read_output(values: Dict[str, Any], vec: 'JointVectors',
                 model: Any) -> Tuple[str, Optional[ActuationMap]]:
     """
-    Read the `output` namespace for `model`: ``(mode, ActuationMap or None)``.
+    Return ``(output.mode, ActuationMap or None)`` of the parsed `values` for `model`.
 
-    The simulator reads the same keys to turn the controller's commands into forces.
+    The simulator and identify read the same keys to turn commands into forces.
     """
-    out = top.namespace('output')
-    mode = out.from_table('mode', FIELDS)
-    actuation = None
-    slope = vec.per_joint(out, 'area_slope')
-    if mode == 'pressure':
-        p_min = out.number('p_min', FIELDS['output.p_min'].default)
-        actuation = ActuationMap(vec.n, vec.per_joint(out, 'area', strict_low=True),
-                                 vec.per_joint(out, 'deadzone'), p_min,
-                                 out.number('p_max', low=p_min, strict_low=True),
-                                 **_area_slope(out, slope, model))
-    elif slope.any():
-        raise ConfigError(out.key('area_slope'), "models PMAs: needs output.mode 'pressure'")
-    _finish_namespace(out)
-    return mode, actuation
+    mode = values['output.mode']
+    if mode != 'pressure':
+        return mode, None
+    slope = vec.to_model(values['output.area_slope'])
+    return mode, ActuationMap(vec.n, vec.to_model(values['output.area']),
+                              vec.to_model(values['output.deadzone']), values['output.p_min'],
+                              values['output.p_max'], **_area_slope(slope, model))
 
 
-def _area_slope(out, slope, model):
+def _area_slope(slope, model):
     """Return ActuationMap's `slope` and `stroke` (m) from `output.area_slope` (model order)."""
     if not slope.any():
         return {}
     spec = getattr(model, 'spec', None)
     if spec is None:
-        raise ConfigError(out.key('area_slope'), f'applies to continuum arms, not '
-                                                 f'{type(model).__name__}')
+        raise ConfigError('output.area_slope', f'applies to continuum arms, not '
+                                               f'{type(model).__name__}')
     return {'slope': slope, 'stroke': spec.stroke}
 
 
-def read_message(top: Reader) -> str:
-    """Return `output.message`, the commands' message kind (MESSAGES); the simulator's too."""
-    return top.namespace('output').from_table('message', FIELDS)
-
-
-def _compensation(out, mode):
-    """Return ``(output.time_constant, output.delay)``, s; non-zero in pressure mode only."""
-    values = tuple(out.from_table(key, FIELDS) for key in ('time_constant', 'delay'))
-    for key, value in zip(('time_constant', 'delay'), values):
-        if value and mode != 'pressure':
-            raise ConfigError(out.key(key), "compensates PMA valves: needs output.mode "
-                                            "'pressure' (efforts act at once)")
-    return values
-
-
-def _friction(out, vec, mode):
+def _friction(values, vec):
     """Return ``output.friction`` and ``.friction_stiffness`` in model order, or None (0)."""
-    level = vec.per_joint(out, 'friction')
-    stiffness = vec.per_joint(out, 'friction_stiffness', strict_low=True)
-    if not level.any():
-        return None
-    if mode != 'pressure':
-        raise ConfigError(out.key('friction'), "models PMAs: needs output.mode 'pressure'")
-    return level, stiffness
+    level, stiffness = (vec.to_model(values[key])
+                        for key in ('output.friction', 'output.friction_stiffness'))
+    return (level, stiffness) if level.any() else None
 
 
 class JointVectors:
@@ -348,8 +349,13 @@ class JointVectors:
 
     @classmethod
     def read(cls, top, model_joints):
-        """Read `joints`: a permutation of the model's joints (default: the model order)."""
-        joints = top.strings('joints', list(model_joints))
+        """Read `joints` from the Reader `top` (see `of`)."""
+        return cls.of(top.strings('joints', list(model_joints)), model_joints)
+
+    @classmethod
+    def of(cls, joints, model_joints):
+        """Check `joints`: a permutation of the model's joints (None: the model order)."""
+        joints = list(model_joints) if joints is None else joints
         if sorted(joints) != sorted(model_joints) or len(set(joints)) != len(joints):
             raise ConfigError('joints', f'must list each model joint once, in any order: '
                                         f'model joints {list(model_joints)}, got {joints}')
@@ -367,16 +373,10 @@ class JointVectors:
         out[np.ix_(self.order, self.order)] = gain
         return out
 
-    def per_joint(self, reader, name, field=None, strict_low=False):
-        """Read a per-joint vector (`field`, default: this module's) into model order."""
-        field = field or FIELDS[reader.key(name)]
-        return self.to_model(reader.per_joint(name, self.n, field.default, field.low,
-                                              strict_low, field.high))
 
-
-def read_task(task, model):
+def read_task(values, model):
     """
-    Read the `task` namespace into TaskSettings.
+    Return the `task.*` TaskSettings of the parsed `values` for `model`.
 
     `task.frame` defaults to the last section tip of a continuum arm (a model with a
     backbone) and to None (no task space) for other arms; a frame the model does not have is
@@ -384,43 +384,26 @@ def read_task(task, model):
     """
     names = model.frame_names()
     default = names[-1] if names and hasattr(model, 'backbone') else None
-    frame = task.string('frame', default) if task.has('frame') else default
+    frame = values.get('task.frame', default)
     if frame is not None and frame not in names:
-        raise ConfigError(task.key('frame'), str(model.frame_error(frame)))
-    settings = TaskSettings(frame=frame, **{
-        name: task.from_table(name, FIELDS)
+        raise ConfigError('task.frame', str(model.frame_error(frame)))
+    return TaskSettings(frame=frame, **{
+        name: values['task.' + name]
         for name in ('base_frame', 'orientation_weight', 'duration', 'max_speed')})
-    if not settings.base_frame:
-        raise ConfigError(task.key('base_frame'), 'must not be empty')
-    task.finish()
-    return settings
 
 
-def _reference(ref, vec, model, task):
-    """Read the `reference` namespace into the spec of its `reference.type`."""
-    spec_type = REFERENCE_TYPES[ref.from_table('type', FIELDS)]
+def _reference(values, vec, model, task):
+    """Return the spec of `reference.type` from the parsed `values`, poses within limits."""
+    spec_type = REFERENCE_TYPES[values['reference.type']]
     if spec_type.needs_task_space and task.frame is None:
         raise ConfigError('task.frame', f"is required for reference.type '{spec_type.kind}' on "
                                         'an arm that is not a continuum arm')
+    own = {name: values[PREFIX + name] for name in spec_type.fields if PREFIX + name in values}
+    spec = spec_type(**spec_type.read(own, vec), blend_time=values['reference.blend_time'])
     low, high = (np.asarray(b, dtype=float) for b in model.joint_limits())
-    values = spec_type.read(ref, vec)
-    spec = spec_type(**values, blend_time=ref.from_table('blend_time', FIELDS))
-    _finish_namespace(ref)
-    _check_inside(spec, ref, low, high)
-    return spec
-
-
-def _finish_namespace(reader):
-    """Reject unknown keys; known ones that the chosen type does not use are allowed."""
-    reader.used.update(name.split('.', 1)[1] for name in FIELDS
-                       if name.startswith(reader.prefix + '.'))
-    reader.finish()
-
-
-def _check_inside(spec, ref, low, high):
-    """Refuse fixed poses outside the joint limits (a sinusoid is clamped when sampled)."""
     for pose in spec.poses():
         if pose is not None and np.any((pose < low) | (pose > high)):
-            name = ref.key(spec.pose_key)
-            raise ConfigError(name, f'must lie within the joint limits [{low.tolist()}, '
-                                    f'{high.tolist()}], got {pose.tolist()}')
+            raise ConfigError(f'{PREFIX}{spec.pose_key}', f'must lie within the joint limits '
+                                                          f'[{low.tolist()}, {high.tolist()}], '
+                                                          f'got {pose.tolist()}')
+    return spec

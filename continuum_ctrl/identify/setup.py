@@ -13,13 +13,17 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from continuum_ctrl.control.settings import JointVectors, read_output
+from continuum_ctrl.control.settings import (JointVectors, OUTPUT_KEYS, read_output,
+                                             shared_output)
 from continuum_ctrl.identify.data import Joints
 from continuum_ctrl.params.launch_description import CONTROLLER
 from continuum_ctrl.models import load_model
 from continuum_ctrl.models.continuum.model import ContinuumModel
 from continuum_ctrl.models.rigid import RigidModel
 from continuum_ctrl.params import ConfigError, file_parameters, Reader
+
+#: the controller's friction feed-forward, taken as the nominal friction
+FRICTION_KEYS = ('output.friction', 'output.friction_stiffness')
 
 
 @dataclass
@@ -73,7 +77,9 @@ def read_setup(path):
                                         f"{model_ns.get('type')!r}")
     top = Reader(tree, '')
     vec = JointVectors.read(top, model.joint_names)
-    mode, actuation = read_output(top, vec, model)
+    output = top.namespace('output').tree
+    mode, actuation = read_output(shared_output(OUTPUT_KEYS).parse(output, 'output', vec.n),
+                                  vec, model)
     if isinstance(model, RigidModel):
         if mode != 'effort':
             raise ConfigError('output.mode', "identify needs 'effort' for a URDF arm")
@@ -85,9 +91,8 @@ def read_setup(path):
     rigid = load_model({**model_ns, 'sections': {**sections, 'stiffness': [0.0] * count,
                                                  'damping': [0.0] * count}})
     spec = model.spec
-    out = top.namespace('output')
-    friction = (vec.per_joint(out, 'friction'),
-                vec.per_joint(out, 'friction_stiffness', strict_low=True))
+    values = shared_output(FRICTION_KEYS, ()).parse(output, 'output', vec.n)
+    friction = tuple(vec.to_model(values[key]) for key in FRICTION_KEYS)
     return Setup(str(path), model, rigid, Joints(model.joint_names, vec.joints), actuation,
                  np.arange(model.n) // 3, np.asarray(spec.stiffness, dtype=float)[::3].copy(),
                  np.asarray(spec.damping, dtype=float)[::3].copy(),

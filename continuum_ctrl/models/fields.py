@@ -29,35 +29,38 @@ DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 MODEL_FIELDS = {
     'model.type': Field('string', ..., 'which model: a URDF arm through Pinocchio, M(q) and '
                         'U(q) given as expressions, or a continuum arm (fast CoG model or the '
-                        'integral reference model)', choices=MODEL_TYPE_NAMES),
+                        'integral reference model)', choices=MODEL_TYPE_NAMES, required=True),
     'model.gravity': Field('numbers', list(DEFAULT_GRAVITY), 'urdf, continuum_*: gravity in '
                            'the base frame, m/s^2, 3 values'),
     'model.joints': Field('strings', ..., 'all types: joint names in model order; default: '
                           "the URDF's movable joints, the coordinates, or section{i}_pma{j}"),
     'model.urdf': Field('string', ..., 'urdf: a path, file:// or package://pkg/... (ament '
-                        'index, then ROS_PACKAGE_PATH, then the example-robot-data wheel)'),
+                        'index, then ROS_PACKAGE_PATH, then the example-robot-data wheel)',
+                        required=True),
     'model.locked_positions.<joint>': Field('number', 0.0, 'urdf: position of a joint left '
                                             'out of model.joints, rad or m'),
-    'model.coordinates': Field('strings', ..., 'symbolic: names of the coordinates q'),
+    'model.coordinates': Field('strings', ..., 'symbolic: names of the coordinates q',
+                               required=True),
     'model.mass_matrix': Field('strings', ..., 'symbolic: the n*n entries of M(q) as '
-                               'expressions, row-major, symmetric'),
+                               'expressions, row-major, symmetric', required=True),
     'model.potential': Field('string', ..., 'symbolic: U(q) as an expression (gravity and '
-                             'elastic potential), J'),
+                             'elastic potential), J', required=True),
     'model.constants.<name>': Field('number', ..., 'symbolic: named constants of the '
                                     'expressions, a number each (default: none)'),
     'model.sections.length': Field('numbers', ..., 'continuum_*: rest length per section, m '
                                    '; its length is the number of sections n', 0.0,
-                                   strict_low=True),
+                                   strict_low=True, required=True),
     'model.sections.radius': Field('numbers', ..., 'continuum_*: PMA distance from the '
-                                   'backbone per section, m', 0.0, strict_low=True),
+                                   'backbone per section, m', 0.0, strict_low=True,
+                                   required=True),
     'model.sections.mass': Field('numbers', ..., 'continuum_*: mass per section, kg', 0.0,
-                                 strict_low=True),
+                                 strict_low=True, required=True),
     'model.sections.max_extension': Field('numbers', ..., 'continuum_*: PMA stroke l_max per '
-                                          'section, m', 0.0, strict_low=True),
+                                          'section, m', 0.0, strict_low=True, required=True),
     'model.sections.stiffness': Field('numbers', ..., 'continuum_*: PMA stiffness, N/m, one '
-                                      'per section or one per PMA', 0.0),
+                                      'per section or one per PMA', 0.0, required=True),
     'model.sections.damping': Field('numbers', ..., 'continuum_*: PMA damping, N s/m, one per '
-                                    'section or one per PMA', 0.0),
+                                    'section or one per PMA', 0.0, required=True),
     'model.sections.offset': Field('numbers', ..., 'continuum_*: fixed translation sigma '
                                    'before each section, m, one per section (default: 0)'),
     'model.sections.twist': Field('numbers', ..., 'continuum_*: fixed twist gamma before '

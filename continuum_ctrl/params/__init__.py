@@ -6,7 +6,8 @@ The parameter home (no ROS): errors, parameter files, trees and typed field read
 
 `files` reads ROS 2 parameter files with rcl's merge rules for the nodes, `load_model` and
 every CLI command, and finds the package's config directory; `fields` holds `nest`/`flatten`,
-the `Field` of a schema and the `Reader` whose errors name the full dotted key;
+the `Field` of a schema and the `Reader` whose errors name the full dotted key; `schema`
+the `Schema` (a table of Fields with the `Check`s beside them) and its one parser;
 `launch_description` names the nodes, the arms' files and the nodes' command lines (plain
 data, for the launch files, `continuum-ctrl launch`, the demo and the tests). The schemas
 themselves live beside what they configure: the loop's in `control.settings`, the plant's in
@@ -15,10 +16,12 @@ themselves live beside what they configure: the loop's in `control.settings`, th
 
 from continuum_ctrl.params.errors import ConfigError
 from continuum_ctrl.params.fields import Field, flatten, nest, Reader, REQUIRED
+from continuum_ctrl.params.schema import Check, Schema
 from continuum_ctrl.params.files import (check_readable, config_dirs, config_path,
                                          file_parameters, model_spec, node_parameters,
                                          read_text, read_yaml)
 
-__all__ = ['ConfigError', 'Field', 'flatten', 'nest', 'Reader', 'REQUIRED', 'check_readable',
+__all__ = ['Check', 'ConfigError', 'Field', 'flatten', 'nest', 'Reader', 'REQUIRED', 'Schema',
+           'check_readable',
            'config_dirs', 'config_path', 'file_parameters', 'model_spec', 'node_parameters',
            'read_text', 'read_yaml']

@@ -24,7 +24,10 @@ class Field:
     One parameter: kind (ROS type), default (``...``: none), description, bounds, choices.
 
     `low` is excluded when `strict_low`; `choices` lists the names a string parameter may
-    take (None: any string).
+    take (None: any string). For `params.schema.Schema.parse`: `per_joint` numbers are one
+    per joint, one number standing for all; `length` fixes how many numbers or strings;
+    `required` (without default) must be given; `when` ``(key, values)`` reads the key only
+    where `key` has one of `values` (elsewhere it is accepted and ignored).
     """
 
     kind: str
@@ -34,6 +37,10 @@ class Field:
     high: Optional[float] = None
     choices: Optional[Tuple[str, ...]] = None
     strict_low: bool = False
+    per_joint: bool = False
+    length: Optional[int] = None
+    required: bool = False
+    when: Optional[Tuple[str, Tuple[Any, ...]]] = None
 
 
 def nest(flat: Dict[str, Any]) -> Dict[str, Any]:
@@ -171,8 +178,17 @@ class Reader:
             raise ConfigError(self.key(name), f'must have {length} entries, got {len(value)}')
         return list(value)
 
-    def field(self, name: str, field: Field) -> Any:
-        """Read `name` as `field` says: its kind, its default, its bounds and its choices."""
+    def field(self, name: str, field: Field, joints: Optional[int] = None) -> Any:
+        """
+        Read `name` as `field` says: its kind, default, bounds, choices and length.
+
+        A `per_joint` field is read as `joints` numbers (`per_joint`).
+        """
+        if field.per_joint:
+            if joints is None:
+                raise ValueError(f'{self.key(name)} is per joint: the joint count is needed')
+            return self.per_joint(name, joints, field.default, field.low, field.strict_low,
+                                  field.high)
         if field.kind == 'number':
             return self.number(name, field.default, field.low, field.high, field.strict_low)
         if field.kind == 'integer':
@@ -183,9 +199,9 @@ class Reader:
         if field.kind == 'string':
             return self.string(name, field.default, field.choices)
         if field.kind == 'strings':
-            return self.strings(name, field.default)
-        return self.numbers(name, field.default, low=field.low, high=field.high,
-                            strict_low=field.strict_low)
+            return self.strings(name, field.default, field.length)
+        return self.numbers(name, field.default, field.length, field.low, field.high,
+                            field.strict_low)
 
     def from_table(self, name: str, table: Dict[str, Field]) -> Any:
         """Read `name` as its Field in `table` (keyed by full dotted name) says, see `field`."""

@@ -16,7 +16,7 @@ parses a file as the nodes would. Units: Hz, s, us, bytes.
 from dataclasses import dataclass
 from typing import Any, Dict, Tuple, Type, TypeVar
 
-from continuum_ctrl.params import ConfigError, Field, flatten, Reader
+from continuum_ctrl.params import Field, Schema
 
 REALTIME_PRIORITY = Field('integer', 0, 'SCHED_FIFO priority of the loop thread, as '
                           "ros2_control's thread_priority; 0: normal scheduling", 0, 99)
@@ -63,14 +63,9 @@ class NodeSettings:
     def split(cls: Type[S], tree: Dict[str, Any]) -> Tuple[S, Dict[str, Any]]:
         """Return ``(settings, rest)``: the node's keys of `tree` parsed, and the others."""
         tops = {name.split('.')[0] for name in cls.FIELDS}
-        own = flatten({k: v for k, v in tree.items() if k in tops})
+        values = Schema(cls.FIELDS).parse({k: v for k, v in tree.items() if k in tops})
         rest = {k: v for k, v in tree.items() if k not in tops}
-        unknown = sorted(set(own) - set(cls.FIELDS))
-        if unknown:
-            raise ConfigError(unknown[0], 'is not a known parameter')
-        reader = Reader(own, '')
-        return cls(**{name.split('.')[-1]: reader.field(name, field)
-                      for name, field in cls.FIELDS.items()}), rest
+        return cls(**{name.split('.')[-1]: values[name] for name in cls.FIELDS}), rest
 
 
 @dataclass(frozen=True)

@@ -45,15 +45,16 @@ import pinocchio as pin
 
 from continuum_ctrl.actuation.pressure_map import ActuationMap
 from continuum_ctrl.actuation.valves import Actuator
-from continuum_ctrl.control.settings import (FIELDS as CONTROLLER_FIELDS, JointVectors,
-                                             read_message, read_output)
+from continuum_ctrl.control.settings import (JointVectors, needs_pressure, read_output,
+                                             shared_output)
 from continuum_ctrl.models import load_model
 from continuum_ctrl.models.integrators import INTEGRATORS
 from continuum_ctrl.models.rigid import resolve_urdf
-from continuum_ctrl.params import ConfigError, Field, flatten, Reader
+from continuum_ctrl.params import Check, ConfigError, Field, flatten, Reader, Schema
 from continuum_ctrl.sim.mujoco_arm import continuum_mjcf, Obstacles
 from continuum_ctrl.sim.pma_traits import FIELDS as PMA_FIELDS, PmaForces, PmaTraits
-from continuum_ctrl.sim.sensor import FIELDS as SENSOR_FIELDS, Sensor, SensorSettings
+from continuum_ctrl.sim.sensor import (CHECKS as SENSOR_CHECKS, FIELDS as SENSOR_FIELDS, Sensor,
+                                       SensorSettings)
 
 #: the physics engines the plant can run on
 ENGINES = ('builtin', 'mujoco')
@@ -75,7 +76,7 @@ FIELDS = {
                        "arm's do; false: the model's own passive forces alone"),
     'max_catch_up': Field('number', 0.05, 'longest simulated time integrated per wake-up; '
                           'more is dropped and counted as an overrun, s', 1e-3, 1.0),
-    'initial.position': Field('numbers', [0.0], 'initial pose, joints order'),
+    'initial.position': Field('numbers', [0.0], 'initial pose, joints order', per_joint=True),
     'mismatch.mass_scale': Field('number', 1.0, 'plant mass / nominal mass', 0.01, 100.0),
     'mismatch.stiffness_scale': Field('number', 1.0, 'plant stiffness / nominal stiffness',
                                       0.01, 100.0),
@@ -91,16 +92,19 @@ FIELDS = {
                                     0.0, 1.0),
     'actuator.delay': Field('number', 0.0, 'pressure mode: dead time of the applied PMA '
                             'pressure, s (0: none)', 0.0, 1.0),
-    'engine': Field('string', 'builtin', 'physics engine: ' + ' | '.join(ENGINES)),
+    'engine': Field('string', 'builtin', 'physics engine: ' + ' | '.join(ENGINES),
+                    choices=ENGINES),
     'mujoco.discs': Field('integer', 4, 'mujoco: rigid discs per continuum section', 1, 64),
     'mujoco.timestep': Field('number', 0.0005, 'mujoco: integration step within each `step`, '
                              'which it must divide, s', 1e-5, 0.05),
     'mujoco.armature': Field('numbers', [0.0], 'mujoco, URDF arms: joint armature (rotor '
-                             'inertia), kg m^2 or kg, per joint or one for all', 0.0),
+                             'inertia), kg m^2 or kg, per joint or one for all', 0.0,
+                             per_joint=True),
     'mujoco.damping': Field('numbers', ..., "mujoco, URDF arms: joint damping, N m s/rad or "
-                            "N s/m (default: the URDF's <dynamics damping>)", 0.0),
+                            "N s/m (default: the URDF's <dynamics damping>)", 0.0,
+                            per_joint=True),
     'mujoco.friction': Field('numbers', ..., "mujoco, URDF arms: joint dry friction, N m or N "
-                             "(default: the URDF's <dynamics friction>)", 0.0),
+                             "(default: the URDF's <dynamics friction>)", 0.0, per_joint=True),
     'mujoco.model': Field('string', ..., "mujoco: the user's own MJCF file, whose joints or "
                           "tendons carry the names in `joints` and whose first actuators "
                           "take the commands in that order (then the arm's MJCF is not "
@@ -117,8 +121,47 @@ ACTUATOR_KEYS = ('time_constant', 'delay', 'max_rate')
 #: the keys the simulator shares with the controller (same meaning)
 SHARED = ('joints', 'output.mode', 'output.message', 'output.area', 'output.deadzone',
           'output.area_slope', 'output.p_min', 'output.p_max')
+#: the keys the simulator shares with the controller, as a Schema with the output checks
+SHARED_SCHEMA = shared_output(SHARED)
 #: every parameter `PlantSettings.parse` reads besides `model.*`
-PLANT_FIELDS = {**{k: CONTROLLER_FIELDS[k] for k in SHARED}, **FIELDS}
+PLANT_FIELDS = {**SHARED_SCHEMA.fields, **FIELDS}
+
+
+def _divides(step, timestep):
+    """Whether `timestep` divides `step` (to 1e-9 of their ratio)."""
+    ratio = step / timestep
+    return not abs(ratio - round(ratio)) > 1e-9 * ratio
+
+
+def _obstacle_checks(name, size):
+    """Return the checks of `mujoco.obstacles.<name>`: `size` numbers each, sizes > 0."""
+    key = f'mujoco.obstacles.{name}'
+    return (Check(key, (key,), lambda values: len(values) % size == 0,
+                  lambda values: f'must hold {size} numbers per obstacle, got {len(values)}'),
+            Check(key, (key,), lambda values: all(
+                v > 0.0 for k in range(0, len(values), size) for v in values[k + 3:k + size]),
+                'sizes must be > 0'))
+
+
+#: the checks among the simulator's keys, after the shared output's
+CHECKS = (
+    Check('mismatch.area_scale', ('output.mode', 'mismatch.area_scale'),
+          lambda mode, scale: mode == 'pressure' or scale == 1.0,
+          "needs output.mode 'pressure'"),
+    Check('mismatch.deadzone', ('output.mode', 'mismatch.deadzone'),
+          lambda mode, _: mode == 'pressure', "needs output.mode 'pressure'"),
+    *(needs_pressure(f'actuator.{key}', "models PMA valves: needs output.mode 'pressure'")
+      for key in ACTUATOR_KEYS),
+    Check('mujoco.timestep', ('step', 'mujoco.timestep'), _divides,
+          lambda step, timestep: f'must divide step {step} s, got {timestep} s'),
+    *_obstacle_checks('boxes', 6),
+    *_obstacle_checks('spheres', 4),
+    *SENSOR_CHECKS,
+)
+#: the simulator's parameter table with its checks
+SCHEMA = SHARED_SCHEMA + Schema(FIELDS, CHECKS)
+#: the `mismatch.*` keys, read before the plant model is built
+MISMATCH = Schema({key: field for key, field in FIELDS.items() if key.startswith('mismatch.')})
 #: model keys scaled by the mismatch options
 MISMATCH_KEYS = {'mass_scale': 'mass', 'stiffness_scale': 'stiffness',
                  'damping_scale': 'damping'}
@@ -150,39 +193,26 @@ class PlantSettings:
     @classmethod
     def parse(cls, tree: Dict[str, Any], model_namespace: Dict[str, Any]) -> 'PlantSettings':
         """Parse the simulator's parameters; ConfigError names the key."""
-        top = Reader(tree, '')
-        mismatch = top.namespace('mismatch')
+        mismatch = MISMATCH.parse(Reader(tree, '').namespace('mismatch').tree, 'mismatch')
         spec = _scaled(model_namespace, mismatch)
-        model = _scaled_links(load_model(spec), spec, mismatch)
-        vec = JointVectors.read(top, model.joint_names)
-        mode, actuation = read_output(top, vec, model)
-        actuation = _mismatched_actuation(actuation, mismatch)
-        mismatch.finish()
-        initial = top.namespace('initial')
-        position = vec.per_joint(initial, 'position', FIELDS['initial.position'])
-        initial.finish()
-        actuator = _actuator(top.namespace('actuator'), actuation)
-        engine = top.string('engine', 'builtin', ENGINES)
-        step = top.from_table('step', FIELDS)
-        pma = PmaTraits.read(top.namespace('pma'), vec, actuation, model, step)
-        publish_rate_hz = top.from_table('publish_rate_hz', FIELDS)
-        options = MujocoOptions.read(top.namespace('mujoco'), engine, model, step, spec, vec,
-                                     mismatch.from_table('mass_scale', FIELDS))
-        settings = cls(
-            model=model, vectors=vec, mode=mode, actuation=actuation,
-            step=step,
-            integrator=INTEGRATORS[top.from_table('integrator', FIELDS)],
-            publish_rate_hz=publish_rate_hz,
-            command_timeout=top.from_table('command_timeout', FIELDS),
-            max_catch_up=top.from_table('max_catch_up', FIELDS),
-            wait_for_command=top.from_table('wait_for_command', FIELDS),
-            initial=position,
-            sensor=SensorSettings.read(top, step, publish_rate_hz),
-            end_stops=top.from_table('end_stops', FIELDS),
-            actuator=actuator, engine=engine, mujoco=options, pma=pma,
-            message=read_message(top))
-        top.finish()
-        return settings
+        model = _scaled_links(load_model(spec), spec, mismatch['mismatch.mass_scale'])
+        _alone_with_user_model(tree)
+        values = SCHEMA.parse(tree, joints=len(model.joint_names))
+        vec = JointVectors.of(values.get('joints'), model.joint_names)
+        mode, actuation = read_output(values, vec, model)
+        actuation = _mismatched_actuation(actuation, values)
+        pma = PmaTraits.of(values, vec, actuation, model, values['step'])
+        return cls(
+            model=model, vectors=vec, mode=mode, actuation=actuation, step=values['step'],
+            integrator=INTEGRATORS[values['integrator']],
+            publish_rate_hz=values['publish_rate_hz'],
+            command_timeout=values['command_timeout'], max_catch_up=values['max_catch_up'],
+            wait_for_command=values['wait_for_command'],
+            initial=vec.to_model(values['initial.position']),
+            sensor=SensorSettings.of(values), end_stops=values['end_stops'],
+            actuator=tuple(values[f'actuator.{key}'] for key in ACTUATOR_KEYS),
+            engine=values['engine'], mujoco=MujocoOptions.of(values, model, spec, vec),
+            pma=pma, message=values['output.message'])
 
 
 @dataclass(frozen=True)
@@ -208,129 +238,101 @@ class MujocoOptions:
     model: Optional[str] = None
 
     @classmethod
-    def read(cls, reader, engine, model, step, spec, vec, mass_scale):
+    def of(cls, values, model, spec, vec):
         """
-        Read `mujoco.*`, checked with any engine; return None unless `engine` is mujoco.
+        Return the `mujoco.*` settings of the parsed `values`; None unless `engine` is mujoco.
 
         `spec`: the plant's `model` namespace; `vec`: its JointVectors. ConfigError names
         the key.
         """
-        urdf = spec.get('type') == 'urdf'
-        if reader.has('model'):
-            return _user_model(reader, engine, model, step)
+        engine, urdf = values['engine'], spec.get('type') == 'urdf'
+        if 'mujoco.model' in values:
+            return _user_model(values, model)
         if engine == 'mujoco' and not (urdf or hasattr(model, 'spec')):
             raise ConfigError('engine', f"'mujoco' simulates continuum and URDF arms, not "
                                         f"the plant {type(model).__name__}")
 
-        def per_joint(key):
-            if not reader.has(key):
+        def per_joint(name):
+            key = f'mujoco.{name}'
+            if key not in values.given:
                 return None
             if engine == 'mujoco' and not urdf:
-                raise ConfigError(reader.key(key), 'applies to URDF arms only')
-            return tuple(vec.per_joint(reader, key, FIELDS[reader.key(key)]))
+                raise ConfigError(key, 'applies to URDF arms only')
+            return tuple(vec.to_model(values[key]))
         armature = per_joint('armature') or (0.0,) * vec.n
-        timestep = _timestep(reader, step)
-        shapes = reader.namespace('obstacles')
-        boxes = _groups(shapes, 'boxes', 6)
-        spheres = _groups(shapes, 'spheres', 4)
-        shapes.finish()
-        options = cls(discs=reader.from_table('discs', FIELDS), timestep=timestep,
-                      obstacles=Obstacles(boxes, spheres), armature=armature,
-                      damping=per_joint('damping'), friction=per_joint('friction'))
-        reader.finish()
+        damping, friction = per_joint('damping'), per_joint('friction')
         if engine != 'mujoco':
             return None
+        options = cls(discs=values['mujoco.discs'], timestep=values['mujoco.timestep'],
+                      obstacles=Obstacles(*(_groups(values, name, size)
+                                            for name, size in (('boxes', 6), ('spheres', 4)))),
+                      armature=armature, damping=damping, friction=friction)
         if urdf:
             options = dataclasses.replace(
-                options, urdf=str(resolve_urdf(spec['urdf'])), mass_scale=mass_scale,
+                options, urdf=str(resolve_urdf(spec['urdf'])),
+                mass_scale=values['mismatch.mass_scale'],
                 locked=tuple(sorted(flatten(spec.get('locked_positions', {})).items())),
                 gravity=tuple(spec.get('gravity', options.gravity)))
         return options
 
 
-def _timestep(reader, step):
-    """Read `mujoco.timestep`, which must divide the plant's `step` (s)."""
-    timestep = reader.from_table('timestep', FIELDS)
-    ratio = step / timestep
-    if abs(ratio - round(ratio)) > 1e-9 * ratio:
-        raise ConfigError(reader.key('timestep'), f'must divide step {step} s, got '
-                                                  f'{timestep} s')
-    return timestep
-
-
-def _user_model(reader, engine, model, step):
-    """Read `mujoco.model` and `mujoco.timestep` alone (the arm's MJCF is not built)."""
-    path = reader.string('model')
-    timestep = _timestep(reader, step)
-    for key in reader.tree:
+def _alone_with_user_model(tree):
+    """With `mujoco.model`, refuse every other `mujoco.*` key but `timestep`."""
+    given = tree.get('mujoco')
+    if not isinstance(given, dict) or 'model' not in given:
+        return
+    for key in given:
         if key not in ('model', 'timestep'):
-            raise ConfigError(reader.key(key), "does not apply with mujoco.model (the "
-                                               "user's MJCF holds the whole arm)")
-    if engine != 'mujoco':
+            raise ConfigError(f'mujoco.{key}', "does not apply with mujoco.model (the user's "
+                                               'MJCF holds the whole arm)')
+
+
+def _user_model(values, model):
+    """Return the options of `mujoco.model` (the arm's MJCF is not built); None unless mujoco."""
+    if values['engine'] != 'mujoco':
         return None
+    path = values['mujoco.model']
     from continuum_ctrl.sim.mujoco_plant import check_user_model
     problem = check_user_model(path, model.joint_names)
     if problem:
-        raise ConfigError(reader.key('model'), problem)
-    return MujocoOptions(discs=0, timestep=timestep, obstacles=Obstacles(), model=path)
+        raise ConfigError('mujoco.model', problem)
+    return MujocoOptions(discs=0, timestep=values['mujoco.timestep'], obstacles=Obstacles(),
+                         model=path)
 
 
-def _groups(reader, name, size):
-    """Return the obstacles of `name` as tuples of `size` numbers (sizes > 0)."""
-    values = reader.from_table(name, FIELDS) if reader.has(name) else []
-    if len(values) % size:
-        raise ConfigError(reader.key(name), f'must hold {size} numbers per obstacle, got '
-                                            f'{len(values)}')
-    shapes = tuple(tuple(values[k:k + size]) for k in range(0, len(values), size))
-    if any(v <= 0.0 for shape in shapes for v in shape[3:]):
-        raise ConfigError(reader.key(name), 'sizes must be > 0')
-    return shapes
+def _groups(values, name, size):
+    """Return the obstacles of `name` as tuples of `size` numbers (checked by CHECKS)."""
+    flat = values.get(f'mujoco.obstacles.{name}', [])
+    return tuple(tuple(flat[k:k + size]) for k in range(0, len(flat), size))
 
 
-def _mismatched_actuation(actuation, mismatch):
+def _mismatched_actuation(actuation, values):
     """Return the plant's ActuationMap: area scaled, dead zone replaced where given."""
-    scale = mismatch.from_table('area_scale', FIELDS)
-    given = mismatch.has('deadzone')
     if actuation is None:
-        if scale != 1.0 or given:
-            option = 'area_scale' if scale != 1.0 else 'deadzone'
-            raise ConfigError(mismatch.key(option), "needs output.mode 'pressure'")
         return None
-    deadzone = mismatch.from_table('deadzone', FIELDS) if given else actuation.deadzone
-    return ActuationMap(actuation.n, scale * actuation.area, deadzone, actuation.p_min,
-                        actuation.p_max, prefix='mismatch', slope=actuation.slope,
-                        stroke=actuation.stroke)
-
-
-def _actuator(reader, actuation):
-    """Return the valve dynamics ``(time_constant, delay, max_rate)``; pressure mode only."""
-    values = tuple(reader.from_table(key, FIELDS) for key in ACTUATOR_KEYS)
-    reader.finish()
-    for key, value in zip(ACTUATOR_KEYS, values):
-        if value and actuation is None:
-            raise ConfigError(reader.key(key), "models PMA valves: needs output.mode "
-                                               "'pressure'")
-    return values
+    deadzone = values.get('mismatch.deadzone', actuation.deadzone)
+    return ActuationMap(actuation.n, values['mismatch.area_scale'] * actuation.area, deadzone,
+                        actuation.p_min, actuation.p_max, prefix='mismatch',
+                        slope=actuation.slope, stroke=actuation.stroke)
 
 
 def _scaled(spec, mismatch):
-    """Return the model namespace with the mismatch scales applied to `sections.*`."""
+    """Return the model namespace with the `mismatch` scales applied to `sections.*`."""
     spec = {k: (dict(v) if isinstance(v, dict) else v) for k, v in spec.items()}
     for option, key in MISMATCH_KEYS.items():
-        scale = mismatch.from_table(option, FIELDS)
+        scale = mismatch[f'mismatch.{option}']
         if scale == 1.0 or (option == 'mass_scale' and spec.get('type') == 'urdf'):
             continue
         sections = spec.get('sections', {})
         if key not in sections:
-            raise ConfigError(mismatch.key(option), f"needs model.sections.{key}, which this "
+            raise ConfigError(f'mismatch.{option}', f"needs model.sections.{key}, which this "
                                                     f"model does not have")
         sections[key] = [scale * float(v) for v in np.atleast_1d(sections[key])]
     return spec
 
 
-def _scaled_links(model, spec, mismatch):
-    """Return a URDF plant with every link's mass and inertia times `mass_scale` (CoM kept)."""
-    scale = mismatch.from_table('mass_scale', FIELDS)
+def _scaled_links(model, spec, scale):
+    """Return a URDF plant with every link's mass and inertia times `scale` (CoM kept)."""
     if scale != 1.0 and spec.get('type') == 'urdf':
         inertias = model.model.inertias
         for i in range(1, len(inertias)):

@@ -1,7 +1,7 @@
 """
 The plant's PMAs as they are: friction and hysteresis, and an area that falls with extension.
 
-    traits = PmaTraits.read(reader, vec, actuation, model, step)   # `pma.*`; None: ideal PMAs
+    traits = PmaTraits.of(values, vec, actuation, model, step)   # `pma.*`; None: ideal PMAs
     forces = PmaForces(traits, q)          # the state, relaxed at the length changes q (m)
     tau = forces.force(pushing, q)         # each step: the force on each PMA, N
 
@@ -19,7 +19,7 @@ then skips this module.
 Both engines take the force from the plant, held over each `step` and computed at the
 step's start: explicit. A sticking bank is a spring of ``sum k_e`` on a PMA whose motion the
 damping D dominates (taken implicitly by either engine), and a step contracts its deflection
-by ``1 - step sum k_e / D``; `read` requires ``step sum k_e <= D`` (the plant's damping,
+by ``1 - step sum k_e / D``; `of` requires ``step sum k_e <= D`` (the plant's damping,
 mismatch applied), where the deflection decays without overshoot.
 """
 
@@ -36,7 +36,8 @@ from continuum_ctrl.actuation.maxwell_slip import MaxwellSlip
 FIELDS = {
     'pma.area_slope': Field('numbers', ..., 'plant PMA area falls with extension: area '
                             '(1 - c q / l_max), c per PMA or one for all (0: constant area; '
-                            "default: output.area_slope, the controller's map)", 0.0, 0.9),
+                            "default: output.area_slope, the controller's map)", 0.0, 0.9,
+                            per_joint=True),
     'pma.friction.breakaway': Field('numbers', ..., 'plant PMA friction, a Maxwell-slip '
                                     "bank: each element's break-away force, N, the same bank "
                                     'for every PMA (default: none, no friction)', 0.0,
@@ -46,7 +47,7 @@ FIELDS = {
                                     "must not exceed the PMA's damping", 0.0,
                                     strict_low=True),
     'pma.friction.scale': Field('numbers', [1.0], "multiplies the bank's forces and "
-                                'stiffnesses, per PMA or one for all', 0.0),
+                                'stiffnesses, per PMA or one for all', 0.0, per_joint=True),
 }
 
 
@@ -65,29 +66,27 @@ class PmaTraits:
     stiffness: Optional[np.ndarray]
 
     @classmethod
-    def read(cls, reader, vec, actuation, model, step):
+    def of(cls, values, vec, actuation, model, step):
         """
-        Read `pma.*` (Reader `reader`); return None when the PMAs are ideal (the defaults).
+        Return the `pma.*` settings of the plant's parsed `values`; None for ideal PMAs.
 
         `vec`: the JointVectors; `actuation`: the plant's ActuationMap (None unless pressure
         mode); `model`: the plant (mismatch applied); `step`: its step, s. ConfigError names
         the key.
         """
-        friction = reader.namespace('friction')
-        slope = (vec.per_joint(reader, 'area_slope', FIELDS[reader.key('area_slope')])
-                 if reader.has('area_slope') else _nominal_slope(actuation, vec.n))
-        scale = vec.per_joint(friction, 'scale', FIELDS[friction.key('scale')])
-        given = [key for key in ('breakaway', 'stiffness') if friction.has(key)]
-        bank = [np.array(friction.from_table(key, FIELDS)) for key in given]
-        friction.finish()
-        reader.finish()
+        slope = (vec.to_model(values['pma.area_slope']) if 'pma.area_slope' in values
+                 else _nominal_slope(actuation, vec.n))
+        scale = vec.to_model(values['pma.friction.scale'])
+        given = [key for key in ('pma.friction.breakaway', 'pma.friction.stiffness')
+                 if key in values]
+        bank = [np.array(values[key]) for key in given]
         if given and len(given) < 2:
-            missing = 'stiffness' if given == ['breakaway'] else 'breakaway'
-            raise ConfigError(friction.key(missing), f'must be given with '
-                                                     f'{friction.key(given[0])}')
+            missing = ('pma.friction.stiffness' if given == ['pma.friction.breakaway']
+                       else 'pma.friction.breakaway')
+            raise ConfigError(missing, f'must be given with {given[0]}')
         if not given and not slope.any():
             return None
-        key = reader.key('area_slope') if slope.any() else friction.key(given[0])
+        key = 'pma.area_slope' if slope.any() else given[0]
         if actuation is None:
             raise ConfigError(key, "models PMAs: needs output.mode 'pressure'")
         spec = getattr(model, 'spec', None)
@@ -97,18 +96,18 @@ class PmaTraits:
         breakaway = stiffness = None
         if given:
             if len(bank[0]) != len(bank[1]):
-                raise ConfigError(friction.key('stiffness'), f'must have one entry per '
-                                                             f'element: {len(bank[0])}, got '
-                                                             f'{len(bank[1])}')
+                raise ConfigError('pma.friction.stiffness', f'must have one entry per '
+                                                            f'element: {len(bank[0])}, got '
+                                                            f'{len(bank[1])}')
             breakaway, stiffness = (np.outer(scale, values) for values in bank)
             total = step * stiffness.sum(axis=1)
             worst = int(np.argmax(total - spec.damping))
             if total[worst] > spec.damping[worst]:
-                raise ConfigError(friction.key('stiffness'), f'step {step} s times the bank '
-                                                             f'stiffness {total[worst] / step:g}'
-                                                             f' N/m must not exceed the PMA '
-                                                             f'damping {spec.damping[worst]:g}'
-                                                             f' N s/m (PMA {worst + 1})')
+                raise ConfigError('pma.friction.stiffness', f'step {step} s times the bank '
+                                                            f'stiffness {total[worst] / step:g}'
+                                                            f' N/m must not exceed the PMA '
+                                                            f'damping {spec.damping[worst]:g}'
+                                                            f' N s/m (PMA {worst + 1})')
         return cls(slope if slope.any() else None, spec.stroke,
                    breakaway, stiffness)
 

@@ -1,7 +1,7 @@
 """
 The simulator's sensor: what a driver publishes of the plant's true state, as hardware has it.
 
-    settings = SensorSettings.read(top, step, publish_rate_hz)   # `noise.*` and `sensor.*`
+    settings = SensorSettings.of(values)   # `noise.*`, `sensor.*`: the plant's parsed values
     sensor = Sensor(settings, n)
     sensor.record(q, qd)             # the plant's state after each step (model order)
     q, qd = sensor.read()            # what the sensor reads now (qd None without velocities)
@@ -21,11 +21,11 @@ the measurement.
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Dict, Optional
 
 import numpy as np
 
-from continuum_ctrl.params import ConfigError, Field, Reader
+from continuum_ctrl.params import Check, Field
 
 #: what the header stamp holds
 STAMPS = ('measurement', 'publish')
@@ -51,6 +51,23 @@ FIELDS = {
 }
 
 
+def _whole_steps(delay, step):
+    """Whether `delay` is a whole number of plant steps of `step` s (to 1e-9 of a step)."""
+    return not abs(delay - round(delay / step) * step) > 1e-9 * step
+
+
+#: the checks of the sensor's keys against the plant's `step` and `publish_rate_hz`
+CHECKS = (
+    Check('sensor.delay', ('sensor.delay', 'step'), _whole_steps,
+          lambda delay, step: f'must be a whole number of plant steps of {step} s, got '
+                              f'{delay} s'),
+    Check('sensor.jitter', ('sensor.jitter', 'publish_rate_hz'),
+          lambda jitter, rate: not jitter >= 1.0 / rate,
+          lambda jitter, rate: f'must be less than the publishing period {1.0 / rate:g} s, '
+                               f'got {jitter} s'),
+)
+
+
 @dataclass(frozen=True)
 class SensorSettings:
     """Validated sensor settings; `delay_steps`: `sensor.delay` in plant steps of `step` s."""
@@ -67,28 +84,16 @@ class SensorSettings:
     drop: float = 0.0
 
     @classmethod
-    def read(cls, top: Reader, step: float, publish_rate_hz: float) -> 'SensorSettings':
-        """Read `noise.*` and `sensor.*` from the top-level reader; ConfigError names the key."""
-        noise, sensor = top.namespace('noise'), top.namespace('sensor')
-        delay = sensor.from_table('delay', FIELDS)
-        steps = round(delay / step)
-        if abs(delay - steps * step) > 1e-9 * step:
-            raise ConfigError(sensor.key('delay'), f'must be a whole number of plant steps '
-                                                   f'of {step} s, got {delay} s')
-        jitter = sensor.from_table('jitter', FIELDS)
-        if jitter >= 1.0 / publish_rate_hz:
-            raise ConfigError(sensor.key('jitter'), f'must be less than the publishing period '
-                                                    f'{1.0 / publish_rate_hz:g} s, got {jitter} s')
-        settings = cls(noise_position=noise.from_table('position', FIELDS),
-                       noise_velocity=noise.from_table('velocity', FIELDS),
-                       seed=noise.from_table('seed', FIELDS),
-                       velocity=sensor.from_table('velocity', FIELDS),
-                       quantization=sensor.from_table('quantization', FIELDS),
-                       delay_steps=steps, step=step, stamp=sensor.from_table('stamp', FIELDS),
-                       jitter=jitter, drop=sensor.from_table('drop', FIELDS))
-        noise.finish()
-        sensor.finish()
-        return settings
+    def of(cls, values: Dict[str, Any]) -> 'SensorSettings':
+        """Return the `noise.*` and `sensor.*` settings of the plant's parsed `values`."""
+        step = values['step']
+        return cls(noise_position=values['noise.position'],
+                   noise_velocity=values['noise.velocity'], seed=values['noise.seed'],
+                   velocity=values['sensor.velocity'],
+                   quantization=values['sensor.quantization'],
+                   delay_steps=round(values['sensor.delay'] / step), step=step,
+                   stamp=values['sensor.stamp'], jitter=values['sensor.jitter'],
+                   drop=values['sensor.drop'])
 
 
 @dataclass(frozen=True)
