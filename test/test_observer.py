@@ -152,7 +152,8 @@ def held_pose_error(cancel):
     """
     runtime = controller_runtime(CONFIG, {'gains.ki': [0.0], 'reference.type': 'hold',
                                           'reference.position': [0.006, 0.013, 0.020] * 3,
-                                          'observer.cancel_bias': cancel})
+                                          'observer.cancel_bias': cancel,
+                                          'reference.blend_time': 1.0})    # settled by 2 s
     plant = plant_of(CONFIG, {'initial.position': [0.006, 0.013, 0.020] * 3,
                               'mismatch.area_scale': 1.1, 'mismatch.deadzone': 15e3})
     log = simulate_nodes(runtime, plant, 3.0)

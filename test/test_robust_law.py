@@ -24,8 +24,8 @@ from identify_plant import MISMATCH, NOISE
 from continuum_ctrl.apps.node_pair import controller_loop, node_pair, plant_of
 
 PARAMS = 'continuum_3section.yaml'
-#: s: the blend (1 s) and the integral's settling, then the time the errors are taken over
-SETTLE, DURATION = 4.0, 4.0
+#: s: the blend (3 s) and the integral's settling, then the time the errors are taken over
+SETTLE, DURATION = 5.0, 4.0
 
 
 def tracking(controller=(), plant=()):

@@ -18,8 +18,8 @@ from ros_nodes import params_file, running, stall, unstalled, windows
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
-#: s recorded, and from when on (after the 1 s blend and the integral's settling) errors count
-RECORD, SETTLE = 9.0, 4.0
+#: s recorded, and from when on (after the 3 s blend and the integral's settling) errors count
+RECORD, SETTLE = 10.0, 5.0
 
 
 def section_rms(tmp_path, controller):
