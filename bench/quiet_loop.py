@@ -13,6 +13,9 @@ file's valves, on the MuJoCo disc stack at 4 and 8 discs and on the built-in int
 - ``lengths_1hz``: the same at a 1 Hz sinusoid;
 - ``end_stops``: lengths only against a reference that drives PMAs onto their end stops (the
   built-in plant with ``end_stops: true``);
+- ``soft_corner``: exact states on an arm softer and heavier than its file, the tuner's
+  worst corner (stiffness x 0.8, damping x 0.75, area x 0.9, mass x 1.2, no dead zone; run
+  it with ``--duration 10``): where a loop without margin rings;
 - issue 40's control case, today's law on PMAs as they are (sim/pma_traits.py), exact
   states: ``exact``, ``exact_1hz`` and ``hold`` (a bent pose held; run it with
   ``--duration 12``) with ideal PMAs, the same with an area that falls by 15 % over the
@@ -55,6 +58,8 @@ FRICTION = {**AREA_FALL, 'pma.friction.breakaway': [2.0], 'pma.friction.stiffnes
 #: a bank 4 times stiffer (33 um before break-away), which needs a 0.5 ms plant step
 STIFF_FRICTION = {**FRICTION, 'pma.friction.stiffness': [6e4], 'step': 0.0005}
 ONE_HZ = {'reference.frequency': [1.0]}
+SOFT_CORNER = {'mismatch.stiffness_scale': 0.8, 'mismatch.damping_scale': 0.75,
+               'mismatch.area_scale': 0.9, 'mismatch.mass_scale': 1.2, 'mismatch.deadzone': 0.0}
 #: a bent pose held: section 1 bends towards PMA 1, 2 and 3 each a third of a turn on, m
 HOLD = {'reference.amplitude': [0.0],
         'reference.center': [0.020, 0.008, 0.011, 0.011, 0.020, 0.008, 0.008, 0.011, 0.020]}
@@ -67,6 +72,7 @@ CASES = {
                   {'reference.center': [0.006], 'reference.amplitude': [0.010]}),
     'end_stops_exact': ({'end_stops': True},
                         {'reference.center': [0.006], 'reference.amplitude': [0.010]}),
+    'soft_corner': (SOFT_CORNER, {}),
     'exact_1hz': ({}, ONE_HZ),
     'hold': ({}, HOLD),
     'area': (AREA_FALL, {}),
