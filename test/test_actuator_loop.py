@@ -9,8 +9,8 @@ after the reference's 1 s blend-in (and one more second for the start-up transie
 import numpy as np
 import pytest
 
-from command_bounds import QUIET_PMA, recorded, worst_variation
-from ros_nodes import params_file, running, stall, unstalled, windows
+from support.command_bounds import QUIET_PMA, recorded, worst_variation
+from support.ros_nodes import params_file, running, stall, unstalled, windows
 
 #: starts node processes or DDS participants, for more than a few seconds
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

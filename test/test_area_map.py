@@ -9,7 +9,7 @@ values are one error naming the key. The fused tick's agreement is test/test_fus
 import numpy as np
 import pytest
 
-from command_bounds import assert_better_and_quiet, late_section_rms
+from support.command_bounds import assert_better_and_quiet, late_section_rms
 from continuum_ctrl.actuation.pressure_map import ActuationMap, area_factor
 from continuum_ctrl.control.loop import ACTIVE
 from continuum_ctrl.apps.node_pair import controller_loop, node_pair, plant_of

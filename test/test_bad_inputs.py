@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from continuum_ctrl.params.launch_description import find_executable
-from forked import Forker
-from unreadable import unreadable
+from support.forked import Forker
+from support.unreadable import unreadable
 
 #: exercises whole commands (model loading, node start-up) over many inputs
 pytestmark = pytest.mark.slow

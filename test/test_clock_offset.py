@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING
-from ros_nodes import params_file, running, START_TIMEOUT
-from safety_tools import joint_state, latest, state_publisher
+from support.ros_nodes import params_file, running, START_TIMEOUT
+from support.safety_tools import joint_state, latest, state_publisher
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

@@ -22,8 +22,8 @@ from continuum_ctrl.params import ConfigError, model_spec
 from continuum_ctrl.control import ComputedTorqueLaw
 from continuum_ctrl.control.references import MinimumJerk, Sinusoid
 from continuum_ctrl.apps.simulate import main as simulate_main
-from command_bounds import QUIET_CHATTER, QUIET_PMA
-from motion_range import motion_range
+from support.command_bounds import QUIET_CHATTER, QUIET_PMA
+from support.motion_range import motion_range
 from continuum_ctrl.models import load_model
 from continuum_ctrl.sim.closed_loop import SimulationDiverged, simulate
 

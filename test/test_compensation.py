@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from command_bounds import QUIET_PMA, worst_variation
+from support.command_bounds import QUIET_PMA, worst_variation
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.apps.node_pair import controller_loop, plant_of

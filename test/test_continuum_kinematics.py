@@ -1,6 +1,6 @@
 """Continuum-section kinematics: arc form, smoothness through straight, exact derivatives."""
 
-from continuum_reference import arc_parameters, arc_transform, local_cog, REFERENCE_ARM
+from support.continuum_reference import arc_parameters, arc_transform, local_cog, REFERENCE_ARM
 import mpmath as mp
 import numpy as np
 import pytest

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from continuum_reference import (arm, cog_kinetic_energy, integral_kinetic_energy,
-                                 REFERENCE_ARM, SECOND_ARM)
+from support.continuum_reference import (arm, cog_kinetic_energy, integral_kinetic_energy,
+                                         REFERENCE_ARM, SECOND_ARM)
 from numba import njit
 import numpy as np
 import pytest

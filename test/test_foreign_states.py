@@ -16,8 +16,8 @@ import rclpy
 from rclpy.serialization import serialize_message
 
 from continuum_ctrl.ros.controller_node import ControllerNode
-from ros_nodes import params_file
-from safety_tools import joint_state
+from support.ros_nodes import params_file
+from support.safety_tools import joint_state
 
 #: creates a DDS participant
 pytestmark = [pytest.mark.ros]

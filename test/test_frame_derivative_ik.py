@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from continuum_reference import REFERENCE_ARM, SECOND_ARM
+from support.continuum_reference import REFERENCE_ARM, SECOND_ARM
 import numpy as np
 import pytest
 

@@ -12,7 +12,7 @@ fused tick's agreement is test/test_fused_tick.py's.
 import numpy as np
 import pytest
 
-from command_bounds import assert_better_and_quiet, late_section_rms
+from support.command_bounds import assert_better_and_quiet, late_section_rms
 from continuum_ctrl.actuation.maxwell_slip import MaxwellSlip
 from continuum_ctrl.apps.node_pair import controller_loop, node_pair
 from continuum_ctrl.params import ConfigError

@@ -5,7 +5,7 @@ The compiled ticks against the Python tick they compose: the CoG arm's fused tic
 Two loops of the same settings take the same states of a closed loop: the compiled one (the
 default) and one built with ``fused=False``, whose commands drive the plant. For the
 continuum arm the plant is the simulator's integral model with the mismatch a calibration
-leaves (test/identify_plant.py) and sensor noise; for the Panda, the simulator's Pinocchio
+leaves (test/support/identify_plant.py) and sensor noise; for the Panda, the simulator's Pinocchio
 arm with sensor noise. So the states are those of a real arm, not of the controller's model.
 Each tick, the command, the effort, the reference and the integral force of the two must
 agree to 1e-12 of their scale; most ticks must have run compiled.
@@ -18,7 +18,7 @@ from continuum_ctrl.control.fused_tick import FusedTick
 from continuum_ctrl.control.loop import ACTIVE, ControlLoop
 from continuum_ctrl.control.rigid_tick import RigidTick
 from continuum_ctrl.apps.node_pair import controller_loop, plant_of
-from identify_plant import MISMATCH, NOISE
+from support.identify_plant import MISMATCH, NOISE
 
 PARAMS = 'continuum_3section.yaml'
 #: s of closed loop per case: the blend (0.3 s), then the integral at work

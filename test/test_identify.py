@@ -22,8 +22,8 @@ from continuum_ctrl.identify.signals import applied_mean
 from continuum_ctrl.apps.demo import align, write_csv
 
 sys.path.insert(0, str(Path(__file__).parent))
-from identify_plant import (assert_recovered, closed_loop, MISMATCH,  # noqa: E402
-                            NOMINAL_GAINS, PARAMS, still_csv, synthetic_run)
+from support.identify_plant import (assert_recovered, closed_loop, MISMATCH,  # noqa: E402
+                                    NOMINAL_GAINS, PARAMS, still_csv, synthetic_run)
 
 EXCITATION = 'config/identify_excitation.yaml'
 #: sensor noise of the acceptance runs: m and m/s standard deviations

@@ -21,8 +21,8 @@ from continuum_ctrl.identify.setup import read_setup
 from continuum_ctrl.params import ConfigError
 
 sys.path.insert(0, str(Path(__file__).parent))
-from identify_plant import (assert_recovered, closed_loop, MISMATCH, PARAMS,  # noqa: E402
-                            synthetic_run)
+from support.identify_plant import (assert_recovered, closed_loop, MISMATCH, PARAMS,  # noqa: E402
+                                    synthetic_run)
 
 EXCITATION = 'config/identify_excitation.yaml'
 NOISE = {'noise.position': 1e-5, 'noise.velocity': 1e-3, 'noise.seed': 3}

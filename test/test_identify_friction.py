@@ -25,7 +25,7 @@ from continuum_ctrl.identify.setup import read_setup
 from continuum_ctrl.params import ConfigError
 
 sys.path.insert(0, str(Path(__file__).parent))
-from identify_plant import closed_loop, PARAMS, synthetic_run  # noqa: E402
+from support.identify_plant import closed_loop, PARAMS, synthetic_run  # noqa: E402
 
 EXCITATION = 'config/identify_excitation.yaml'
 NOISE = {'noise.position': 1e-5, 'noise.velocity': 1e-3, 'noise.seed': 3}

@@ -25,8 +25,8 @@ from continuum_ctrl.identify.setup import read_setup
 from continuum_ctrl.identify.signals import grid
 
 sys.path.insert(0, str(Path(__file__).parent))
-from identify_plant import (lengths_only_bag, MUJOCO_MISMATCH, NOMINAL_GAINS,  # noqa: E402
-                            PARAMS, synthetic_run)
+from support.identify_plant import (lengths_only_bag, MUJOCO_MISMATCH, NOMINAL_GAINS,  # noqa: E402
+                                    PARAMS, synthetic_run)
 
 EXCITATION = 'config/identify_excitation.yaml'
 #: the MuJoCo plant's PMA parameters (MUJOCO_MISMATCH on the nominal file)

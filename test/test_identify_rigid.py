@@ -17,8 +17,8 @@ from continuum_ctrl.identify.signals import grid
 from continuum_ctrl.apps.demo import write_csv
 
 sys.path.insert(0, str(Path(__file__).parent))
-from identify_plant import (rigid_closed_loop, RIGID_MASS_SCALE, RIGID_PARAMS,  # noqa: E402
-                            still_csv, synthetic_rigid_run)
+from support.identify_plant import (rigid_closed_loop, RIGID_MASS_SCALE,  # noqa: E402
+                                    RIGID_PARAMS, still_csv, synthetic_rigid_run)
 
 NOISE = {'noise.position': 1e-4, 'noise.velocity': 1e-3, 'noise.seed': 1}
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from motion_range import motion_range
+from support.motion_range import motion_range
 from continuum_ctrl.models import load_model
 from continuum_ctrl.models.integrators import (implicit_damping_euler_step,
                                                implicit_damping_euler_stepper, INTEGRATORS,

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from continuum_reference import disc_transform, filled, REFERENCE_ARM, SECOND_ARM, vee
+from support.continuum_reference import disc_transform, filled, REFERENCE_ARM, SECOND_ARM, vee
 import numpy as np
 import pinocchio as pin
 import pytest

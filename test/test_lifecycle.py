@@ -18,7 +18,7 @@ from rclpy.parameter import Parameter
 from continuum_ctrl.params.launch_description import controller, simulation
 from continuum_ctrl.apps.launch import start, stop
 from continuum_ctrl.ros.recorder import Recorder
-from ros_nodes import call_service, params_file, START_TIMEOUT
+from support.ros_nodes import call_service, params_file, START_TIMEOUT
 
 #: starts node processes, for more than a few seconds
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

@@ -18,8 +18,8 @@ from rclpy.serialization import serialize_message
 from continuum_ctrl.ros.controller_node import ControllerNode
 from continuum_ctrl.runtime.controller_runtime import DEGRADED
 from continuum_ctrl.runtime.loop_thread import LoopThread
-from ros_nodes import params_file
-from safety_tools import joint_state
+from support.ros_nodes import params_file
+from support.safety_tools import joint_state
 
 #: creates a DDS participant
 pytestmark = [pytest.mark.ros]

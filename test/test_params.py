@@ -7,7 +7,7 @@ import pytest
 
 from continuum_ctrl.params import (config_path, ConfigError, Field, file_parameters,
                                    model_spec, node_parameters, read_yaml, Reader)
-from unreadable import unreadable
+from support.unreadable import unreadable
 
 
 def test_model_spec_of_a_node_merges_the_wildcard_section_as_rcl_does():

@@ -9,7 +9,7 @@ name is one error line listing the registered ones.
 
 from dataclasses import dataclass
 
-from continuum_reference import REFERENCE_ARM
+from support.continuum_reference import REFERENCE_ARM
 import numpy as np
 import pytest
 

@@ -14,13 +14,13 @@ import functools
 import numpy as np
 import pytest
 
-from command_bounds import late_section_rms, QUIET_PMA, worst_variation
+from support.command_bounds import late_section_rms, QUIET_PMA, worst_variation
 from continuum_ctrl.control import ComputedTorqueLaw
 from continuum_ctrl.control.integral import IntegralAction
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
-from identify_plant import MISMATCH, NOISE
+from support.identify_plant import MISMATCH, NOISE
 from continuum_ctrl.apps.node_pair import controller_loop, node_pair, plant_of
 
 PARAMS = 'continuum_3section.yaml'

@@ -12,9 +12,9 @@ latency the valve prediction covers.
 import numpy as np
 import pytest
 
-from identify_plant import MISMATCH
-from command_bounds import QUIET_PMA, recorded, worst_variation
-from ros_nodes import params_file, running, stall, unstalled, windows
+from support.identify_plant import MISMATCH
+from support.command_bounds import QUIET_PMA, recorded, worst_variation
+from support.ros_nodes import params_file, running, stall, unstalled, windows
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

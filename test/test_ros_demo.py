@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING
-from command_bounds import worst_chatter, worst_variation
-from ros_nodes import stall_of, unstalled
+from support.command_bounds import worst_chatter, worst_variation
+from support.ros_nodes import stall_of, unstalled
 
 
 #: starts node processes or DDS participants, for more than a few seconds

@@ -14,8 +14,8 @@ import time
 import numpy as np
 import pytest
 
-from command_bounds import QUIET_CHATTER, recorded, worst_chatter
-from ros_nodes import params_file, running
+from support.command_bounds import QUIET_CHATTER, recorded, worst_chatter
+from support.ros_nodes import params_file, running
 
 #: starts node processes or DDS participants, for more than a few seconds
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

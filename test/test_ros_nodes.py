@@ -25,8 +25,9 @@ from continuum_ctrl.params.launch_description import config_path, CONTROLLER
 from continuum_ctrl.models import load_model
 from continuum_ctrl.ros.conversion import stamp_seconds
 from continuum_ctrl.runtime.scheduling import set_thread_priority
-from command_bounds import QUIET_CHATTER, QUIET_PMA, recorded, worst_chatter, worst_variation
-from ros_nodes import in_thread, params_file, running, windows
+from support.command_bounds import (QUIET_CHATTER, QUIET_PMA, recorded, worst_chatter,
+                                    worst_variation)
+from support.ros_nodes import in_thread, params_file, running, windows
 
 #: starts node processes or DDS participants, for more than a few seconds
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -357,7 +358,7 @@ def test_runner_stops_nodes_and_the_last_command_is_safe(tmp_path, message):
     """
     import subprocess
     import sys
-    from ros_nodes import Recorder, START_TIMEOUT
+    from support.ros_nodes import Recorder, START_TIMEOUT
     path = params_file(tmp_path, 'planar_2r.yaml', all={'output': {'message': message}})
     with Recorder(message=message, bag=True) as rec:
         runner = subprocess.Popen([sys.executable, '-m', 'continuum_ctrl.apps.cli', 'launch',

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 import pytest
-from ros_nodes import params_file, running
+from support.ros_nodes import params_file, running
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

@@ -16,7 +16,7 @@ from continuum_ctrl.params import ConfigError, file_parameters, nest
 from continuum_ctrl.apps.node_pair import check_parameter_file
 from continuum_ctrl.runtime.node_settings import ControllerNodeSettings, SimulatorNodeSettings
 from continuum_ctrl.sim.plant import PlantSettings
-from ros_nodes import params_file
+from support.ros_nodes import params_file
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ('planar_2r.yaml', 'panda.yaml', 'continuum_3section.yaml', 'continuum_task.yaml')

@@ -10,7 +10,7 @@ import time
 from geometry_msgs.msg import PoseStamped
 import numpy as np
 import pytest
-from ros_nodes import params_file, running
+from support.ros_nodes import params_file, running
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from visualization_msgs.msg import Marker, MarkerArray

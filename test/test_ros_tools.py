@@ -11,7 +11,7 @@ import pytest
 from sensor_msgs.msg import JointState
 
 from continuum_ctrl.params.launch_description import config_path
-from ros_nodes import running
+from support.ros_nodes import running
 
 pytestmark = pytest.mark.ros
 

@@ -29,9 +29,9 @@ from rclpy.serialization import serialize_message
 from continuum_ctrl.params.launch_description import config_path, DEFAULT_PARAMS
 from continuum_ctrl.params import read_yaml
 from continuum_ctrl.ros.controller_node import ControllerNode
-from exit_probe import CommandListener, exit_once, launch_command
-from ros_nodes import params_file
-from safety_tools import joint_state
+from support.exit_probe import CommandListener, exit_once, launch_command
+from support.ros_nodes import params_file
+from support.safety_tools import joint_state
 
 #: starts node processes, twenty-odd times
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

@@ -20,9 +20,9 @@ from trajectory_msgs.msg import JointTrajectory
 from continuum_ctrl.params.launch_description import config_path, CONTROLLER
 from continuum_ctrl.models import load_model
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING, DEGRADED
-from ros_nodes import params_file, running
-from safety_tools import (joint_state, publish_until, state_publisher, Timeline,
-                          trajectory, wait_diagnostics, wall, within)
+from support.ros_nodes import params_file, running
+from support.safety_tools import (joint_state, publish_until, state_publisher, Timeline,
+                                  trajectory, wait_diagnostics, wall, within)
 
 #: starts node processes or DDS participants, for more than a few seconds
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

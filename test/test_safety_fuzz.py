@@ -26,8 +26,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from continuum_ctrl.ros.controller_node import ControllerNode
 from continuum_ctrl.ros.conversion import MAX_POSITION, MAX_SPEED
-from ros_nodes import params_file
-from safety_tools import joint_state, within
+from support.ros_nodes import params_file
+from support.safety_tools import joint_state, within
 
 #: starts node processes or DDS participants, for more than a few seconds
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

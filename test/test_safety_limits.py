@@ -27,8 +27,8 @@ import pytest
 from continuum_ctrl.params.launch_description import config_path
 from continuum_ctrl.models import load_model
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING
-from ros_nodes import params_file, running
-from safety_tools import Timeline, within
+from support.ros_nodes import params_file, running
+from support.safety_tools import Timeline, within
 
 #: starts node processes or DDS participants, for more than a few seconds
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

@@ -37,8 +37,8 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.runtime.controller_runtime import DEGRADED
-from ros_nodes import params_file, running, windows as describe
-from safety_tools import latest
+from support.ros_nodes import params_file, running, windows as describe
+from support.safety_tools import latest
 
 #: starts node processes or DDS participants, for more than a few seconds
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

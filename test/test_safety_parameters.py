@@ -16,9 +16,9 @@ from rclpy.parameter import Parameter
 from continuum_ctrl.params import read_yaml
 from continuum_ctrl.params.launch_description import (config_path, CONTROLLER, controller,
                                                       simulation)
-from forked import Forker
-from ros_nodes import merge, params_file, running
-from safety_tools import joint_state, state_publisher, Timeline, wall
+from support.forked import Forker
+from support.ros_nodes import merge, params_file, running
+from support.safety_tools import joint_state, state_publisher, Timeline, wall
 
 #: starts node processes or DDS participants, for more than a few seconds
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

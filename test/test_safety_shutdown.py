@@ -17,8 +17,8 @@ from std_msgs.msg import Float64MultiArray
 
 from continuum_ctrl.params.launch_description import CONTROLLER
 from continuum_ctrl.ros.controller_node import ControllerNode
-from ros_nodes import params_file, running, START_TIMEOUT
-from safety_tools import joint_state
+from support.ros_nodes import params_file, running, START_TIMEOUT
+from support.safety_tools import joint_state
 
 #: starts node processes or DDS participants, for more than a few seconds
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

@@ -20,7 +20,7 @@ from std_msgs.msg import Float64MultiArray
 from continuum_ctrl.params.launch_description import CONTROLLER, simulation
 from continuum_ctrl.apps.launch import start, stop
 from continuum_ctrl.ros.conversion import stamp_seconds
-from ros_nodes import params_file, Recorder, START_TIMEOUT
+from support.ros_nodes import params_file, Recorder, START_TIMEOUT
 
 #: starts node processes or DDS participants, for more than a few seconds
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

@@ -22,9 +22,9 @@ from continuum_ctrl.params.launch_description import config_path, simulation
 from continuum_ctrl.apps.launch import start
 from continuum_ctrl.models import load_model
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING
-from ros_nodes import params_file, running, START_TIMEOUT
-from safety_tools import (joint_state, SentStates, state_publisher, Timeline,
-                          wait_diagnostics, wall)
+from support.ros_nodes import params_file, running, START_TIMEOUT
+from support.safety_tools import (joint_state, SentStates, state_publisher, Timeline,
+                                  wait_diagnostics, wall)
 
 #: starts node processes or DDS participants, for more than a few seconds
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

@@ -12,7 +12,7 @@ import pytest
 
 from continuum_ctrl.runtime.scheduling import set_node_priority, set_thread_priority
 from conftest import REALTIME_RUN_LIMIT
-from ros_nodes import in_thread
+from support.ros_nodes import in_thread
 
 pytestmark = pytest.mark.skipif(not hasattr(os, 'sched_getscheduler'), reason='Linux only')
 

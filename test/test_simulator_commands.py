@@ -17,7 +17,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from continuum_ctrl.ros.simulator_node import SimulatorNode
-from ros_nodes import params_file
+from support.ros_nodes import params_file
 
 #: creates a DDS participant
 pytestmark = [pytest.mark.ros]

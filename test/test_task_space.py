@@ -3,7 +3,7 @@
 from pathlib import Path
 import warnings
 
-from continuum_reference import REFERENCE_ARM
+from support.continuum_reference import REFERENCE_ARM
 import numpy as np
 import pytest
 

@@ -25,7 +25,7 @@ from continuum_ctrl.tuning.linear_loop import (estimator, Gains, LoopOptions, Lo
 from continuum_ctrl.tuning.margins import loop_margins, loop_response, spectral_radius
 from continuum_ctrl.tuning.proposal import (assess, corners, propose, Requirement, Setup,
                                             uniform)
-from command_bounds import QUIET_PMA, worst_variation
+from support.command_bounds import QUIET_PMA, worst_variation
 
 PARAMS = 'continuum_3section.yaml'
 #: the loop these figures were measured on: the file's former gains and 1 s blend on measured

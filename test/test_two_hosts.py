@@ -1,7 +1,7 @@
 """
 The controller and the simulator on two hosts: network namespaces and a link between them.
 
-One run of the shipped continuum config (`test/two_hosts.py` makes the rig) goes through a
+One run of the shipped continuum config (`test/support/two_hosts.py` makes the rig) goes through a
 timeline: tracking, the link down for 0.05 s, 0.5 s and 5 s, a burst of duplicated and
 reordered packets, and a SIGINT to the controller while the link is down. The tests then
 judge the records of both sides; each prints its figures (`pytest -s`). Runs on loopback
@@ -26,8 +26,8 @@ from continuum_ctrl.params.launch_description import config_path, CONTROLLER, SI
 from continuum_ctrl.params import read_yaml
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING
 from continuum_ctrl.sim.plant import PLANT_FIELDS
-from ros_nodes import params_file, running, stall, STALL_GAP, stall_of, unstalled
-from two_hosts import Link, pair, RIG_ENV, Unavailable
+from support.ros_nodes import params_file, running, stall, STALL_GAP, stall_of, unstalled
+from support.two_hosts import Link, pair, RIG_ENV, Unavailable
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -140,8 +140,8 @@ def timeline(link, tmp_path_factory):
             time.sleep(RECOVERY)
         start = time.time()
         replayer = subprocess.run(
-            [sys.executable, str(Path(__file__).with_name('rig_replay.py')), link.near,
-             link.ends[link.near], link.far, link.ends[link.far], str(REPLAY),
+            [sys.executable, str(Path(__file__).parent / 'support' / 'rig_replay.py'),
+             link.near, link.ends[link.near], link.far, link.ends[link.far], str(REPLAY),
              str(REPLAY_SHARE)], capture_output=True, text=True, check=True)
         replay = (start, time.time(), int(replayer.stdout))
         time.sleep(1.0)
@@ -416,8 +416,9 @@ def test_a_command_replayed_late_over_the_link_is_dropped(link, tmp_path):
         time.sleep(BLEND_TIME + 1.0)
         start = time.time()
         replayer = subprocess.run(
-            link.command(link.near, [sys.executable, str(Path(__file__).with_name(
-                'rig_late_command.py')), str(LATE_REPLAYS), str(LATE_AGE)]),
+            link.command(link.near, [
+                sys.executable, str(Path(__file__).parent / 'support' / 'rig_late_command.py'),
+                str(LATE_REPLAYS), str(LATE_AGE)]),
             env={**os.environ, **RIG_ENV}, capture_output=True, text=True, check=True)
         end = time.time()
         time.sleep(2.5)                 # two diagnostics windows of the simulator's

@@ -10,7 +10,7 @@ The controller runs in the namespace `link.near`, the simulator in `link.far` (`
 exec`), each behind a veth pair to a bridge in `link.wire`. DDS discovers over the link
 (SUBNET range, multicast), and the nodes' Fast DDS has UDPv4 as its only transport: its
 shared memory would otherwise carry the data between two processes of one machine past the
-link. A listener process on each side (test/rig_listener.py) records what that side sees.
+link. A listener process on each side (test/support/rig_listener.py) records what that side sees.
 """
 
 import contextlib
@@ -26,7 +26,7 @@ from pathlib import Path
 from continuum_ctrl.params.launch_description import CONTROLLER, SIMULATOR, simulation
 from continuum_ctrl.apps.launch import start, stop
 from conftest import PARTICIPANT_PROFILE, profiles_variable
-from ros_nodes import START_TIMEOUT
+from support.ros_nodes import START_TIMEOUT
 
 #: the listener script, run once per side
 LISTENER = Path(__file__).with_name('rig_listener.py')
@@ -137,7 +137,7 @@ class Run:
     The nodes and listeners of one run on the rig.
 
     `controller`, `simulator`: their Popen; `near`, `far`: the listeners' records once
-    `finish` was called (see test/rig_listener.py); `logs`: node name -> log path.
+    `finish` was called (see test/support/rig_listener.py); `logs`: node name -> log path.
     """
 
     def __init__(self, link, processes, listeners, outputs, logs):

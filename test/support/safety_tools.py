@@ -1,7 +1,7 @@
 """
 Helpers for the safety tests: fault-injecting messages, diagnostics.
 
-The node processes themselves are started by test/ros_nodes.py (launch description command
+The node processes themselves are started by test/support/ros_nodes.py (launch description command
 lines); this module only adds what the fault injection needs.
 """
 

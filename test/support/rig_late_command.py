@@ -1,7 +1,7 @@
 """
 Replay the controller's stamped commands late, from beside it on the two-host rig.
 
-    ip netns exec NEAR python test/rig_late_command.py COUNT [AGE]
+    ip netns exec NEAR python test/support/rig_late_command.py COUNT [AGE]
 
 Hears the controller's `~/commands` (`output.message: joint_state`), then publishes COUNT
 times, 50 ms apart, the command it heard AGE s ago (default 0.5), unchanged: as a network

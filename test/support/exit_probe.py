@@ -10,7 +10,7 @@ The listener is a reliable subscriber of depth 100 on the controller's `~/comman
 process of its own (this one), as a user's logger or a hardware bridge would be. Run as a
 script, it repeats exits and prints the count of runs whose last command was not the safe one:
 
-    python test/exit_probe.py --runs 20 --signal INT --params planar_2r.yaml
+    python test/support/exit_probe.py --runs 20 --signal INT --params planar_2r.yaml
 """
 
 import argparse

@@ -1,7 +1,7 @@
 """
 Replay packets on the two-host rig's link: a burst of duplicated, reordered frames.
 
-    python test/rig_replay.py NEAR_NS NEAR_END FAR_NS FAR_END SECONDS [SHARE]
+    python test/support/rig_replay.py NEAR_NS NEAR_END FAR_NS FAR_END SECONDS [SHARE]
 
 For SECONDS, every unicast IPv4 frame that arrives at one host's end of the link is, with
 probability SHARE (default 0.5), sent again from the other host's end after a random delay

@@ -1,7 +1,7 @@
 """
-A listener on one side of the two-host rig (test/two_hosts.py), as a process of its own.
+A listener on one side of the two-host rig (test/support/two_hosts.py), as a process of its own.
 
-    ip netns exec NS python test/rig_listener.py {near|far} OUT.pickle
+    ip netns exec NS python test/support/rig_listener.py {near|far} OUT.pickle
 
 `near` (beside the controller) runs a Recorder: the controller's `~/state` (with each one's
 loop status), `~/commands` and /diagnostics; it prints ``active`` once the controller
