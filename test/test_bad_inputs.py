@@ -1,5 +1,5 @@
 """
-Every entry point over the bad-input corpus (test/bad_inputs/): one error line, exit status 2.
+Every entry point over the bad-input corpus (test/data/bad_inputs/): one error line, exit status 2.
 
 Each entry of `CORPUS` is an input and the name its error line must give (the file or the
 key); each entry of `ENTRY_POINTS` a command line and the kinds of input it reads. A new
@@ -19,7 +19,7 @@ from support.unreadable import unreadable
 #: exercises whole commands (model loading, node start-up) over many inputs
 pytestmark = pytest.mark.slow
 
-HERE = Path(__file__).resolve().parent / 'bad_inputs'
+HERE = Path(__file__).resolve().parent / 'data' / 'bad_inputs'
 #: made by the test without read permission (git keeps no such file)
 UNREADABLE = 'unreadable.yaml'
 #: input -> (argument, what the error line must name, kind: any | symbolic | continuum)
