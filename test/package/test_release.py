@@ -6,7 +6,7 @@ from pathlib import Path
 from catkin_pkg.changelog import get_changelog_from_path
 from catkin_pkg.package import parse_package
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def setup_keywords():

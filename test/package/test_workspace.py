@@ -25,7 +25,7 @@ import pytest
 from continuum_ctrl.params.launch_description import CONTROLLER
 from continuum_ctrl.numerics.jit import COMPILE_NOTICE
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: seconds from the launch to the first command heard, on a loaded 2-core machine
 FIRST_COMMAND_BOUND = 30.0
 COLCON = shutil.which('colcon') or shutil.which('colcon', path=str(Path(sys.executable).parent))

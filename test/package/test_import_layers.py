@@ -18,7 +18,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = 'continuum_ctrl'
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 #: the layers, bottom to top
 LAYERS = ('params', 'numerics', 'models', 'actuation', 'control', 'runtime', 'sim',

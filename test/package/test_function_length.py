@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / 'continuum_ctrl'
+PACKAGE = Path(__file__).resolve().parents[2] / 'continuum_ctrl'
 #: the longest a function may be, lines
 MAX_LINES = 80
 #: (module path in the package, function): why its length is what the arithmetic needs

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ['continuum_ctrl', 'launch', 'test', 'bench', 'setup.py']
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from mypy import api
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.linter

@@ -17,7 +17,7 @@ import tarfile
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = ROOT / 'test' / 'data' / 'rosdistro-snapshot.tar.gz'
 #: distribution -> the Ubuntu release its binary packages are built for (REP 2000)
 PLATFORMS = {'humble': 'ubuntu:jammy', 'jazzy': 'ubuntu:noble', 'kilted': 'ubuntu:noble'}
