@@ -17,7 +17,7 @@ from continuum_ctrl.models.continuum.params import DEFAULT_BETA
 ARMS = {'reference': REFERENCE_ARM, 'second': SECOND_ARM}
 KINDS = ('continuum_cog', 'continuum_integral')
 CASES = [(a, k) for a in ARMS for k in KINDS]
-CONFIG = Path(__file__).resolve().parents[1] / 'config' / 'continuum_3section.yaml'
+CONFIG = Path(__file__).resolve().parents[2] / 'config' / 'continuum_3section.yaml'
 
 
 @pytest.fixture(scope='module')

@@ -12,7 +12,7 @@ from continuum_ctrl.models.integrators import (implicit_damping_euler_step,
                                                implicit_damping_euler_stepper, INTEGRATORS,
                                                rk4_step, semi_implicit_euler_step)
 
-CONFIG = Path(__file__).resolve().parents[1] / 'config'
+CONFIG = Path(__file__).resolve().parents[2] / 'config'
 HORIZON = 0.3  # s
 
 

@@ -12,7 +12,7 @@ from continuum_ctrl.control.ik import InverseKinematics
 from continuum_ctrl.models.base import FrameError
 from continuum_ctrl.models.rigid import resolve_urdf
 
-CONFIG = Path(__file__).resolve().parents[1] / 'config'
+CONFIG = Path(__file__).resolve().parents[2] / 'config'
 PANDA = 'package://example-robot-data/robots/panda_description/urdf/panda.urdf'
 TIP = 'section3_tip'
 

@@ -11,7 +11,7 @@ import pytest
 from continuum_ctrl import load_model
 from continuum_ctrl.models.rigid import resolve_urdf
 
-CONFIG = Path(__file__).resolve().parents[1] / 'config'
+CONFIG = Path(__file__).resolve().parents[2] / 'config'
 PANDA = 'package://example-robot-data/robots/panda_description/urdf/panda.urdf'
 UR5 = 'package://ur_description/urdf/ur5_robot.urdf'
 ARMS = {

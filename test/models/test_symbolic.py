@@ -18,7 +18,7 @@ from continuum_ctrl.models.christoffel import coriolis_from_dM
 from continuum_ctrl.models.rigid import resolve_urdf
 from continuum_ctrl.models.symbolic import derive
 
-PLANAR_2R = Path(__file__).resolve().parents[1] / 'config' / 'planar_2r.yaml'
+PLANAR_2R = Path(__file__).resolve().parents[2] / 'config' / 'planar_2r.yaml'
 PENDULUM_URDF = 'package://double_pendulum_description/urdf/double_pendulum.urdf'
 
 # the planar 2R arm of config/planar_2r.yaml

@@ -73,7 +73,7 @@ def test_a_key_is_read_as_its_field_in_a_table_by_its_dotted_name():
     assert err.value.key == 'plant.step'
 
 
-BAD_INPUTS = Path(__file__).resolve().parent / 'data' / 'bad_inputs'
+BAD_INPUTS = Path(__file__).resolve().parents[1] / 'data' / 'bad_inputs'
 
 
 @pytest.mark.parametrize('kind, reason', [('binary', 'binary data'),

@@ -9,7 +9,7 @@ import pytest
 from continuum_ctrl import load_model
 from continuum_ctrl.control.ik import InverseKinematics
 
-CONFIG = Path(__file__).resolve().parents[1] / 'config'
+CONFIG = Path(__file__).resolve().parents[2] / 'config'
 
 
 def difference_derivative(model, q, qd, frame, dt=1e-6):

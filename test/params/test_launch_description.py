@@ -11,7 +11,7 @@ from continuum_ctrl.params.launch_description import (CONTROLLER, controller, DE
                                                       DESCRIPTIONS, PACKAGE, simulation,
                                                       SIMULATOR)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILES = {'controller': ROOT / 'launch' / 'controller.launch.py',
                 'simulation': ROOT / 'launch' / 'simulation.launch.py'}
 

@@ -11,7 +11,7 @@ from continuum_ctrl.models.continuum.fit import (energy_features, fit, min_eigen
                                                  relative_errors, sample_states)
 from continuum_ctrl.models.continuum.params import DEFAULT_BETA, read_spec
 
-CONFIG = Path(__file__).resolve().parents[1] / 'config' / 'continuum_3section.yaml'
+CONFIG = Path(__file__).resolve().parents[2] / 'config' / 'continuum_3section.yaml'
 
 
 @pytest.mark.parametrize('name,spec,seed', [('reference', REFERENCE_ARM, 101),
