@@ -24,7 +24,7 @@ from continuum_ctrl.identify.report import fitted_yaml
 from continuum_ctrl.identify.setup import read_setup
 from continuum_ctrl.params import ConfigError
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from support.identify_plant import closed_loop, PARAMS, synthetic_run  # noqa: E402
 
 EXCITATION = 'config/identify_excitation.yaml'

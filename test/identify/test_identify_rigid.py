@@ -16,7 +16,7 @@ from continuum_ctrl.identify.setup import read_setup
 from continuum_ctrl.identify.signals import grid
 from continuum_ctrl.apps.demo import write_csv
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from support.identify_plant import (rigid_closed_loop, RIGID_MASS_SCALE,  # noqa: E402
                                     RIGID_PARAMS, still_csv, synthetic_rigid_run)
 

@@ -24,7 +24,7 @@ from continuum_ctrl.identify.fit import identify
 from continuum_ctrl.identify.setup import read_setup
 from continuum_ctrl.identify.signals import grid
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from support.identify_plant import (lengths_only_bag, MUJOCO_MISMATCH, NOMINAL_GAINS,  # noqa: E402
                                     PARAMS, synthetic_run)
 

@@ -17,7 +17,7 @@ from continuum_ctrl.params import ConfigError, file_parameters
 from continuum_ctrl.ros.conversion import Rejected
 from continuum_ctrl.runtime.node_settings import ControllerNodeSettings
 
-CONFIG = Path(__file__).resolve().parents[1] / 'config'
+CONFIG = Path(__file__).resolve().parents[2] / 'config'
 TIP = 'section3_tip'
 DT = 2e-3
 

@@ -21,7 +21,7 @@ from continuum_ctrl.identify.setup import read_setup
 from continuum_ctrl.identify.signals import applied_mean
 from continuum_ctrl.apps.demo import align, write_csv
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from support.identify_plant import (assert_recovered, closed_loop, MISMATCH,  # noqa: E402
                                     NOMINAL_GAINS, PARAMS, still_csv, synthetic_run)
 

@@ -9,7 +9,7 @@ from continuum_ctrl.params import ConfigError
 from continuum_ctrl.control import ComputedTorqueLaw, computed_torque, validate_gain
 from continuum_ctrl.models import load_model
 
-CONFIG = Path(__file__).resolve().parents[1] / 'config'
+CONFIG = Path(__file__).resolve().parents[2] / 'config'
 
 # printed by an independent implementation of the same law on this arm (run once, with the
 # state and gains of the test below), to check this one against

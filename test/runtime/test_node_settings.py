@@ -18,7 +18,7 @@ from continuum_ctrl.runtime.node_settings import ControllerNodeSettings, Simulat
 from continuum_ctrl.sim.plant import PlantSettings
 from support.ros_nodes import params_file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ('planar_2r.yaml', 'panda.yaml', 'continuum_3section.yaml', 'continuum_task.yaml')
 
 

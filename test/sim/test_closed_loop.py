@@ -27,7 +27,7 @@ from support.motion_range import motion_range
 from continuum_ctrl.models import load_model
 from continuum_ctrl.sim.closed_loop import SimulationDiverged, simulate
 
-CONFIG = Path(__file__).resolve().parents[1] / 'config'
+CONFIG = Path(__file__).resolve().parents[2] / 'config'
 
 
 def linear_error(kp, kd, x0, t):
