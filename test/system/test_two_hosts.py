@@ -140,7 +140,7 @@ def timeline(link, tmp_path_factory):
             time.sleep(RECOVERY)
         start = time.time()
         replayer = subprocess.run(
-            [sys.executable, str(Path(__file__).parent / 'support' / 'rig_replay.py'),
+            [sys.executable, str(Path(__file__).parents[1] / 'support' / 'rig_replay.py'),
              link.near, link.ends[link.near], link.far, link.ends[link.far], str(REPLAY),
              str(REPLAY_SHARE)], capture_output=True, text=True, check=True)
         replay = (start, time.time(), int(replayer.stdout))
@@ -417,7 +417,7 @@ def test_a_command_replayed_late_over_the_link_is_dropped(link, tmp_path):
         start = time.time()
         replayer = subprocess.run(
             link.command(link.near, [
-                sys.executable, str(Path(__file__).parent / 'support' / 'rig_late_command.py'),
+                sys.executable, str(Path(__file__).parents[1] / 'support' / 'rig_late_command.py'),
                 str(LATE_REPLAYS), str(LATE_AGE)]),
             env={**os.environ, **RIG_ENV}, capture_output=True, text=True, check=True)
         end = time.time()

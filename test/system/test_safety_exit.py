@@ -42,7 +42,7 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 EXITS = 10
 #: the log line of a safe command the subscribers acknowledged (ros.plumbing.deliver)
 ACKNOWLEDGED = 'safe command: acknowledged after'
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def reference_safe_command():

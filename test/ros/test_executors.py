@@ -13,7 +13,7 @@ from rclpy.executors import SingleThreadedExecutor
 
 from continuum_ctrl.ros.plumbing import find_events_executor, single_threaded_executor
 
-PACKAGE = Path(__file__).resolve().parents[1] / 'continuum_ctrl'
+PACKAGE = Path(__file__).resolve().parents[2] / 'continuum_ctrl'
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from support.unreadable import unreadable
 #: exercises whole commands (model loading, node start-up) over many inputs
 pytestmark = pytest.mark.slow
 
-HERE = Path(__file__).resolve().parent / 'data' / 'bad_inputs'
+HERE = Path(__file__).resolve().parents[1] / 'data' / 'bad_inputs'
 #: made by the test without read permission (git keeps no such file)
 UNREADABLE = 'unreadable.yaml'
 #: input -> (argument, what the error line must name, kind: any | symbolic | continuum)

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 #: reference amplitude of config/continuum_3section.yaml, m: holding still would err by this
 AMPLITUDE = 0.007
 P_MAX = 5e5
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: share of the ticks and largest gap (s) that a recording must keep, of those the loop made
 #: (its skipped deadlines have no tick to record). The demo warns below its own goal
 #: (apps/demo.py: COMPLETE, MAX_GAP: 99 %, 20 ms), which a slow, loaded 2-core machine

@@ -18,7 +18,7 @@ from continuum_ctrl.apps.docs import COMMAND, PAGE, render
 from continuum_ctrl.models.integrators import INTEGRATORS
 from continuum_ctrl.sim.plant import FIELDS as PLANT_FIELDS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 #: the string keys that take names, and their Field
 NAMED = {
