@@ -3,7 +3,8 @@ The controller's force map with a falling area (`output.area_slope`): ``area (1 
 
 The map inverts exactly at any length; the loop commands through it at the state the tick
 starts from; the plant takes `output.area_slope` unless `pma.area_slope` says otherwise; bad
-values are one error naming the key. The fused tick's agreement is test/test_fused_tick.py's.
+values are one error naming the key. The fused tick's agreement is
+test/control/test_fused_tick.py's.
 """
 
 import numpy as np

@@ -14,7 +14,7 @@ SETTLE, DURATION = 2.0, 4.0
 
 
 #: the compensation on measured states, at the gains these figures were measured with (kp 700,
-#: kd 40: the file's former ones; its observer loop: test/test_observer.py)
+#: kd 40: the file's former ones; its observer loop: test/control/test_observer.py)
 MEASURED_STATES = {'observer.type': 'none', 'gains.kp': [700.0] * 9, 'gains.kd': [40.0] * 9}
 
 

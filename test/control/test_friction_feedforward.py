@@ -6,7 +6,7 @@ simulator's own model) that the reference drives: it adds exactly that force and
 else, turns round over ``2 friction / stiffness`` of the reference's travel, holds its force
 at a held pose, restarts relaxed at activation; bad values are one error naming the key; on
 a plant whose PMAs rub, knowing the friction tracks better and the commands stay quiet. The
-fused tick's agreement is test/test_fused_tick.py's.
+fused tick's agreement is test/control/test_fused_tick.py's.
 """
 
 import numpy as np
