@@ -23,8 +23,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'test'))
 
-from identify_plant import (closed_loop, MISMATCH, NOISE, NOMINAL_GAINS,  # noqa: E402
-                            PARAMS, RIGID_PARAMS, synthetic_rigid_run, synthetic_run)
+from support.identify_plant import (closed_loop, MISMATCH, NOISE, NOMINAL_GAINS,  # noqa: E402
+                                    PARAMS, RIGID_PARAMS, synthetic_rigid_run, synthetic_run)
 
 from continuum_ctrl.identify.fit import DEFAULT_FIT, identify, Options  # noqa: E402
 from continuum_ctrl.identify.rigid import identify_rigid, RigidArm  # noqa: E402

@@ -1,6 +1,10 @@
 """
 Test-wide settings: the `ros` and `slow` markers, and one DDS domain per ROS test module.
 
+The folders mirror the package's layers (README.md here: which test goes where); a module is
+keyed by its file name, unique across the folders, and the shared helpers are imported from
+`support` (this directory is on ``sys.path``, as the conftest's).
+
 Tests that start nodes or DDS participants carry the `ros` marker; `ros_domain` gives each
 module holding such tests a DDS domain of its own for its duration, counted from the run's
 ROS_DOMAIN_ID (`./run` picks one per run), with discovery kept on this machine. Run the fast

@@ -5,7 +5,7 @@ The parameter reference, docs/parameters.md, written from the Field tables.
     python -m continuum_ctrl.apps.docs [--out PATH] [--check]
 
 The tables are the schema the nodes declare and validate with, so the page cannot drift from
-the code: `test/test_parameter_reference.py` fails when the committed page differs from what
+the code: `test/apps/test_parameter_reference.py` fails when the committed page differs from what
 this writes. A new table of Fields is added to `sections` below.
 """
 
@@ -36,7 +36,7 @@ This page is generated from the schema the nodes declare and validate with (the 
 of `continuum_ctrl/models/fields.py`, `continuum_ctrl/control/settings.py`,
 `continuum_ctrl/sim/plant.py` and `continuum_ctrl/runtime/node_settings.py`). After changing a
 table, run `{COMMAND}` (or `continuum-ctrl docs`) from the repository root;
-`test/test_parameter_reference.py` fails while the page is stale.
+`test/apps/test_parameter_reference.py` fails while the page is stale.
 
 Parameter files are standard ROS 2 YAML. What both nodes share (`model.*`, `joints`,
 `output.*`) sits under `/**`; node sections follow and take precedence, as in rcl. Per-joint

@@ -11,7 +11,7 @@ integral step (control/integral.py) and the pressure map (actuation/pressure_map
 Python between them cost as much as the kernels. `fused_tick` calls the same kernels from one
 compiled function, in the same order and with the same arithmetic, so each piece keeps its
 one home and the Python path stays what it was: the path of every other case, and the tests'
-oracle (the same commands to 1e-12, test/test_fused_tick.py).
+oracle (the same commands to 1e-12, test/control/test_fused_tick.py).
 
 It covers an active loop whose model is a `CogModel`, with pressure output, diagonal gains
 and a joint reference with a compiled sampler (`Anchored` with a layout): the shipped

@@ -11,7 +11,7 @@ limiter and the output order; here there are four: the reference's compiled samp
 (`Anchored.sample_into`), the law's acceleration kernel, `rnea`, and `rigid_finish`, which
 adds the integral force, limits and rate-limits the effort, takes the integral step and puts
 the command in joints order. The arithmetic is the Python tick's, kernel for kernel, so the
-commands agree with it to the last bit (test/test_fused_tick.py).
+commands agree with it to the last bit (test/control/test_fused_tick.py).
 
 It covers an active loop whose model is a `RigidModel` in Pinocchio's joint order, with effort
 output and diagonal gains: the shipped Panda and Gazebo arm files (the two-link file's
