@@ -4,10 +4,10 @@ The `model.*` parameters of every model type, as one table of Fields.
 Each model's parser (`rigid.from_spec`, `symbolic.derive`, `continuum.params.read_spec`)
 validates its own keys and takes its defaults from here; the parameter reference is written
 from this table. A key ending in ``<name>`` stands for a namespace of free names (a joint, a
-constant). Units: SI (m, kg, N/m, N s/m, m/s^2, rad). `CONTINUUM_SCHEMA` is the continuum
-models' part of the table as `continuum_ctrl.params.Schema` reads it; what the number of
-sections decides (the lengths of the per-section lists, one value per section or per PMA,
-the default joint names) stays in `read_spec`.
+constant). Units: SI (m, kg, N/m, N s/m, m/s^2, rad). `RIGID_SCHEMA` and `CONTINUUM_SCHEMA`
+are a model type's part of the table as `continuum_ctrl.params.Schema` reads it; what the
+model decides (the URDF's joints, a namespace of free names, the lengths of the per-section
+lists, one value per section or per PMA) stays a step of its parser.
 """
 
 from dataclasses import replace
@@ -78,6 +78,12 @@ MODEL_FIELDS = {
     'model.limit_stiffness': Field('number', 0.0, 'continuum_*: stiffening outside [0, l_max] '
                                    '(smooth, over 5 % of the stroke), N/m; for simulation', 0.0),
 }
+
+#: the keys of model.type urdf; `from_spec` reads the joints' names in model.locked_positions
+RIGID_SCHEMA = Schema({
+    'model.type': replace(MODEL_FIELDS['model.type'], choices=MODEL_TYPE_NAMES[:1]),
+    **{key: MODEL_FIELDS[key] for key in ('model.urdf', 'model.gravity', 'model.joints')}},
+    ignored=('model.locked_positions',))
 
 #: model.type values of the continuum models
 CONTINUUM_TYPES = MODEL_TYPE_NAMES[2:]
