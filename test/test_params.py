@@ -164,3 +164,13 @@ def test_a_schema_reads_its_namespace_under_a_prefix_and_joins_another():
     both = table + Schema({'model.type': Field('string', 'x', 't')}, ignored=('model.note',))
     assert both.parse({'sections': {'length': 1}, 'note': 3}, 'model') == {
         'model.sections.length': [1.0], 'model.type': 'x'}
+
+
+def test_a_key_of_kind_any_is_read_as_given_and_an_ignored_namespace_whole():
+    table = Schema({'model.potential': Field('any', ..., 'U', required=True)},
+                   ignored=('model.constants',))
+    tree = {'potential': ['not', 'checked'], 'constants': {'free': 'name'}}
+    assert table.parse(tree, 'model') == {'model.potential': ['not', 'checked']}
+    with pytest.raises(ConfigError) as err:
+        table.parse({'potentail': '0'}, 'model')
+    assert err.value.key == 'model.potentail' and "'model.potential'" in err.value.problem

@@ -4,10 +4,11 @@ The `model.*` parameters of every model type, as one table of Fields.
 Each model's parser (`rigid.from_spec`, `symbolic.derive`, `continuum.params.read_spec`)
 validates its own keys and takes its defaults from here; the parameter reference is written
 from this table. A key ending in ``<name>`` stands for a namespace of free names (a joint, a
-constant). Units: SI (m, kg, N/m, N s/m, m/s^2, rad). `RIGID_SCHEMA` and `CONTINUUM_SCHEMA`
-are a model type's part of the table as `continuum_ctrl.params.Schema` reads it; what the
-model decides (the URDF's joints, a namespace of free names, the lengths of the per-section
-lists, one value per section or per PMA) stays a step of its parser.
+constant). Units: SI (m, kg, N/m, N s/m, m/s^2, rad). `RIGID_SCHEMA`, `SYMBOLIC_SCHEMA` and
+`CONTINUUM_SCHEMA` are a model type's part of the table as `continuum_ctrl.params.Schema`
+reads it; what the model decides (the URDF's joints, a namespace of free names, the
+expressions, the lengths of the lists, one value per section or per PMA) stays a step of its
+parser.
 """
 
 from dataclasses import replace
@@ -84,6 +85,15 @@ RIGID_SCHEMA = Schema({
     'model.type': replace(MODEL_FIELDS['model.type'], choices=MODEL_TYPE_NAMES[:1]),
     **{key: MODEL_FIELDS[key] for key in ('model.urdf', 'model.gravity', 'model.joints')}},
     ignored=('model.locked_positions',))
+
+#: the keys of model.type symbolic; the expressions are read as given (`derive` parses them)
+#: and the constants' names in model.constants by `derive`
+SYMBOLIC_SCHEMA = Schema({
+    'model.type': replace(MODEL_FIELDS['model.type'], choices=MODEL_TYPE_NAMES[1:2]),
+    'model.coordinates': MODEL_FIELDS['model.coordinates'],
+    **{key: replace(MODEL_FIELDS[key], kind='any')
+       for key in ('model.mass_matrix', 'model.potential')},
+    'model.joints': MODEL_FIELDS['model.joints']}, ignored=('model.constants',))
 
 #: model.type values of the continuum models
 CONTINUUM_TYPES = MODEL_TYPE_NAMES[2:]
