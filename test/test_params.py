@@ -63,13 +63,13 @@ def test_a_typo_beside_a_required_key_names_the_typo():
     assert err.value.key == 'model.mass_matrix'
 
 
-def test_a_key_is_read_as_its_field_in_a_table_by_its_dotted_name():
-    table = {'plant.step': Field('number', 0.001, 'step', low=0.0, strict_low=True),
-             'plant.engine': Field('string', 'builtin', 'engine', choices=('builtin', 'mujoco'))}
+def test_a_key_is_read_as_its_field_says():
+    step = Field('number', 0.001, 'step', low=0.0, strict_low=True)
+    engine = Field('string', 'builtin', 'engine', choices=('builtin', 'mujoco'))
     top = Reader({'plant': {'engine': 'mujoco'}}, '').namespace('plant')
-    assert top.from_table('step', table) == 0.001 and top.from_table('engine', table) == 'mujoco'
+    assert top.field('step', step) == 0.001 and top.field('engine', engine) == 'mujoco'
     with pytest.raises(ConfigError) as err:
-        Reader({'step': 0.0}, 'plant').from_table('step', table)
+        Reader({'step': 0.0}, 'plant').field('step', step)
     assert err.value.key == 'plant.step'
 
 

@@ -206,10 +206,6 @@ class Reader:
         return self.numbers(name, field.default, field.length, field.low, field.high,
                             field.strict_low)
 
-    def from_table(self, name: str, table: Dict[str, Field]) -> Any:
-        """Read `name` as its Field in `table` (keyed by full dotted name) says, see `field`."""
-        return self.field(name, table[self.key(name)])
-
     def namespace(self, name: str, default: Any = REQUIRED) -> 'Reader':
         """Return a nested Reader for the sub-namespace `name` (an empty one when absent)."""
         value = self.raw(name, {} if default is REQUIRED else default)
