@@ -184,6 +184,8 @@ CHECKS = OUTPUT_CHECKS + (
 )
 #: the loop's parameter table with its checks
 SCHEMA = Schema(FIELDS, CHECKS)
+#: the `joints` key alone (identify reads it and `output.*` of the loop's parameters)
+JOINTS = Schema({'joints': FIELDS['joints']})
 #: the `output.*` keys `read_output` reads
 OUTPUT_KEYS = ('output.mode', 'output.area', 'output.deadzone', 'output.area_slope',
                'output.p_min', 'output.p_max')
@@ -348,9 +350,10 @@ class JointVectors:
         self.n = len(joints)
 
     @classmethod
-    def read(cls, top, model_joints):
-        """Read `joints` from the Reader `top` (see `of`)."""
-        return cls.of(top.strings('joints', list(model_joints)), model_joints)
+    def read(cls, tree, model_joints):
+        """Read `joints` of the nested loop parameters `tree` (see `of`); the rest is not read."""
+        given = {key: tree[key] for key in ('joints',) if key in tree}
+        return cls.of(JOINTS.parse(given).get('joints'), model_joints)
 
     @classmethod
     def of(cls, joints, model_joints):

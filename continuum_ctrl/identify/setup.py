@@ -75,9 +75,8 @@ def read_setup(path):
         raise ConfigError('model.type', f"identify supports continuum arms (continuum_cog, "
                                         f"continuum_integral) and URDF arms (urdf), got "
                                         f"{model_ns.get('type')!r}")
-    top = Reader(tree, '')
-    vec = JointVectors.read(top, model.joint_names)
-    output = top.namespace('output').tree
+    vec = JointVectors.read(tree, model.joint_names)
+    output = Reader(tree, '').namespace('output').tree
     mode, actuation = read_output(shared_output(OUTPUT_KEYS).parse(output, 'output', vec.n),
                                   vec, model)
     if isinstance(model, RigidModel):

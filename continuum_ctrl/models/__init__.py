@@ -31,7 +31,8 @@ def load_model(spec: Union[str, Path, Dict[str, Any]],
     malformed value.
     """
     spec = model_spec(spec, node_name)
-    if 'area' in (spec.get('sections') or {}):
+    sections = spec.get('sections')
+    if isinstance(sections, dict) and 'area' in sections:     # else: the parser says what
         raise ConfigError('model.sections.area', 'is not a model parameter: the PMA area '
                                                  'is output.area (controller and simulator)')
     kind = Reader(spec, 'model').field('type', MODEL_FIELDS['model.type'])

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-from continuum_ctrl.models.fields import DEFAULT_GRAVITY
+from continuum_ctrl.models.fields import RIGID_SCHEMA
 from continuum_ctrl.params import check_readable, ConfigError, Reader
 from continuum_ctrl.models.base import DynamicsModel
 
@@ -256,17 +256,16 @@ def _locked_configuration(full, reader, selected):
 
 def from_spec(spec):
     """Build a `RigidModel` from the nested `model` namespace (``type: urdf``)."""
-    reader = Reader(spec, 'model')
-    reader.string('type', choices={'urdf'})
-    path = resolve_urdf(reader.string('urdf'))
+    values = RIGID_SCHEMA.parse(spec, 'model')
+    path = resolve_urdf(values['model.urdf'])
     check_readable(path, 'URDF file', 'model.urdf')
-    gravity = reader.numbers('gravity', list(DEFAULT_GRAVITY), length=3)
+    gravity = values['model.gravity']
     try:
         full = pin.buildModelFromUrdf(str(path))
     except (RuntimeError, ValueError) as exc:
         raise ConfigError('model.urdf', f"Pinocchio cannot read '{path}': {exc}") from exc
     movable = [full.names[i] for i in range(1, full.njoints)]
-    joints = reader.strings('joints', movable)
+    joints = values.get('model.joints', movable)
     if not joints:
         raise ConfigError('model.joints', 'must name at least one joint')
     for name in joints:
@@ -275,14 +274,13 @@ def from_spec(spec):
                                               f'(joints: {movable})')
         joint = full.joints[full.getJointId(name)]
         if joint.nq != 1 or joint.nv != 1:
-            raise ConfigError('model.joints' if reader.has('joints') else 'model.urdf',
+            raise ConfigError('model.joints' if 'model.joints' in values else 'model.urdf',
                               f"joint '{name}' has nq={joint.nq}, nv={joint.nv}; only 1-DoF "
                               'joints (revolute, prismatic) are supported, lock it instead')
     if len(set(joints)) != len(joints):
         raise ConfigError('model.joints', f'names a joint twice: {joints}')
-    locked = reader.namespace('locked_positions')
+    locked = Reader(spec, 'model').namespace('locked_positions')
     reference = _locked_configuration(full, locked, set(joints))
-    reader.finish()
     to_lock = [full.getJointId(name) for name in movable if name not in joints]
     model = pin.buildReducedModel(full, to_lock, reference) if to_lock else full
     model.gravity.linear = np.array(gravity)

@@ -27,6 +27,7 @@ from sympy.printing.pycode import PythonCodePrinter
 from continuum_ctrl.params import ConfigError, Reader
 from continuum_ctrl.models.base import DynamicsModel
 from continuum_ctrl.models.expressions import check_name, parse_expression
+from continuum_ctrl.models.fields import SYMBOLIC_SCHEMA
 
 
 @dataclass
@@ -68,9 +69,8 @@ def christoffel_symbols(M, q):
 
 def derive(spec):
     """Parse and check the symbolic `model` namespace, then derive c_ijk, C and g."""
-    reader = Reader(spec, 'model')
-    reader.string('type', choices={'symbolic'})
-    names = reader.strings('coordinates')
+    values = SYMBOLIC_SCHEMA.parse(spec, 'model')
+    names = values['model.coordinates']
     if not names:
         raise ConfigError('model.coordinates', 'must name at least one coordinate')
     for name in names:
@@ -83,7 +83,7 @@ def derive(spec):
     symbols = dict(zip(names, coordinates))
 
     constants = {}
-    given = reader.namespace('constants')
+    given = Reader(spec, 'model').namespace('constants')
     for name in given.tree:
         check_name(name, given.key(name))
         if name in symbols or name in ('d' + c for c in names):
@@ -92,7 +92,7 @@ def derive(spec):
         constants[symbol] = given.number(name)
         symbols[name] = symbol
 
-    entries = reader.raw('mass_matrix')
+    entries = values['model.mass_matrix']
     if not isinstance(entries, (list, tuple)) or len(entries) != n * n:
         count = len(entries) if isinstance(entries, (list, tuple)) else 'not a list'
         raise ConfigError('model.mass_matrix', f'must hold n*n = {n * n} expressions for '
@@ -106,11 +106,12 @@ def derive(spec):
                 raise ConfigError('model.mass_matrix',
                                   f'is not symmetric: entry [{i}, {j}] = {M[i, j]} but '
                                   f'[{j}, {i}] = {M[j, i]}')
-    U = parse_expression(reader.raw('potential'), 'model.potential', symbols)
-    joints = reader.strings('joints', names, length=n)
+    U = parse_expression(values['model.potential'], 'model.potential', symbols)
+    joints = values.get('model.joints', names)
+    if len(joints) != n:
+        raise ConfigError('model.joints', f'must have {n} entries, got {len(joints)}')
     if len(set(joints)) != n:
         raise ConfigError('model.joints', f'names a joint twice: {joints}')
-    reader.finish()
 
     c = christoffel_symbols(M, coordinates)
     C = sp.Matrix(n, n, lambda i, j: sum(c[i][j][k] * velocities[k] for k in range(n)))

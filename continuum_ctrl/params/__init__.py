@@ -11,7 +11,7 @@ the `Schema` (a table of Fields with the `Check`s beside them) and its one parse
 `launch_description` names the nodes, the arms' files and the nodes' command lines (plain
 data, for the launch files, `continuum-ctrl launch`, the demo and the tests). The schemas
 themselves live beside what they configure: the loop's in `control.settings`, the plant's in
-`sim.plant`, the nodes' own in `runtime.node_settings`.
+`sim.plant`, the nodes' own in `runtime.node_settings`, the models' in `models.fields`.
 """
 
 from continuum_ctrl.params.errors import ConfigError

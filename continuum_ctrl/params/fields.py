@@ -24,7 +24,8 @@ class Field:
     One parameter: kind (ROS type), default (``...``: none), description, bounds, choices.
 
     `low` is excluded when `strict_low`; `choices` lists the names a string parameter may
-    take (None: any string). For `params.schema.Schema.parse`: `per_joint` numbers are one
+    take (None: any string). Kind ``any`` (a schema's, never declared) is read as given, for
+    the layer to check. For `params.schema.Schema.parse`: `per_joint` numbers are one
     per joint, one number standing for all; `length` fixes how many numbers or strings;
     `required` (without default) must be given; `when` ``(key, values)`` reads the key only
     where `key` has one of `values` (elsewhere it is accepted and ignored).
@@ -200,12 +201,10 @@ class Reader:
             return self.string(name, field.default, field.choices)
         if field.kind == 'strings':
             return self.strings(name, field.default, field.length)
+        if field.kind == 'any':
+            return self.raw(name, field.default)
         return self.numbers(name, field.default, field.length, field.low, field.high,
                             field.strict_low)
-
-    def from_table(self, name: str, table: Dict[str, Field]) -> Any:
-        """Read `name` as its Field in `table` (keyed by full dotted name) says, see `field`."""
-        return self.field(name, table[self.key(name)])
 
     def namespace(self, name: str, default: Any = REQUIRED) -> 'Reader':
         """Return a nested Reader for the sub-namespace `name` (an empty one when absent)."""

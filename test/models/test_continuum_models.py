@@ -223,6 +223,9 @@ def test_the_pma_area_lives_in_output_area_only():
     with pytest.raises(ConfigError, match='output.area') as err:
         load_model(dict(model, sections=dict(model['sections'], area=[1.33e-4] * 3)))
     assert err.value.key == 'model.sections.area'
+    with pytest.raises(ConfigError) as err:               # not a namespace: one line too
+        load_model(dict(model, sections=True))
+    assert err.value.key.startswith('model.sections')
 
 
 def test_reference_parameter_file():

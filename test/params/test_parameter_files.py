@@ -63,13 +63,13 @@ def test_a_typo_beside_a_required_key_names_the_typo():
     assert err.value.key == 'model.mass_matrix'
 
 
-def test_a_key_is_read_as_its_field_in_a_table_by_its_dotted_name():
-    table = {'plant.step': Field('number', 0.001, 'step', low=0.0, strict_low=True),
-             'plant.engine': Field('string', 'builtin', 'engine', choices=('builtin', 'mujoco'))}
+def test_a_key_is_read_as_its_field_says():
+    step = Field('number', 0.001, 'step', low=0.0, strict_low=True)
+    engine = Field('string', 'builtin', 'engine', choices=('builtin', 'mujoco'))
     top = Reader({'plant': {'engine': 'mujoco'}}, '').namespace('plant')
-    assert top.from_table('step', table) == 0.001 and top.from_table('engine', table) == 'mujoco'
+    assert top.field('step', step) == 0.001 and top.field('engine', engine) == 'mujoco'
     with pytest.raises(ConfigError) as err:
-        Reader({'step': 0.0}, 'plant').from_table('step', table)
+        Reader({'step': 0.0}, 'plant').field('step', step)
     assert err.value.key == 'plant.step'
 
 
@@ -164,3 +164,13 @@ def test_a_schema_reads_its_namespace_under_a_prefix_and_joins_another():
     both = table + Schema({'model.type': Field('string', 'x', 't')}, ignored=('model.note',))
     assert both.parse({'sections': {'length': 1}, 'note': 3}, 'model') == {
         'model.sections.length': [1.0], 'model.type': 'x'}
+
+
+def test_a_key_of_kind_any_is_read_as_given_and_an_ignored_namespace_whole():
+    table = Schema({'model.potential': Field('any', ..., 'U', required=True)},
+                   ignored=('model.constants',))
+    tree = {'potential': ['not', 'checked'], 'constants': {'free': 'name'}}
+    assert table.parse(tree, 'model') == {'model.potential': ['not', 'checked']}
+    with pytest.raises(ConfigError) as err:
+        table.parse({'potentail': '0'}, 'model')
+    assert err.value.key == 'model.potentail' and "'model.potential'" in err.value.problem

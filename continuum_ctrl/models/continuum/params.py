@@ -11,14 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from continuum_ctrl.models.fields import (DEFAULT_BETA, DEFAULT_GRAVITY, DEFAULT_QUADRATURE,
-                                          MODEL_FIELDS)
-from continuum_ctrl.params import ConfigError, Reader
+from continuum_ctrl.models.fields import CONTINUUM_SCHEMA, DEFAULT_BETA, DEFAULT_QUADRATURE
+from continuum_ctrl.params import ConfigError
 
 #: width of the smooth onset of the limit stiffening, as a share of the stroke l_max
 LIMIT_ONSET = 0.05
-
-MODEL_TYPES = ('continuum_cog', 'continuum_integral')
 
 __all__ = ['DEFAULT_BETA', 'DEFAULT_QUADRATURE', 'ContinuumSpec', 'read_spec']
 
@@ -59,55 +56,44 @@ def default_joint_names(sections):
     return [f'section{i}_pma{j}' for i in range(1, sections + 1) for j in range(1, 4)]
 
 
-def _per_pma(reader, name, n, default=...):
-    """Read one value per section or per PMA (>= 0); return it per PMA, shape (3n,)."""
-    values = reader.numbers(name, default, low=0.0)
+def _count(key, values, count):
+    """Return `values` (the list given for `key`) if it holds `count` entries."""
+    if len(values) != count:
+        raise ConfigError(key, f'must have {count} entries, got {len(values)}')
+    return values
+
+
+def _per_pma(key, values, n):
+    """Return one value per section or per PMA, as given for `key`, per PMA, shape (3n,)."""
     if len(values) == n:
         return np.repeat(values, 3)
     if len(values) == 3 * n:
         return np.array(values)
-    raise ConfigError(reader.key(name),
-                      f'must have {n} entries (per section) or {3 * n} (per PMA), '
-                      f'got {len(values)}')
+    raise ConfigError(key, f'must have {n} entries (per section) or {3 * n} (per PMA), '
+                           f'got {len(values)}')
 
 
 def read_spec(spec):
     """
     Validate the nested `model` namespace of a continuum arm into a ContinuumSpec.
 
-    Raises ConfigError naming the full key for a missing, unknown or malformed parameter.
+    `CONTINUUM_SCHEMA` reads the keys; the number of sections n (of `sections.length`) then
+    decides the lengths. Raises ConfigError naming the full key for a missing, unknown or
+    malformed parameter.
     """
-    top = Reader(spec, 'model')
-    kind = top.string('type', choices=MODEL_TYPES)
-    gravity = np.array(top.numbers('gravity', list(DEFAULT_GRAVITY), length=3))
-    sec = top.namespace('sections')
-    length = sec.numbers('length', low=0.0, strict_low=True)
-    n = len(length)
-    if n == 0:
-        raise ConfigError(sec.key('length'), 'must list at least one section')
-    radius = sec.numbers('radius', length=n, low=0.0, strict_low=True)
-    mass = sec.numbers('mass', length=n, low=0.0, strict_low=True)
-    lmax = sec.numbers('max_extension', length=n, low=0.0, strict_low=True)
-    stiffness = _per_pma(sec, 'stiffness', n)
-    damping = _per_pma(sec, 'damping', n)
-    offset = sec.numbers('offset', [0.0] * n, length=n)
-    twist = sec.numbers('twist', [0.0] * n, length=n)
-    area = _per_pma(sec, 'area', n, [0.0] * n)
-    sec.finish()
-    cog = top.namespace('cog')
-    beta = np.array(cog.numbers('beta', list(DEFAULT_BETA), length=6))
-    cog.finish()
-    quad = top.number('quadrature', DEFAULT_QUADRATURE, low=1.0)
-    if quad != int(quad):
-        raise ConfigError(top.key('quadrature'), f'must be a whole number, got {quad}')
-    joints = top.strings('joints', default_joint_names(n), length=3 * n)
+    values = CONTINUUM_SCHEMA.parse(spec, 'model')
+    n = len(values['model.sections.length'])
+    sec = {name: np.array(_count('model.sections.' + name,
+                                 values.get('model.sections.' + name, [0.0] * n), n))
+           for name in ('length', 'radius', 'mass', 'max_extension', 'offset', 'twist')}
+    pma = {name: _per_pma('model.sections.' + name,
+                          values.get('model.sections.' + name, [0.0] * n), n)
+           for name in ('stiffness', 'damping', 'area')}
+    joints = _count('model.joints', values.get('model.joints', default_joint_names(n)), 3 * n)
     if len(set(joints)) != len(joints):
-        raise ConfigError(top.key('joints'), 'must not repeat a name')
-    limit = top.field('limit_stiffness', MODEL_FIELDS['model.limit_stiffness'])
-    top.finish()
-    arr = np.array
-    return ContinuumSpec(kind=kind, length=arr(length), radius=arr(radius), mass=arr(mass),
-                         max_extension=arr(lmax), stiffness=stiffness, damping=damping,
-                         offset=arr(offset), twist=arr(twist), area=area, gravity=gravity,
-                         beta=beta, joint_names=tuple(joints), quadrature=int(quad),
-                         limit_stiffness=limit)
+        raise ConfigError('model.joints', 'must not repeat a name')
+    return ContinuumSpec(kind=values['model.type'], **sec, **pma,
+                         gravity=np.array(values['model.gravity']),
+                         beta=np.array(values['model.cog.beta']), joint_names=tuple(joints),
+                         quadrature=int(values['model.quadrature']),
+                         limit_stiffness=values['model.limit_stiffness'])
