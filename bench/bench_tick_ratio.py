@@ -30,7 +30,8 @@ published against the model plus the publish (the measure for the Pinocchio arms
 model call is about as cheap as a publish). Run: ``python bench/bench_tick_ratio.py``
 (~40 s), or with config names to run only those. ``continuum_observer`` is the continuum
 file with ``observer.type: kalman`` (control/observer.py), ``continuum_friction`` with
-``output.friction`` and ``output.area_slope`` (docs/pma-model.md).
+``output.friction`` and ``output.area_slope`` (docs/pma-model.md), ``continuum_unlearnt``
+with ``gains.learn_window: 0`` (docs/law.md).
 """
 
 import sys
@@ -55,11 +56,14 @@ CONFIGS = {'continuum_3section': ['continuum_3section.yaml'],
            'gazebo_arm': ['gazebo_arm.yaml'],
            'planar_2r': ['planar_2r.yaml'],
            'continuum_observer': ['continuum_3section.yaml'],
-           'continuum_friction': ['continuum_3section.yaml']}
+           'continuum_friction': ['continuum_3section.yaml'],
+           'continuum_unlearnt': ['continuum_3section.yaml']}
 #: controller overrides of a config (by name): the continuum file with its state observed,
-#: and with the PMAs' falling area and friction feed-forward (docs/pma-model.md)
+#: with the PMAs' falling area and friction feed-forward (docs/pma-model.md), and without
+#: its learnt stiffness (docs/law.md)
 OVERRIDES = {'continuum_observer': {'observer.type': 'kalman'},
-             'continuum_friction': {'output.friction': [2.0], 'output.area_slope': [0.15]}}
+             'continuum_friction': {'output.friction': [2.0], 'output.area_slope': [0.15]},
+             'continuum_unlearnt': {'gains.learn_window': 0.0}}
 
 
 def median_us(function, calls=CALLS):
