@@ -18,6 +18,7 @@ import numpy as np
 from continuum_ctrl.control import samplers
 from continuum_ctrl.control.samplers import (HoldData, MinimumJerkData, MultisineData,
                                              SinusoidData, SplineData)
+from continuum_ctrl.numerics import ramps
 from continuum_ctrl.params import ConfigError
 
 
@@ -195,8 +196,8 @@ class Multisine(Reference):
 
 
 #: the ramps (``(s, s', s'')`` at `elapsed` s of `duration` s): their one definition is the
-#: compiled kernel in control.samplers, run here as Python
-minimum_jerk_ramp = samplers.minimum_jerk_ramp.py_func
+#: compiled kernels (numerics.ramps, control.samplers), run here as Python
+minimum_jerk_ramp = ramps.minimum_jerk_ramp.py_func
 blend_ramp = samplers.blend_ramp.py_func
 
 

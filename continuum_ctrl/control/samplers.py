@@ -25,6 +25,7 @@ from numba.extending import overload
 import numpy as np
 
 from continuum_ctrl.numerics.jit import compiled, entry_point, WITHOUT_RUNTIME
+from continuum_ctrl.numerics.ramps import minimum_jerk_ramp
 
 #: a held position `q` (n,)
 HoldData = namedtuple('HoldData', 'q')
@@ -86,21 +87,6 @@ def _multisine(data, t, out):
         out[0, i] = data.center[i] + q
         out[1, i] = qd
         out[2, i] = -qdd
-
-
-@compiled()
-def minimum_jerk_ramp(elapsed, duration):
-    """
-    Return the minimum-jerk ramp ``s`` from 0 to 1 and its time derivatives ``(s, s', s'')``.
-
-    ``s = 10 x^3 - 15 x^4 + 6 x^5`` with ``x = elapsed/duration`` clipped to [0, 1]: zero slope
-    and curvature at both ends, so blends built from it are C2. Times in seconds. Its one
-    definition: control.references runs it as Python (`.py_func`).
-    """
-    x = min(max(elapsed / duration, 0.0), 1.0)
-    return (x ** 3 * (10.0 + x * (-15.0 + 6.0 * x)),
-            x ** 2 * (30.0 + x * (-60.0 + 30.0 * x)) / duration,
-            x * (60.0 + x * (-180.0 + 120.0 * x)) / duration ** 2)
 
 
 @compiled()

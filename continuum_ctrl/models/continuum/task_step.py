@@ -19,6 +19,7 @@ from continuum_ctrl.models.continuum.kinematics import (chain, frame_from_chain,
                                                         WITH_DERIVATIVES)
 from continuum_ctrl.models.continuum.paths import path_sample
 from continuum_ctrl.numerics.cholesky import cholesky_solve, solve_factored
+from continuum_ctrl.numerics.ramps import minimum_jerk_ramp
 from continuum_ctrl.numerics.so3 import exp3, log3
 
 #: Newton steps per task sample at most, and the task error they stop at (m; rad times weight)
@@ -77,15 +78,6 @@ def task_layout(memory, n):
 def task_scratch(n):
     """Return the number of scratch floats `task_step` needs for n joints."""
     return task_layout(None, n)[0]
-
-
-@compiled()
-def _ramp(elapsed, duration):
-    """`control.references.minimum_jerk_ramp`: ``(s, s', s'')`` from 0 to 1 over `duration`."""
-    x = min(max(elapsed / duration, 0.0), 1.0)
-    return (x ** 3 * (10.0 + x * (-15.0 + 6.0 * x)),
-            x ** 2 * (30.0 + x * (-60.0 + 30.0 * x)) / duration,
-            x * (60.0 + x * (-180.0 + 120.0 * x)) / duration ** 2)
 
 
 @compiled()
@@ -189,7 +181,7 @@ def task_step(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, 
     g = goal_layout(goal)[1]
     R0, axis = g.R0, g.axis
     if m == 6:
-        s, ds, dds = _ramp(t, g.duration[0])
+        s, ds, dds = minimum_jerk_ramp(t, g.duration[0])
         for c in range(3):
             sw[c] = s * axis[c]
         exp3(sw, E)
