@@ -115,8 +115,7 @@ class ComputedTorqueLaw:
         total = self._total
         if integral is not None and engaged:
             np.add(tau, integral.force, out=total)
-            if integral.window_time > 0.0:
-                total += integral.feed(q_des)
+            integral.add_learnt(q_des, total)
         else:
             total[:] = tau
         if friction is not None:

@@ -36,7 +36,7 @@ from continuum_ctrl.actuation.valves import advance_kernel, lag_kernel
 from continuum_ctrl.control.compensation import (grid_cell, INERTIA_HOLD, lead_kernel,
                                                  prediction_span, span_steps)
 from continuum_ctrl.control.computed_torque import diagonal_acceleration
-from continuum_ctrl.control.integral import integral_step, learn_step, learnt_force
+from continuum_ctrl.control.integral import add_learnt_force, integral_step, learn_step
 from continuum_ctrl.control.observer import correction_step
 from continuum_ctrl.control.samplers import (anchored_sample, blend_data, example_data,
                                              ReferenceData)
@@ -160,11 +160,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     for i in range(n):
         tau[i] = sums.out[i] + force[i] if engaged else sums.out[i]
     if engaged and learning:
-        for i in range(n):
-            fed[i] = target[0, i]
-        learnt_force(fed, window, floor2, limit, learnt)
-        for i in range(n):
-            tau[i] += learnt[i]
+        add_learnt_force(target[0], window, floor2, limit, fed, learnt, tau)
     if rubbing:
         slip_kernel(target[0], slip, slip_stiffness, play, friction)
         for i in range(n):

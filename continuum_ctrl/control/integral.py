@@ -4,7 +4,7 @@ Integral action of the computed-torque law, in generalized-force units, with ant
     integral = IntegralAction(n)
     integral.configure(ki, limit)      # ki: N/(m s) or N m/(rad s); limit: N or N m, (n,)
     integral.learn(window, floor)      # optional: the learnt stiffness, see below
-    integral.feed(q_des)               # the law's learnt force at the reference (N or N m)
+    integral.add_learnt(q_des, total)  # the learnt force at the reference, added (N or N m)
     integral.update(q, q_des, dt, effort, low, high, q_low, q_high)    # once per tick
     integral.force                     # added to the law's force (N or N m), model order
 
@@ -80,7 +80,7 @@ class IntegralAction:
             self.window[:] = 0.0
             self.learnt[:] = 0.0
         else:           # compiled or loaded here, not in the first active tick
-            _learnt_force(), _learn_step(), _stiffness()
+            _add_learnt_force(), _learn_step(), _stiffness()
 
     def learning(self, period: float) -> tuple:
         """Return (learning, rate per tick of `period` s, floor^2, window, fed, learnt force)."""
@@ -95,17 +95,16 @@ class IntegralAction:
         self.window[:] = 0.0
         self.learnt[:] = 0.0
 
-    def feed(self, x: np.ndarray) -> np.ndarray:
+    def add_learnt(self, x: np.ndarray, total: np.ndarray) -> None:
         """
-        Return the learnt force (N or N m, an internal buffer) at reference position `x`.
+        Add the learnt force at reference position `x` to `total` (N or N m); kept in `learnt`.
 
         `x` (m or rad, model order) is the reference where the command acts; the next
         `update` folds it and the force the law then added into the window.
         """
         if self.window_time > 0.0:
-            self.fed[:] = x
-            _learnt_force()(x, self.window, self.floor ** 2, self.limit, self.learnt)
-        return self.learnt
+            _add_learnt_force()(x, self.window, self.floor ** 2, self.limit, self.fed,
+                                self.learnt, total)
 
     def stiffness(self) -> np.ndarray:
         """Return the learnt stiffness per joint (N/m or N m/rad; 0 where none), model order."""
@@ -155,11 +154,17 @@ def _slope(window, floor2, i):
 
 
 @compiled()
-def learnt_force(x, window, floor2, limit, out):
-    """Write the learnt force at reference `x` into `out`, within ``[-limit, limit]``."""
+def add_learnt_force(x, window, floor2, limit, fed, learnt, total):
+    """
+    Add the learnt force at reference `x` (within ``[-limit, limit]``) to `total`.
+
+    `x` is kept in `fed` and the force in `learnt`, for the next `learn_step`.
+    """
     for i in range(x.shape[0]):
+        fed[i] = x[i]
         slope, mean_x = _slope(window, floor2, i)
-        out[i] = min(max(slope * (x[i] - mean_x), -limit[i]), limit[i])
+        learnt[i] = min(max(slope * (x[i] - mean_x), -limit[i]), limit[i])
+        total[i] += learnt[i]
 
 
 @compiled()
@@ -185,7 +190,7 @@ def learn_step(x, force, learnt, ki, rate, window):
 
 _updater = cached_entry_point(integral_step, *(np.zeros(1),) * 2, 0.0, *(np.zeros(1),) * 8,
                               np.zeros(1, dtype=np.bool_))
-_learnt_force = cached_entry_point(learnt_force, np.zeros(1), np.zeros((1, 1)), 0.0,
-                                   np.zeros(1), np.zeros(1))
+_add_learnt_force = cached_entry_point(add_learnt_force, np.zeros(1), np.zeros((1, 1)), 0.0,
+                                       *(np.zeros(1),) * 4)
 _learn_step = cached_entry_point(learn_step, *(np.zeros(1),) * 4, 0.0, np.zeros((1, 1)))
 _stiffness = cached_entry_point(learnt_stiffness, np.zeros((1, 1)), 0.0, np.zeros(1))

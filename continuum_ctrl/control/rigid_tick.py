@@ -23,7 +23,7 @@ import pinocchio as pin
 
 from continuum_ctrl.control.computed_torque import diagonal_acceleration
 from continuum_ctrl.control.fused_tick import DONE, NONFINITE
-from continuum_ctrl.control.integral import integral_step, learn_step, learnt_force
+from continuum_ctrl.control.integral import add_learnt_force, integral_step, learn_step
 from continuum_ctrl.models.rigid import RigidModel
 from continuum_ctrl.numerics.clipping import limit_kernel
 from continuum_ctrl.numerics.jit import cached_entry_point, compiled
@@ -46,11 +46,7 @@ def rigid_finish(tau, period, limits, integral, order, total, command):
     for i in range(tau.shape[0]):
         total[i] = tau[i] + force[i] if engaged else tau[i]
     if engaged and learning:
-        for i in range(tau.shape[0]):
-            fed[i] = q_des[i]
-        learnt_force(fed, window, floor2, limit, learnt)
-        for i in range(tau.shape[0]):
-            total[i] += learnt[i]
+        add_learnt_force(q_des, window, floor2, limit, fed, learnt, total)
     if not limit_kernel(total, low, high, step, effort):
         return NONFINITE
     if engaged:

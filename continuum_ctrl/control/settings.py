@@ -352,7 +352,7 @@ class JointVectors:
     @classmethod
     def read(cls, tree, model_joints):
         """Read `joints` of the nested loop parameters `tree` (see `of`); the rest is not read."""
-        given = {key: tree[key] for key in ('joints',) if key in tree}
+        given = {'joints': tree['joints']} if 'joints' in tree else {}
         return cls.of(JOINTS.parse(given).get('joints'), model_joints)
 
     @classmethod

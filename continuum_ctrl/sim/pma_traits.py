@@ -99,7 +99,7 @@ class PmaTraits:
                 raise ConfigError('pma.friction.stiffness', f'must have one entry per '
                                                             f'element: {len(bank[0])}, got '
                                                             f'{len(bank[1])}')
-            breakaway, stiffness = (np.outer(scale, values) for values in bank)
+            breakaway, stiffness = (np.outer(scale, element) for element in bank)
             total = step * stiffness.sum(axis=1)
             worst = int(np.argmax(total - spec.damping))
             if total[worst] > spec.damping[worst]:

@@ -232,8 +232,8 @@ def _learn(integral, x, relation, period=0.002):
     low, high, lows, highs = np.full(x.shape[1], -1e3), np.full(x.shape[1], 1e3), \
         np.full(x.shape[1], -1.0), np.full(x.shape[1], 1.0)
     for row in x:
-        learnt = integral.feed(row)
-        integral.force[:] = relation(row) - learnt      # the law adds force + learnt
+        integral.add_learnt(row, np.zeros(len(row)))
+        integral.force[:] = relation(row) - integral.learnt     # the law adds force + learnt
         integral.update(row, row, period, np.zeros(len(row)), low, high, lows, highs)
     return integral.stiffness()
 
@@ -274,7 +274,8 @@ def test_the_learnt_stiffness_is_the_force_s_weighted_slope_on_the_reference():
     assert stiffness[2] == 0.0 and integral.learnt[2] == 0.0
     weights = period / window * (1 - period / window) ** np.arange(turn)[::-1]
     mean_x = weights @ x[:turn, 0] / weights.sum()
-    fed = integral.feed(np.full(3, 0.016))
+    fed = np.zeros(3)
+    integral.add_learnt(np.full(3, 0.016), fed)
     np.testing.assert_allclose(fed[:2], stiffness[:2] * (0.016 - mean_x), rtol=1e-9)
     stiffness = _learn(integral, x[turn:], lambda row: next(rows))  # 3 windows on
     np.testing.assert_allclose(stiffness[:2], _weighted_slope(x[:, :2], force[:, :2],
@@ -282,7 +283,8 @@ def test_the_learnt_stiffness_is_the_force_s_weighted_slope_on_the_reference():
                                rtol=1e-9)
     assert np.all(np.sign(stiffness[:2]) == -np.sign(k[:2]))
     integral.reset()
-    assert not integral.stiffness().any() and not integral.feed(x[0]).any()
+    integral.add_learnt(x[0], np.zeros(3))
+    assert not integral.stiffness().any() and not integral.learnt.any()
 
 
 def test_a_reference_that_does_not_move_learns_no_stiffness():
@@ -292,7 +294,9 @@ def test_a_reference_that_does_not_move_learns_no_stiffness():
     still = np.full((2000, 2), 0.012)
     stiffness = _learn(integral, still, lambda row: 5.0 + 0.0 * row)
     np.testing.assert_allclose(stiffness, 0.0, atol=1e-6)
-    np.testing.assert_allclose(integral.feed(still[0]), 0.0, atol=1e-9)
+    fed = np.zeros(2)
+    integral.add_learnt(still[0], fed)
+    np.testing.assert_allclose(fed, 0.0, atol=1e-9)
 
 
 @pytest.mark.slow
