@@ -10,7 +10,7 @@ from continuum_ctrl.control.loop import ACTIVE, ControlLoop, STALE, TrajectoryRe
 from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.params.launch_description import config_path
 from continuum_ctrl.models import load_model
-from continuum_ctrl.params import file_parameters
+from continuum_ctrl.params import file_parameters, flatten, nest
 from continuum_ctrl.runtime.node_settings import ControllerNodeSettings
 
 
@@ -18,12 +18,7 @@ def loop_for(config, **changes):
     """Return a ControlLoop for a shipped config with nested `changes` merged into its tree."""
     tree, model = file_parameters(config_path(config), 'continuum_controller')
     own, tree = ControllerNodeSettings.split(tree)
-    for key, value in changes.items():
-        *parents, leaf = key.split('.')
-        node = tree
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
+    tree = nest({**flatten(tree), **changes})
     model = load_model(model)
     return ControlLoop(model, ControllerSettings.parse(tree, model), own.period)
 

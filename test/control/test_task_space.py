@@ -4,6 +4,7 @@ from pathlib import Path
 import warnings
 
 from support.continuum_reference import REFERENCE_ARM
+from support.threads import run_interleaved
 import numpy as np
 import pytest
 
@@ -280,8 +281,6 @@ def test_rigid_arm_follows_a_tip_move_with_exact_derivatives():
 
 def test_frame_kinematics_from_threads_stay_consistent(task):
     """The executor, a clamping worker and the loop share one model: no crossed results."""
-    import sys
-    import threading
     model = task.model
     rng = np.random.default_rng(7)
     poses = [rng.uniform(0.0, 0.04, 9) for _ in range(4)]
@@ -294,14 +293,5 @@ def test_frame_kinematics_from_threads_stay_consistent(task):
             if not (np.array_equal(T, expected[k][0]) and np.array_equal(J, expected[k][1])):
                 wrong.append(k)
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)             # switch threads as often as the GIL allows
-    try:
-        threads = [threading.Thread(target=hammer, args=(k,)) for k in range(len(poses))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(interval)
+    run_interleaved(hammer, range(len(poses)))
     assert not wrong

@@ -8,14 +8,12 @@ bit, the one a single thread computed. (Both threads on the one model object ins
 results of the continuum and Pinocchio models within a few rounds.)
 """
 
-import sys
-import threading
-
 import numpy as np
 import pytest
 
 from continuum_ctrl import load_model
 from continuum_ctrl.params import config_path
+from support.threads import run_interleaved
 
 #: kind -> (parameter file, node, a frame or None)
 KINDS = {
@@ -79,16 +77,7 @@ def run_together(models, frame):
                     except (ArithmeticError, ValueError) as exc:   # a workspace overwritten
                         wrong.append(f'{name}: {exc}')
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)         # switch threads as often as the GIL allows
-    try:
-        threads = [threading.Thread(target=hammer, args=(m,)) for m in models]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(interval)
+    run_interleaved(hammer, models)
     return sorted(set(wrong))
 
 

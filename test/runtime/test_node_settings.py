@@ -12,7 +12,7 @@ from continuum_ctrl.control.loop import ControlLoop
 from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.params.launch_description import config_path, controller
 from continuum_ctrl.models import load_model
-from continuum_ctrl.params import ConfigError, file_parameters, nest
+from continuum_ctrl.params import ConfigError, file_parameters, flatten, nest
 from continuum_ctrl.apps.node_pair import check_parameter_file
 from continuum_ctrl.runtime.node_settings import ControllerNodeSettings, SimulatorNodeSettings
 from continuum_ctrl.sim.plant import PlantSettings
@@ -26,12 +26,7 @@ def two_link(**changes):
     """Return the 2R controller tree with `changes` (dotted keys) applied, and the model."""
     tree, model = file_parameters(config_path('planar_2r.yaml'), 'continuum_controller')
     _, tree = ControllerNodeSettings.split(tree)
-    for key, value in changes.items():
-        *parents, leaf = key.split('.')
-        node = tree
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
+    tree = nest({**flatten(tree), **changes})
     return tree, load_model(model)
 
 
