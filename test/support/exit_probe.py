@@ -69,6 +69,10 @@ class CommandListener:
         return self
 
     def __exit__(self, *exc):
+        # the executor holds the node's entities: let it go first, or destroying them can
+        # wait on it for good (a test hung here once, in destroy_publisher)
+        self.executor.remove_node(self.node)
+        self.executor.shutdown(timeout_sec=1.0)
         self.node.destroy_node()
         rclpy.shutdown(context=self.context)
 
