@@ -10,8 +10,11 @@ and /diagnostics, and the controller's commands as a reliable subscriber receive
 there: (send time, receive time, values), the DDS source and reception timestamps (s, one
 machine's clock: the reception is stamped by the middleware's receive thread, not when this
 process gets to the callback); its history is deep, so that a listener held up by a loaded
-machine loses none. Both print ``ready`` once their node exists, record until SIGINT or SIGTERM,
-then write what they kept to OUT.pickle. They run at a real-time priority below the nodes'.
+machine loses none. The same two timestamps of each `joint_states` (`state_receipts`) say
+when this side's own machine, not the link, held the reception up: the simulator publishes
+them on this side, so their receipt crosses no link. Both print ``ready`` once their node
+exists, record until SIGINT or SIGTERM, then write what they kept to OUT.pickle. They run at
+a real-time priority below the nodes'.
 
 A process per side, not a participant per namespace in the test process: Fast DDS looks up a
 process's network interfaces once, so a second participant made in another namespace
@@ -51,15 +54,17 @@ class FarSide:
         self.executor = single_threaded_executor(events=False, context=self.context,
                                                  logger=self.node.get_logger())
         self.executor.add_node(self.node)
-        self.states, self.commands, self.diagnostics = [], [], []
+        self.states, self.state_receipts, self.commands, self.diagnostics = [], [], [], []
         self.node.create_subscription(JointState, '/joint_states', self._state,
                                       QoSProfile(depth=1000))
         self.node.create_subscription(Float64MultiArray, f'/{CONTROLLER}/commands',
                                       self._command, QoSProfile(depth=1000))
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostics, 10)
 
-    def _state(self, msg):
+    def _state(self, msg, info):
         self.states.append((stamp_seconds(msg.header.stamp), np.array(msg.effort)))
+        self.state_receipts.append((info['source_timestamp'] * 1e-9,
+                                    info['received_timestamp'] * 1e-9))
 
     def _command(self, msg, info):
         self.commands.append((info['source_timestamp'] * 1e-9,
@@ -77,8 +82,8 @@ class FarSide:
 
     def kept(self):
         """Return what was kept, as plain data."""
-        return {'states': self.states, 'commands': self.commands,
-                'diagnostics': self.diagnostics}
+        return {'states': self.states, 'state_receipts': self.state_receipts,
+                'commands': self.commands, 'diagnostics': self.diagnostics}
 
 
 class NearSide(Recorder):
