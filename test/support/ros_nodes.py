@@ -152,6 +152,32 @@ def windows(rec, since=0, sim_since=0):
 
 
 @contextlib.contextmanager
+def launched(tmp_path, nodes, **recorder):
+    """
+    Start `nodes` with logs in `tmp_path`; yield ``(recorder, processes, tails)``.
+
+    `recorder`: the Recorder's options; `tails()` returns the last lines of the logs. On
+    exit every process is stopped and its log closed, whatever happened.
+    """
+    logs = [open(Path(tmp_path) / f'{node.name}.log', 'w') for node in nodes]
+
+    def tails():
+        for log in logs:
+            log.flush()
+        return '\n'.join(Path(log.name).read_text()[-3000:] for log in logs)
+
+    processes = []
+    try:
+        processes = start(nodes, outputs=logs)
+        with Recorder(**recorder) as rec:
+            yield rec, processes, tails
+    finally:
+        stop(processes)
+        for log in logs:
+            log.close()
+
+
+@contextlib.contextmanager
 def running(tmp_path, path, with_simulator=True):
     """
     Run the controller (and simulator) from `path`; yield ``(recorder, processes)``.
@@ -161,29 +187,16 @@ def running(tmp_path, path, with_simulator=True):
     fails, the logs' tails go to stdout, which pytest shows with the failure.
     """
     nodes = simulation(path) if with_simulator else controller(path)
-    logs = [open(Path(tmp_path) / f'{node.name}.log', 'w') for node in nodes]
-    processes = start(nodes, outputs=logs)
-
-    def tails():
-        for log in logs:
-            log.flush()
-        return '\n'.join(Path(log.name).read_text()[-3000:] for log in logs)
-
-    try:
-        with Recorder(message=command_message(path)) as rec:
-            ready = (lambda: rec.active_since is not None) if with_simulator else (
-                lambda: rec.status is not None)
-            if not rec.wait(ready, START_TIMEOUT, processes):
-                last = rec.diagnostics[-1] if rec.diagnostics else None
-                raise AssertionError(f'nodes did not start: status {rec.status}, '
-                                     f'{len(rec.states)} states, diagnostics {last}, '
-                                     f'simulator {rec.sim_diagnostics[-1:]}\n{tails()}')
-            try:
-                yield rec, processes
-            except Exception:
-                print(f'the nodes\' logs, last lines:\n{tails()}')
-                raise
-    finally:
-        stop(processes)
-        for log in logs:
-            log.close()
+    with launched(tmp_path, nodes, message=command_message(path)) as (rec, processes, tails):
+        ready = (lambda: rec.active_since is not None) if with_simulator else (
+            lambda: rec.status is not None)
+        if not rec.wait(ready, START_TIMEOUT, processes):
+            last = rec.diagnostics[-1] if rec.diagnostics else None
+            raise AssertionError(f'nodes did not start: status {rec.status}, '
+                                 f'{len(rec.states)} states, diagnostics {last}, '
+                                 f'simulator {rec.sim_diagnostics[-1:]}\n{tails()}')
+        try:
+            yield rec, processes
+        except Exception:
+            print(f'the nodes\' logs, last lines:\n{tails()}')
+            raise

@@ -16,9 +16,7 @@ from rcl_interfaces.srv import SetParameters
 from rclpy.parameter import Parameter
 
 from continuum_ctrl.params.launch_description import controller, simulation
-from continuum_ctrl.apps.launch import start, stop
-from continuum_ctrl.ros.recorder import Recorder
-from support.ros_nodes import call_service, params_file, START_TIMEOUT
+from support.ros_nodes import call_service, launched, params_file, START_TIMEOUT
 
 #: starts node processes, for more than a few seconds
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -51,69 +49,51 @@ def change(rec, transition):
     return state(rec) == GOAL[transition] if response is None else response.success
 
 
-def launched(tmp_path, nodes):
-    """Start `nodes` with logs in `tmp_path`; return ``(processes, logs)``."""
-    logs = [open(Path(tmp_path) / f'{node.name}.log', 'w') for node in nodes]
-    return start(nodes, outputs=logs), logs
-
-
 def test_transitions_gate_the_commands_and_deactivation_leaves_the_safe_command_last(tmp_path):
     path = params_file(tmp_path, 'planar_2r.yaml', continuum_controller={'autostart': False})
-    processes, logs = launched(tmp_path, simulation(path))
-    try:
-        with Recorder() as rec:
-            assert state(rec) == State.PRIMARY_STATE_UNCONFIGURED
-            rec.run(QUIET)
-            assert not rec.commands                       # unconfigured: silent
-            assert change(rec, Transition.TRANSITION_CONFIGURE)
-            assert state(rec) == State.PRIMARY_STATE_INACTIVE
-            rec.run(QUIET)
-            assert not rec.commands                       # inactive: silent
-            assert change(rec, Transition.TRANSITION_ACTIVATE)
-            assert state(rec) == State.PRIMARY_STATE_ACTIVE
-            assert rec.wait(lambda: rec.active_since is not None, START_TIMEOUT, processes)
-            rec.run(1.0)
-            controlled = np.array([c for _, c in rec.commands])
-            assert np.abs(controlled[-1]).max() > 0.1     # gravity compensation, not zero
-            assert change(rec, Transition.TRANSITION_DEACTIVATE)
-            assert state(rec) == State.PRIMARY_STATE_INACTIVE
-            rec.run(QUIET)
-            count = len(rec.commands)
-            assert np.array_equal(rec.commands[-1][1], [0.0, 0.0])   # the safe command
-            rec.run(QUIET)
-            assert len(rec.commands) == count             # and nothing after it
-            assert change(rec, Transition.TRANSITION_INACTIVE_SHUTDOWN)
-            assert state(rec) == State.PRIMARY_STATE_FINALIZED
-            rec.run(QUIET)
-            assert len(rec.commands) == count
-            assert all(p.poll() is None for p in processes)
-    finally:
-        stop(processes)
-        for log in logs:
-            log.close()
+    with launched(tmp_path, simulation(path)) as (rec, processes, _):
+        assert state(rec) == State.PRIMARY_STATE_UNCONFIGURED
+        rec.run(QUIET)
+        assert not rec.commands                       # unconfigured: silent
+        assert change(rec, Transition.TRANSITION_CONFIGURE)
+        assert state(rec) == State.PRIMARY_STATE_INACTIVE
+        rec.run(QUIET)
+        assert not rec.commands                       # inactive: silent
+        assert change(rec, Transition.TRANSITION_ACTIVATE)
+        assert state(rec) == State.PRIMARY_STATE_ACTIVE
+        assert rec.wait(lambda: rec.active_since is not None, START_TIMEOUT, processes)
+        rec.run(1.0)
+        controlled = np.array([c for _, c in rec.commands])
+        assert np.abs(controlled[-1]).max() > 0.1     # gravity compensation, not zero
+        assert change(rec, Transition.TRANSITION_DEACTIVATE)
+        assert state(rec) == State.PRIMARY_STATE_INACTIVE
+        rec.run(QUIET)
+        count = len(rec.commands)
+        assert np.array_equal(rec.commands[-1][1], [0.0, 0.0])   # the safe command
+        rec.run(QUIET)
+        assert len(rec.commands) == count             # and nothing after it
+        assert change(rec, Transition.TRANSITION_INACTIVE_SHUTDOWN)
+        assert state(rec) == State.PRIMARY_STATE_FINALIZED
+        rec.run(QUIET)
+        assert len(rec.commands) == count
+        assert all(p.poll() is None for p in processes)
 
 
 def test_a_failing_configure_leaves_the_node_unconfigured_and_alive(tmp_path):
     path = params_file(tmp_path, 'planar_2r.yaml', continuum_controller={'autostart': False})
-    processes, logs = launched(tmp_path, controller(path))
-    try:
-        with Recorder() as rec:
-            assert state(rec) == State.PRIMARY_STATE_UNCONFIGURED
-            bad = SetParameters.Request(parameters=[
-                Parameter('gains.kp', value=[-1.0, 5.0]).to_parameter_msg()])
-            assert call_service(rec, SetParameters, 'set_parameters', bad).results[0].successful
-            assert not change(rec, Transition.TRANSITION_CONFIGURE)
-            assert state(rec) == State.PRIMARY_STATE_UNCONFIGURED
-            assert processes[0].poll() is None
-            good = SetParameters.Request(parameters=[
-                Parameter('gains.kp', value=[100.0, 100.0]).to_parameter_msg()])
-            assert call_service(rec, SetParameters, 'set_parameters', good).results[0].successful
-            assert change(rec, Transition.TRANSITION_CONFIGURE)
-            assert state(rec) == State.PRIMARY_STATE_INACTIVE
-    finally:
-        stop(processes)
-        for log in logs:
-            log.close()
+    with launched(tmp_path, controller(path)) as (rec, processes, _):
+        assert state(rec) == State.PRIMARY_STATE_UNCONFIGURED
+        bad = SetParameters.Request(parameters=[
+            Parameter('gains.kp', value=[-1.0, 5.0]).to_parameter_msg()])
+        assert call_service(rec, SetParameters, 'set_parameters', bad).results[0].successful
+        assert not change(rec, Transition.TRANSITION_CONFIGURE)
+        assert state(rec) == State.PRIMARY_STATE_UNCONFIGURED
+        assert processes[0].poll() is None
+        good = SetParameters.Request(parameters=[
+            Parameter('gains.kp', value=[100.0, 100.0]).to_parameter_msg()])
+        assert call_service(rec, SetParameters, 'set_parameters', good).results[0].successful
+        assert change(rec, Transition.TRANSITION_CONFIGURE)
+        assert state(rec) == State.PRIMARY_STATE_INACTIVE
     text = (Path(tmp_path) / f'{controller(path)[0].name}.log').read_text()
     assert "configure failed: parameter 'gains.kp'" in text
     assert 'Traceback' not in text
