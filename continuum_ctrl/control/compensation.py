@@ -130,7 +130,8 @@ class Compensation:
             forces += observer.bias
         at = observer.step_at(start, h, steps)
         predicted = self._steps(q, qd, forces, h, hold,
-                                (at, observer.gain, observer.y, observer.x, *observer.free))
+                                (at, observer.gain, observer.y, observer.x, *observer.free,
+                                 observer.gate))
         if at >= 0:
             observer.times[:] = (start + at * h, np.nan)
         return predicted

@@ -90,10 +90,10 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     `comp`: (compensate, time constant, delay, horizon, period, deadzone, the span of
     prediction over which the inertia is held: `compensation.INERTIA_HOLD`);
     `observer`: (observing, cancelling the bias, estimate (2 or 3, n), sample (n,), their times
-    (2,), gain (2n or 3n, n), `free` low and high (n,)) of the loop's Observer: where observing,
-    the prediction starts from the estimate, its force bias (a third row) is added to the
-    forces, the sample corrects it (`Compensation.predict`) and `q`, `qd` take the corrected
-    estimate; where cancelling, the law's force less the corrected bias
+    (2,), gain (2n or 3n, n), `free` low and high (n,), `gate` (n,)) of the loop's Observer:
+    where observing, the prediction starts from the estimate, its force bias (a third row) is
+    added to the forces, the sample corrects it (`Compensation.predict`) and `q`, `qd` take
+    the corrected estimate; where cancelling, the law's force less the corrected bias
     (`Compensation.effort`);
     `grid`: (cells, forces); `limits`: (low, high, step, effort) with `effort` the force sent
     (moved here); `integral`: (engaged, force, ki, limit, held, q_low, q_high, desired
@@ -107,7 +107,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     kp, kd, at_reference, rubbing, slip, slip_stiffness, play, friction = gains
     pressure, current, switches, inputs, time_constant, max_rate = valves
     compensate, lag, delay, horizon, period, deadzone, inertia_hold = comp
-    observing, cancel, estimate, sample_q, times, gain, free_low, free_high = observer
+    observing, cancel, estimate, sample_q, times, gain, free_low, free_high, gate = observer
     cells, grid_forces = grid
     low, high, step, effort = limits
     engaged, force, ki, limit, held, q_low, q_high, q_des, qd_des, qdd_des, learning, \
@@ -144,7 +144,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
                     pushes[k, i] += estimate[2, i]
         at = correction_step(times[1], start, h, steps) if observing else -1
         cog_damped_steps(arm, memory, x0, v0, pushes[:steps], h, hold, predicted, at, gain,
-                         sample_q, estimate, free_low, free_high)
+                         sample_q, estimate, free_low, free_high, gate)
         if at >= 0:
             times[0], times[1] = start + at * h, math.nan
         if observing:
@@ -241,10 +241,11 @@ class FusedTick:
         low, high = loop._effort_range
         observer = loop.observer
         watch = ((True, observer.settings.cancel_bias, observer.x, observer.y, observer.times,
-                  observer.gain, *observer.free)
+                  observer.gain, *observer.free, observer.gate)
                  if observer is not None else
                  (False, False, np.zeros((2, n)), np.zeros(n), np.array([0.0, np.nan]),
-                  np.zeros((2 * n, n)), np.full(n, -np.inf), np.full(n, np.inf)))
+                  np.zeros((2 * n, n)), np.full(n, -np.inf), np.full(n, np.inf),
+                  np.full(n, np.inf)))
         bank = law.friction
         friction = ((True, bank.slip, bank.stiffness, bank.play, bank.out) if bank is not None
                     else (False, np.zeros((n, 1)), np.zeros((n, 1)), np.zeros((n, 1)),

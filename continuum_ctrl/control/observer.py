@@ -46,6 +46,14 @@ lacks. Learnt as a force bias, it pushes the prediction off the arm the moment t
 the stop (on the built-in plant with `end_stops`, against a reference that reaches them: 3 mm
 RMS and 2.8 MPa/s); so a sample within STOP_MARGIN noise deviations of a limit (`free`)
 corrects the estimate but not the bias.
+
+A push or a dropped load moves the arm by millimetres within a few samples, hundreds of the
+innovation's standard deviations ``sqrt(H P H^T + R)``; learnt as a bias at the gain's rate it
+reached 100 N in 0.1 s under a 20 N push on the tip of the MuJoCo arm, outlasted the push by
+a second and swung the pressures between their bounds. The bias learns from the innovation
+clipped to `innovation_gate` of those deviations (`gate`), so an event moves it by at most
+``L_b gate`` per sample; the estimate of ``(q, qd)`` takes the whole innovation (it follows
+the arm through the event), and once the arm is back the bias learns as before.
 """
 
 import math
@@ -129,6 +137,10 @@ class Observer:
         #: where a sample is off the end stops (m or rad): the joint limits, inside by
         #: STOP_MARGIN noise deviations; a sample outside teaches the force bias nothing
         self.free = (low + margin, high - margin)
+        gate = settings.innovation_gate * np.sqrt(np.diag(self.covariance)[:model.n]
+                                                  + settings.position_noise ** 2)
+        #: the largest innovation the force bias learns from (m or rad; inf: no bound)
+        self.gate = gate if settings.innovation_gate > 0.0 else np.full(model.n, np.inf)
         n = model.n
         self.x = np.zeros((len(gain) // n, n))
         self.y = np.zeros(n)

@@ -138,6 +138,10 @@ FIELDS = {
                                   'estimated (a disturbance observer), so the model error '
                                   'is cancelled at once rather than integrated; needs '
                                   'observer.bias_noise > 0'),
+    'observer.innovation_gate': Field('number', 4.0, 'kalman: the largest innovation the '
+                                      'force bias learns from, in standard deviations of the '
+                                      "innovation (a push's or a dropped load's is far larger "
+                                      'and would outlast it as a bias; 0: no bound)', 0.0),
     'limits.effort': Field('numbers', ..., 'largest |effort| per joint, N or N m (default: '
                            'the model, e.g. URDF <limit effort>)', 0.0, strict_low=True,
                            per_joint=True),
@@ -210,12 +214,14 @@ class ObserverSettings:
     force_noise: float = FIELDS['observer.force_noise'].default
     bias_noise: float = FIELDS['observer.bias_noise'].default
     cancel_bias: bool = FIELDS['observer.cancel_bias'].default
+    innovation_gate: float = FIELDS['observer.innovation_gate'].default
 
     @classmethod
     def of(cls, values: Dict[str, Any]) -> 'ObserverSettings':
         """Return the `observer.*` settings of the parsed `values` (checked by CHECKS)."""
         return cls(*(values['observer.' + name] for name in (
-            'type', 'position_noise', 'force_noise', 'bias_noise', 'cancel_bias')))
+            'type', 'position_noise', 'force_noise', 'bias_noise', 'cancel_bias',
+            'innovation_gate')))
 
 
 @dataclass(frozen=True)

@@ -71,11 +71,13 @@ def implicit_damping_euler_stepper(model):
     Implicit damping Euler steps, one of `dt` s per row of `forces` (k, n), each held over
     its step. ``M``, ``g`` and ``C qd`` are evaluated every `hold` steps and held in between;
     the passive forces, the fast part of a PMA arm, every step. ``hold=1``:
-    `implicit_damping_euler_step`s in a row. `correction` ``(at, gain, y, kept, low, high)``:
+    `implicit_damping_euler_step`s in a row. `correction` ``(at, gain, y, kept, low, high,
+    gate)``:
     before step `at` (-1: none) the state takes ``(q, qd) += gain (y - q)`` (gain (k n, n),
     positions y) and is copied into the first rows of `kept` (k, n), whose further rows take
     the further rows of the gain's correction from the coordinates whose `y` lies within
-    ``(low, high)`` only, as an observer's update (control/observer.py; the compiled
+    ``(low, high)`` only, clipped to ``[-gate, gate]``, as an observer's update
+    (control/observer.py; the compiled
     `correct` of models/continuum/cog.py says why). One
     compiled call where the model offers `compiled_damped_steps`, else a Python loop.
     """
@@ -83,12 +85,13 @@ def implicit_damping_euler_stepper(model):
     if compiled is None:
         def steps(q, qd, forces, dt, hold=1, correction=None):
             q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
-            at, gain, y, kept, low, high = correction or NO_CORRECTION
+            at, gain, y, kept, low, high, gate = correction or NO_CORRECTION
             for k, force in enumerate(forces):
                 if k == at:
                     n = len(q)
                     update = gain[:2 * n] @ (y - q)
-                    off_stops = np.where((low < y) & (y < high), y - q, 0.0)
+                    off_stops = np.where((low < y) & (y < high), np.clip(y - q, -gate, gate),
+                                         0.0)
                     kept[2:] += (gain[2 * n:] @ off_stops).reshape(-1, n)
                     q, qd = q + update[:n], qd + update[n:]
                     kept[:2] = q, qd
@@ -103,7 +106,7 @@ def implicit_damping_euler_stepper(model):
         return steps
     out = np.zeros((2, model.n))
     none = (-1, np.zeros((2 * model.n, model.n)), np.zeros(model.n), np.zeros((2, model.n)),
-            np.full(model.n, -np.inf), np.full(model.n, np.inf))
+            np.full(model.n, -np.inf), np.full(model.n, np.inf), np.full(model.n, np.inf))
 
     def compiled_steps(q, qd, forces, dt, hold=1, correction=None):
         compiled(np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float),
@@ -114,7 +117,7 @@ def implicit_damping_euler_stepper(model):
 
 
 #: `correction` of no step (the stepper's default)
-NO_CORRECTION = (-1, None, None, None, None, None)
+NO_CORRECTION = (-1, None, None, None, None, None, None)
 
 
 #: integrator name (as in parameters) -> step function

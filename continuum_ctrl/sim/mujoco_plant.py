@@ -5,6 +5,7 @@ MuJoCo as the plant's physics engine: a continuum disc stack or a URDF arm.
     engine = MujocoJoints(urdf_mjcf(path, joints, ...), joints, timestep)
     q, qd = engine.reset(q0)        # model order: PMA length changes (m) or joint positions
     q, qd = engine.step(tau, dt)    # dt s (MuJoCo steps of at most `timestep`), forces tau
+    q, qd = engine.step(tau, dt, push)  # and a force (N, base axes) on the `pushed` frame
 
 The state is what the simulator publishes: each PMA's length change (the sum of its pieces'
 tendon lengths minus L) and its rate, or the joints' positions and velocities. `mujoco` is
@@ -18,6 +19,7 @@ from xml.etree import ElementTree
 import numpy as np
 
 from continuum_ctrl.models.continuum.kinematics import arc_variables
+from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.mujoco_arm import body_name, Obstacles, piece_name
 
 #: Newton iterations placing the disc stack at a given PMA pose, and their tolerance (m)
@@ -36,7 +38,8 @@ class MujocoEngine:
 
     `timestep`: the longest MuJoCo step, s; `q`, `qd`: the state after the last `reset` or
     `step` (subclasses give `state` and `reset`); `ctrl`: the actuator of each force's share,
-    `owner`: the force (model order) each of those actuators takes.
+    `owner`: the force (model order) each of those actuators takes; `pushed`: the body a push
+    acts on (-1: none; subclasses find it, `_body`).
     """
 
     def __init__(self, xml, timestep, path=None):
@@ -49,24 +52,40 @@ class MujocoEngine:
         self._owner = np.zeros(0, dtype=int)
         self._largest_contact = 0.0
         self.q = self.qd = np.zeros(0)
+        self.pushed = -1
+
+    def _body(self, name, frame):
+        """Return the id of body `name`, which frame `frame` is; ConfigError without one."""
+        mujoco = _mujoco()
+        body = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, name)
+        if body < 0:
+            raise ConfigError('push.frame', f"'{frame}' is no body of the MuJoCo arm")
+        return body
 
     def state(self):
         """Return ``(q, qd)`` at the current MuJoCo state; set `q` and `qd`."""
         raise NotImplementedError
 
-    def step(self, tau, dt):
+    def step(self, tau, dt, push=None):
         """
         Advance by `dt` s with PMA forces `tau` (N, model order) held; return the state.
 
         `dt` is split into equal MuJoCo steps of at most `timestep`. Between calls MuJoCo's
         position and velocity stage has run at the current state (`mj_step1`), so the
-        tendon lengths are the state's and the next step goes on from them.
+        tendon lengths are the state's and the next step goes on from them. `push` (N, base
+        axes; None: none): a force on the body `pushed` at its origin, held over `dt` as
+        the generalized force it makes at the step's start, as the built-in engine holds
+        ``J^T push``.
         """
         mujoco = _mujoco()
         m, d = self.model, self.data
         steps = max(1, math.ceil(dt / self.timestep - 1e-9))
         m.opt.timestep = dt / steps
         d.ctrl[self._ctrl] = np.asarray(tau)[self._owner]
+        d.qfrc_applied[:] = 0.0
+        if push is not None:
+            mujoco.mj_applyFT(m, d, np.asarray(push, dtype=float), np.zeros(3),
+                              d.xpos[self.pushed], self.pushed, d.qfrc_applied)
         mujoco.mj_step2(m, d)
         if steps > 1:
             mujoco.mj_step(m, d, steps - 1)
@@ -115,10 +134,11 @@ class MujocoArm(MujocoEngine):
     """
     A continuum arm as a disc stack; `n` PMAs, state in the model's joint order.
 
-    `xml`: its MJCF from `continuum_mjcf` for `spec`.
+    `xml`: its MJCF from `continuum_mjcf` for `spec`; `pushed`: the frame pushed, a
+    ``section{i}_tip`` (its section's last disc, whose origin is the tip), or None.
     """
 
-    def __init__(self, xml, spec, timestep):
+    def __init__(self, xml, spec, timestep, pushed=None):
         super().__init__(xml, timestep)
         mujoco = _mujoco()
         self.spec = spec
@@ -137,6 +157,9 @@ class MujocoArm(MujocoEngine):
         self._ctrl = np.asarray(actuated, dtype=int)
         self._rest = np.repeat(spec.length, 3)
         self._section_dofs = [self._dofs(i) for i in range(spec.sections)]
+        if pushed is not None:
+            section = int(pushed[len('section'):-len('_tip')])
+            self.pushed = self._body(body_name(section, self.discs[section - 1]), pushed)
 
     def _count(self, i):
         """Return the number of discs of section `i` in the model."""
@@ -206,10 +229,11 @@ class MujocoJoints(MujocoEngine):
     An arm whose coordinates are named one-DoF joints or tendons of its MJCF, in `joints` order.
 
     Forces go to the actuators named as the joints (`by_name`, the URDF arms), else to the
-    model's first actuators in order (a user's MJCF, `mujoco.model` at `path`).
+    model's first actuators in order (a user's MJCF, `mujoco.model` at `path`). `pushed`: the
+    frame pushed, the body of that name (a URDF link), or None.
     """
 
-    def __init__(self, xml, joints, timestep, path=None, by_name=True):
+    def __init__(self, xml, joints, timestep, path=None, by_name=True, pushed=None):
         super().__init__(xml, timestep, path)
         mujoco = _mujoco()
         m = self.model
@@ -223,6 +247,8 @@ class MujocoJoints(MujocoEngine):
                                 for name in joints]) if by_name else np.arange(len(joints)))
         self._owner = np.arange(len(joints))
         self.n = len(joints)
+        if pushed is not None:
+            self.pushed = self._body(pushed, pushed)
 
     def state(self):
         """Return ``(q, qd)``: joint positions (rad or m) or tendon lengths, and rates."""

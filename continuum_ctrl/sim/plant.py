@@ -53,6 +53,7 @@ from continuum_ctrl.models.rigid import resolve_urdf
 from continuum_ctrl.params import Check, ConfigError, Field, flatten, Reader, Schema
 from continuum_ctrl.sim.mujoco_arm import continuum_mjcf, Obstacles
 from continuum_ctrl.sim.pma_traits import FIELDS as PMA_FIELDS, PmaForces, PmaTraits
+from continuum_ctrl.sim.push import CHECKS as PUSH_CHECKS, FIELDS as PUSH_FIELDS, Pushes
 from continuum_ctrl.sim.sensor import (CHECKS as SENSOR_CHECKS, FIELDS as SENSOR_FIELDS, Sensor,
                                        SensorSettings)
 
@@ -87,6 +88,7 @@ FIELDS = {
                                "output.deadzone)", 0.0, 1e7),
     **SENSOR_FIELDS,
     **PMA_FIELDS,
+    **PUSH_FIELDS,
     'actuator.time_constant': Field('number', 0.0, 'pressure mode: first-order lag of the '
                                     'applied PMA pressure behind the command, s (0: none)',
                                     0.0, 1.0),
@@ -157,6 +159,7 @@ CHECKS = (
     *_obstacle_checks('boxes', 6),
     *_obstacle_checks('spheres', 4),
     *SENSOR_CHECKS,
+    *PUSH_CHECKS,
 )
 #: the simulator's parameter table with its checks
 SCHEMA = SHARED_SCHEMA + Schema(FIELDS, CHECKS)
@@ -189,6 +192,7 @@ class PlantSettings:
     mujoco: Optional['MujocoOptions'] = None
     pma: Optional[PmaTraits] = None
     message: str = 'multiarray'
+    push: Optional[Pushes] = None
 
     @classmethod
     def parse(cls, tree: Dict[str, Any], model_namespace: Dict[str, Any]) -> 'PlantSettings':
@@ -212,7 +216,7 @@ class PlantSettings:
             sensor=SensorSettings.of(values), end_stops=values['end_stops'],
             actuator=tuple(values[f'actuator.{key}'] for key in ACTUATOR_KEYS),
             engine=values['engine'], mujoco=MujocoOptions.of(values, model, spec, vec),
-            pma=pma, message=values['output.message'])
+            pma=pma, message=values['output.message'], push=Pushes.of(values, model))
 
 
 @dataclass(frozen=True)
@@ -363,14 +367,22 @@ class Integrated:
         self.model, self.integrator = settings.model, settings.integrator
         self.q = self.qd = np.zeros(self.model.n)
         self.limits = self.model.joint_limits() if settings.end_stops else None
+        self.pushed = settings.push.frame if settings.push is not None else None
 
     def reset(self, q0):
         """Rest at `q0` (model order); return ``(q, qd)``."""
         self.q, self.qd = np.array(q0, dtype=float), np.zeros(self.model.n)
         return self.q, self.qd
 
-    def step(self, tau, dt):
-        """Advance by `dt` s with the generalized force `tau` held; return ``(q, qd)``."""
+    def step(self, tau, dt, push=None):
+        """
+        Advance by `dt` s with the generalized force `tau` held; return ``(q, qd)``.
+
+        `push` (N, base axes; None: none): a force on the frame `pushed`, held as its
+        generalized force ``J^T push`` at the step's start (sim/push.py).
+        """
+        if push is not None:
+            tau = tau + self.model.frame_jacobian(self.q, self.pushed)[:3].T @ push
         q, qd = self.integrator(self.model, self.q, self.qd, tau, dt)
         if self.limits is not None:
             low, high = self.limits
@@ -454,17 +466,20 @@ def new_engine(settings, q=None):
     `mujoco` is imported only for the mujoco engine.
     """
     engine: Any
+    pushed = settings.push.frame if settings.push is not None else None
     if settings.engine == 'mujoco' and settings.mujoco.model is not None:
         from continuum_ctrl.sim.mujoco_plant import MujocoJoints
         engine = MujocoJoints(mujoco_xml(settings), settings.model.joint_names,
-                              settings.mujoco.timestep, settings.mujoco.model, by_name=False)
+                              settings.mujoco.timestep, settings.mujoco.model, by_name=False,
+                              pushed=pushed)
     elif settings.engine == 'mujoco' and settings.mujoco.urdf is not None:
         from continuum_ctrl.sim.mujoco_plant import MujocoJoints
         engine = MujocoJoints(mujoco_xml(settings), settings.model.joint_names,
-                              settings.mujoco.timestep)
+                              settings.mujoco.timestep, pushed=pushed)
     elif settings.engine == 'mujoco':
         from continuum_ctrl.sim.mujoco_plant import MujocoArm
-        engine = MujocoArm(mujoco_xml(settings), settings.model.spec, settings.mujoco.timestep)
+        engine = MujocoArm(mujoco_xml(settings), settings.model.spec, settings.mujoco.timestep,
+                           pushed)
     else:
         engine = Integrated(settings)
     engine.reset(settings.initial if q is None else q)
@@ -627,7 +642,9 @@ class Plant:
                 tau = self._valve_force(fresh, dt)
             if self.pma is not None:
                 tau = self.pma.force(tau, self.q)
-            self.q, self.qd = self.engine.step(tau, dt)
+            push = (None if self.settings.push is None
+                    else self.settings.push.force((count + 0.5) * dt))
+            self.q, self.qd = self.engine.step(tau, dt, push)
             self.sensor.record(self.q, self.qd)
             count += 1
             self._grid = origin, count

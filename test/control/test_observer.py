@@ -6,6 +6,7 @@ import pytest
 from continuum_ctrl.control.observer import kalman_gain, linearized, Observer
 from continuum_ctrl.control.settings import ObserverSettings
 from continuum_ctrl.models.base import DynamicsModel
+from continuum_ctrl.models.integrators import implicit_damping_euler_stepper
 from continuum_ctrl.apps.node_pair import controller_loop, controller_runtime, plant_of
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
@@ -44,6 +45,9 @@ class MassSpringDamper(DynamicsModel):
 
     def passive_forces(self, q, qd):
         return self.K @ q + self.D @ qd
+
+    def damping_matrix(self, q):
+        return self.D.copy()
 
 
 def test_the_linearized_step_is_the_implicit_damping_step_of_the_linear_arm():
@@ -233,3 +237,57 @@ def test_the_observer_switched_on_and_off_at_run_time_starts_from_the_loops_stat
         window = (log.t > start) & (log.t <= end)
         worst = np.max(np.abs(log.q - log.q_des)[window])
         assert worst < 1.5 * np.max(np.abs(unchanged.q - unchanged.q_des)[window]) + 2e-5
+
+
+def observe_push(gate, push, start=0.5, duration=0.2, end=1.5):
+    """
+    Observe the two-mass arm pushed by `push` (N) from `start` for `duration` s; return traces.
+
+    The observer's own correction and prediction (`implicit_damping_euler_stepper`), one
+    sample a period; ``(t, bias, estimate error, largest bias change per sample)``.
+    """
+    model = MassSpringDamper()
+    settings = ObserverSettings('kalman', POSITION_NOISE, FORCE_NOISE, 0.3, False, gate)
+    observer = Observer(model, settings, PERIOD, np.zeros(2))
+    steps = implicit_damping_euler_stepper(model)
+    F, G = linearized(model, np.zeros(2), PERIOD)
+    rng = np.random.default_rng(5)
+    x = np.zeros(4)
+    observer.start(np.zeros(2), np.zeros(2), 0.0)
+    t = PERIOD * np.arange(1, round(end / PERIOD))
+    bias, error, change = [], [], 0.0
+    for now in t:
+        pushed = push if start <= now - PERIOD < start + duration else 0.0
+        x = F @ x + G @ (pushed + rng.normal(0.0, FORCE_NOISE, 2))
+        observer.measure(x[:2] + rng.normal(0.0, POSITION_NOISE, 2), None, now)
+        before = observer.bias.copy()
+        q, qd = steps(observer.x[0], observer.x[1], observer.bias[None, :], PERIOD, 1,
+                      (0, observer.gain, observer.y, observer.x, *observer.free,
+                       observer.gate))
+        observer.times[:] = (now, np.nan)
+        change = max(change, float(np.max(np.abs(observer.bias - before))))
+        bias.append(observer.bias.copy())
+        error.append(observer.x[0] - x[:2])
+        observer.x[0], observer.x[1] = q, qd
+    return t, np.array(bias), np.array(error), change
+
+
+def test_a_push_moves_the_bias_at_most_at_the_gated_rate_and_it_recovers():
+    """
+    A 20 N push of 0.2 s on the two-mass arm: the bias learns it ungated, not gated.
+
+    Gated at 4 deviations of the innovation, the bias moves by at most ``|L_b| gate`` per
+    sample (0.055 N here), so by 5.7 N over the push against 20 N ungated, and is back within 0.5 N
+    0.3 s after the push.
+    """
+    push = np.array([20.0, -12.0])
+    t, ungated, _, _ = observe_push(0.0, push)
+    assert np.max(np.abs(ungated[:, 0])) > 15.0
+    observer = Observer(MassSpringDamper(), ObserverSettings('kalman', POSITION_NOISE,
+                                                             FORCE_NOISE, 0.3, False, 4.0),
+                        PERIOD, np.zeros(2))
+    t, gated, _, change = observe_push(4.0, push)
+    rate = np.max(np.abs(observer.gain[4:]) @ observer.gate)
+    assert change <= rate * (1 + 1e-9)
+    assert np.max(np.abs(gated)) < 0.3 * np.max(np.abs(ungated))       # 5.7 N against 20 N
+    assert np.max(np.abs(gated[t > 1.0])) < 0.5

@@ -198,13 +198,13 @@ def correction_case(config, seed, parts):
     """
     Return a moving arm, a random gain and sample, the stepper, limits that stop nothing.
 
-    ``(model, q, qd, forces, gain (parts n, n), y near q, steps, (low, high))``.
+    ``(model, q, qd, forces, gain (parts n, n), y near q, steps, (low, high, gate))``.
     """
     model, q, qd, forces = moving(config, 8, 6)
     rng = np.random.default_rng(seed)
     gain = rng.uniform(0.0, 0.5, (parts * model.n, model.n))
     y = q + rng.uniform(-1e-3, 1e-3, model.n)
-    free = (np.full(model.n, -np.inf), np.full(model.n, np.inf))
+    free = (np.full(model.n, -np.inf), np.full(model.n, np.inf), np.full(model.n, np.inf))
     return model, q, qd, forces, gain, y, implicit_damping_euler_stepper(model), free
 
 
@@ -237,3 +237,19 @@ def test_a_sample_on_an_end_stop_corrects_the_state_but_not_the_bias(config):
     off = innovation.copy()
     off[0] = 0.0
     np.testing.assert_allclose(kept[2], gain[2 * model.n:] @ off, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize('config', ['continuum_3section', 'planar_2r'])
+def test_the_bias_learns_from_the_innovation_clipped_to_the_gate_the_state_from_all(config):
+    """A push's innovation: the state takes all of it, the force bias its gated part."""
+    model, q, qd, forces, gain, y, steps, (low, high, _) = correction_case(config, 6, 3)
+    before = steps(q, qd, forces[:2], 1e-3)
+    gate = np.full(model.n, 2e-4)                             # samples reach 1 mm off
+    kept = np.zeros((3, model.n))
+    steps(q, qd, forces, 1e-3, 1, (2, gain, y, kept, low, high, gate))
+    innovation = y - before[0]
+    assert np.any(np.abs(innovation) > gate)
+    np.testing.assert_allclose(kept[:2].ravel(), np.concatenate(before)
+                               + gain[:2 * model.n] @ innovation, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(kept[2], gain[2 * model.n:] @ np.clip(innovation, -gate, gate),
+                               rtol=1e-12, atol=1e-15)

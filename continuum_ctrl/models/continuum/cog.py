@@ -232,7 +232,8 @@ def cog_run(arm, memory, q, qd, mode, task, v):
 
 
 @compiled()
-def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out, at, gain, y, kept, low, high):
+def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out, at, gain, y, kept, low, high,
+                     gate):
     """
     Run ``forces.shape[0]`` implicit-damping Euler steps of `dt` s from `q`, `qd`.
 
@@ -244,7 +245,8 @@ def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out, at, gain, y, kep
     linear correction by the positions `y` (n,) with `gain` (k n, n),
     ``(q, qd) += gain (y - q)``, and is copied into `kept` (k, n), which may be `q` and `qd`
     (they are read first): an observer's update (control/observer.py; `correct`, whose
-    `low`, `high` (n,) bound where a coordinate is off its end stops).
+    `low`, `high` (n,) bound where a coordinate is off its end stops and `gate` (n,) the
+    innovation the further rows take).
     """
     data = layout(memory, arm.length.shape[0])[1]
     sums = data.sums
@@ -255,7 +257,7 @@ def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out, at, gain, y, kep
         v[i] = qd[i]
     for k in range(forces.shape[0]):
         if k == at:
-            correct(x, v, gain, y, kept, low, high)
+            correct(x, v, gain, y, kept, low, high, gate)
         # calls: subscripted writes to a `layout` view, in the function that made it, were
         # not seen by the reads after them (Numba 0.68 without its runtime)
         if k % hold == 0:
@@ -270,7 +272,7 @@ def cog_damped_steps(arm, memory, q, qd, forces, dt, hold, out, at, gain, y, kep
 
 
 @compiled()
-def correct(x, v, gain, y, kept, low, high):
+def correct(x, v, gain, y, kept, low, high, gate):
     """
     ``(x, v) += gain (y - x)``, the result copied into the first rows of `kept` (k, n).
 
@@ -279,11 +281,14 @@ def correct(x, v, gain, y, kept, low, high):
     innovation of the coordinates whose sample lies within ``(low, high)`` (n,) only: one
     outside rests on its end stop (a PMA at its rest length), whose reaction the model
     lacks, and the bias learnt from it would push the prediction off once the PMA leaves.
+    That innovation is clipped to ``[-gate, gate]`` (n,): a push moves the arm by far more
+    than a slow model error does, and the bias learnt from it would outlast the push.
     """
     n = x.shape[0]
     innovation = kept[0]            # scratch: the result overwrites it
     for j in range(n):
-        innovation[j] = y[j] - x[j] if low[j] < y[j] < high[j] else 0.0
+        innovation[j] = (min(max(y[j] - x[j], -gate[j]), gate[j]) if low[j] < y[j] < high[j]
+                         else 0.0)
     for i in range(2 * n, gain.shape[0]):
         change = 0.0
         for j in range(n):
@@ -325,11 +330,12 @@ class CogModel(ContinuumModel):
         kernel = entry_point(cog_damped_steps, self.arm, self.memory, self._zero, self._zero,
                              np.zeros((1, self.n)), 1e-3, 1, np.zeros((2, self.n)), -1,
                              np.zeros((2 * self.n, self.n)), self._zero,
-                             np.zeros((2, self.n)), self._zero, self._zero)
+                             np.zeros((2, self.n)), self._zero, self._zero, self._zero)
         arm, memory = self.arm, self.memory
 
-        def steps(q, qd, forces, dt, hold, out, at, gain, y, kept, low, high):
-            kernel(arm, memory, q, qd, forces, dt, hold, out, at, gain, y, kept, low, high)
+        def steps(q, qd, forces, dt, hold, out, at, gain, y, kept, low, high, gate):
+            kernel(arm, memory, q, qd, forces, dt, hold, out, at, gain, y, kept, low, high,
+                   gate)
         return steps
 
     @property
