@@ -1,7 +1,8 @@
 """
 The closed-loop demo over ROS 2: simulator and controller as two processes, recorded here.
 
-    continuum-ctrl demo [--arm continuum|2r|panda|FILE] [--duration S] [--out DIR]
+    continuum-ctrl demo [--arm continuum|continuum_task|2r|panda|FILE [FILE ...]]
+                        [--duration S] [--out DIR]
                         [--engine builtin|mujoco]
 
 Starts the nodes of `launch_description.simulation` (the exact `--ros-args` command lines of
@@ -36,7 +37,7 @@ from continuum_ctrl.apps.launch import start, stop
 from continuum_ctrl.apps.node_pair import check_parameter_file, check_same_message, command_message
 from continuum_ctrl.apps.task_plot import plot_task, task_model
 from continuum_ctrl.params import file_parameters
-from continuum_ctrl.params.launch_description import (arm_config, ARMS, CONTROLLER,
+from continuum_ctrl.params.launch_description import (arm_files, ARMS, CONTROLLER,
                                                       SIMULATOR, simulation)
 from continuum_ctrl.ros.conversion import REJECT_KINDS
 from continuum_ctrl.ros.recorder import Recorder
@@ -145,7 +146,7 @@ def tip_error(controller, out, names, t, q_des, q):
     The tip: the task frame, else a continuum arm's last section tip (`report.tip_frame`),
     by the controller's model; with a task frame the picture `task_space.png` is written.
     """
-    model, frame = task_model(controller.parameters[0], controller.name)
+    model, frame = task_model(list(controller.parameters), controller.name)
     tip = tip_frame(model, frame)
     if tip is None:
         return None
@@ -179,7 +180,7 @@ def with_engine(nodes, engine, out):
 
 def node_timing(path):
     """
-    Return ``(period of ~/state s, recorder priority)`` for the nodes of parameter file `path`.
+    Return ``(period of ~/state s, recorder priority)`` for the nodes of parameter file(s) `path`.
 
     The recorder runs below both nodes' threads (their loops at `realtime_priority`, the
     rest one below): two below the lower node priority, normal scheduling if that is not 3+.
@@ -217,9 +218,9 @@ def parse_args(argv):
     """Return the demo's command-line arguments."""
     parser = argparse.ArgumentParser(prog='continuum-ctrl demo', description=__doc__.split(
         '\n\n')[0].strip())
-    parser.add_argument('--arm', default='continuum',
-                        help=f"{', '.join(ARMS)}, a file stem in config/ or a parameter file "
-                             f"(default: continuum)")
+    parser.add_argument('--arm', nargs='+', default=['continuum'],
+                        help=f"{', '.join(ARMS)}, a file stem in config/ or a parameter file; "
+                             f"several merge in order, an overlay last (default: continuum)")
     parser.add_argument('--duration', type=float, default=8.0, help='seconds recorded')
     parser.add_argument('--out', default='demo_out', help='output directory')
     parser.add_argument('--engine', choices=ENGINES, default=None,
@@ -313,18 +314,19 @@ def main(argv=None):
     args = parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    nodes = simulation(arm_config(args.arm))
+    nodes = simulation(arm_files(args.arm))
     nodes = with_engine(nodes, args.engine or default_engine(nodes[1]), out)
-    check_parameter_file(nodes[0].parameters[0], [nodes[0].name])
-    check_parameter_file(list(nodes[1].parameters), [nodes[1].name])
-    check_same_message(nodes[0].parameters[0], list(nodes[1].parameters))
-    engine = file_parameters(list(nodes[1].parameters), SIMULATOR)[0].get('engine', 'builtin')
-    period, priority = node_timing(nodes[0].parameters[0])
+    controller_files, simulator_files = (list(node.parameters) for node in nodes)
+    check_parameter_file(controller_files, [nodes[0].name])
+    check_parameter_file(simulator_files, [nodes[1].name])
+    check_same_message(controller_files, simulator_files)
+    engine = file_parameters(simulator_files, SIMULATOR)[0].get('engine', 'builtin')
+    period, priority = node_timing(controller_files)
     logs = [open(out / f'{node.name}.log', 'w') for node in nodes]
     processes = []
     try:
         with Recorder(bag=True, priority=priority,
-                      message=command_message(nodes[0].parameters[0])) as rec:
+                      message=command_message(controller_files)) as rec:
             run = record(rec, nodes, logs, processes, args.duration)
             if run is None:
                 return start_failure(logs, out)
@@ -334,5 +336,5 @@ def main(argv=None):
         stop(processes)
         for log in logs:
             log.close()
-    report(run, args.arm, engine, period, nodes[0], out)
+    report(run, ' + '.join(args.arm), engine, period, nodes[0], out)
     return 0

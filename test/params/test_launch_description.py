@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from continuum_ctrl.params.launch_description import (CONTROLLER, controller, DEFAULT_PARAMS,
-                                                      DESCRIPTIONS, PACKAGE, simulation,
-                                                      SIMULATOR)
+from continuum_ctrl.params import file_parameters
+from continuum_ctrl.params.launch_description import (arm_files, CONTROLLER, controller,
+                                                      DEFAULT_PARAMS, DESCRIPTIONS, PACKAGE,
+                                                      simulation, SIMULATOR)
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILES = {'controller': ROOT / 'launch' / 'controller.launch.py',
@@ -104,3 +105,20 @@ def test_setup_installs_launch_and_config_files():
     text = (ROOT / 'setup.py').read_text()
     assert "glob('launch/*.launch.py')" in text and "glob('config/*.yaml')" in text
     assert {'controller_node', 'simulator_node', 'continuum-ctrl'} <= set(entry_points())
+
+
+def test_the_task_overlay_is_laid_over_the_arm_file_as_two_params_files():
+    """One description of the arm: continuum_task.yaml changes the reference only."""
+    files = arm_files('continuum_task')
+    assert [path.name for path in files] == ['continuum_3section.yaml', 'continuum_task.yaml']
+    assert arm_files(str(files[1])) == files == arm_files(['continuum_3section', 'continuum_task'])
+    line = simulation(files)[0].command()
+    assert [line[i + 1] for i, word in enumerate(line) if word == '--params-file'] == \
+        [str(path) for path in files]
+    task, model = file_parameters(files, CONTROLLER)
+    arm, arm_model = file_parameters(files[0], CONTROLLER)
+    assert model == arm_model and not file_parameters(files[1], CONTROLLER)[1]
+    assert task['reference']['type'] == 'tip_circle' and task['task']['frame'] == 'section3_tip'
+    assert {key: value for key, value in task.items() if key not in ('reference', 'task')} == \
+        {key: value for key, value in arm.items() if key != 'reference'}
+    assert file_parameters(files, SIMULATOR) == file_parameters(files[0], SIMULATOR)
