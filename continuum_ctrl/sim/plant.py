@@ -55,6 +55,7 @@ from continuum_ctrl.sim.mujoco_arm import continuum_mjcf, Obstacles
 from continuum_ctrl.sim.pma_traits import FIELDS as PMA_FIELDS, PmaForces, PmaTraits
 from continuum_ctrl.sim.sensor import (CHECKS as SENSOR_CHECKS, FIELDS as SENSOR_FIELDS, Sensor,
                                        SensorSettings)
+from continuum_ctrl.sim.tip_capture import FIELDS as MOCAP_FIELDS, MocapSettings
 
 #: the physics engines the plant can run on
 ENGINES = ('builtin', 'mujoco')
@@ -86,6 +87,7 @@ FIELDS = {
     'mismatch.deadzone': Field('number', ..., "plant PMA dead zone, Pa (default: "
                                "output.deadzone)", 0.0, 1e7),
     **SENSOR_FIELDS,
+    **MOCAP_FIELDS,
     **PMA_FIELDS,
     'actuator.time_constant': Field('number', 0.0, 'pressure mode: first-order lag of the '
                                     'applied PMA pressure behind the command, s (0: none)',
@@ -189,6 +191,7 @@ class PlantSettings:
     mujoco: Optional['MujocoOptions'] = None
     pma: Optional[PmaTraits] = None
     message: str = 'multiarray'
+    mocap: MocapSettings = MocapSettings()
 
     @classmethod
     def parse(cls, tree: Dict[str, Any], model_namespace: Dict[str, Any]) -> 'PlantSettings':
@@ -212,7 +215,7 @@ class PlantSettings:
             sensor=SensorSettings.of(values), end_stops=values['end_stops'],
             actuator=tuple(values[f'actuator.{key}'] for key in ACTUATOR_KEYS),
             engine=values['engine'], mujoco=MujocoOptions.of(values, model, spec, vec),
-            pma=pma, message=values['output.message'])
+            pma=pma, message=values['output.message'], mocap=MocapSettings.of(values))
 
 
 @dataclass(frozen=True)
