@@ -23,6 +23,9 @@ CONTROLLER = 'continuum_controller'
 SIMULATOR = 'continuum_simulator'
 #: parameter file used when none is given: the reference three-section continuum arm
 DEFAULT_PARAMS = 'continuum_3section.yaml'
+#: the simulator's motion-capture topic (`mocap.topic`'s default): the controller's
+#: `~/tip_measured` is remapped to it in simulation
+MOCAP_TOPIC = '/mocap/tip'
 
 
 @dataclass(frozen=True)
@@ -127,9 +130,13 @@ def controller(params_files=DEFAULT_PARAMS, use_sim_time=False, remappings=()):
 
 
 def simulation(params_files=DEFAULT_PARAMS, use_sim_time=False):
-    """Describe controller plus simulator; the simulator hears the controller's commands."""
+    """
+    Describe controller plus simulator; the simulator hears the controller's commands.
+
+    The controller hears the simulator's motion capture (`~/tip_measured` from MOCAP_TOPIC).
+    """
     params = params_paths(params_files)
-    return controller(params, use_sim_time) + [
+    return controller(params, use_sim_time, (('~/tip_measured', MOCAP_TOPIC),)) + [
         NodeDescription(PACKAGE, 'simulator_node', SIMULATOR, params,
                         (('commands', f'/{CONTROLLER}/commands'),), use_sim_time)]
 

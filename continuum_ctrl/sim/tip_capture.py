@@ -29,6 +29,7 @@ from typing import Any, Dict, Iterator, NamedTuple, Tuple
 import numpy as np
 
 from continuum_ctrl.params import ConfigError, Field
+from continuum_ctrl.params.launch_description import MOCAP_TOPIC
 from continuum_ctrl.sim.mujoco_arm import body_name
 
 #: the simulator's `mocap.*` parameters
@@ -37,8 +38,9 @@ FIELDS = {
                            'none)', 0.0, 2000.0),
     'mocap.frame': Field('string', ..., "the frame captured; default: a continuum arm's last "
                          'section tip'),
-    'mocap.topic': Field('string', '/mocap/tip', 'topic of the captured tip '
-                         '(geometry_msgs/PoseStamped in the base frame)'),
+    'mocap.topic': Field('string', MOCAP_TOPIC, 'topic of the captured tip '
+                         "(geometry_msgs/PoseStamped in the base frame; the launch remaps the "
+                         "controller's ~/tip_measured to the default)"),
     'mocap.frame_id': Field('string', 'base', 'frame_id of the captured tip: the base frame'),
     'mocap.noise': Field('number', 0.0, 'capture noise, m, one standard deviation per axis',
                          0.0, 0.1),
@@ -56,7 +58,7 @@ class MocapSettings:
 
     rate_hz: float = 0.0
     frame: Any = None
-    topic: str = '/mocap/tip'
+    topic: str = MOCAP_TOPIC
     frame_id: str = 'base'
     noise: float = 0.0
     latency: float = 0.0

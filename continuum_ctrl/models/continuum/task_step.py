@@ -160,8 +160,9 @@ def task_step(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, 
     One task-space reference sample of section `sec`'s tip at `t` [s], in one call.
 
     Path point ``(x, xd, xdd)`` of the table `path` (`paths.path_sample`, into `sample` rows;
-    ``x`` shifted by the goal's `offset`: the point fed to the IK) and desired orientation ``R = R0 exp(s axis)``, ``s`` the minimum-jerk ramp over the move
-    (`goal`: a `goal_layout` block); then ``q_d`` by Newton steps from the previous solution
+    ``x`` shifted by the goal's `offset`: the point fed to the IK) and desired orientation
+    ``R = R0 exp(s axis)``, ``s`` the minimum-jerk ramp over the move (`goal`: a
+    `goal_layout` block); then ``q_d`` by Newton steps from the previous solution
     predicted to `t` (`state` rows q, qd, qdd, the previous sample at ``clock[0]``, NaN for
     none), ``qd_d = A^+ xd_d`` and ``qdd_d = A^+ (xdd_d - Adot qd_d) + Adot^T y`` (the exact
     derivative of ``A^T (A A^T)^-1 v``, ``Adot`` from `frames.derivative_from_chain`), all over
