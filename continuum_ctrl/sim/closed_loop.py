@@ -133,7 +133,7 @@ class NodeLoopLog:
     tip: Optional[np.ndarray] = None
 
 
-def simulate_nodes(runtime, plant, duration):
+def simulate_nodes(runtime, plant, duration, after_tick=None):
     """
     Run the controller's runtime against the simulator's plant tick by tick, as the nodes do.
 
@@ -151,7 +151,9 @@ def simulate_nodes(runtime, plant, duration):
     plant's tip is captured (sim/tip_capture.py) and each sample reaches the loop at its
     publication (``runtime.post_tip``), as the simulator node publishes it. Returns a
     NodeLoopLog of `duration` seconds; `measured` holds the last sample the loop received by
-    each tick, `tip` (with a capture) the true tip at each tick.
+    each tick, `tip` (with a capture) the true tip at each tick. `after_tick(k, t)`: called
+    after each tick (and its plan), before the plant moves on: a scenario's inputs (a tip
+    target at a time) and what it logs.
     """
     if not isinstance(runtime, ControllerRuntime):
         runtime = ControllerRuntime(runtime)
@@ -198,6 +200,8 @@ def simulate_nodes(runtime, plant, duration):
         runtime.step()
         log.q[k], log.q_des[k], log.effort[k] = plant.q, loop.q_des, loop.effort
         log.active[k] = loop.status == ACTIVE
+        if after_tick is not None:
+            after_tick(k, t)
         publish_until(t + period)
         plant.advance(t + period + half_step)
     return log
