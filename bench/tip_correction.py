@@ -27,7 +27,6 @@ import time
 import numpy as np
 
 from continuum_ctrl.apps.node_pair import node_pair
-from continuum_ctrl.control.ik import InverseKinematics
 from continuum_ctrl.params.launch_description import arm_files
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.report import command_summary
@@ -78,13 +77,20 @@ class Run:
 
 
 def reachable(model, radius, angle):
-    """Return a reachable tip position `radius` m off the axis at `angle` rad (highest z)."""
-    ik = InverseKinematics(model, TIP)
-    for z in np.arange(0.62, 0.05, -0.01):
-        point = np.array([radius * np.cos(angle), radius * np.sin(angle), z])
-        if ik.solve(point).position_error < 1e-6:
-            return point
-    raise ValueError(f'nothing reachable {radius} m off the axis')
+    """
+    Return the tip `radius` m off the axis, bent towards `angle` rad, at mid-stroke.
+
+    Every section bends the same way about 13 mm per PMA (the PMA at 120 k degrees shortens
+    by ``a cos(angle - 120 k deg)``), `a` found by bisection: a pose well inside the strokes,
+    as the issue's poses are.
+    """
+    shape = -np.tile(np.cos(angle - np.radians([0.0, 120.0, 240.0])), 3)
+    low, high = 0.0, 0.012
+    for _ in range(50):
+        a = 0.5 * (low + high)
+        tip = model.frame_pose(0.013 + a * shape, TIP)[:3, 3]
+        low, high = (a, high) if np.hypot(*tip[:2]) < radius else (low, a)
+    return tip
 
 
 def targets(args):
@@ -112,7 +118,7 @@ def targets(args):
 
 
 def circle(args, dropout=None):
-    """A 3 cm circle at 0.2 Hz around a point 300 mm off the axis; `dropout`: (start, s)."""
+    """Run a 3 cm circle at 0.2 Hz around a point 300 mm off the axis; `dropout`: (start, s)."""
     controller = {'reference.type': 'tip_circle', 'reference.tip_radius': 0.03,
                   'task.correction.bandwidth': args.bandwidth, 'reference.blend_time': 0.0}
     probe = node_pair(arm_files('continuum_task'), controller, {})[0].loop.model
@@ -137,7 +143,7 @@ def circle_figures(args):
 
 
 def dropout(args):
-    """The circle with a 2 s capture dropout from 9 s, against the undisturbed circle."""
+    """Run the circle with a 2 s capture dropout from 9 s, against the undisturbed circle."""
     plain = circle(args)
     lost = circle(args, (9.0, 2.0))
     t = plain.log.t
@@ -149,7 +155,7 @@ def dropout(args):
 
 
 def timeout(args):
-    """The capture stops for good at 8 s, the tip held at a target 350 mm off the axis."""
+    """Stop the capture for good at 8 s, the tip held at a target 350 mm off the axis."""
     controller = {'reference.type': 'hold', 'task.correction.bandwidth': args.bandwidth,
                   'task.max_speed': 0.25}
     probe = node_pair(arm_files('continuum_task'), controller, {})[0].loop.model

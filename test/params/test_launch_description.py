@@ -9,8 +9,9 @@ import pytest
 
 from continuum_ctrl.params import file_parameters
 from continuum_ctrl.params.launch_description import (arm_files, CONTROLLER, controller,
-                                                      DEFAULT_PARAMS, DESCRIPTIONS, PACKAGE,
-                                                      simulation, SIMULATOR)
+                                                      DEFAULT_PARAMS, DESCRIPTIONS,
+                                                      MOCAP_TOPIC, PACKAGE, simulation,
+                                                      SIMULATOR)
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILES = {'controller': ROOT / 'launch' / 'controller.launch.py',
@@ -28,7 +29,8 @@ def test_command_lines_are_exact():
     params = str(ROOT / 'config' / 'planar_2r.yaml')
     assert ctl.command('controller_node') == [
         'controller_node', '--ros-args', '-r', f'__node:={CONTROLLER}',
-        '--params-file', params, '-p', 'use_sim_time:=true']
+        '--params-file', params, '-r', f'~/tip_measured:={MOCAP_TOPIC}',
+        '-p', 'use_sim_time:=true']
     assert sim.command('simulator_node') == [
         'simulator_node', '--ros-args', '-r', f'__node:={SIMULATOR}',
         '--params-file', params, '-r', f'commands:=/{CONTROLLER}/commands',
@@ -49,8 +51,11 @@ def test_everything_named_exists(launch):
         for path in node.parameters:
             assert Path(path).is_file() and Path(path).name == DEFAULT_PARAMS
         for source, target in node.remappings:
-            # the simulator listens where the controller publishes: ~/commands of its node
-            assert (source, target) == ('commands', f'/{CONTROLLER}/commands')
+            # the simulator listens where the controller publishes: ~/commands of its node;
+            # the controller hears the simulator's motion capture
+            assert (source, target) == (('commands', f'/{CONTROLLER}/commands')
+                                        if node.name == SIMULATOR else
+                                        ('~/tip_measured', MOCAP_TOPIC))
     assert (ROOT / 'config' / DEFAULT_PARAMS).is_file()
 
 
@@ -121,4 +126,7 @@ def test_the_task_overlay_is_laid_over_the_arm_file_as_two_params_files():
     assert task['reference']['type'] == 'tip_circle' and task['task']['frame'] == 'section3_tip'
     assert {key: value for key, value in task.items() if key not in ('reference', 'task')} == \
         {key: value for key, value in arm.items() if key != 'reference'}
-    assert file_parameters(files, SIMULATOR) == file_parameters(files[0], SIMULATOR)
+    simulator, plant = file_parameters(files, SIMULATOR)
+    assert (simulator.pop('mocap'), plant) == ({'rate_hz': 120.0, 'noise': 2e-4, 'latency': 0.01},
+                                               file_parameters(files[0], SIMULATOR)[1])
+    assert simulator == file_parameters(files[0], SIMULATOR)[0]

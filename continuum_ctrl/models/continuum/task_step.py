@@ -50,7 +50,8 @@ def goal_layout(memory):
 
 
 def new_goal(R0, axis=(0.0, 0.0, 0.0), duration=1.0):
-    """Return a goal block: from orientation `R0` (3, 3), turn by `axis` [rad] over `duration`.
+    """
+    Return a goal block: from orientation `R0` (3, 3), turn by `axis` [rad] over `duration`.
 
     Its `offset` starts at zero.
     """
