@@ -11,7 +11,8 @@ the MuJoCo disc stack (8 discs per section by default) 20 % off the controller's
 starting at 13 mm per PMA; motion capture 120 Hz, 0.2 mm noise, 10 ms latency. Each case
 prints the true tip's error (the last disc, noiseless) beside the model's (its kinematics at
 the plant's PMA lengths) and the command variation (MPa/s, the worst PMA):
-- targets: three ~/tip_target poses 250, 350 and 450 mm off the axis, moved to at up to
+- targets: three ~/tip_target poses 250, 350 and 450 mm off the axis (`--radii`), bent
+  towards 0, 1 and 2 rad (`--angles`), moved to at up to
   0.25 m/s (`task.max_speed`; the file's 0.05 m/s takes 10 s per move); errors 3 s after
   each move ends (and their largest over the next 2 s);
 - circle: a 3 cm circle at 0.2 Hz around a point 300 mm off the axis; RMS over one
@@ -98,7 +99,7 @@ def targets(args):
     controller = {'reference.type': 'hold', 'task.correction.bandwidth': args.bandwidth,
                   'task.max_speed': 0.25}
     probe = node_pair(arm_files('continuum_task'), controller, {})[0].loop.model
-    goals = [reachable(probe, r, a) for r, a in ((0.25, 0.0), (0.35, 2.1), (0.45, 4.2))]
+    goals = [reachable(probe, r, a) for r, a in zip(args.radii, args.angles)]
     starts = [1.0, 10.0, 19.0]
     actions = [(s, lambda rt, g=g: rt.request_tip_target(g)) for s, g in zip(starts, goals)]
     run = Run(controller, {**PLANT, 'mujoco.discs': args.discs}, 28.0, actions)
@@ -178,6 +179,10 @@ def main():
     parser.add_argument('cases', nargs='*', default=list(CASES), help=' | '.join(CASES))
     parser.add_argument('--discs', type=int, default=8)
     parser.add_argument('--bandwidth', type=float, default=2.0)
+    parser.add_argument('--radii', type=float, nargs=3, default=[0.25, 0.35, 0.45],
+                        help='targets: m off the axis')
+    parser.add_argument('--angles', type=float, nargs=3, default=[0.0, 1.0, 2.0],
+                        help='targets: bend directions, rad')
     args = parser.parse_args()
     unknown = sorted(set(args.cases) - set(CASES))
     if unknown:

@@ -90,9 +90,9 @@ FIELDS = {
                                        'references on the measured tip ~/tip_measured (0: '
                                        'none); an order below the joint loop\'s',
                                        0.0, 50.0),
-    'task.correction.timeout': Field('number', 0.5, 'no accepted tip measurement for this '
-                                     "long (s): back to the model's kinematics alone", 0.01,
-                                     60.0),
+    'task.correction.timeout': Field('number', 3.0, 'no accepted tip measurement for this '
+                                     "long (s): back to the model's kinematics alone; a "
+                                     'shorter dropout holds the correction', 0.01, 600.0),
     'task.correction.max_age': Field('number', 0.1, 'a tip measurement stamped longer ago '
                                      'than this on arrival is stale (s); the correction is '
                                      'held from this age of the last one to the timeout',

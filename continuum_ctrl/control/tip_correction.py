@@ -60,7 +60,7 @@ class CorrectionSettings:
     """
 
     bandwidth: float = 2.0
-    timeout: float = 0.5
+    timeout: float = 3.0
     max_age: float = 0.1
     outlier: float = 0.005
     max_offset: float = 0.05

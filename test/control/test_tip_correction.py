@@ -34,7 +34,7 @@ def ticking(correction, q, offset, t0, duration, period, measured=None):
 
 def test_the_correction_follows_the_gap_at_its_bandwidth_and_rejects_holds_and_falls_back():
     loop = controller_loop(TASK, {'reference.type': 'hold'}, fused=False)
-    settings, period = CorrectionSettings(), loop.period
+    settings, period = CorrectionSettings(timeout=0.5), loop.period
     correction = TipCorrection(settings, period, loop.model.for_thread(), TIP)
     tip = loop.model.frame_pose(POSE, TIP)[:3, 3]
     gap = np.array([0.012, -0.006, 0.004])                 # the model's tip less the true one

@@ -66,7 +66,8 @@ def figures(rec):
 
 def test_tip_measured_is_checked_held_over_a_dropout_and_falls_back_once(tmp_path):
     path = params_file(tmp_path, arm_files('continuum_task'),
-                       continuum_controller={'reference': {'type': 'hold'}},
+                       continuum_controller={'reference': {'type': 'hold'},
+                                             'task': {'correction': {'timeout': 0.5}}},
                        continuum_simulator={'mocap': {'rate_hz': 0.0}})
     log = tmp_path / 'continuum_controller.log'
     with running(tmp_path, path) as (rec, processes):
