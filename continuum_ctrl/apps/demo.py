@@ -141,8 +141,9 @@ def last_error(log_paths):
     return lines[-1].strip() if lines else None
 
 
-#: seconds at the end of a run over which the true tip's settled error is given
-SETTLED = 3.0
+#: seconds at the end of a run over which the true tip's settled error is given (a 0.2 Hz
+#: circle's revolution)
+SETTLED = 5.0
 
 
 def tip_error(controller, out, names, t, q_des, q, truth=None):

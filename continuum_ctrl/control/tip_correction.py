@@ -29,11 +29,15 @@ correction moves the IK target slowly: 2 rad/s by default, which takes a 20 mm g
 
 The capture's samples: one older than `max_age` on arrival, or not newer than the last
 accepted, is stale; one whose gap is beyond `max_offset`, or moves more than `outlier` from
-the last accepted gap (while that one is fresh), is an outlier; both are rejected and
-counted. Between `max_age` and `timeout` after the last accepted sample (a dropout) the
-correction is held; after `timeout` it falls back to the model alone: `c` decays to zero at
-`w` (no step in the IK target), said once in the log (`events`), `fallen_back` true until a
-sample is accepted again.
+the last accepted gap (while that one is younger than `timeout`), is an outlier; both are
+rejected and counted. Between `max_age` and `timeout` after the last accepted sample (a
+dropout) the correction is held: as the gap map of the last FIT_SECONDS of samples, an
+affine fit of the gap against the model's tip (``g = a + B (x - x_mean)``, ridge-regularized
+so that samples at one pose give ``B = 0``, the last gap held), evaluated where the model's
+tip is now; a tip that moves during the dropout (a circle) keeps the gap it had there.
+After `timeout` it falls back to the model alone: `c` decays to zero at `w` (no step in the
+IK target), said once in the log (`events`), `fallen_back` true until a sample is accepted
+again.
 
 Threads: `measure` runs on the input thread (the FK of the model copy given, a few us);
 `record` and `advance` on the loop's, a few float operations per tick. They share no lock:
@@ -49,6 +53,11 @@ import numpy as np
 
 #: ticks of joints kept to find those at a sample's stamp (at 500 Hz: 0.26 s)
 HISTORY = 128
+#: seconds of accepted samples the dropout's gap map is fitted to (a 0.2 Hz circle's turn),
+#: samples kept at most for it, and the fewest it is fitted from
+FIT_SECONDS, FIT_SAMPLES, FIT_LEAST = 5.0, 2048, 10
+#: the ridge of the gap map's slope, m: the tip's spread below which the slope is shrunk
+FIT_RIDGE = 2e-3
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,9 @@ class TipCorrection:
         self._joints = np.zeros((HISTORY, model.n))
         self._ticks = 0
         self._latest: Optional[Tuple[float, float, np.ndarray]] = None   # stamp, arrival, gap
+        self._samples = np.full((FIT_SAMPLES, 7), np.nan)   # arrival, model's tip, gap
+        self._count = 0
+        self._map: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None
         self.accepted = 0
         self.rejected = {'stale': 0, 'outlier': 0}
         self.fallen_back = False
@@ -99,8 +111,18 @@ class TipCorrection:
         self._times[slot] = t
         self._ticks += 1
 
-    def advance(self, t: float, offset: np.ndarray) -> None:
-        """Move the correction one tick at `t` (s); write it into `offset` (the task's)."""
+    def holding(self, t: float) -> bool:
+        """Return whether `t` (s) is in a dropout (`advance` then wants the model's tip)."""
+        latest = self._latest
+        return latest is not None and \
+            self.settings.max_age < t - latest[1] <= self.settings.timeout
+
+    def advance(self, t: float, offset: np.ndarray, tip: Optional[np.ndarray] = None) -> None:
+        """
+        Move the correction one tick at `t` (s); write it into `offset` (the task's).
+
+        `tip`: in a dropout (`holding`), the model's tip now (m): the gap map's point.
+        """
         latest = self._latest
         if latest is None:
             return
@@ -108,7 +130,11 @@ class TipCorrection:
         if age <= self.settings.max_age:
             target = latest[2]
         elif age <= self.settings.timeout:
-            return                              # a dropout: held
+            fitted = self._map
+            if tip is None or fitted is None:
+                return                          # held as it is
+            center, mean, slope = fitted
+            target = mean + slope @ (tip - center)
         else:
             if not self.fallen_back:
                 self.fallen_back = True
@@ -135,7 +161,8 @@ class TipCorrection:
         slot = int(np.argmin(np.abs(self._times - stamp)))
         if abs(self._times[slot] - stamp) > self.settings.max_age:
             return self._reject('stale', 'no joints recorded near its stamp')
-        gap = self.model.frame_pose(self._joints[slot].copy(), self.frame)[:3, 3] - position
+        tip = self.model.frame_pose(self._joints[slot].copy(), self.frame)[:3, 3]
+        gap = tip - position
         size = float(np.linalg.norm(gap))
         jump = (math.inf if latest is None or now - latest[1] > self.settings.timeout
                 else float(np.linalg.norm(gap - latest[2])))
@@ -144,11 +171,26 @@ class TipCorrection:
             return self._reject('outlier', f'{size * 1e3:.1f} mm from the model\'s tip, '
                                            f'{jump * 1e3:.1f} mm from the last')
         self._latest = (stamp, now, gap)
+        self._keep(now, tip, gap)
         self.accepted += 1
         if self.fallen_back:
             self.fallen_back = False
             self.events.append(('info', 'tip measurements again: correcting the kinematics'))
         return None
+
+    def _keep(self, now, tip, gap):
+        """Keep an accepted sample and fit the gap map to the last FIT_SECONDS (module doc)."""
+        self._samples[self._count % FIT_SAMPLES] = now, *tip, *gap
+        self._count += 1
+        recent = self._samples[self._samples[:, 0] >= now - FIT_SECONDS]
+        if len(recent) < FIT_LEAST:
+            self._map = None
+            return
+        tips, gaps = recent[:, 1:4], recent[:, 4:7]
+        center, mean = tips.mean(axis=0), gaps.mean(axis=0)
+        spread = tips - center
+        normal = spread.T @ spread + len(recent) * FIT_RIDGE ** 2 * np.eye(3)
+        self._map = (center, mean, np.linalg.solve(normal, spread.T @ (gaps - mean)).T)
 
     def _reject(self, kind, reason):
         self.rejected[kind] += 1

@@ -275,7 +275,11 @@ class ControllerRuntime:
         correction = self.correction
         if correction is not None:
             correction.record(t, loop.q)
-            correction.advance(t, self._corrected.offset)
+            offset, tip = self._corrected.offset, None
+            if correction.holding(t):           # a dropout: the model's tip, as the IK's
+                target = self.references.tip_target()
+                tip = None if target is None else target + offset
+            correction.advance(t, offset, tip)
             while correction.events:
                 self.events.append(correction.events.popleft())
         degraded = self.timing.deadline(lateness)

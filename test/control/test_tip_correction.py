@@ -105,3 +105,36 @@ def test_the_true_tip_reaches_its_target_on_an_arm_longer_than_the_model():
     assert true.max() < 1e-3
     assert ours.min() > 10e-3
     assert figures['tip_measurements'] > 700 and figures['tip_correction_fallback'] == 0
+
+
+def test_a_dropout_holds_the_gap_the_tip_had_where_it_is():
+    """A gap that changes with the pose: the dropout's map gives it where the tip goes."""
+    loop = controller_loop(TASK, {'reference.type': 'hold'}, fused=False)
+    model, period = loop.model, loop.period
+    correction = TipCorrection(CorrectionSettings(), period, model.for_thread(), TIP)
+    bend = np.array([1.0, -0.5, -0.5, 1.0, -0.5, -0.5, 1.0, -0.5, -0.5])
+    start = model.frame_pose(POSE, TIP)[:3, 3]
+
+    def gap(tip):                       # 8 mm, and 5 % of the tip's move
+        return np.array([0.008, 0.0, -0.002]) + 0.05 * (tip - start)
+
+    offset, t = np.zeros(3), 0.0
+    for k in range(int(4.0 / period)):  # two turns of a 0.5 Hz swing, 2 mm per PMA
+        t = k * period
+        q = POSE + 0.002 * np.sin(np.pi * t) * bend
+        correction.record(t, q)
+        if k % 4 == 0:
+            tip = model.frame_pose(q, TIP)[:3, 3]
+            assert correction.measure(tip - gap(tip), t, t) is None
+        correction.advance(t, offset)
+    there = model.frame_pose(POSE - 0.002 * bend, TIP)[:3, 3]     # the swing's far end
+    assert np.linalg.norm(there - start) > 0.015
+    t0 = t
+    while t < t0 + 2.0:                 # a 2 s dropout with the tip held there
+        t += period
+        correction.advance(t, offset, there)
+    assert correction.holding(t)
+    # the ridge shrinks the slope by ~8 % over this swing: ~0.1 mm of its 1 mm change
+    assert np.linalg.norm(offset - gap(there)) < 0.2e-3
+    assert np.linalg.norm(offset - gap(start)) > 0.8e-3
+    assert not correction.events
