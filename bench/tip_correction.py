@@ -17,8 +17,8 @@ the plant's PMA lengths) and the command variation (MPa/s, the worst PMA):
   each move ends (and their largest over the next 2 s);
 - circle: a 3 cm circle at 0.2 Hz around a point 300 mm off the axis; RMS over one
   revolution after the move and the ramp;
-- dropout: the circle with the capture lost for 2 s during it; the largest change of the
-  true error against the undisturbed run, during and 3 s after;
+- dropout: the circle with the capture lost for 2 s from 13 s; the largest change of the
+  true error against the undisturbed run, during it and over 5 s from its start;
 - timeout: the capture stops for good at a target: the log lines and the error after.
 """
 
@@ -39,6 +39,8 @@ PLANT = {'engine': 'mujoco', 'mismatch.stiffness_scale': 1.2, 'mismatch.damping_
          'mocap.rate_hz': 120.0, 'mocap.noise': 2e-4, 'mocap.latency': 0.01}
 #: seconds after a move's end at which a target's error is taken
 SETTLE = 3.0
+#: the circle's dropout starts here, s
+DROPOUT = 13.0
 
 
 class Run:
@@ -128,7 +130,7 @@ def circle(args, dropout=None):
     plant = {**PLANT, 'mujoco.discs': args.discs}
     if dropout is not None:
         plant['mocap.dropouts'] = list(dropout)
-    return Run(controller, plant, 16.0)
+    return Run(controller, plant, 20.0)
 
 
 def circle_figures(args):
@@ -144,15 +146,20 @@ def circle_figures(args):
 
 
 def dropout(args):
-    """Run the circle with a 2 s capture dropout from 9 s, against the undisturbed circle."""
+    """
+    Run the circle with a 2 s capture dropout from 13 s, against the undisturbed circle.
+
+    From 13 s the gap is steady along the circle: before, it still grows as the arm settles
+    after its move (7 to 10 mm from 9 to 13 s), which no map of the pose can hold.
+    """
     plain = circle(args)
-    lost = circle(args, (9.0, 2.0))
+    lost = circle(args, (DROPOUT, 2.0))
     t = plain.log.t
-    window = (t >= 9.0) & (t < 14.0)
+    window = (t >= DROPOUT) & (t < DROPOUT + 5.0)
     change = np.abs(lost.errors()[0] - plain.errors()[0])
-    during = change[(t >= 9.0) & (t < 11.0)].max()
-    print(f'dropout of 2 s at 9 s: true error changed by at most {during * 1e3:.3f} mm during '
-          f'it, {change[window].max() * 1e3:.3f} mm over 9-14 s; its RMS '
+    during = change[(t >= DROPOUT) & (t < DROPOUT + 2.0)].max()
+    print(f'dropout of 2 s at {DROPOUT:g} s: true error changed by at most {during * 1e3:.3f} '
+          f'mm during it, {change[window].max() * 1e3:.3f} mm over the 5 s from it; its RMS '
           f'{np.sqrt(np.mean(lost.errors()[0][window] ** 2)) * 1e3:.3f} mm against '
           f'{np.sqrt(np.mean(plain.errors()[0][window] ** 2)) * 1e3:.3f} undisturbed')
 
