@@ -145,7 +145,9 @@ def test_tip_pose_and_shape_agree_with_fk_and_a_reachable_target_is_reached(tmp_
 
 
 def test_tip_circle_is_tracked(tmp_path):
-    with running(tmp_path, CONFIG) as (rec, processes):
+    # no capture: the built-in engine's tip is the model's, and FK(q_des) is then the path
+    path = params_file(tmp_path, CONFIG, continuum_simulator={'mocap': {'rate_hz': 0.0}})
+    with running(tmp_path, path) as (rec, processes):
         watch = Watch(rec, tmp_path)
         # on the controller's clock: the move (<= 1.5 s) and the ramp (1.5 s) done, then 5.5 s
         # of circle, however far the recorder lags behind (a loaded machine: seconds)
