@@ -10,7 +10,7 @@ the controller settings of config/continuum_3section.yaml:
   config/continuum_task.yaml (path point, FK, IK from the previous solution, qd_d, qdd_d,
   then the same law);
 each with the valve compensation of continuum_3section.yaml (which samples the reference
-three times per tick) and without it (as continuum_task.yaml ships); and the tip reference's
+three times per tick) and without it; and the tip reference's
 `sample` alone (one compiled call per tick on continuum arms).
 Target: FK + IK <= 20 us median per tick (compiled kernels); the task tick close to
 the joint tick.

@@ -50,7 +50,7 @@ ROUNDS = 15
 CALLS = 200
 #: the shipped configs, each a file list as a controller is given it (overlays last)
 CONFIGS = {'continuum_3section': ['continuum_3section.yaml'],
-           'continuum_task': ['continuum_task.yaml'],
+           'continuum_task': ['continuum_3section.yaml', 'continuum_task.yaml'],
            'identify_excitation': ['continuum_3section.yaml', 'identify_excitation.yaml'],
            'panda': ['panda.yaml'],
            'gazebo_arm': ['gazebo_arm.yaml'],

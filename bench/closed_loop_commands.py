@@ -37,7 +37,7 @@ PMA = {'output.friction': [2.0], 'output.area_slope': [0.15]}
 CASES = {
     'continuum_3section': (CONTINUUM, {}, {}, True),
     'continuum_3section python': (CONTINUUM, {}, {}, False),
-    'continuum_task': (['continuum_task.yaml'], {}, {}, True),
+    'continuum_task': (CONTINUUM + ['continuum_task.yaml'], {}, {}, True),
     'identify_excitation': (CONTINUUM + ['identify_excitation.yaml'], {}, {}, True),
     'my_arm': (['my_arm.yaml'], {}, {}, True),
     'panda': (['panda.yaml'], {}, {}, True),

@@ -1,7 +1,8 @@
 """
 The closed-loop demo over ROS 2: simulator and controller as two processes, recorded here.
 
-    continuum-ctrl demo [--arm continuum|2r|panda|FILE] [--duration S] [--out DIR]
+    continuum-ctrl demo [--arm continuum|continuum_task|2r|panda|FILE [FILE ...]]
+                        [--duration S] [--out DIR]
                         [--engine builtin|mujoco]
 
 Starts the nodes of `launch_description.simulation` (the exact `--ros-args` command lines of
@@ -10,7 +11,9 @@ active, records `~/state`, `~/commands` and `/diagnostics` for `duration` second
 nodes with SIGINT, then prints per-section (per-joint for rigid arms) RMS and maximum tracking
 errors, the worst PMA's (joint's) command variation (MPa/s, N m/s) and chatter index (of the
 recorded commands at the ticks, as in the CSV: sim/report.py), the tip's error (the task frame,
-else a continuum arm's last section tip, by the controller's kinematics) and the loop figures,
+else a continuum arm's last section tip, by the controller's kinematics) and, when the
+simulator captures the tip (`mocap.*`), the true tip's error beside it (the captured tip
+against the controller's `~/tip_desired` at its stamp), and the loop figures,
 and writes into DIR: `closed_loop.png` (desired vs actual positions, and the commands),
 `closed_loop.csv` (one row per control tick: time, desired and actual position, effort and
 command per joint; empty command fields before the first command), `closed_loop.mcap` (a
@@ -34,10 +37,10 @@ import numpy as np
 
 from continuum_ctrl.apps.launch import start, stop
 from continuum_ctrl.apps.node_pair import check_parameter_file, check_same_message, command_message
-from continuum_ctrl.apps.task_plot import plot_task, task_model
+from continuum_ctrl.apps.task_plot import plot_task, task_model, true_tip
 from continuum_ctrl.params import file_parameters
-from continuum_ctrl.params.launch_description import (arm_config, ARMS, CONTROLLER,
-                                                      SIMULATOR, simulation)
+from continuum_ctrl.params.launch_description import (arm_files, ARMS, CONTROLLER,
+                                                      MOCAP_TOPIC, SIMULATOR, simulation)
 from continuum_ctrl.ros.conversion import REJECT_KINDS
 from continuum_ctrl.ros.recorder import Recorder
 from continuum_ctrl.runtime.lateness import LATE_GAP
@@ -138,14 +141,20 @@ def last_error(log_paths):
     return lines[-1].strip() if lines else None
 
 
-def tip_error(controller, out, names, t, q_des, q):
+#: seconds at the end of a run over which the true tip's settled error is given (a 0.2 Hz
+#: circle's revolution)
+SETTLED = 5.0
+
+
+def tip_error(controller, out, names, t, q_des, q, truth=None):
     """
     Return ``(frame, tip errors (N,) m, picture or None)`` of the run (None: no tip frame).
 
     The tip: the task frame, else a continuum arm's last section tip (`report.tip_frame`),
-    by the controller's model; with a task frame the picture `task_space.png` is written.
+    by the controller's model; with a task frame the picture `task_space.png` is written,
+    with the true tip (`truth`, task_plot.true_tip) when captured.
     """
-    model, frame = task_model(controller.parameters[0], controller.name)
+    model, frame = task_model(list(controller.parameters), controller.name)
     tip = tip_frame(model, frame)
     if tip is None:
         return None
@@ -153,7 +162,19 @@ def tip_error(controller, out, names, t, q_des, q):
     if frame is None:
         return tip, tip_paths(model, tip, q_des[:, index], q[:, index])[2], None
     picture = out / 'task_space.png'
-    return tip, plot_task(picture, model, frame, t, q_des[:, index], q[:, index]), picture
+    return tip, plot_task(picture, model, frame, t, q_des[:, index], q[:, index], truth), \
+        picture
+
+
+def true_tip_line(truth, end):
+    """Return the printout's line of the true tip's error (`task_plot.true_tip`'s result)."""
+    stamps, _, error = truth
+    settled = error[stamps >= end - SETTLED]
+    last = (f', last {SETTLED:g} s RMS {np.sqrt(np.mean(settled ** 2)) * 1e3:.3f} mm'
+            if settled.size else '')
+    return (f'true tip (motion capture on {MOCAP_TOPIC}, {len(error)} samples, their noise '
+            f'included): RMS error {np.sqrt(np.mean(error ** 2)) * 1e3:.3f} mm, largest '
+            f'{error.max() * 1e3:.3f} mm{last}, against ~/tip_desired')
 
 
 def default_engine(simulator):
@@ -179,7 +200,7 @@ def with_engine(nodes, engine, out):
 
 def node_timing(path):
     """
-    Return ``(period of ~/state s, recorder priority)`` for the nodes of parameter file `path`.
+    Return ``(period of ~/state s, recorder priority)`` for the nodes of parameter file(s) `path`.
 
     The recorder runs below both nodes' threads (their loops at `realtime_priority`, the
     rest one below): two below the lower node priority, normal scheduling if that is not 3+.
@@ -198,7 +219,8 @@ class Recording:
     `t`, `q_des`, `q`, `effort` (ticks x joints, `names` order) of the ``~/state`` rows;
     `command` aligned to `t` (NaN before the first); `diagnostics`, `simulator`: the
     controller's /diagnostics windows and the simulator's last ones (figures by key, as
-    published); `skipped`: the deadlines the loop skipped while recorded.
+    published); `skipped`: the deadlines the loop skipped while recorded; `tips`: the
+    desired and captured tips (`Recorder.tips`).
     """
 
     names: list
@@ -211,15 +233,16 @@ class Recording:
     simulator: dict
     skipped: float
     end: float
+    tips: dict
 
 
 def parse_args(argv):
     """Return the demo's command-line arguments."""
     parser = argparse.ArgumentParser(prog='continuum-ctrl demo', description=__doc__.split(
         '\n\n')[0].strip())
-    parser.add_argument('--arm', default='continuum',
-                        help=f"{', '.join(ARMS)}, a file stem in config/ or a parameter file "
-                             f"(default: continuum)")
+    parser.add_argument('--arm', nargs='+', default=['continuum'],
+                        help=f"{', '.join(ARMS)}, a file stem in config/ or a parameter file; "
+                             f"several merge in order, an overlay last (default: continuum)")
     parser.add_argument('--duration', type=float, default=8.0, help='seconds recorded')
     parser.add_argument('--out', default='demo_out', help='output directory')
     parser.add_argument('--engine', choices=ENGINES, default=None,
@@ -271,7 +294,8 @@ def record(rec, nodes, logs, processes, duration):
     return Recording(rec.joint_names, t, q_des, q, effort, align(times, values, t),
                      list(rec.diagnostics),
                      dict(rec.sim_diagnostics[-1]) if rec.sim_diagnostics else {},
-                     rec.grown('run_missed_deadlines', rec.active_since, end), end)
+                     rec.grown('run_missed_deadlines', rec.active_since, end), end,
+                     {topic: list(samples) for topic, samples in rec.tips.items()})
 
 
 def report(run, arm, engine, period, controller, out):
@@ -279,12 +303,15 @@ def report(run, arm, engine, period, controller, out):
     names, t, q_des, q = run.names, run.t, run.q_des, run.q
     write_csv(out / 'closed_loop.csv', names, t, q_des, q, run.effort, run.command)
     plot(out / 'closed_loop.png', names, t, q_des, q, run.command, period)
-    tip = tip_error(controller, out, names, t, q_des, q)
+    truth = true_tip(run.tips, f'/{CONTROLLER}/tip_desired', MOCAP_TOPIC, t[0], run.end)
+    tip = tip_error(controller, out, names, t, q_des, q, truth)
     _, _, _, late = tick_counts(t, period, run.end)
     print(f'closed loop over ROS 2: {arm}, engine {engine}, {t[-1] - t[0]:.1f} s from '
           f'activation')
     print(recording_line(t, period, run.skipped, run.end))
     print_tables(names, t, q - q_des, run.command, tip[:2] if tip else None)
+    if truth is not None:
+        print(true_tip_line(truth, run.end))
     diagnostics, plant = run.diagnostics, run.simulator
     rates = [float(d['rate_hz']) for d in diagnostics[1:] if 'rate_hz' in d]
     ages = [float(d['input_age_p50_us']) for d in diagnostics[1:] if 'input_age_p50_us' in d]
@@ -313,18 +340,19 @@ def main(argv=None):
     args = parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    nodes = simulation(arm_config(args.arm))
+    nodes = simulation(arm_files(args.arm))
     nodes = with_engine(nodes, args.engine or default_engine(nodes[1]), out)
-    check_parameter_file(nodes[0].parameters[0], [nodes[0].name])
-    check_parameter_file(list(nodes[1].parameters), [nodes[1].name])
-    check_same_message(nodes[0].parameters[0], list(nodes[1].parameters))
-    engine = file_parameters(list(nodes[1].parameters), SIMULATOR)[0].get('engine', 'builtin')
-    period, priority = node_timing(nodes[0].parameters[0])
+    controller_files, simulator_files = (list(node.parameters) for node in nodes)
+    check_parameter_file(controller_files, [nodes[0].name])
+    check_parameter_file(simulator_files, [nodes[1].name])
+    check_same_message(controller_files, simulator_files)
+    engine = file_parameters(simulator_files, SIMULATOR)[0].get('engine', 'builtin')
+    period, priority = node_timing(controller_files)
     logs = [open(out / f'{node.name}.log', 'w') for node in nodes]
     processes = []
     try:
         with Recorder(bag=True, priority=priority,
-                      message=command_message(nodes[0].parameters[0])) as rec:
+                      message=command_message(controller_files)) as rec:
             run = record(rec, nodes, logs, processes, args.duration)
             if run is None:
                 return start_failure(logs, out)
@@ -334,5 +362,5 @@ def main(argv=None):
         stop(processes)
         for log in logs:
             log.close()
-    report(run, args.arm, engine, period, nodes[0], out)
+    report(run, ' + '.join(args.arm), engine, period, nodes[0], out)
     return 0

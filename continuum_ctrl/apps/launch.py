@@ -1,13 +1,13 @@
 """
-`continuum-ctrl launch {controller|simulation} [--params-file F] [--use-sim-time] [...]`.
+`continuum-ctrl launch {controller|simulation} [--params-file F ...] [--use-sim-time] [...]`.
 
 Runs the node list of continuum_ctrl.params.launch_description as child processes, with the same
-command lines `ros2 launch` would run, for machines without `ros2 launch`. The parameter file
-is checked first, as the nodes would read it: a bad one is one error line (exit status 2) and
-no node starts. SIGINT and SIGTERM
-are forwarded to the nodes as SIGINT (the controller then publishes its safe command, waits
-until its subscribers have it and exits); a node that does not stop within `STOP_TIMEOUT` is
-killed, and named on stderr. Exits with 0, or the status of the first node that
+command lines `ros2 launch` would run, for machines without `ros2 launch`. Several parameter
+files merge in order, later keys winning (an overlay last). The files are checked first, as
+the nodes would read them: a bad one is one error line (exit status 2) and no node starts.
+SIGINT and SIGTERM are forwarded to the nodes as SIGINT (the controller then publishes its safe
+command, waits until its subscribers have it and exits); a node that does not stop within
+`STOP_TIMEOUT` is killed, and named on stderr. Exits with 0, or the status of the first node that
 failed. A runner that is itself killed (SIGKILL) takes its nodes with it: on Linux each node
 gets SIGINT when the runner dies, as from a Ctrl-C, and so still sends its safe command.
 """
@@ -87,8 +87,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog='continuum-ctrl launch', description=__doc__.split(
         '\n\n')[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('launch', choices=sorted(DESCRIPTIONS))
-    parser.add_argument('--params-file', default=DEFAULT_PARAMS,
-                        help='parameter file (a name in config/ or a path)')
+    parser.add_argument('--params-file', nargs='+', default=[DEFAULT_PARAMS],
+                        help='parameter file(s), merged in order (names in config/ or paths)')
     parser.add_argument('--use-sim-time', action='store_true', help='use /clock')
     parser.add_argument('--commands-topic', help="controller only: remap '~/commands' to "
                                                  'this topic')
@@ -98,8 +98,7 @@ def main(argv=None):
     options = {'remappings': [('~/commands', args.commands_topic)]} if args.commands_topic \
         else {}
     nodes = DESCRIPTIONS[args.launch](args.params_file, args.use_sim_time, **options)
-    for path in sorted({path for node in nodes for path in node.parameters}):
-        check_parameter_file(path, [node.name for node in nodes])
+    check_parameter_file(list(nodes[0].parameters), [node.name for node in nodes])
     for node in nodes:
         print(' '.join(node.command()), flush=True)
     received = []

@@ -26,7 +26,7 @@ import sys
 import numpy as np
 
 from continuum_ctrl.control.gains import validate_gain
-from continuum_ctrl.params.launch_description import arm_config, ARMS
+from continuum_ctrl.params.launch_description import arm_files, ARMS
 from continuum_ctrl.apps.node_pair import node_pair
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
@@ -60,9 +60,9 @@ def main(argv=None):
     """Run the closed loop; return the exit status (1 if it never became active)."""
     parser = argparse.ArgumentParser(prog='continuum-ctrl simulate', description=__doc__.split(
         '\n\n')[0].strip())
-    parser.add_argument('--arm', default='2r',
+    parser.add_argument('--arm', nargs='+', default=['2r'],
                         help=f"{', '.join(ARMS)}, a file stem in config/ or a parameter YAML "
-                             f"file (default 2r)")
+                             f"file; several merge in order, an overlay last (default 2r)")
     parser.add_argument('--duration', type=float, default=8.0, help='seconds (default 8)')
     parser.add_argument('--out', default='out', help='output directory (default ./out)')
     parser.add_argument('--kp', type=float, default=None,
@@ -75,8 +75,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if not args.duration > 0.0:
         raise ConfigError('--duration', 'must be > 0')
-    path = arm_config(args.arm)
-    loop, plant, log = run(path, args.duration, args.engine, args.kp, args.kd)
+    paths = arm_files(args.arm)
+    path = paths[-1]
+    loop, plant, log = run(paths, args.duration, args.engine, args.kp, args.kd)
     settings = loop.settings
     lag, dead_time, _ = plant.settings.actuator
     valves = (f'valves {lag:g} s lag, {dead_time:g} s dead time' if lag or dead_time

@@ -3,7 +3,8 @@ The demo's task-space picture: desired against actual tip path, tip error, backb
 
 Used by `continuum-ctrl demo` when the controller's parameters give a task frame; the joint
 logs (desired and measured positions per `~/state` message, model order) are turned into tip
-positions by FK of the controller's model.
+positions by FK of the controller's model. With a motion capture (`truth`) the true tip is
+drawn too, and its error against where the tip is to be (`~/tip_desired`).
 """
 
 import numpy as np
@@ -26,8 +27,35 @@ def task_model(params_path, node_name):
     return model, ControllerSettings.parse(tree, model).task.frame
 
 
-def plot_task(path, model, frame, t, q_des, q):
-    """Write the picture to `path`; return the tip errors (N,) [m]."""
+def true_tip(tips, desired_topic, measured_topic, since, until):
+    """
+    Return ``(stamps s, captured tips (N, 3) m, errors (N,) m)``; None without both topics.
+
+    `tips`: topic -> [(stamp, position)] (ros.recorder.Recorder.tips); the captured tips
+    stamped in [since, until] and within the desired tips' span, each against the desired
+    tip interpolated at its stamp (the measurement's moment).
+    """
+    desired, measured = tips.get(desired_topic), tips.get(measured_topic)
+    if not desired or not measured:
+        return None
+    td = np.array([stamp for stamp, _ in desired])
+    xd = np.array([position for _, position in desired])
+    kept = [(stamp, position) for stamp, position in measured
+            if max(since, td[0]) <= stamp <= min(until, td[-1])]
+    if not kept:
+        return None
+    stamps = np.array([stamp for stamp, _ in kept])
+    captured = np.array([position for _, position in kept])
+    at = np.column_stack([np.interp(stamps, td, xd[:, c]) for c in range(3)])
+    return stamps, captured, np.linalg.norm(captured - at, axis=1)
+
+
+def plot_task(path, model, frame, t, q_des, q, truth=None):
+    """
+    Write the picture to `path`; return the tip errors (N,) [m] by the model's kinematics.
+
+    `truth`: `true_tip`'s result, drawn as the true tip (None: no capture).
+    """
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
@@ -37,16 +65,25 @@ def plot_task(path, model, frame, t, q_des, q):
         ax.plot(desired[:, i] * 1e3, desired[:, j] * 1e3, '--', color='tab:orange',
                 label='desired')
         ax.plot(actual[:, i] * 1e3, actual[:, j] * 1e3, color='tab:blue', linewidth=1,
-                label='actual')
+                label="actual (the model's kinematics)")
+        if truth is not None:
+            ax.plot(truth[1][:, i] * 1e3, truth[1][:, j] * 1e3, color='tab:green',
+                    linewidth=1, label='true tip (motion capture)')
         ax.set_xlabel('xyz'[i] + ' [mm]')
         ax.set_ylabel('xyz'[j] + ' [mm]')
         ax.set_aspect('equal', adjustable='datalim')
         ax.set_title(f'tip path, {name}')
         ax.legend()
-    axes[1, 0].plot(t - t[0], error * 1e3)
+    title = f"model's {np.sqrt(np.mean(error ** 2)) * 1e3:.3f} mm"
+    axes[1, 0].plot(t - t[0], error * 1e3, label="by the model's kinematics")
+    if truth is not None:
+        axes[1, 0].plot(truth[0] - t[0], truth[2] * 1e3, color='tab:green', linewidth=1,
+                        label='true (motion capture, its noise included)')
+        title += f', true {np.sqrt(np.mean(truth[2] ** 2)) * 1e3:.3f} mm'
+        axes[1, 0].legend(fontsize=8)
     axes[1, 0].set_xlabel('t [s]')
     axes[1, 0].set_ylabel('tip error [mm]')
-    axes[1, 0].set_title(f'tip error (RMS {np.sqrt(np.mean(error ** 2)) * 1e3:.3f} mm)')
+    axes[1, 0].set_title(f'tip error, RMS: {title}')
     ax = axes[1, 1]
     if hasattr(model, 'backbone'):
         for k in np.linspace(0, len(t) - 1, SNAPSHOTS).astype(int):

@@ -27,7 +27,7 @@ from continuum_ctrl.actuation.valves import Actuator
 from continuum_ctrl.control.fused_tick import fused_tick, FusedTick
 from continuum_ctrl.control.rigid_tick import finish_entry
 from continuum_ctrl.control.samplers import warm_samplers
-from continuum_ctrl.params.launch_description import arm_config
+from continuum_ctrl.params.launch_description import arm_files
 from continuum_ctrl.models import load_model
 from continuum_ctrl.models.continuum.cog import cog_damped_steps, cog_run
 from continuum_ctrl.models.continuum.integral import integral_evaluate
@@ -48,7 +48,7 @@ LANDMARKS = (cog_run, integral_evaluate, cog_damped_steps, fused_tick)
 
 def _model(params, kind):
     """Return the `kind` model of `params` with the plant's stiffening outside the limits."""
-    return load_model({**model_spec(arm_config(params)), 'type': kind, 'limit_stiffness': 1.0})
+    return load_model({**model_spec(arm_files(params)), 'type': kind, 'limit_stiffness': 1.0})
 
 
 def _evaluate(model):
@@ -89,7 +89,7 @@ def other_kernels(params):
 
 def fused_kernel(params):
     """Compile the fused tick of the controller node's loop of `params` (a worker's share)."""
-    FusedTick(controller_loop(arm_config(params), fused=False))
+    FusedTick(controller_loop(arm_files(params), fused=False))
 
 
 def warm(params='continuum'):
@@ -97,7 +97,7 @@ def warm(params='continuum'):
     start = time.perf_counter()
     cog_kernels(params)
     other_kernels(params)
-    simulate_nodes(*node_pair(arm_config(params)), WARM_RUN)   # the fused tick too
+    simulate_nodes(*node_pair(arm_files(params)), WARM_RUN)   # the fused tick too
     return time.perf_counter() - start
 
 
@@ -167,8 +167,8 @@ def main(argv=None):
     parser.add_argument('--arm', default='continuum',
                         help='a continuum parameter file or arm name (default: continuum)')
     args = parser.parse_args(argv)
-    params = str(arm_config(args.arm))
-    model_spec(params)                  # a bad name or file fails here, not in a worker
+    params = args.arm
+    model_spec(arm_files(params))       # a bad name or file fails here, not in a worker
     print('compiling the continuum kernels into their cache (loading them, if there): one to '
           'three minutes the first time on a 2-core machine', flush=True)
     on_compile(lambda text: None)       # said above

@@ -24,6 +24,7 @@ from continuum_ctrl.control.gains import validate_gain
 from continuum_ctrl.control.reference_specs import (PREFIX, reference_checks, REFERENCE_TYPES,
                                                     reference_fields, ReferenceSpec)
 from continuum_ctrl.control.task_space import TaskSettings
+from continuum_ctrl.control.tip_correction import CorrectionSettings
 from continuum_ctrl.params import Check, ConfigError, Field, Schema
 
 #: safe_mode values: zero effort (or p_min), or hold gravity and elasticity (effort only)
@@ -85,6 +86,22 @@ FIELDS = {
                            'a tip circle, s', 1e-3, 600.0),
     'task.max_speed': Field('number', 0.05, 'largest peak tip speed of a move to a target, '
                             'm/s (0: no limit; the move then lasts task.duration)', 0.0, 10.0),
+    'task.correction.bandwidth': Field('number', 2.0, 'rad/s of the correction of the tip '
+                                       'references on the measured tip ~/tip_measured (0: '
+                                       'none); an order below the joint loop\'s',
+                                       0.0, 50.0),
+    'task.correction.timeout': Field('number', 3.0, 'no accepted tip measurement for this '
+                                     "long (s): back to the model's kinematics alone; a "
+                                     'shorter dropout holds the correction', 0.01, 600.0),
+    'task.correction.max_age': Field('number', 0.1, 'a tip measurement stamped longer ago '
+                                     'than this on arrival is stale (s); the correction is '
+                                     'held from this age of the last one to the timeout',
+                                     1e-3, 10.0),
+    'task.correction.outlier': Field('number', 0.005, 'a tip measurement whose gap to the '
+                                     "model's tip moves more than this from the last one's "
+                                     'is rejected, m', 1e-5, 1.0),
+    'task.correction.max_offset': Field('number', 0.05, 'largest gap between the measured '
+                                        "and the model's tip taken, m", 1e-4, 1.0),
     'output.mode': Field('string', 'effort', "what ~/commands carries: 'effort' (N or N m) "
                          "or 'pressure' (Pa)", choices=OUTPUT_MODES),
     'output.message': Field('string', 'multiarray', "the message of ~/commands: "
@@ -184,6 +201,8 @@ CHECKS = OUTPUT_CHECKS + (
           lambda safe, mode: safe != 'hold' or mode != 'pressure',
           "'hold' needs output.mode 'effort'; PMAs are vented ('zero') instead"),
     Check('task.base_frame', ('task.base_frame',), bool, 'must not be empty'),
+    Check('task.correction.timeout', ('task.correction.max_age', 'task.correction.timeout'),
+          lambda age, timeout: timeout > age, 'must exceed task.correction.max_age'),
     *reference_checks(),
 )
 #: the loop's parameter table with its checks
@@ -396,7 +415,10 @@ def read_task(values, model):
     frame = values.get('task.frame', default)
     if frame is not None and frame not in names:
         raise ConfigError('task.frame', str(model.frame_error(frame)))
-    return TaskSettings(frame=frame, **{
+    correction = CorrectionSettings(**{
+        name: values['task.correction.' + name]
+        for name in ('bandwidth', 'timeout', 'max_age', 'outlier', 'max_offset')})
+    return TaskSettings(frame=frame, correction=correction, **{
         name: values['task.' + name]
         for name in ('base_frame', 'orientation_weight', 'duration', 'max_speed')})
 

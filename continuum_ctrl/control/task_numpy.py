@@ -31,6 +31,7 @@ class NumpyTaskStep:
         """
         low, high = bounds[0], bounds[1]
         x, xd, xdd = path.sample(t)
+        x = x + goal_layout(goal)[1].offset
         R, w, dw = desired_rotation(goal, t)
         q, qd, qdd = state
         if not np.isnan(clock[0]):

@@ -28,6 +28,11 @@ Paths (positions [m] in the arm's base frame, times [s] from the start of the re
 A target (or waypoint, or circle point) the tip cannot reach is clamped to the closest
 reachable point (`InverseKinematics.solve`); the reference then says so (`clamped`, and
 `clamp_distance` [m], how far the farthest target was).
+
+The task space's `offset` (m, base frame; control/tip_correction.py writes it) is added to
+every path point fed to the IK: the model's tip goes to ``x + offset`` where the true tip,
+measured, is to be at ``x``. A path starts at the tip as corrected (``pose - offset``), so
+that the IK's first point is the model's tip where it is.
 """
 
 from dataclasses import dataclass
@@ -40,8 +45,9 @@ import pinocchio as pin
 from continuum_ctrl.control.ik import InverseKinematics
 from continuum_ctrl.control.references import MinimumJerk, minimum_jerk_ramp, Reference, Waypoints
 from continuum_ctrl.control.task_numpy import NumpyTaskStep
+from continuum_ctrl.control.tip_correction import CorrectionSettings
 from continuum_ctrl.models.continuum.paths import path_segment
-from continuum_ctrl.models.continuum.task_step import new_goal
+from continuum_ctrl.models.continuum.task_step import goal_layout, new_goal
 
 #: a target farther than this from the closest reachable point is clamped, m
 REACH_TOLERANCE = 1e-5
@@ -59,7 +65,8 @@ class TaskSettings:
     `frame`: the frame the task controls (None: no task space); `base_frame`: the frame_id of
     tip messages; `orientation_weight`: weight of the orientation error, m/rad (0: position
     only); `duration`: shortest tip move, s; `max_speed`: largest peak tip speed of a move,
-    m/s (0: no limit).
+    m/s (0: no limit); `correction`: the `task.correction.*` settings of the correction on a
+    measured tip (control/tip_correction.py).
     """
 
     frame: Optional[str] = None
@@ -67,6 +74,7 @@ class TaskSettings:
     orientation_weight: float = 0.0
     duration: float = 2.0
     max_speed: float = 0.05
+    correction: CorrectionSettings = CorrectionSettings()
 
 
 class TipCircle:
@@ -141,6 +149,8 @@ class TaskSpace:
                  reach=None):
         self.model = model
         self.sampler = self if sampler is None else sampler
+        #: the task-space correction (m, base frame), one array shared with the sampler
+        self.offset = np.zeros(3) if sampler is None else sampler.offset
         self.reach = reach
         self.settings = settings
         self.frame = settings.frame
@@ -166,6 +176,10 @@ class TaskSpace:
     def pose(self, q):
         """Pose (4, 4) of the task frame in the base frame at `q` [m]."""
         return self.model.frame_pose(q, self.frame)
+
+    def tip(self, q):
+        """Return where the tip is at `q` [m], as corrected: the model's tip less `offset`."""
+        return self.pose(q)[:3, 3] - self.offset
 
     def closest(self, position, q0):
         """Return ``(reachable position, distance to it [m], joints there)`` of a target."""
@@ -203,13 +217,13 @@ class TaskSpace:
         second or more for an unreachable target: callers with a deadline run `closest`
         aside and pass its point and distance as `position`, `clamp_distance`).
         """
-        start = self.pose(q_start)
+        start = self.tip(q_start)
         if clamp_distance is None:
             goal, distance, _ = self.closest(position, q_start)
         else:
             goal, distance = np.asarray(position, dtype=float), clamp_distance
-        path = MinimumJerk(start[:3, 3], goal, 0.0,
-                           self.move_duration(float(np.linalg.norm(goal - start[:3, 3]))))
+        path = MinimumJerk(start, goal, 0.0,
+                           self.move_duration(float(np.linalg.norm(goal - start))))
         rotation = None if rotation is None else np.asarray(rotation, dtype=float)
         return TaskReference(self, path, q_start, rotation, distance)
 
@@ -222,7 +236,7 @@ class TaskSpace:
         start point, then circles. A circle fixed in space is checked for reach (IK, seconds
         when out of reach) once: a restart from another pose reuses that.
         """
-        tip = self.pose(q_start)[:3, 3]
+        tip = self.tip(q_start)
         if center is None:
             probe = TipCircle(tip, radius, normal, frequency, self.settings.duration)
             center = tip - radius * probe.u
@@ -244,7 +258,7 @@ class TaskSpace:
 
     def waypoints(self, q_start, times, positions):
         """Return a C2 spline from the current tip through `positions` (m, 3) at `times` (s)."""
-        tip = self.pose(q_start)[:3, 3]
+        tip = self.tip(q_start)
         clamped = [c[:2] for c in self.closest_points(np.asarray(positions, dtype=float),
                                                       q_start)]
         points = np.vstack([tip] + [p for p, _ in clamped])
@@ -284,6 +298,7 @@ class TaskReference(Reference):
         turn = (np.zeros(3) if rotation is None or task.weight <= 0.0
                 else pin.log3(start.T @ rotation))     # body-frame rotation of the move
         self.goal = new_goal(start, turn, getattr(path, 'duration', 1.0))
+        self._offset = goal_layout(self.goal)[1].offset     # the task's offset, each sample
         self._step = self.task.step
         self._path = path if self.task.compiled_step is None else path_table(path)
 
@@ -294,10 +309,11 @@ class TaskReference(Reference):
     @property
     def target(self):
         """Return the path's tip position at the last sample, m (None before the first)."""
-        return None if np.isnan(self._clock[0]) else self._sample[0]
+        return None if np.isnan(self._clock[0]) else self._sample[0] - self._offset
 
     def sample(self, t):
         """Return ``(q_d, qd_d, qdd_d)`` at `t` (s), joints within their limits."""
+        self._offset[:] = self.task.offset
         self.tip_error = self._step(float(t), self._path, self.goal, self.task.weight,
                                     self._state, self._clock, self._bounds, self._sample)
         return self._out

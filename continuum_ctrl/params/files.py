@@ -141,10 +141,10 @@ def file_parameters(paths: Union[PathLike, Sequence[PathLike]], node_name: Optio
     return tree, model
 
 
-def model_spec(spec: Union[PathLike, Dict[str, Any]], node_name: Optional[str] = None
-               ) -> Dict[str, Any]:
-    """Return the `model` namespace as a nested dict, from a dict or a parameter-file path."""
-    if isinstance(spec, (str, Path)):
+def model_spec(spec: Union[PathLike, Sequence[PathLike], Dict[str, Any]],
+               node_name: Optional[str] = None) -> Dict[str, Any]:
+    """Return the `model` namespace as a nested dict: of a dict, or of parameter file(s)."""
+    if isinstance(spec, (str, Path, list, tuple)):
         _, model = file_parameters(spec, node_name)
         if not model:
             who = f" for node '{node_name}'" if node_name else ''

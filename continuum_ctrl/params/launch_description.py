@@ -1,7 +1,7 @@
 """
 The package's launch descriptions as plain data: one source for launch files, runner and tests.
 
-    nodes = simulation(params_file)          # [NodeDescription, ...]
+    nodes = simulation(params_files)         # [NodeDescription, ...]; one file or several
     nodes[0].command()                       # the exact command line a launch file would run
 
 `launch/controller.launch.py` and `launch/simulation.launch.py` build launch_ros Nodes from
@@ -23,6 +23,9 @@ CONTROLLER = 'continuum_controller'
 SIMULATOR = 'continuum_simulator'
 #: parameter file used when none is given: the reference three-section continuum arm
 DEFAULT_PARAMS = 'continuum_3section.yaml'
+#: the simulator's motion-capture topic (`mocap.topic`'s default): the controller's
+#: `~/tip_measured` is remapped to it in simulation
+MOCAP_TOPIC = '/mocap/tip'
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,25 @@ class NodeDescription:
 
 
 #: short arm names -> parameter file stems in config/ (`demo --arm`, `simulate --arm`)
-ARMS = {'continuum': 'continuum_3section', '2r': 'planar_2r', 'panda': 'panda'}
+ARMS = {'continuum': 'continuum_3section', 'continuum_task': 'continuum_task',
+        '2r': 'planar_2r', 'panda': 'panda'}
+#: overlays in config/ -> the arm file they are laid over (`arm_files` puts it first)
+OVERLAYS = {'continuum_task': 'continuum_3section'}
+
+
+def arm_files(arms):
+    """
+    Return the parameter files of `arms` (one arm or several), merged in order: a tuple.
+
+    Each is as `arm_config` finds it; an overlay of config/ (OVERLAYS) named alone comes
+    after the file it is laid over, so ``continuum_task`` runs the arm of
+    ``continuum_3section.yaml`` with the task-space reference on top, as two
+    ``--params-file`` would. Raises ConfigError('--arm').
+    """
+    paths = [arm_config(arm) for arm in ([arms] if isinstance(arms, (str, Path)) else arms)]
+    if len(paths) == 1 and paths[0].stem in OVERLAYS:
+        paths.insert(0, arm_config(OVERLAYS[paths[0].stem]))
+    return tuple(paths)
 
 
 def arm_config(arm):
@@ -92,16 +113,30 @@ def find_executable(name, package=PACKAGE):
     return found or name
 
 
-def controller(params_file=DEFAULT_PARAMS, use_sim_time=False, remappings=()):
-    """Describe the controller alone (hardware): remap `~/commands` to the actuators' topic."""
+def params_paths(params_files):
+    """Return the paths (a tuple) of one parameter file or several, merged in that order."""
+    files = [params_files] if isinstance(params_files, (str, Path)) else params_files
+    return tuple(config_path(path) for path in files)
+
+
+def controller(params_files=DEFAULT_PARAMS, use_sim_time=False, remappings=()):
+    """
+    Describe the controller alone (hardware): remap `~/commands` to the actuators' topic.
+
+    `params_files`: one parameter file or several, later ones winning (`--params-file` each).
+    """
     return [NodeDescription(PACKAGE, 'controller_node', CONTROLLER,
-                            (config_path(params_file),), tuple(remappings), use_sim_time)]
+                            params_paths(params_files), tuple(remappings), use_sim_time)]
 
 
-def simulation(params_file=DEFAULT_PARAMS, use_sim_time=False):
-    """Describe controller plus simulator; the simulator hears the controller's commands."""
-    params = (config_path(params_file),)
-    return controller(params_file, use_sim_time) + [
+def simulation(params_files=DEFAULT_PARAMS, use_sim_time=False):
+    """
+    Describe controller plus simulator; the simulator hears the controller's commands.
+
+    The controller hears the simulator's motion capture (`~/tip_measured` from MOCAP_TOPIC).
+    """
+    params = params_paths(params_files)
+    return controller(params, use_sim_time, (('~/tip_measured', MOCAP_TOPIC),)) + [
         NodeDescription(PACKAGE, 'simulator_node', SIMULATOR, params,
                         (('commands', f'/{CONTROLLER}/commands'),), use_sim_time)]
 

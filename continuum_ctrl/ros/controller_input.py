@@ -8,7 +8,8 @@ The controller node's input, serialized messages to checked arrays (model order)
 
 Each raises `conversion.Rejected` with the kind the node counts: a joint_states kind
 (`conversion.REJECT_KINDS`, 'size'), 'trajectory_size' or 'trajectory', 'pressures'. Sizes are
-bounded before anything is read (ros/raw_input.py).
+bounded before anything is read (ros/raw_input.py). The task topics (ros/task_topics.py)
+count theirs as 'tip_target' and 'tip_measured'.
 """
 
 import numpy as np
@@ -20,7 +21,8 @@ from continuum_ctrl.ros.raw_input import commands_reader, joint_states_reader, t
 #: rejection kinds of joint_states, counted in /diagnostics
 STATE_KINDS = REJECT_KINDS + ('size',)
 #: every rejection kind the node counts (`rejected_<kind>` in /diagnostics)
-KINDS = STATE_KINDS + ('trajectory', 'trajectory_size', 'pressures', 'tip_target')
+KINDS = STATE_KINDS + ('trajectory', 'trajectory_size', 'pressures', 'tip_target',
+                       'tip_measured')
 #: those of a bad measurement of this arm: they count against the streak needed to resume.
 #: Foreign states (another robot's on a shared topic) do not, nor do states longer than any
 #: state of this arm can be ('size'): interleaved with valid ones, as in a flood, each would

@@ -14,6 +14,7 @@ import time
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -21,6 +22,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from continuum_ctrl.identify.bag import BagWriter
 from continuum_ctrl.ros.conversion import stamp_seconds
+from continuum_ctrl.params.launch_description import MOCAP_TOPIC
 from continuum_ctrl.ros.fast_publish import FORMS
 from continuum_ctrl.ros.plumbing import single_threaded_executor
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING
@@ -45,13 +47,15 @@ class Recorder:
     its receive times would bunch up), heard as the controller's `output.message`
     (`message`); `diagnostics`: dicts of the controller's latest
     figures (strings as published); `sim_diagnostics` likewise for the simulator;
-    `diagnostic_stamps`, `sim_diagnostic_stamps`: their header stamps (s). With
+    `diagnostic_stamps`, `sim_diagnostic_stamps`: their header stamps (s); `tips`: topic ->
+    (stamp s, position m) of the controller's ``~/tip_desired`` and of the motion capture
+    (MOCAP_TOPIC, the controller's ``~/tip_measured`` in simulation). With
     ``record=False`` only /diagnostics is heard (light, for benchmarks). With ``bag=True``
     `messages` also keeps ``(topic, type, message, receive time ns, send time ns)`` of
-    `~/state`, `~/commands`, `/joint_states` and `/diagnostics` for `write_bag` (written
-    after the run, so recording costs the loop nothing). `priority`: the SCHED_FIFO priority
-    of the recorder's threads while `run` records (0: normal scheduling), below the recorded
-    nodes' own.
+    `~/state`, `~/commands`, `/joint_states`, `/diagnostics` and the tips for `write_bag`
+    (written after the run, so recording costs the loop nothing). `priority`: the SCHED_FIFO
+    priority of the recorder's threads while `run` records (0: normal scheduling), below the
+    recorded nodes' own.
     """
 
     def __init__(self, controller='continuum_controller', simulator='continuum_simulator',
@@ -75,6 +79,7 @@ class Recorder:
         self.status = None
         self.active_since = None
         self.messages = [] if bag else None
+        self.tips = {}
         if bag:     # typed: raw subscriptions repeat their callback under the EventsExecutor
             self.node.create_subscription(JointState, '/joint_states', self._keep(
                 '/joint_states', 'sensor_msgs/msg/JointState'), QoSProfile(
@@ -85,6 +90,9 @@ class Recorder:
             self.command_type = FORMS[message].msg_type
             self.node.create_subscription(self.command_type, f'/{controller}/commands',
                                           self._command, DEPTH)
+            for topic in (f'/{controller}/tip_desired', MOCAP_TOPIC):
+                self.tips[topic] = []
+                self.node.create_subscription(PoseStamped, topic, self._tip(topic), DEPTH)
         # only a bag needs the message info (the send time), which the events executor lacks
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostics_kept
                                       if bag else self._diagnostics, 10)
@@ -99,6 +107,13 @@ class Recorder:
         if self.messages is not None:
             self.messages.append((topic, type_name, msg, time.time_ns(),
                                   info['source_timestamp']))
+
+    def _tip(self, topic):
+        def keep(msg, info):
+            self._bag(topic, 'geometry_msgs/msg/PoseStamped', msg, info)
+            p = msg.pose.position
+            self.tips[topic].append((stamp_seconds(msg.header.stamp), np.array([p.x, p.y, p.z])))
+        return keep
 
     def _state(self, msg, info):
         self._bag(f'/{self.controller}/state', 'trajectory_msgs/msg/JointTrajectory', msg,

@@ -23,6 +23,11 @@
   `sensor.stamp: publish`, the moment it is published. With `sensor.jitter` each sample is
   held back by its random hold on a one-shot timer (no waiting in the callback); a sample
   still held when the next is due goes out first.
+- pub `mocap.topic` (geometry_msgs/PoseStamped, reliable, keep last 10; with
+  `mocap.rate_hz` > 0): the tip as motion capture measures it (sim/tip_capture.py: the
+  engine's true tip, `mocap.frame`, in the base frame `mocap.frame_id`, with noise,
+  latency and dropouts), stamped at the measurement, published once its latency has
+  passed (on the plant's timer: up to one period later).
 - pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands, commands that went stale
   (`stale_commands`: no newer command within `command_timeout`), stamped commands dropped as
   late (`late_commands`), the sensor's samples lost
@@ -42,6 +47,7 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rclpy.time import Time
@@ -54,12 +60,14 @@ from continuum_ctrl.ros.command_input import CommandInput
 from continuum_ctrl.ros.conversion import Rejected, set_doubles
 from continuum_ctrl.ros.diagnostics import diagnostic_array
 from continuum_ctrl.ros.fast_publish import FORMS
+from continuum_ctrl.ros.task_messages import TipPose
 from continuum_ctrl.runtime.node_settings import SIMULATOR_NODE_FIELDS, SimulatorNodeSettings
 from continuum_ctrl.ros.parameters import NodeParameters
 from continuum_ctrl.ros.plumbing import spin
 from continuum_ctrl.runtime.throttle import Throttle
 from continuum_ctrl.runtime.scheduling import apply_thread_priority
 from continuum_ctrl.sim.plant import Plant, PlantSettings, PLANT_FIELDS
+from continuum_ctrl.sim.tip_capture import TipCapture
 
 __all__ = ['main', 'NODE_NAME', 'SimulatorNode']
 
@@ -99,6 +107,8 @@ class SimulatorNode(Node):
         self.command_input = CommandInput(settings.vectors.joints, settings.message)
         self.create_subscription(FORMS[settings.message].msg_type, 'commands',
                                  self._on_command, QoSProfile(depth=10), raw=True)
+        self.capture = self.tip_pub = None
+        self._capture(settings)
         self.timer = self.create_timer(1.0 / settings.publish_rate_hz, self._tick)
         # the sample held back by `sensor.jitter`, and the one-shot timer that sends it
         self._held = None
@@ -120,10 +130,20 @@ class SimulatorNode(Node):
                                                 f"`commands`): '{made.settings.message}'")
         return node, settings
 
+    def _capture(self, settings):
+        """Capture the tip as `settings.mocap` says (its topic fixed at the first capture)."""
+        mocap = settings.mocap
+        self.capture = TipCapture(mocap, self.plant) if mocap.rate_hz > 0.0 else None
+        if self.capture is not None and self.tip_pub is None:
+            self.tip_pub = self.create_publisher(PoseStamped, mocap.topic, QoSProfile(depth=10))
+        self.tip_msg = TipPose(mocap.frame_id)
+
     def _on_change(self, settings, names):
         previous = self.node_settings.realtime_priority
         self.node_settings, plant_settings = settings
         self.plant.update(plant_settings)
+        if any(name.startswith('mocap.') for name in names):
+            self._capture(plant_settings)
         # a JointState command is mapped onto the joints as they are now
         self.command_input = CommandInput(plant_settings.vectors.joints, plant_settings.message)
         self.apply_realtime_priority(previous)  # callbacks run on the loop thread
@@ -176,6 +196,10 @@ class SimulatorNode(Node):
                                     f'pose ({self.resets} resets)')
             self.plant.reset()
         self._step_time += time.perf_counter() - start
+        if self.capture is not None:
+            self.capture.take()
+            for tip in self.capture.due(t):
+                self.tip_pub.publish(self.tip_msg.fill(tip.pose, tip.stamp))
         if self._held is not None:                  # still held: it goes out first
             self._send_held()
         sample = self.plant.publish(t)

@@ -5,6 +5,8 @@ Task-space messages of the controller: `~/tip_pose`, `~/tip_target` and `~/shape
 - `read_tip_target` checks a geometry_msgs/PoseStamped target (frame_id the base frame,
   finite values, a unit quaternion) and returns its position [m] and rotation matrix, or
   raises Rejected('tip_target', reason);
+- `read_tip_measured` checks a measured tip (frame_id the base frame, a finite position)
+  and returns its position [m] and stamp [s], or raises Rejected('tip_measured', reason);
 - `Shape` fills a visualization_msgs/MarkerArray: the measured and the desired backbone as
   LINE_STRIP markers (two colours) and the tip target as a SPHERE, in the base frame.
 """
@@ -74,6 +76,23 @@ def read_tip_target(msg, frame_id):
     if abs(norm - 1.0) > QUATERNION_TOLERANCE:
         raise Rejected('tip_target', f'orientation quaternion of norm {norm:.6g}, not 1')
     return position, pin.Quaternion(*(quaternion[[3, 0, 1, 2]] / norm)).toRotationMatrix()
+
+
+def read_tip_measured(msg, frame_id):
+    """
+    Return ``(position (3,) m, stamp s)`` of a measured tip (PoseStamped) in `frame_id`.
+
+    Raises Rejected('tip_measured', reason) for another frame (there is no tf2 here) or a
+    non-finite position.
+    """
+    if msg.header.frame_id != frame_id:
+        raise Rejected('tip_measured', f"frame_id '{msg.header.frame_id}' is not the base "
+                                       f"frame '{frame_id}'")
+    p = msg.pose.position
+    position = np.array([p.x, p.y, p.z])
+    if not np.isfinite(position).all():
+        raise Rejected('tip_measured', 'non-finite position')
+    return position, msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
 
 
 class Shape:

@@ -4,6 +4,7 @@ The controller's runtime without ROS: a ControlLoop ticked between its inputs an
     runtime = ControllerRuntime(loop, options)   # options: period, state_decimation, ...
     runtime.post_state(q, qd, t, measured_at)    # input thread: a validated state
     runtime.post_rejection('range')              # input thread: a rejected one, counted
+    runtime.post_tip(position, stamp, t)         # input thread: a measured tip (or why not)
     command = runtime.tick(t, lateness)          # loop thread: state in, command out
     for t, status, row in runtime.drain_rows(): ...     # publishing thread: ~/state rows
     for level, text in runtime.drain_events(): ...     # publishing thread: log lines
@@ -42,6 +43,7 @@ import numpy as np
 from continuum_ctrl.control.loop import ControlLoop, CYCLE_PARTS
 from continuum_ctrl.control.reference_manager import TrajectoryRejected
 from continuum_ctrl.control.supervisor import ACTIVE, DEGRADED, LOOP_STATUSES, reported
+from continuum_ctrl.control.tip_correction import TipCorrection
 from continuum_ctrl.runtime.command_watch import CommandWatch
 from continuum_ctrl.runtime.handoff import StateHandoff
 from continuum_ctrl.runtime.snapshot_ring import SnapshotRing
@@ -131,6 +133,9 @@ class ControllerRuntime:
         self._ticks = 0                     # since the last ~/state row
         self._window_start = time.perf_counter()
         self.degraded = False
+        self.correction: Optional[TipCorrection] = None
+        self._corrected = None              # the TaskSpace `correction` corrects
+        self._correct(loop)
         self.restart()
 
     # -- input thread ---------------------------------------------------------------------
@@ -149,6 +154,18 @@ class ControllerRuntime:
         if latency is not None:
             self.transport.add(max(latency, 0.0) * 1e6)
         self.handoff.post(q, qd, t, measured_at)
+
+    def post_tip(self, position: np.ndarray, stamp: float, t: float) -> Optional[str]:
+        """
+        Post a measured tip (m, base frame) stamped `stamp`, received at `t` (s, loop clock).
+
+        Return None when the task-space correction took it, else why not (control/
+        tip_correction.py; also without a task frame or with `task.correction.bandwidth` 0).
+        """
+        correction = self.correction
+        if correction is None:
+            return 'no task-space correction (no task frame, or its bandwidth is 0)'
+        return correction.measure(position, stamp, t)
 
     def post_rejection(self, kind: str, state: bool = True) -> None:
         """Count a rejected input of `kind`; `state`: a bad state of this arm (ends the streak)."""
@@ -255,6 +272,16 @@ class ControllerRuntime:
         loop, supervisor = self.loop, self.supervisor
         self._take_slots(loop)
         self.handoff.take(loop)
+        correction = self.correction
+        if correction is not None:
+            correction.record(t, loop.q)
+            offset, tip = self._corrected.offset, None
+            if correction.holding(t):           # a dropout: the model's tip, as the IK's
+                target = self.references.tip_target()
+                tip = None if target is None else target + offset
+            correction.advance(t, offset, tip)
+            while correction.events:
+                self.events.append(correction.events.popleft())
         degraded = self.timing.deadline(lateness)
         if degraded != self.degraded:
             self._starvation_event(degraded)
@@ -289,6 +316,7 @@ class ControllerRuntime:
             settings, self.options, reanchors = posted
             loop.configure(settings, reanchors != (seen[2] if seen else 0),
                            self.options.period)
+            self._correct(loop)
         while self.pressures:                   # every one, in order: each may be rejected
             try:
                 loop.set_pressures(*self.pressures.popleft())
@@ -297,6 +325,16 @@ class ControllerRuntime:
                 if self._pressure_throttle.ready():
                     self.events.append(('warn', f'rejected ~/pressures: {exc}; '
                                                 f'{self.rejected["pressures"]} so far'))
+
+    def _correct(self, loop):
+        """Make the correction of the loop's task space when that is new (None: no task)."""
+        task = self.references.task
+        if task is self._corrected:
+            return
+        settings = None if task is None else task.settings.correction
+        self.correction = None if settings is None or settings.bandwidth <= 0.0 else \
+            TipCorrection(settings, loop.period, loop.model.for_thread(), task.frame)
+        self._corrected = task
 
     def _starvation_event(self, degraded):
         self.degraded = degraded
@@ -435,6 +473,8 @@ class ControllerRuntime:
             ('learnt_stiffness_max', float(np.max(np.abs(loop.integral.stiffness())))),
         ]
         values += [(f'rejected_{kind}', count) for kind, count in self.rejected.items()]
+        if self.correction is not None:
+            values += self.correction.figures()
         return values
 
     def verdict(self, values) -> Tuple[str, bool]:

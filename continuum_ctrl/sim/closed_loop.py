@@ -9,6 +9,7 @@ with ``control_period=None``, inside every integrator stage (continuous-time con
 """
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from continuum_ctrl.control.loop import ACTIVE
 from continuum_ctrl.models.integrators import INTEGRATORS
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.runtime.controller_runtime import ControllerRuntime
+from continuum_ctrl.sim.tip_capture import TipCapture
 
 
 @dataclass
@@ -128,9 +130,10 @@ class NodeLoopLog:
     effort: np.ndarray
     command: np.ndarray
     active: np.ndarray
+    tip: Optional[np.ndarray] = None
 
 
-def simulate_nodes(runtime, plant, duration):
+def simulate_nodes(runtime, plant, duration, after_tick=None):
     """
     Run the controller's runtime against the simulator's plant tick by tick, as the nodes do.
 
@@ -144,8 +147,13 @@ def simulate_nodes(runtime, plant, duration):
     (``runtime.post_state(q, qd, published, stamp)``; `qd` None without `sensor.velocity`).
     At each tick ``t_k = k * period`` its command drives the plant until the next tick; a
     plan the loop asked for (a tip reference's IK) is made after the tick, as the node's
-    worker would between ticks, and the next tick installs it. Returns a NodeLoopLog of
-    `duration` seconds; `measured` holds the last sample the loop received by each tick.
+    worker would between ticks, and the next tick installs it. With `mocap.rate_hz` the
+    plant's tip is captured (sim/tip_capture.py) and each sample reaches the loop at its
+    publication (``runtime.post_tip``), as the simulator node publishes it. Returns a
+    NodeLoopLog of `duration` seconds; `measured` holds the last sample the loop received by
+    each tick, `tip` (with a capture) the true tip at each tick. `after_tick(k, t)`: called
+    after each tick (and its plan), before the plant moves on: a scenario's inputs (a tip
+    target at a time) and what it logs.
     """
     if not isinstance(runtime, ControllerRuntime):
         runtime = ControllerRuntime(runtime)
@@ -159,12 +167,17 @@ def simulate_nodes(runtime, plant, duration):
     every = 1.0 / plant.settings.publish_rate_hz
     sent = []                                       # samples on their way, in arrival order
     count = 0                                       # publications so far
+    capture = TipCapture(plant.settings.mocap, plant) if plant.settings.mocap.rate_hz else None
+    if capture is not None:
+        log.tip = np.zeros((ticks, 3))
 
     def publish_until(end):
         nonlocal count
         while count * every <= end + half_step:
             due = count * every
             plant.advance(due + half_step if count else due)    # the clock starts at 0
+            if capture is not None:
+                capture.take()
             sample = plant.publish(due)
             if sample is not None:
                 sent.append(sample)
@@ -177,12 +190,18 @@ def simulate_nodes(runtime, plant, duration):
             sample = sent.pop(0)
             runtime.post_state(sample.q, sample.qd, sample.published, sample.stamp)
             received = sample.q
+        if capture is not None:
+            for tip in capture.due(t):
+                runtime.post_tip(tip.pose[:3, 3], tip.stamp, tip.published)
+            log.tip[k] = capture.measure()[:3, 3]
         log.measured[k] = received
         log.command[k] = runtime.tick(t)
         plant.command(log.command[k], t)
         runtime.step()
         log.q[k], log.q_des[k], log.effort[k] = plant.q, loop.q_des, loop.effort
         log.active[k] = loop.status == ACTIVE
+        if after_tick is not None:
+            after_tick(k, t)
         publish_until(t + period)
         plant.advance(t + period + half_step)
     return log

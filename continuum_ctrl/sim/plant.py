@@ -56,6 +56,7 @@ from continuum_ctrl.sim.pma_traits import FIELDS as PMA_FIELDS, PmaForces, PmaTr
 from continuum_ctrl.sim.push import CHECKS as PUSH_CHECKS, FIELDS as PUSH_FIELDS, Pushes
 from continuum_ctrl.sim.sensor import (CHECKS as SENSOR_CHECKS, FIELDS as SENSOR_FIELDS, Sensor,
                                        SensorSettings)
+from continuum_ctrl.sim.tip_capture import FIELDS as MOCAP_FIELDS, MocapSettings
 
 #: the physics engines the plant can run on
 ENGINES = ('builtin', 'mujoco')
@@ -87,6 +88,7 @@ FIELDS = {
     'mismatch.deadzone': Field('number', ..., "plant PMA dead zone, Pa (default: "
                                "output.deadzone)", 0.0, 1e7),
     **SENSOR_FIELDS,
+    **MOCAP_FIELDS,
     **PMA_FIELDS,
     **PUSH_FIELDS,
     'actuator.time_constant': Field('number', 0.0, 'pressure mode: first-order lag of the '
@@ -193,6 +195,7 @@ class PlantSettings:
     pma: Optional[PmaTraits] = None
     message: str = 'multiarray'
     push: Optional[Pushes] = None
+    mocap: MocapSettings = MocapSettings()
 
     @classmethod
     def parse(cls, tree: Dict[str, Any], model_namespace: Dict[str, Any]) -> 'PlantSettings':
@@ -216,7 +219,8 @@ class PlantSettings:
             sensor=SensorSettings.of(values), end_stops=values['end_stops'],
             actuator=tuple(values[f'actuator.{key}'] for key in ACTUATOR_KEYS),
             engine=values['engine'], mujoco=MujocoOptions.of(values, model, spec, vec),
-            pma=pma, message=values['output.message'], push=Pushes.of(values, model))
+            pma=pma, message=values['output.message'], push=Pushes.of(values, model),
+            mocap=MocapSettings.of(values))
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from continuum_ctrl.control.fused_tick import FusedTick
 from continuum_ctrl.control.loop import ACTIVE, ControlLoop
 from continuum_ctrl.control.rigid_tick import RigidTick
 from continuum_ctrl.apps.node_pair import controller_loop, plant_of
+from continuum_ctrl.params.launch_description import arm_files
 from support.identify_plant import MISMATCH, NOISE
 
 PARAMS = 'continuum_3section.yaml'
@@ -175,7 +176,7 @@ def test_covers_continuum_pressure_loops_and_pinocchio_arms_with_diagonal_gains(
     assert isinstance(loop.fused, FusedTick)
     assert isinstance(controller_loop(RIGID).fused, RigidTick)      # a Pinocchio arm
     assert controller_loop('planar_2r.yaml').fused is None          # a symbolic one
-    task = controller_loop('continuum_task.yaml')
+    task = controller_loop(arm_files('continuum_task'))
     t = 0.0
     while task.status != ACTIVE or task.awaiting_plan:
         task.set_state(np.full(9, 0.013), np.zeros(9), t)

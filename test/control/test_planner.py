@@ -23,11 +23,11 @@ from continuum_ctrl.control.loop import ACTIVE, ControlLoop
 from continuum_ctrl.control.planner import Planner
 from continuum_ctrl.control.references import Hold
 from continuum_ctrl.control.settings import ControllerSettings
-from continuum_ctrl.params.launch_description import CONTROLLER
+from continuum_ctrl.params.launch_description import arm_files, CONTROLLER
 from continuum_ctrl.runtime.node_settings import ControllerNodeSettings
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 
-CONFIG = 'continuum_task.yaml'
+CONFIG = arm_files('continuum_task')
 TIP = 'section3_tip'
 #: largest tick CPU time over the run's median tick (the slowest ordinary ticks reach ~9)
 TICK_RATIO = 25.0

@@ -15,6 +15,7 @@ from continuum_ctrl.control.task_numpy import desired_rotation, NumpyTaskStep
 from continuum_ctrl.control.task_space import TaskSettings, TaskSpace
 from continuum_ctrl.models.continuum.paths import PATH_ROW
 from continuum_ctrl.params import ConfigError, file_parameters
+from continuum_ctrl.params.launch_description import arm_files
 from continuum_ctrl.ros.conversion import Rejected
 from continuum_ctrl.runtime.node_settings import ControllerNodeSettings
 
@@ -106,7 +107,7 @@ def test_unreachable_target_is_clamped_to_the_closest_point(task):
 
 
 def test_loop_counts_clamped_targets(task):
-    tree, spec = file_parameters(CONFIG / 'continuum_task.yaml', 'continuum_controller')
+    tree, spec = file_parameters(arm_files('continuum_task'), 'continuum_controller')
     _, tree = ControllerNodeSettings.split(tree)
     model = load_model(spec)
     loop = ControlLoop(model, ControllerSettings.parse(tree, model), DT)

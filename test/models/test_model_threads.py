@@ -17,8 +17,8 @@ from support.threads import run_interleaved
 
 #: kind -> (parameter file, node, a frame or None)
 KINDS = {
-    'continuum_cog': ('continuum_task.yaml', 'continuum_controller', 'section3_tip'),
-    'continuum_integral': ('continuum_task.yaml', 'continuum_simulator', 'section2_tip'),
+    'continuum_cog': ('continuum_3section.yaml', 'continuum_controller', 'section3_tip'),
+    'continuum_integral': ('continuum_3section.yaml', 'continuum_simulator', 'section2_tip'),
     'urdf': ('panda.yaml', 'continuum_controller', 'panda_hand'),
     'symbolic': ('planar_2r.yaml', 'continuum_controller', None),
 }

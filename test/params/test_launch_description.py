@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from continuum_ctrl.params.launch_description import (CONTROLLER, controller, DEFAULT_PARAMS,
-                                                      DESCRIPTIONS, PACKAGE, simulation,
+from continuum_ctrl.params import file_parameters
+from continuum_ctrl.params.launch_description import (arm_files, CONTROLLER, controller,
+                                                      DEFAULT_PARAMS, DESCRIPTIONS,
+                                                      MOCAP_TOPIC, PACKAGE, simulation,
                                                       SIMULATOR)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +29,8 @@ def test_command_lines_are_exact():
     params = str(ROOT / 'config' / 'planar_2r.yaml')
     assert ctl.command('controller_node') == [
         'controller_node', '--ros-args', '-r', f'__node:={CONTROLLER}',
-        '--params-file', params, '-p', 'use_sim_time:=true']
+        '--params-file', params, '-r', f'~/tip_measured:={MOCAP_TOPIC}',
+        '-p', 'use_sim_time:=true']
     assert sim.command('simulator_node') == [
         'simulator_node', '--ros-args', '-r', f'__node:={SIMULATOR}',
         '--params-file', params, '-r', f'commands:=/{CONTROLLER}/commands',
@@ -48,8 +51,11 @@ def test_everything_named_exists(launch):
         for path in node.parameters:
             assert Path(path).is_file() and Path(path).name == DEFAULT_PARAMS
         for source, target in node.remappings:
-            # the simulator listens where the controller publishes: ~/commands of its node
-            assert (source, target) == ('commands', f'/{CONTROLLER}/commands')
+            # the simulator listens where the controller publishes: ~/commands of its node;
+            # the controller hears the simulator's motion capture
+            assert (source, target) == (('commands', f'/{CONTROLLER}/commands')
+                                        if node.name == SIMULATOR else
+                                        ('~/tip_measured', MOCAP_TOPIC))
     assert (ROOT / 'config' / DEFAULT_PARAMS).is_file()
 
 
@@ -104,3 +110,23 @@ def test_setup_installs_launch_and_config_files():
     text = (ROOT / 'setup.py').read_text()
     assert "glob('launch/*.launch.py')" in text and "glob('config/*.yaml')" in text
     assert {'controller_node', 'simulator_node', 'continuum-ctrl'} <= set(entry_points())
+
+
+def test_the_task_overlay_is_laid_over_the_arm_file_as_two_params_files():
+    """One description of the arm: continuum_task.yaml changes the reference only."""
+    files = arm_files('continuum_task')
+    assert [path.name for path in files] == ['continuum_3section.yaml', 'continuum_task.yaml']
+    assert arm_files(str(files[1])) == files == arm_files(['continuum_3section', 'continuum_task'])
+    line = simulation(files)[0].command()
+    assert [line[i + 1] for i, word in enumerate(line) if word == '--params-file'] == \
+        [str(path) for path in files]
+    task, model = file_parameters(files, CONTROLLER)
+    arm, arm_model = file_parameters(files[0], CONTROLLER)
+    assert model == arm_model and not file_parameters(files[1], CONTROLLER)[1]
+    assert task['reference']['type'] == 'tip_circle' and task['task']['frame'] == 'section3_tip'
+    assert {key: value for key, value in task.items() if key not in ('reference', 'task')} == \
+        {key: value for key, value in arm.items() if key != 'reference'}
+    simulator, plant = file_parameters(files, SIMULATOR)
+    assert (simulator.pop('mocap'), plant) == ({'rate_hz': 120.0, 'noise': 2e-4, 'latency': 0.01},
+                                               file_parameters(files[0], SIMULATOR)[1])
+    assert simulator == file_parameters(files[0], SIMULATOR)[0]

@@ -10,7 +10,7 @@ import pytest
 
 from continuum_ctrl.control.loop import ControlLoop
 from continuum_ctrl.control.settings import ControllerSettings
-from continuum_ctrl.params.launch_description import config_path, controller
+from continuum_ctrl.params.launch_description import config_path, controller, params_paths
 from continuum_ctrl.models import load_model
 from continuum_ctrl.params import ConfigError, file_parameters, flatten, nest
 from continuum_ctrl.apps.node_pair import check_parameter_file
@@ -19,7 +19,9 @@ from continuum_ctrl.sim.plant import PlantSettings
 from support.ros_nodes import params_file
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIGS = ('planar_2r.yaml', 'panda.yaml', 'continuum_3section.yaml', 'continuum_task.yaml')
+#: the shipped arms, each as its nodes are given it (an overlay after its arm's file)
+CONFIGS = ('planar_2r.yaml', 'panda.yaml', 'continuum_3section.yaml',
+           ('continuum_3section.yaml', 'continuum_task.yaml'))
 
 
 def two_link(**changes):
@@ -32,10 +34,12 @@ def two_link(**changes):
 
 @pytest.mark.parametrize('name', CONFIGS)
 def test_shipped_files_parse_for_both_nodes(name):
-    tree, model = file_parameters(config_path(name), 'continuum_controller')
+    paths = params_paths(name)
+    name = paths[0].name
+    tree, model = file_parameters(paths, 'continuum_controller')
     node, tree = ControllerNodeSettings.split(tree)
     settings = ControllerSettings.parse(tree, load_model(model))
-    sim_tree, sim_model = file_parameters(config_path(name), 'continuum_simulator')
+    sim_tree, sim_model = file_parameters(paths, 'continuum_simulator')
     sim_node, sim_tree = SimulatorNodeSettings.split(sim_tree)
     plant = PlantSettings.parse(sim_tree, sim_model)
     assert node.autostart and node.realtime_priority == sim_node.realtime_priority

@@ -77,12 +77,18 @@ def merge(tree, update):
 
 def params_file(tmp_path, base, **nodes):
     """
-    Write a copy of config/`base` with node sections updated; return its path.
+    Write a copy of config/`base` (a file, or files merged in order) with node sections
+    updated; return its path.
 
     Keyword arguments: node name (or 'all' for ``/**``) -> nested parameters to merge, e.g.
     ``continuum_controller={'gains': {'kp': [1.0, 2.0]}}``.
     """
-    data = read_yaml(config_path(base))
+    data = {}
+    for path in ([base] if isinstance(base, (str, Path)) else base):
+        for key, section in read_yaml(config_path(path)).items():
+            merged = merge(data.get(key, {}).get('ros__parameters', {}),
+                           section.get('ros__parameters', {}))
+            data[key] = {'ros__parameters': merged}
     for node, update in nodes.items():
         key = '/**' if node == 'all' else node
         section = data.get(key, {}).get('ros__parameters', {})

@@ -22,9 +22,11 @@ import numpy as np
 import pytest
 from support.ros_nodes import params_file, running
 
+from continuum_ctrl.params.launch_description import arm_files
+
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
-CONFIG = 'continuum_task.yaml'
+CONFIG = arm_files('continuum_task')
 PERIOD = 0.002          # the file's rate_hz: 500
 #: stale-stream recoveries, each planned again (with the activation: four plans)
 RECOVERIES = 3

@@ -17,11 +17,11 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from continuum_ctrl import load_model
 from continuum_ctrl.control.ik import InverseKinematics
-from continuum_ctrl.params import config_path
+from continuum_ctrl.params.launch_description import arm_files
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
-CONFIG = 'continuum_task.yaml'
+CONFIG = arm_files('continuum_task')
 TIP = 'section3_tip'
 
 
@@ -35,7 +35,7 @@ class Watch:
 
     def __init__(self, rec, tmp_path):
         self.rec, self.log = rec, tmp_path / 'continuum_controller.log'     # ros_nodes.running's
-        self.model = load_model(str(config_path(CONFIG)), 'continuum_controller')
+        self.model = load_model(list(CONFIG), 'continuum_controller')
         self.states, self.poses, self.shapes = [], [], []
         node = rec.node
         node.create_subscription(JointState, '/joint_states', self._state,
@@ -145,7 +145,9 @@ def test_tip_pose_and_shape_agree_with_fk_and_a_reachable_target_is_reached(tmp_
 
 
 def test_tip_circle_is_tracked(tmp_path):
-    with running(tmp_path, config_path(CONFIG)) as (rec, processes):
+    # no capture: the built-in engine's tip is the model's, and FK(q_des) is then the path
+    path = params_file(tmp_path, CONFIG, continuum_simulator={'mocap': {'rate_hz': 0.0}})
+    with running(tmp_path, path) as (rec, processes):
         watch = Watch(rec, tmp_path)
         # on the controller's clock: the move (<= 1.5 s) and the ramp (1.5 s) done, then 5.5 s
         # of circle, however far the recorder lags behind (a loaded machine: seconds)

@@ -26,8 +26,10 @@ from continuum_ctrl.numerics.so3 import exp3, log3
 NEWTON_STEPS, NEWTON_TOLERANCE = 4, 1e-10
 
 #: the orientation of a move: the start orientation R0 (3, 3), the body-frame rotation vector
-#: `axis` (3,) [rad] reached at its end, the move's `duration` (1,) [s]
-Goal = namedtuple('Goal', 'R0 axis duration')
+#: `axis` (3,) [rad] reached at its end, the move's `duration` (1,) [s]; and the `offset` (3,)
+#: [m, base frame] added to every path point fed to the IK (the task-space correction,
+#: control/tip_correction.py)
+Goal = namedtuple('Goal', 'R0 axis duration offset')
 
 #: scratch of one sample for n joints: task error e, task velocity v and acceleration a,
 #: ``y = (A A^T)^-1 v`` and a right-hand side `rhs` (6,); the Cholesky factor H (6, 6); the
@@ -43,11 +45,16 @@ def goal_layout(memory):
     at, R0 = take(memory, 0, (3, 3))
     at, axis = take(memory, at, (3,))
     at, duration = take(memory, at, (1,))
-    return at, Goal(R0, axis, duration)
+    at, offset = take(memory, at, (3,))
+    return at, Goal(R0, axis, duration, offset)
 
 
 def new_goal(R0, axis=(0.0, 0.0, 0.0), duration=1.0):
-    """Return a goal block: from orientation `R0` (3, 3), turn by `axis` [rad] over `duration`."""
+    """
+    Return a goal block: from orientation `R0` (3, 3), turn by `axis` [rad] over `duration`.
+
+    Its `offset` starts at zero.
+    """
     block = np.zeros(goal_layout(None)[0])
     named = goal_layout(block)[1]
     named.R0[:], named.axis[:], named.duration[0] = R0, axis, duration
@@ -153,9 +160,10 @@ def task_step(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, 
     """
     One task-space reference sample of section `sec`'s tip at `t` [s], in one call.
 
-    Path point ``(x, xd, xdd)`` of the table `path` (`paths.path_sample`, into `sample` rows)
-    and desired orientation ``R = R0 exp(s axis)``, ``s`` the minimum-jerk ramp over the move
-    (`goal`: a `goal_layout` block); then ``q_d`` by Newton steps from the previous solution
+    Path point ``(x, xd, xdd)`` of the table `path` (`paths.path_sample`, into `sample` rows;
+    ``x`` shifted by the goal's `offset`: the point fed to the IK) and desired orientation
+    ``R = R0 exp(s axis)``, ``s`` the minimum-jerk ramp over the move (`goal`: a
+    `goal_layout` block); then ``q_d`` by Newton steps from the previous solution
     predicted to `t` (`state` rows q, qd, qdd, the previous sample at ``clock[0]``, NaN for
     none), ``qd_d = A^+ xd_d`` and ``qdd_d = A^+ (xdd_d - Adot qd_d) + Adot^T y`` (the exact
     derivative of ``A^T (A A^T)^-1 v``, ``Adot`` from `frames.derivative_from_chain`), all over
@@ -176,9 +184,10 @@ def task_step(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, 
     e, v, a, y, rhs, H, Rd, Rt, A, Ad = w.e, w.v, w.a, w.y, w.rhs, w.H, w.Rd, w.Rt, w.A, w.Ad
     E, sw, free, dq, z = w.E, w.sw, w.free, w.dq, w.z
     path_sample(path, t, x, xd, xdd)
-    for c in range(3):
-        v[c], a[c] = xd[c], xdd[c]
     g = goal_layout(goal)[1]
+    for c in range(3):
+        x[c] += g.offset[c]
+        v[c], a[c] = xd[c], xdd[c]
     R0, axis = g.R0, g.axis
     if m == 6:
         s, ds, dds = minimum_jerk_ramp(t, g.duration[0])

@@ -1,0 +1,204 @@
+"""
+The task-space correction on a captured tip, in process (issue 50's acceptance cases).
+
+    python bench/tip_correction.py [targets|circle|dropout|timeout ...] [--discs 8]
+                                   [--bandwidth W]
+
+The nodes' loop and plant of `continuum_task` (the overlay on continuum_3section.yaml: its
+gains, observer and valves) run in one process (`sim.closed_loop.simulate_nodes`), the plant
+the MuJoCo disc stack (8 discs per section by default) 20 % off the controller's model
+(stiffness x 1.2, damping x 1.25, PMA area x 1.1, a 15 kPa dead zone), under gravity,
+starting at 13 mm per PMA; motion capture 120 Hz, 0.2 mm noise, 10 ms latency. Each case
+prints the true tip's error (the last disc, noiseless) beside the model's (its kinematics at
+the plant's PMA lengths) and the command variation (MPa/s, the worst PMA):
+- targets: three ~/tip_target poses 250, 350 and 450 mm off the axis (`--radii`), bent
+  towards 0, 1 and 2 rad (`--angles`), moved to at up to
+  0.25 m/s (`task.max_speed`; the file's 0.05 m/s takes 10 s per move); errors 3 s after
+  each move ends (and their largest over the next 2 s);
+- circle: a 3 cm circle at 0.2 Hz around a point 300 mm off the axis; RMS over one
+  revolution after the move and the ramp;
+- dropout: the circle with the capture lost for 2 s from 13 s; the largest change of the
+  true error against the undisturbed run, during it and over 5 s from its start;
+- timeout: the capture stops for good at a target: the log lines and the error after.
+"""
+
+import argparse
+import time
+
+import numpy as np
+
+from continuum_ctrl.apps.node_pair import node_pair
+from continuum_ctrl.params.launch_description import arm_files
+from continuum_ctrl.sim.closed_loop import simulate_nodes
+from continuum_ctrl.sim.report import command_summary
+
+TIP = 'section3_tip'
+#: the plant 20 % off, captured as the issue's acceptance says
+PLANT = {'engine': 'mujoco', 'mismatch.stiffness_scale': 1.2, 'mismatch.damping_scale': 1.25,
+         'mismatch.area_scale': 1.1, 'mismatch.deadzone': 15000.0, 'initial.position': [0.013],
+         'mocap.rate_hz': 120.0, 'mocap.noise': 2e-4, 'mocap.latency': 0.01}
+#: seconds after a move's end at which a target's error is taken
+SETTLE = 3.0
+#: the circle's dropout starts here, s
+DROPOUT = 13.0
+
+
+class Run:
+    """One in-process run: the loop, the plant, what it logged (true and model tips)."""
+
+    def __init__(self, controller, plant, duration, actions=()):
+        self.runtime, self.plant = node_pair(arm_files('continuum_task'), controller, plant)
+        self.model = self.runtime.loop.model
+        self.targets = []
+        self.actions = sorted(actions, key=lambda a: a[0])
+        self.events = []
+        start = time.perf_counter()
+        self.log = simulate_nodes(self.runtime, self.plant, duration, self._after)
+        self.wall = time.perf_counter() - start
+        log = self.log
+        self.model_tip = np.array([self.model.frame_pose(q, TIP)[:3, 3] for q in log.q])
+        self.target = np.array(self.targets)
+
+    def _after(self, k, t):
+        while self.actions and self.actions[0][0] <= t:
+            self.actions.pop(0)[1](self.runtime)
+        self.events += [(t, text) for _, text in self.runtime.drain_events()]
+        target = self.runtime.tip_target()
+        self.targets.append(np.full(3, np.nan) if target is None else target.copy())
+
+    def errors(self):
+        """Return the true and the model's tip errors against the path point, m (N,)."""
+        return (np.linalg.norm(self.log.tip - self.target, axis=1),
+                np.linalg.norm(self.model_tip - self.target, axis=1))
+
+    def variation(self, since):
+        """Return the worst PMA's command variation, MPa/s, from `since` s."""
+        keep = self.log.t >= since
+        names = list(self.runtime.loop.settings.joints)
+        return max(v for _, _, v, _ in command_summary(names, self.log.t[keep],
+                                                       self.log.command[keep])) * 1e-6
+
+
+def reachable(model, radius, angle):
+    """
+    Return the tip `radius` m off the axis, bent towards `angle` rad, at mid-stroke.
+
+    Every section bends the same way about 13 mm per PMA (the PMA at 120 k degrees shortens
+    by ``a cos(angle - 120 k deg)``), `a` found by bisection: a pose well inside the strokes,
+    as the issue's poses are.
+    """
+    shape = -np.tile(np.cos(angle - np.radians([0.0, 120.0, 240.0])), 3)
+    low, high = 0.0, 0.012
+    for _ in range(50):
+        a = 0.5 * (low + high)
+        tip = model.frame_pose(0.013 + a * shape, TIP)[:3, 3]
+        low, high = (a, high) if np.hypot(*tip[:2]) < radius else (low, a)
+    return tip
+
+
+def targets(args):
+    """Three tip targets 250-450 mm off the axis, 9 s each."""
+    controller = {'reference.type': 'hold', 'task.correction.bandwidth': args.bandwidth,
+                  'task.max_speed': 0.25}
+    probe = node_pair(arm_files('continuum_task'), controller, {})[0].loop.model
+    goals = [reachable(probe, r, a) for r, a in zip(args.radii, args.angles)]
+    starts = [1.0, 10.0, 19.0]
+    actions = [(s, lambda rt, g=g: rt.request_tip_target(g)) for s, g in zip(starts, goals)]
+    run = Run(controller, {**PLANT, 'mujoco.discs': args.discs}, 28.0, actions)
+    true, model = run.errors()
+    t = run.log.t
+    print(f'targets ({run.wall:.0f} s wall):')
+    moves = [(at, float(text.split(' over ')[1].split()[0])) for at, text in run.events
+             if text.startswith('moving the tip to')]
+    for start, goal, (installed, duration) in zip(starts, goals, moves):
+        end = installed + duration
+        at = np.flatnonzero(t >= end + SETTLE)[0]
+        span = (t >= end + SETTLE) & (t < end + SETTLE + 2.0)
+        print(f'  {np.hypot(*goal[:2]) * 1e3:.0f} mm off the axis, a {duration:.2f} s move: '
+              f'{SETTLE:g} s after its end true {true[at] * 1e3:.3f} mm (largest over 2 s '
+              f'{true[span].max() * 1e3:.3f}), model {model[at] * 1e3:.3f} mm')
+    print(f'  command variation {run.variation(1.0):.3f} MPa/s (worst PMA, from 1 s)')
+
+
+def circle(args, dropout=None):
+    """Run a 3 cm circle at 0.2 Hz around a point 300 mm off the axis; `dropout`: (start, s)."""
+    controller = {'reference.type': 'tip_circle', 'reference.tip_radius': 0.03,
+                  'task.correction.bandwidth': args.bandwidth, 'reference.blend_time': 0.0}
+    probe = node_pair(arm_files('continuum_task'), controller, {})[0].loop.model
+    edge = reachable(probe, 0.33, 0.0)
+    controller['reference.tip_center'] = [0.3, 0.0, float(edge[2])]
+    plant = {**PLANT, 'mujoco.discs': args.discs}
+    if dropout is not None:
+        plant['mocap.dropouts'] = list(dropout)
+    return Run(controller, plant, 20.0)
+
+
+def circle_figures(args):
+    """Print the circle's RMS over one revolution after the move and the ramp."""
+    run = circle(args)
+    true, model = run.errors()
+    keep = run.log.t >= run.log.t[-1] - 5.0
+    print(f'circle ({run.wall:.0f} s wall): last 5 s (one revolution) true RMS '
+          f'{np.sqrt(np.mean(true[keep] ** 2)) * 1e3:.3f} mm, largest '
+          f'{true[keep].max() * 1e3:.3f}; model RMS {np.sqrt(np.mean(model[keep] ** 2)) * 1e3:.3f}'
+          f' mm; command variation {run.variation(run.log.t[-1] - 5.0):.3f} MPa/s')
+    return run
+
+
+def dropout(args):
+    """
+    Run the circle with a 2 s capture dropout from 13 s, against the undisturbed circle.
+
+    From 13 s the gap is steady along the circle: before, it still grows as the arm settles
+    after its move (7 to 10 mm from 9 to 13 s), which no map of the pose can hold.
+    """
+    plain = circle(args)
+    lost = circle(args, (DROPOUT, 2.0))
+    t = plain.log.t
+    window = (t >= DROPOUT) & (t < DROPOUT + 5.0)
+    change = np.abs(lost.errors()[0] - plain.errors()[0])
+    during = change[(t >= DROPOUT) & (t < DROPOUT + 2.0)].max()
+    print(f'dropout of 2 s at {DROPOUT:g} s: true error changed by at most {during * 1e3:.3f} '
+          f'mm during it, {change[window].max() * 1e3:.3f} mm over the 5 s from it; its RMS '
+          f'{np.sqrt(np.mean(lost.errors()[0][window] ** 2)) * 1e3:.3f} mm against '
+          f'{np.sqrt(np.mean(plain.errors()[0][window] ** 2)) * 1e3:.3f} undisturbed')
+
+
+def timeout(args):
+    """Stop the capture for good at 8 s, the tip held at a target 350 mm off the axis."""
+    controller = {'reference.type': 'hold', 'task.correction.bandwidth': args.bandwidth,
+                  'task.max_speed': 0.25}
+    probe = node_pair(arm_files('continuum_task'), controller, {})[0].loop.model
+    goal = reachable(probe, 0.35, 0.0)
+    run = Run(controller, {**PLANT, 'mujoco.discs': args.discs, 'mocap.dropouts': [8.0, 100.0]},
+              14.0, [(1.0, lambda rt: rt.request_tip_target(goal))])
+    true, model = run.errors()
+    lines = [text for _, text in run.events if 'tip measurement' in text]
+    print(f'timeout: {len(lines)} log line(s): {lines}; true error at 7.9 s '
+          f'{true[np.flatnonzero(run.log.t >= 7.9)[0]] * 1e3:.3f} mm, at the end '
+          f'{true[-1] * 1e3:.3f} mm (model {model[-1] * 1e3:.3f} mm)')
+
+
+CASES = {'targets': targets, 'circle': circle_figures, 'dropout': dropout, 'timeout': timeout}
+
+
+def main():
+    """Run the cases asked for (default: all)."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('cases', nargs='*', default=list(CASES), help=' | '.join(CASES))
+    parser.add_argument('--discs', type=int, default=8)
+    parser.add_argument('--bandwidth', type=float, default=2.0)
+    parser.add_argument('--radii', type=float, nargs=3, default=[0.25, 0.35, 0.45],
+                        help='targets: m off the axis')
+    parser.add_argument('--angles', type=float, nargs=3, default=[0.0, 1.0, 2.0],
+                        help='targets: bend directions, rad')
+    args = parser.parse_args()
+    unknown = sorted(set(args.cases) - set(CASES))
+    if unknown:
+        parser.error(f'unknown cases {unknown}: choose from {list(CASES)}')
+    for case in args.cases:
+        CASES[case](args)
+
+
+if __name__ == '__main__':
+    main()
