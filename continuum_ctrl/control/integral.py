@@ -3,6 +3,8 @@ Integral action of the computed-torque law, in generalized-force units, with ant
 
     integral = IntegralAction(n)
     integral.configure(ki, limit)      # ki: N/(m s) or N m/(rad s); limit: N or N m, (n,)
+    integral.configure(ki, limit, model)   # ki: 1/s^3 through the model's M(q) (rigid arms)
+    integral.gravity = GravityEstimate(model, window)   # optional, rigid arms: see there
     integral.learn(window, floor)      # optional: the learnt stiffness, see below
     integral.add_learnt(q_des, total)  # the learnt force at the reference, added (N or N m)
     integral.update(q, q_des, dt, effort, low, high, q_low, q_high)    # once per tick
@@ -24,6 +26,13 @@ error needs builds up while the reference moves in (held through the blend, it h
 up on the whole error after it: 2.3 mm on the arm 20 % stiff with a 15 kPa dead zone,
 against 1.3 mm integrated through it; bench/quiet_loop.py).
 
+With a `model` (``gains.ki_inertial``) the gain is in acceleration units, as kp and kd are:
+the force integrates ``-M(q) ki (q - q_des)``, so with the model right the error obeys
+``e''' + kd e'' + kp e' + ki e = 0``, the same on every joint and every arm, stable for
+``ki < kp kd``; the bounds and the anti-windup are the force's, as above.
+`gravity` (control.gravity_estimate) fits the integral's force to a gravity error that
+changes with the pose, at the reference, and feeds it forward there (``gains.gravity_window``).
+
 The learnt stiffness (`learn`, ``gains.learn_window``): a stiffness or area error makes the
 force the integral must hold follow the reference's position, and against a moving reference
 the integral lags it by a quarter period at low frequency. So the force the law adds (the
@@ -41,6 +50,7 @@ from typing import Optional
 
 import numpy as np
 
+from continuum_ctrl.control.gravity_estimate import GravityEstimate
 from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 
 
@@ -64,9 +74,18 @@ class IntegralAction:
         self.learnt = np.zeros(n)
         self.window_time = 0.0
         self.floor = 1.0
+        #: the model whose M(q) weights the error (`ki` in 1/s^3), or None (force units)
+        self.inertia = None
+        #: the pose-dependent gravity error fitted to the force, or None
+        self.gravity: Optional[GravityEstimate] = None
 
-    def configure(self, ki: np.ndarray, limit: np.ndarray) -> None:
-        """Take validated gains (>= 0) and bounds (> 0); the force is clamped to the new bounds."""
+    def configure(self, ki: np.ndarray, limit: np.ndarray, inertia=None) -> None:
+        """
+        Take validated gains (>= 0) and bounds (> 0); the force is clamped to the new bounds.
+
+        `inertia`: the model whose ``M(q)`` weights the error (`ki` then 1/s^3), or None.
+        """
+        self.inertia = inertia
         self.ki = np.array(ki, dtype=float)
         self.limit = np.array(limit, dtype=float)
         np.clip(self.force, -self.limit, self.limit, out=self.force)
@@ -94,14 +113,19 @@ class IntegralAction:
         self.held[:] = False
         self.window[:] = 0.0
         self.learnt[:] = 0.0
+        if self.gravity is not None:
+            self.gravity.reset()
 
     def add_learnt(self, x: np.ndarray, total: np.ndarray) -> None:
         """
         Add the learnt force at reference position `x` to `total` (N or N m); kept in `learnt`.
 
         `x` (m or rad, model order) is the reference where the command acts; the next
-        `update` folds it and the force the law then added into the window.
+        `update` folds it and the force the law then added into the window. The gravity
+        estimate's force there is added too.
         """
+        if self.gravity is not None:
+            self.gravity.add(x, total)
         if self.window_time > 0.0:
             _add_learnt_force()(x, self.window, self.floor ** 2, self.limit, self.fed,
                                 self.learnt, total)
@@ -122,16 +146,25 @@ class IntegralAction:
         `effort` is the force sent this tick, `low`, `high` its bounds (N or N m); `q_low`,
         `q_high` the joint limits the reference is clamped to.
         """
+        if self.inertia is not None:        # the step takes q - q_des: give it M(q) e
+            q = q_des + self.inertia.mass_matrix(q) @ (q - q_des)
         self._update(q, q_des, dt, effort, low, high, q_low, q_high, self.ki, self.limit,
                      self.force, self.held)
         learning, rate, _, window, fed, learnt = self.learning(dt)
         if learning:
             _learn_step()(fed, self.force, learnt, self.ki, rate, window)
+        if self.gravity is not None:
+            self.gravity.fold(self.force, dt)
 
 
 @compiled()
 def integral_step(q, q_des, dt, effort, low, high, q_low, q_high, ki, limit, force, held):
-    """One conditional integration step of `force`; see `IntegralAction.update`."""
+    """
+    One conditional integration step of `force`; see `IntegralAction.update`.
+
+    It integrates ``q - q_des``: with ``gains.ki_inertial`` the caller gives
+    ``q = q_des + M(q) (q - q_des)``.
+    """
     for i in range(force.shape[0]):
         step = -ki[i] * (q[i] - q_des[i]) * dt
         hold = (q_des[i] <= q_low[i] or q_des[i] >= q_high[i]

@@ -88,10 +88,15 @@ class RigidTick:
         self._gains = (np.ascontiguousarray(law.kp, dtype=float),
                        np.ascontiguousarray(law.kd, dtype=float))
         self._v = np.zeros(model.n)
+        #: with gains.ki_inertial the integral steps on ``q_des + M(q) e`` (see `_weigh`)
+        self._inertial = integral.inertia is not None
+        self._weighted, self._shifted = np.zeros(model.n), np.zeros(model.n)
+        self._spare = model.model.createData()
         low, high = loop._effort_range
         self._rest = ((low, high, loop._step, loop.effort),
                       (integral.engaged, integral.force, integral.ki, integral.limit,
-                       integral.held, loop.q, loop.q_des, loop.low, loop.high,
+                       integral.held, self._weighted if self._inertial else loop.q,
+                       loop.q_des, loop.low, loop.high,
                        *integral.learning(loop.period)),
                       np.asarray(loop.settings.order, dtype=np.int64), np.zeros(model.n),
                       loop.command)
@@ -120,4 +125,26 @@ class RigidTick:
         self._accelerate(*self._gains, loop.q, loop.qd, loop.q_des, loop.qd_des, loop.qdd_des,
                          v)
         tau = pin.rnea(*self._pinocchio, loop.q, loop.qd, v)
-        return self._finish(tau, loop.period, *self._rest)
+        if self._inertial:
+            self._weigh(tau)
+        gravity = loop.integral.gravity
+        if gravity is not None:
+            gravity.add(loop.q_des, tau)
+        status = self._finish(tau, loop.period, *self._rest)
+        if gravity is not None and status == DONE:
+            gravity.fold(loop.integral.force, loop.period)
+        return status
+
+    def _weigh(self, tau):
+        """
+        Set ``q_des + M(q) e`` for the integral step, `tau` the law's ``rnea(q, qd, v)``.
+
+        ``M(q) e = rnea(q, qd, v + e) - rnea(q, qd, v)``: one more `rnea` (a microsecond),
+        into a Data of its own, as `tau` is the first one's.
+        """
+        loop, shifted, weighted = self.loop, self._shifted, self._weighted
+        np.subtract(loop.q, loop.q_des, weighted)
+        np.add(self._v, weighted, shifted)
+        np.subtract(pin.rnea(self._pinocchio[0], self._spare, loop.q, loop.qd, shifted), tau,
+                    weighted)
+        weighted += loop.q_des
