@@ -23,7 +23,8 @@ CASES = {
     'nominal': {},
     'heavy': {'mismatch.mass_scale': 1.3},
     'light': {'mismatch.mass_scale': 0.75},
-    'payload': {'payload.mass': 3.0},
+    'payload': {'payload.mass': 3.0, 'payload.frame': 'panda_hand',
+                'payload.offset': [0.0, 0.0, 0.1]},
 }
 
 

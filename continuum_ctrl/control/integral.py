@@ -4,7 +4,6 @@ Integral action of the computed-torque law, in generalized-force units, with ant
     integral = IntegralAction(n)
     integral.configure(ki, limit)      # ki: N/(m s) or N m/(rad s); limit: N or N m, (n,)
     integral.configure(ki, limit, model)   # ki: 1/s^3 through the model's M(q) (rigid arms)
-    integral.gravity = GravityEstimate(model, window)   # optional, rigid arms: see there
     integral.learn(window, floor)      # optional: the learnt stiffness, see below
     integral.add_learnt(q_des, total)  # the learnt force at the reference, added (N or N m)
     integral.update(q, q_des, dt, effort, low, high, q_low, q_high)    # once per tick
@@ -30,8 +29,6 @@ With a `model` (``gains.ki_inertial``) the gain is in acceleration units, as kp 
 the force integrates ``-M(q) ki (q - q_des)``, so with the model right the error obeys
 ``e''' + kd e'' + kp e' + ki e = 0``, the same on every joint and every arm, stable for
 ``ki < kp kd``; the bounds and the anti-windup are the force's, as above.
-`gravity` (control.gravity_estimate) fits the integral's force to a gravity error that
-changes with the pose, at the reference, and feeds it forward there (``gains.gravity_window``).
 
 The learnt stiffness (`learn`, ``gains.learn_window``): a stiffness or area error makes the
 force the integral must hold follow the reference's position, and against a moving reference
@@ -50,7 +47,6 @@ from typing import Optional
 
 import numpy as np
 
-from continuum_ctrl.control.gravity_estimate import GravityEstimate
 from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 
 
@@ -76,8 +72,6 @@ class IntegralAction:
         self.floor = 1.0
         #: the model whose M(q) weights the error (`ki` in 1/s^3), or None (force units)
         self.inertia = None
-        #: the pose-dependent gravity error fitted to the force, or None
-        self.gravity: Optional[GravityEstimate] = None
 
     def configure(self, ki: np.ndarray, limit: np.ndarray, inertia=None) -> None:
         """
@@ -113,19 +107,14 @@ class IntegralAction:
         self.held[:] = False
         self.window[:] = 0.0
         self.learnt[:] = 0.0
-        if self.gravity is not None:
-            self.gravity.reset()
 
     def add_learnt(self, x: np.ndarray, total: np.ndarray) -> None:
         """
         Add the learnt force at reference position `x` to `total` (N or N m); kept in `learnt`.
 
         `x` (m or rad, model order) is the reference where the command acts; the next
-        `update` folds it and the force the law then added into the window. The gravity
-        estimate's force there is added too.
+        `update` folds it and the force the law then added into the window.
         """
-        if self.gravity is not None:
-            self.gravity.add(x, total)
         if self.window_time > 0.0:
             _add_learnt_force()(x, self.window, self.floor ** 2, self.limit, self.fed,
                                 self.learnt, total)
@@ -153,8 +142,6 @@ class IntegralAction:
         learning, rate, _, window, fed, learnt = self.learning(dt)
         if learning:
             _learn_step()(fed, self.force, learnt, self.ki, rate, window)
-        if self.gravity is not None:
-            self.gravity.fold(self.force, dt)
 
 
 @compiled()

@@ -52,7 +52,6 @@ from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
 from continuum_ctrl.control.differencing import MAX_SPEED, PositionDifference
 from continuum_ctrl.control.fused_tick import DONE, FusedTick
-from continuum_ctrl.control.gravity_estimate import GravityEstimate
 from continuum_ctrl.control.integral import IntegralAction
 from continuum_ctrl.control.observer import Observer
 from continuum_ctrl.control.planner import Planner
@@ -174,19 +173,10 @@ class ControlLoop:
         self._effort_range = (low, high)
         self.integral.configure(settings.integral_gain, settings.integral_limit,
                                 None if settings.ki_inertial is None else self.model)
-        self._gravity(settings.gravity_window)
         self.integral.learn(*settings.learn)
         self._friction(settings.friction)
         self._compensation(settings)
         self._observer(settings)
-
-    def _gravity(self, window):
-        """Keep a gravity estimate of `window` s (0: none); one of the same window keeps on."""
-        old = self.integral.gravity
-        if not window:
-            self.integral.gravity = None
-        elif old is None or old.window != window:
-            self.integral.gravity = GravityEstimate(self.model, window)
 
     def _compensation(self, settings):
         """Keep the valve `compensation` of `settings` (None: none); one kept keeps its state."""

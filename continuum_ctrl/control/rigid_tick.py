@@ -127,13 +127,7 @@ class RigidTick:
         tau = pin.rnea(*self._pinocchio, loop.q, loop.qd, v)
         if self._inertial:
             self._weigh(tau)
-        gravity = loop.integral.gravity
-        if gravity is not None:
-            gravity.add(loop.q_des, tau)
-        status = self._finish(tau, loop.period, *self._rest)
-        if gravity is not None and status == DONE:
-            gravity.fold(loop.integral.force, loop.period)
-        return status
+        return self._finish(tau, loop.period, *self._rest)
 
     def _weigh(self, tau):
         """

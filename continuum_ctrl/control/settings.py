@@ -24,7 +24,6 @@ from continuum_ctrl.control.gains import validate_gain
 from continuum_ctrl.control.reference_specs import (PREFIX, reference_checks, REFERENCE_TYPES,
                                                     reference_fields, ReferenceSpec)
 from continuum_ctrl.control.task_space import TaskSettings
-from continuum_ctrl.models.rigid import RigidModel
 from continuum_ctrl.params import Check, ConfigError, Field, Schema
 
 #: safe_mode values: zero effort (or p_min), or hold gravity and elasticity (effort only)
@@ -64,12 +63,6 @@ FIELDS = {
                                'kd s^2 + kp s + ki turns unstable); for arms without passive '
                                'forces (rigid), instead of gains.ki (0: none; '
                                'docs/rigid-payload.md)', 0.0, per_joint=True),
-    'gains.gravity_window': Field('number', 0.0, "window over which the integral's force is "
-                                  "regressed on the model's gravity regressor at the "
-                                  "reference, s: the fitted gravity error (a payload, links "
-                                  'heavier than the URDF) is fed forward at the reference '
-                                  '(0: none; rigid arms where gains.ki_inertial > 0; '
-                                  'docs/rigid-payload.md)', 0.0, 600.0),
     'gains.learn_window': Field('number', 0.0, "window over which the integral's force is "
                                 "regressed on the reference's position, s: the slope, a "
                                 'stiffness, is fed forward at the reference (0: none; only '
@@ -267,8 +260,6 @@ class ControllerSettings:
     message: str = 'multiarray'
     #: `gains.ki_inertial` (1/s^3, model order), or None: the integral is in force units (`ki`)
     ki_inertial: Optional[np.ndarray] = None
-    #: `gains.gravity_window` (s; 0: no gravity-error estimate)
-    gravity_window: float = 0.0
 
     @property
     def integral_gain(self) -> np.ndarray:
@@ -307,8 +298,7 @@ class ControllerSettings:
             learn=(values['gains.learn_window'], values['gains.learn_floor']),
             friction=_friction(values, vec), task=task,
             observer=ObserverSettings.of(values), message=values['output.message'],
-            ki_inertial=ki_inertial,
-            gravity_window=_gravity_window(values, ki_inertial, model))
+            ki_inertial=ki_inertial)
 
 
 #: `gains.ki_inertial` may reach this share of kp kd, where s^3 + kd s^2 + kp s + ki turns
@@ -342,17 +332,6 @@ def _inertial_gain(values, vec, model, kp, kd, ki):
                                f'1/s^3 on {joint}: kp kd is where the loop turns unstable), '
                                f'got {gain[over[0]]:g}')
     return gain
-
-
-def _gravity_window(values, ki_inertial, model):
-    """Return `gains.gravity_window`; ConfigError without gains.ki_inertial or a URDF arm."""
-    window, key = values['gains.gravity_window'], 'gains.gravity_window'
-    if window and not isinstance(model, RigidModel):
-        raise ConfigError(key, f'fits a URDF arm\'s gravity regressor, not '
-                               f'{type(model).__name__}\'s')
-    if window and ki_inertial is None:
-        raise ConfigError(key, 'learns from the integral of gains.ki_inertial: set it > 0')
-    return window
 
 
 def _integral_limit(values, vec, ki, effort_limit, actuation):
