@@ -90,8 +90,7 @@ class RigidTick:
         self._v = np.zeros(model.n)
         #: with gains.ki_inertial the integral steps on ``q_des + M(q) e`` (see `_weigh`)
         self._inertial = integral.inertia is not None
-        self._weighted, self._shifted = np.zeros(model.n), np.zeros(model.n)
-        self._spare = model.model.createData()
+        self._weighted = np.zeros(model.n)
         low, high = loop._effort_range
         self._rest = ((low, high, loop._step, loop.effort),
                       (integral.engaged, integral.force, integral.ki, integral.limit,
@@ -126,19 +125,15 @@ class RigidTick:
                          v)
         tau = pin.rnea(*self._pinocchio, loop.q, loop.qd, v)
         if self._inertial:
-            self._weigh(tau)
+            self._weigh()
         return self._finish(tau, loop.period, *self._rest)
 
-    def _weigh(self, tau):
+    def _weigh(self):
         """
-        Set ``q_des + M(q) e`` for the integral step, `tau` the law's ``rnea(q, qd, v)``.
+        Set ``q_des + M(q) (q - q_des)`` for the integral step (``gains.ki_inertial``).
 
-        ``M(q) e = rnea(q, qd, v + e) - rnea(q, qd, v)``: one more `rnea` (a microsecond),
-        into a Data of its own, as `tau` is the first one's.
+        `M(q)` by the model's CRBA, as `IntegralAction.update` takes it: the same bits.
         """
-        loop, shifted, weighted = self.loop, self._shifted, self._weighted
-        np.subtract(loop.q, loop.q_des, weighted)
-        np.add(self._v, weighted, shifted)
-        np.subtract(pin.rnea(self._pinocchio[0], self._spare, loop.q, loop.qd, shifted), tau,
-                    weighted)
-        weighted += loop.q_des
+        loop = self.loop
+        np.add(loop.q_des, loop.model.mass_matrix(loop.q) @ (loop.q - loop.q_des),
+               out=self._weighted)
