@@ -88,12 +88,12 @@ class RigidTick:
         self._gains = (np.ascontiguousarray(law.kp, dtype=float),
                        np.ascontiguousarray(law.kd, dtype=float))
         self._v = np.zeros(model.n)
-        #: with gains.ki_inertial the integral steps on ``q_des + M(q) e`` (see `_weigh`)
+        #: with gains.ki_inertial the integral steps on ``q_des + M(q) Ki e`` (see `_weigh`)
         self._inertial = integral.inertia is not None
         self._weighted = np.zeros(model.n)
         low, high = loop._effort_range
         self._rest = ((low, high, loop._step, loop.effort),
-                      (integral.engaged, integral.force, integral.ki, integral.limit,
+                      (integral.engaged, integral.force, integral.step_gain, integral.limit,
                        integral.held, self._weighted if self._inertial else loop.q,
                        loop.q_des, loop.low, loop.high,
                        *integral.learning(loop.period)),
@@ -129,11 +129,6 @@ class RigidTick:
         return self._finish(tau, loop.period, *self._rest)
 
     def _weigh(self):
-        """
-        Set ``q_des + M(q) (q - q_des)`` for the integral step (``gains.ki_inertial``).
-
-        `M(q)` by the model's CRBA, as `IntegralAction.update` takes it: the same bits.
-        """
+        """Set what the integral step takes with ``gains.ki_inertial`` (its `weighted`)."""
         loop = self.loop
-        np.add(loop.q_des, loop.model.mass_matrix(loop.q) @ (loop.q - loop.q_des),
-               out=self._weighted)
+        self._weighted[:] = loop.integral.weighted(loop.q, loop.q_des)
