@@ -59,10 +59,10 @@ FIELDS = {
     'gains.ki_inertial': Field('numbers', [0.0], 'integral gain in acceleration units, 1/s^3, '
                                'through M(q) as kp and kd are: the integral force changes at '
                                'M(q) ki_inertial (q_des - q); n per-joint values in joints '
-                               'order, each at most kp kd / 2 (kp kd is where the loop s^3 + '
-                               'kd s^2 + kp s + ki turns unstable); for arms without passive '
-                               'forces (rigid), instead of gains.ki (0: none; '
-                               'docs/rigid-payload.md)', 0.0, per_joint=True),
+                               'order, each at most kp kd / 16 (kp kd is where the loop s^3 + '
+                               'kd s^2 + kp s + ki turns unstable with the model exact); for '
+                               'arms without passive forces (rigid), instead of gains.ki (0: '
+                               'none; docs/rigid-payload.md)', 0.0, per_joint=True),
     'gains.learn_window': Field('number', 0.0, "window over which the integral's force is "
                                 "regressed on the reference's position, s: the slope, a "
                                 'stiffness, is fed forward at the reference (0: none; only '
@@ -302,8 +302,10 @@ class ControllerSettings:
 
 
 #: `gains.ki_inertial` may reach this share of kp kd, where s^3 + kd s^2 + kp s + ki turns
-#: unstable: an arm up to twice as heavy as its model (gains / 2) still stays stable
-INERTIAL_RANGE = 0.5
+#: unstable with the model exact. An arm heavier than its model divides the gains (ki < a kp kd
+#: for inertia ratio a); a 3 kg payload at the Panda's hand makes its wrist's inertia four
+#: times the URDF's, and at kp kd / 8 it swung by 0.2 rad RMS (bench/rigid_payload.py)
+INERTIAL_RANGE = 1.0 / 16.0
 
 
 def _inertial_gain(values, vec, model, kp, kd, ki):
@@ -328,9 +330,9 @@ def _inertial_gain(values, vec, model, kp, kd, ki):
     over = np.flatnonzero(gain > bound * (1.0 + 1e-12))
     if over.size:
         joint = vec.joints[int(np.flatnonzero(vec.order == over[0])[0])]
-        raise ConfigError(key, f'must be at most kp kd / 2 per joint ({bound[over[0]]:g} '
-                               f'1/s^3 on {joint}: kp kd is where the loop turns unstable), '
-                               f'got {gain[over[0]]:g}')
+        raise ConfigError(key, f'must be at most kp kd / 16 per joint ({bound[over[0]]:g} '
+                               f'1/s^3 on {joint}: an arm four times as heavy as its model '
+                               f'turns unstable near kp kd / 4), got {gain[over[0]]:g}')
     return gain
 
 

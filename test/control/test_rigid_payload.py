@@ -3,8 +3,9 @@ The rigid law against what the URDF does not know: links heavier than it, a payl
 
 The shipped Panda file's integral in acceleration units (`gains.ki_inertial`) on the built-in
 engine, in process: the error from 2 s after activation (the integral's transient over); a
-payload given to the controller (`model.payload.*`, what `identify` would write); and the
-gain's range, refused above kp kd / 2 with one line naming the key.
+payload given to the controller (`model.payload.*`, what `identify` writes); the top of the
+gain's range against the unknown payload; and the range, refused above kp kd / 16 with one
+line naming the key.
 """
 
 import numpy as np
@@ -37,6 +38,13 @@ def test_links_thirty_percent_heavier_are_held_by_the_inertial_integral():
     assert np.max(held) < 0.3 * np.max(without)
 
 
+def test_the_top_of_the_range_keeps_the_arm_with_an_unknown_payload():
+    kp, kd = 900.0, 60.0
+    rms = late_rms({'gains.kp': [kp] * 7, 'gains.kd': [kd] * 7,
+                    'gains.ki_inertial': [kp * kd / 16.0] * 7}, PAYLOAD)
+    assert np.all(np.isfinite(rms)) and np.max(rms) < 0.05
+
+
 def test_a_payload_the_controller_is_told_of_is_tracked_as_the_nominal_arm():
     told = {'model.payload.' + key.split('.')[1]: value for key, value in PAYLOAD.items()}
     assert np.max(late_rms(told, PAYLOAD)) < 0.002
@@ -46,11 +54,11 @@ def test_gains_above_half_kp_kd_are_refused_with_the_key():
     model = load_model({'type': 'urdf', 'urdf': 'package://example-robot-data/robots/'
                         'panda_description/urdf/panda.urdf',
                         'joints': [f'panda_joint{i}' for i in range(1, 8)]})
-    tree = {'gains': {'kp': [100.0] * 7, 'kd': [20.0] * 7, 'ki_inertial': [1001.0] * 7}}
-    with pytest.raises(ConfigError, match=r"gains.ki_inertial.*at most kp kd / 2.*1000"):
+    tree = {'gains': {'kp': [100.0] * 7, 'kd': [20.0] * 7, 'ki_inertial': [126.0] * 7}}
+    with pytest.raises(ConfigError, match=r"gains.ki_inertial.*at most kp kd / 16.*125"):
         ControllerSettings.parse(tree, model)
-    tree['gains']['ki_inertial'] = [1000.0] * 7
-    assert ControllerSettings.parse(tree, model).integral_gain[0] == 1000.0
+    tree['gains']['ki_inertial'] = [125.0] * 7
+    assert ControllerSettings.parse(tree, model).integral_gain[0] == 125.0
     tree['gains']['ki'] = [1.0] * 7
     with pytest.raises(ConfigError, match='gains.ki_inertial.*give one'):
         ControllerSettings.parse(tree, model)
