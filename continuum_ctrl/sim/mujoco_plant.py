@@ -287,7 +287,9 @@ def _weld_payload(spec, joint, position, mass):
     from continuum_ctrl.models.rigid import PAYLOAD_RADIUS
     body = next(body for body in spec.bodies if joint in [j.name for j in body.joints])
     inertia = 0.4 * mass * PAYLOAD_RADIUS ** 2
-    body.add_body(name='payload', pos=position, mass=mass, inertia=[inertia] * 3)
+    # ipos set: left unset, MjSpec puts the centre of mass at `pos` again in the body's frame
+    body.add_body(name='payload', pos=position, ipos=[0.0, 0.0, 0.0], mass=mass,
+                  inertia=[inertia] * 3, explicitinertial=True)
 
 
 def urdf_mjcf(path, joints, locked, gravity, timestep, armature, damping=None, friction=None,
