@@ -11,6 +11,8 @@ joint's command variation (N m/s) and the largest error. `--set` overrides contr
 
 import argparse
 
+import yaml
+
 import numpy as np
 
 from continuum_ctrl.apps.node_pair import controller_runtime, plant_of
@@ -54,7 +56,7 @@ def main():
     controller = {}
     for item in args.set:
         key, _, value = item.partition('=')
-        controller[key] = [float(v) for v in value.split(',')] if ',' in value else float(value)
+        controller[key] = yaml.safe_load(f'[{value}]' if ',' in value else value)
     path = arm_config(args.arm)
     for case in args.case:
         rms, rate, worst = measure(path, args.engine, args.duration, case, controller)

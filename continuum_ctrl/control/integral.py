@@ -29,7 +29,8 @@ With a `model` (``gains.ki_inertial``) the gain is in acceleration units, as kp 
 the force integrates ``-M(q) Ki (q - q_des)`` (``M`` on the left, as in ``M (v + z)``), so
 with the model right each joint's error obeys ``e''' + kd e'' + kp e' + ki e = 0``, the same
 on every joint and every arm, stable for ``ki < kp kd``; the bounds and the anti-windup are
-the force's, as above. (``Ki M e`` instead couples a joint's error into another's integral at
+the force's, as above. A `payload` estimate (control/payload_estimate.py) is fed the force
+after each step. (``Ki M e`` instead couples a joint's error into another's integral at
 that joint's gain: with the wrist's ki four times the elbow's, the Panda 30 % heavier than
 its URDF swung at 1 Hz.)
 
@@ -75,6 +76,8 @@ class IntegralAction:
         self.floor = 1.0
         #: the model whose M(q) weights the error (`ki` in 1/s^3), or None (force units)
         self.inertia = None
+        #: the payload estimate the force feeds (control/payload_estimate.py), or None
+        self.payload = None
 
     def configure(self, ki: np.ndarray, limit: np.ndarray, inertia=None) -> None:
         """
@@ -112,6 +115,8 @@ class IntegralAction:
         self.held[:] = False
         self.window[:] = 0.0
         self.learnt[:] = 0.0
+        if self.payload is not None:
+            self.payload.reset()
 
     def add_learnt(self, x: np.ndarray, total: np.ndarray) -> None:
         """
@@ -120,6 +125,8 @@ class IntegralAction:
         `x` (m or rad, model order) is the reference where the command acts; the next
         `update` folds it and the force the law then added into the window.
         """
+        if self.payload is not None:
+            total += self.payload.fed
         if self.window_time > 0.0:
             _add_learnt_force()(x, self.window, self.floor ** 2, self.limit, self.fed,
                                 self.learnt, total)
@@ -147,6 +154,8 @@ class IntegralAction:
         learning, rate, _, window, fed, learnt = self.learning(dt)
         if learning:
             _learn_step()(fed, self.force, learnt, self.step_gain, rate, window)
+        if self.payload is not None:
+            self.payload.update(q_des, self.force, dt)
 
     def weighted(self, q: np.ndarray, q_des: np.ndarray) -> np.ndarray:
         """

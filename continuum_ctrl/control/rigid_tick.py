@@ -126,7 +126,13 @@ class RigidTick:
         tau = pin.rnea(*self._pinocchio, loop.q, loop.qd, v)
         if self._inertial:
             self._weigh()
-        return self._finish(tau, loop.period, *self._rest)
+        payload = loop.integral.payload
+        if payload is not None:
+            tau += payload.fed
+        status = self._finish(tau, loop.period, *self._rest)
+        if payload is not None and status == DONE:
+            payload.update(loop.q_des, loop.integral.force, loop.period)
+        return status
 
     def _weigh(self):
         """Set what the integral step takes with ``gains.ki_inertial`` (its `weighted`)."""

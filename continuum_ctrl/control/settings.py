@@ -24,6 +24,7 @@ from continuum_ctrl.control.gains import validate_gain
 from continuum_ctrl.control.reference_specs import (PREFIX, reference_checks, REFERENCE_TYPES,
                                                     reference_fields, ReferenceSpec)
 from continuum_ctrl.control.task_space import TaskSettings
+from continuum_ctrl.models.rigid import RigidModel
 from continuum_ctrl.params import Check, ConfigError, Field, Schema
 
 #: safe_mode values: zero effort (or p_min), or hold gravity and elasticity (effort only)
@@ -63,6 +64,14 @@ FIELDS = {
                                'kd s^2 + kp s + ki turns unstable with the model exact); for '
                                'arms without passive forces (rigid), instead of gains.ki (0: '
                                'none; docs/rigid-payload.md)', 0.0, per_joint=True),
+    'adapt.payload_frame': Field('string', ..., "rigid arms: the URDF frame whose unknown "
+                                 "payload's gravity (mass, centre) is estimated from the "
+                                 "integral's force and fed forward at the reference "
+                                 '(control/payload_estimate.py; needs gains.ki_inertial and '
+                                 'adapt.time_constant)'),
+    'adapt.time_constant': Field('number', 0.0, 'rigid arms: the time over which the payload '
+                                 'estimate settles where the reference moves it, s (0: no '
+                                 'estimate)', 0.0, 600.0),
     'gains.learn_window': Field('number', 0.0, "window over which the integral's force is "
                                 "regressed on the reference's position, s: the slope, a "
                                 'stiffness, is fed forward at the reference (0: none; only '
@@ -260,6 +269,8 @@ class ControllerSettings:
     message: str = 'multiarray'
     #: `gains.ki_inertial` (1/s^3, model order), or None: the integral is in force units (`ki`)
     ki_inertial: Optional[np.ndarray] = None
+    #: `adapt.*`: (frame, time constant s) of the payload estimate, or None
+    adapt: Optional[Tuple[str, float]] = None
 
     @property
     def integral_gain(self) -> np.ndarray:
@@ -298,7 +309,7 @@ class ControllerSettings:
             learn=(values['gains.learn_window'], values['gains.learn_floor']),
             friction=_friction(values, vec), task=task,
             observer=ObserverSettings.of(values), message=values['output.message'],
-            ki_inertial=ki_inertial)
+            ki_inertial=ki_inertial, adapt=_adapt(values, ki_inertial, model))
 
 
 #: `gains.ki_inertial` may reach this share of kp kd (s^3 + kd s^2 + kp s + ki turns unstable
@@ -335,6 +346,23 @@ def _inertial_gain(values, vec, model, kp, kd, ki):
                                f'1/s^3 on {joint}: kp kd divided by how much heavier the arm '
                                f'may be than its model), got {gain[over[0]]:g}')
     return gain
+
+
+def _adapt(values, ki_inertial, model):
+    """Return `adapt.*` as (frame, time constant), or None; ConfigError names the key."""
+    time_constant = values['adapt.time_constant']
+    if not time_constant:
+        return None
+    if not isinstance(model, RigidModel):
+        raise ConfigError('adapt.time_constant', f"estimates a URDF arm's payload, not "
+                                                 f"{type(model).__name__}'s")
+    if ki_inertial is None:
+        raise ConfigError('adapt.time_constant', 'learns from the integral of '
+                                                 'gains.ki_inertial: set it > 0')
+    frame = values.get('adapt.payload_frame')
+    if frame not in model.frame_names():
+        raise ConfigError('adapt.payload_frame', f'must name a frame of the URDF, got {frame!r}')
+    return frame, time_constant
 
 
 def _integral_limit(values, vec, ki, effort_limit, actuation):

@@ -71,6 +71,7 @@ RIGID_CASES = {
                                             'limits.effort': [12.0], 'limits.integral': [3.0]},
     'hold, integral': {'reference.type': 'hold'},
     'force-unit integral, learnt stiffness': {'gains.ki': [20.0], 'gains.ki_inertial': [0.0],
+                                              'adapt.time_constant': 0.0,
                                               'gains.learn_window': 0.3,
                                               'gains.learn_floor': 0.01},
     'multisine': {'reference.type': 'multisine', 'reference.amplitude': [0.1]},

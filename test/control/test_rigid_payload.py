@@ -1,8 +1,9 @@
 """
 The rigid law against what the URDF does not know: links heavier than it, a payload at the hand.
 
-The shipped Panda file's integral in acceleration units (`gains.ki_inertial`) on the built-in
-engine, in process: the error from 2 s after activation (the integral's transient over); a
+The shipped Panda file's integral in acceleration units (`gains.ki_inertial`) and payload
+estimate (`adapt.*`) on the built-in engine, in process: the error from 2 s after activation
+(the integral's transient over), links heavier and a payload the controller does not know; a
 payload given to the controller (`model.payload.*`, what `identify` writes); the top of the
 gain's range against the unknown payload; and the range, refused above kp kd / 4 with one
 line naming the key.
@@ -30,16 +31,27 @@ def late_rms(controller=None, plant=None, duration=4.0):
     return np.sqrt(np.mean((log.q - log.q_des)[start:] ** 2, axis=0))
 
 
+#: the law without the integral and the estimate
+BARE = {'gains.ki_inertial': 0.0, 'adapt.time_constant': 0.0}
+
+
 def test_links_thirty_percent_heavier_are_held_by_the_inertial_integral():
-    without = late_rms({'gains.ki_inertial': 0.0}, {'mismatch.mass_scale': 1.3})
+    without = late_rms(BARE, {'mismatch.mass_scale': 1.3})
     held = late_rms(plant={'mismatch.mass_scale': 1.3})
     assert np.max(without) > 0.01                # the gravity error is there
     assert np.max(held) < 0.005                  # the issue's bound
     assert np.max(held) < 0.3 * np.max(without)
 
 
+def test_an_unknown_payload_is_held_by_the_integral_and_the_estimate():
+    without = late_rms(BARE, PAYLOAD)
+    held = late_rms(plant=PAYLOAD)
+    assert np.max(without) > 0.02
+    assert np.max(held) < 0.005
+
+
 def test_the_top_of_the_range_keeps_the_arm_with_an_unknown_payload():
-    kp, kd = 1600.0, 80.0
+    kp, kd = 900.0, 60.0
     rms = late_rms({'gains.ki_inertial': [kp * kd / 4.0] * 7}, PAYLOAD)
     assert np.all(np.isfinite(rms)) and np.max(rms) < 0.05
 
