@@ -1,6 +1,7 @@
 """
-The shipped rigid arm files against model error, in one process: links heavier or lighter
-than the URDF, or a payload at the hand the controller does not know.
+The shipped rigid arm file against model error, in one process.
+
+Links heavier or lighter than the URDF, or a payload at the hand the controller does not know.
 
     python bench/rigid_payload.py [--arm panda] [--engine mujoco] [--duration 8]
         [--case nominal|heavy|light|payload ...] [--set KEY=VALUE ...]

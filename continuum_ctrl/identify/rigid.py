@@ -271,8 +271,10 @@ def identify_payload(runs, setup, frame, window=None, min_r2=MIN_R2):
 
 def ball_inertia(theta):
     """
-    Return the rotational dynamic parameters (6) of a ball payload of mass and first moment
-    `theta` (kg, kg m): a PAYLOAD_RADIUS ball about the joint's origin (0 for no mass).
+    Return the rotational dynamic parameters (6) of a ball payload, kg m^2.
+
+    `theta`: its mass and first moment (kg, kg m); a PAYLOAD_RADIUS ball, about the joint's
+    origin (0 for no mass).
     """
     mass, moment = theta[0], theta[1:4]
     if mass <= 0.0:

@@ -73,3 +73,14 @@ def test_gains_above_half_kp_kd_are_refused_with_the_key():
     tree['gains']['ki'] = [1.0] * 7
     with pytest.raises(ConfigError, match='gains.ki_inertial.*give one'):
         ControllerSettings.parse(tree, model)
+
+
+@pytest.mark.parametrize('gains, key', [
+    ({'adapt': {'time_constant': 1.0, 'payload_frame': 'no_such_frame'}}, 'adapt.payload_frame'),
+    ({'adapt': {'time_constant': 1.0, 'payload_frame': 'panda_hand'},
+      'gains': {'ki_inertial': [0.0] * 7}}, 'adapt.time_constant'),
+])
+def test_a_payload_estimate_without_its_frame_or_integral_is_refused_with_the_key(gains, key):
+    with pytest.raises(ConfigError, match=key):
+        controller_runtime(PANDA, {f'{group}.{name}': value for group, values in gains.items()
+                                   for name, value in values.items()})
