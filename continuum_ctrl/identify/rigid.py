@@ -29,7 +29,7 @@ import pinocchio as pin
 from scipy.linalg import qr
 
 from continuum_ctrl.models.fields import RIGID_SCHEMA
-from continuum_ctrl.models.rigid import PAYLOAD_RADIUS, payload_at
+from continuum_ctrl.models.rigid import payload_at, payload_inertia
 from continuum_ctrl.params import ConfigError, file_parameters
 from continuum_ctrl.params.launch_description import CONTROLLER
 from continuum_ctrl.identify.defaults import MIN_R2, RIGID_FIT
@@ -273,15 +273,12 @@ def ball_inertia(theta):
     """
     Return the rotational dynamic parameters (6) of a ball payload, kg m^2.
 
-    `theta`: its mass and first moment (kg, kg m); a PAYLOAD_RADIUS ball, about the joint's
-    origin (0 for no mass).
+    `theta`: its mass and first moment (kg, kg m) in the joint's frame; the ball
+    models/rigid.py hangs (`payload_inertia`), about the joint's origin; 0 for no mass.
     """
-    mass, moment = theta[0], theta[1:4]
-    if mass <= 0.0:
+    if theta[0] <= 0.0:
         return np.zeros(6)
-    r = (moment @ moment * np.eye(3) - np.outer(moment, moment)) / mass + (
-        0.4 * mass * PAYLOAD_RADIUS ** 2 * np.eye(3))
-    return np.array([r[0, 0], r[0, 1], r[1, 1], r[0, 2], r[1, 2], r[2, 2]])
+    return payload_inertia(theta[0], theta[1:4] / theta[0]).toDynamicParameters()[4:]
 
 
 def nominal_payload(path):

@@ -110,11 +110,15 @@ def payload_at(model, frame, offset):
             placement.act(np.asarray(offset, dtype=float)))
 
 
+def payload_inertia(mass, position):
+    """Return a ball of `mass` kg (PAYLOAD_RADIUS) at `position` (m) as a Pinocchio Inertia."""
+    return pin.Inertia.FromSphere(mass, PAYLOAD_RADIUS).se3Action(pin.SE3(np.eye(3), position))
+
+
 def add_payload(model, frame, mass, offset):
     """Add a ball of `mass` kg at `offset` (m) in `frame` to Pinocchio `model`, in place."""
     joint, position = payload_at(model, frame, offset)
-    model.inertias[joint] = model.inertias[joint] + pin.Inertia.FromSphere(
-        mass, PAYLOAD_RADIUS).se3Action(pin.SE3(np.eye(3), position))
+    model.inertias[joint] = model.inertias[joint] + payload_inertia(mass, position)
 
 
 class RigidModel(DynamicsModel):
