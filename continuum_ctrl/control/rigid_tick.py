@@ -10,8 +10,12 @@ Python tick (`ControlLoop.tick`) made six calls through the law, the model's wra
 limiter and the output order; here there are four: the reference's compiled sampler
 (`Anchored.sample_into`), the law's acceleration kernel, `rnea`, and `rigid_finish`, which
 adds the integral force, limits and rate-limits the effort, takes the integral step and puts
-the command in joints order. The arithmetic is the Python tick's, kernel for kernel, so the
-commands agree with it to the last bit (test/control/test_fused_tick.py).
+the command in joints order. With ``gains.ki_inertial`` the integral steps on
+``M(q) Ki e`` (`IntegralAction.weighted`), and with ``adapt.*`` the payload estimate's
+gravity is added and the estimate moved (control/payload_estimate.py), as in the Python tick.
+The arithmetic is the Python tick's, kernel for kernel, so the commands agree with it to the
+last bit, or to rounding where the payload's gravity is added in another order
+(test/control/test_fused_tick.py).
 
 It covers an active loop whose model is a `RigidModel` in Pinocchio's joint order, with effort
 output and diagonal gains: the shipped Panda and Gazebo arm files (the two-link file's
