@@ -10,7 +10,11 @@ PARAMS.yaml is the nominal parameter file, read as the controller node reads it;
 rosbag2 MCAP bags (directories or single .mcap files) or the demo's CSV. Continuum arms get
 PMA stiffness, damping, area and dead zone (and the valves' lag, the area's slope, the PMAs'
 friction); URDF arms (effort mode) their identifiable (base) inertial parameters, with ``--fit
-inertia,friction`` also viscous joint friction. Prints the report; writes the fitted parameter
+inertia,friction`` also viscous joint friction, or with ``--fit payload --payload-frame FRAME``
+a payload at FRAME beyond the model, written as the controller's ``model.payload.*`` (its own
+section only: docs/rigid-payload.md) and refused like a continuum fit when the held-out data
+contradict it (a joint predicted worse with it, or all joints' R^2 below --min-r2). Prints
+the report; writes the fitted parameter
 file to --out (continuum arms) and the report, fitted file and held-out plot to --report. A
 continuum fit whose held-out R^2 is below --min-r2 for some PMA is refused: one line per such
 PMA saying what the runs lacked (identify/excitation.py), no fitted file (unless --force),
@@ -59,6 +63,8 @@ def parse(argv):
                              'area_slope, friction, time_constant, delay (default '
                              f'{",".join(DEFAULT_FIT)}); URDF '
                              f'arms: inertia[,friction] (default {",".join(RIGID_FIT)})')
+    parser.add_argument('--payload-frame',
+                        help='URDF arms, --fit payload: the frame that carries the payload')
     parser.add_argument('--per-pma', action='store_true',
                         help='one area, dead zone, slope and friction per PMA (default: one '
                              'for all)')
@@ -89,15 +95,17 @@ def main(argv=None):
     from continuum_ctrl.identify.excitation import refusals
     from continuum_ctrl.identify.fit import identify, Options
     from continuum_ctrl.identify.report import fitted_yaml, text, unusable, write_report
-    from continuum_ctrl.identify.rigid import identify_rigid
+    from continuum_ctrl.identify.rigid import identify_payload, identify_rigid, payload_yaml
     from continuum_ctrl.identify.setup import read_setup, RigidSetup
     setup = read_setup(args.params)
     rigid = isinstance(setup, RigidSetup)
-    if rigid and args.out:
+    payload = rigid and args.fit == 'payload'
+    if rigid and args.out and not payload:
         raise ConfigError('--out', "a URDF arm's inertial parameters have no parameter-file "
                                    'keys (they live in the URDF): use --report and correct '
                                    "the URDF's <inertial> elements "
-                                   '(docs/identification.md)')
+                                   '(docs/identification.md), or fit a payload (--fit '
+                                   'payload)')
     if rigid and args.per_pma:
         raise ConfigError('--per-pma', 'is for continuum arms (PMA area and dead zone)')
     if args.fit is None:
@@ -114,12 +122,18 @@ def main(argv=None):
                   f'that name none of the joints (another robot\'s)')
         if run.timing != STAMPED:
             print(f'{run.name}: joint states timed by {run.timing}')
-    if rigid:
+    if payload:
+        result, fitted, contradicted = identify_payload(runs, setup, args.payload_frame,
+                                                        args.window, args.min_r2)
+    elif rigid:
         result = identify_rigid(runs, setup, fit, args.window)
     else:
         result = identify(runs, setup, Options(fit, args.per_pma, args.window))
     print(text(result, setup, args.data))
-    refused = [] if rigid else refusals(result, setup.joints.model_names, args.min_r2)
+    if payload:
+        refused = contradicted
+    else:
+        refused = [] if rigid else refusals(result, setup.joints.model_names, args.min_r2)
     for line in refused:
         print(f'continuum-ctrl identify: refused: {line}', file=sys.stderr)
     write = not refused or args.force
@@ -127,14 +141,19 @@ def main(argv=None):
         problem = unusable(result)
         if problem:
             raise ConfigError('--out', problem)
-        Path(args.out).write_text(fitted_yaml(result, args.data))
+        Path(args.out).write_text(payload_yaml(fitted, result, args.data) if payload
+                                  else fitted_yaml(result, args.data))
         print(f'wrote {args.out}')
     if args.report:
         for path in write_report(result, setup, args.data, args.report, fitted=write):
             print(f'wrote {path}')
+        if payload and write:
+            Path(args.report, 'fitted.yaml').write_text(payload_yaml(fitted, result, args.data))
+            print(f'wrote {Path(args.report, "fitted.yaml")}')
     if refused and not args.force:
         print(f'continuum-ctrl identify: not written{" " + args.out if args.out else ""}: '
-              f'the held-out data contradict the fit for {len(refused)} PMAs (--force writes '
+              f'the held-out data contradict the fit for {len(refused)} '
+              f'{"joints" if rigid else "PMAs"} (--force writes '
               'it anyway)', file=sys.stderr)
         return 1
     return 0

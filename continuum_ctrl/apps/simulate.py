@@ -86,8 +86,10 @@ def main(argv=None):
                     if any(settings.compensation) else 'not compensated')
     print(f'{path.stem}: {loop.model.n} joints, law passive at {settings.passive}, '
           f'Kp={_gain_text(settings.kp)} Kd={_gain_text(settings.kd)} '
-          f'Ki={_gain_text(settings.ki)}, {1.0 / loop.period:g} Hz, reference '
-          f'{settings.reference.kind}, {args.duration:g} s, engine {plant.settings.engine}; '
+          f'Ki={_gain_text(settings.integral_gain)}'
+          f'{" 1/s^3" if settings.ki_inertial is not None else ""}, {1.0 / loop.period:g} Hz, '
+          f'reference {settings.reference.kind}, {args.duration:g} s, engine '
+          f'{plant.settings.engine}; '
           f'{valves}, {compensation}')
     if not log.active.any():
         print('continuum-ctrl simulate: the controller never became active', file=sys.stderr)

@@ -54,6 +54,7 @@ from continuum_ctrl.control.differencing import MAX_SPEED, PositionDifference
 from continuum_ctrl.control.fused_tick import DONE, FusedTick
 from continuum_ctrl.control.integral import IntegralAction
 from continuum_ctrl.control.observer import Observer
+from continuum_ctrl.control.payload_estimate import PayloadEstimate
 from continuum_ctrl.control.planner import Planner
 from continuum_ctrl.control.reference_manager import (  # noqa: F401 - the loop's names
     Anchored, BUMP_PEAK, ReferenceManager, TrajectoryRejected)
@@ -171,11 +172,20 @@ class ControlLoop:
         low, high, self._step = (np.array(np.broadcast_to(v, (self.model.n,)), dtype=float)
                                  for v in (*bounds, settings.effort_rate * self.period))
         self._effort_range = (low, high)
-        self.integral.configure(settings.ki, settings.integral_limit)
+        self.integral.configure(settings.integral_gain, settings.integral_limit,
+                                None if settings.ki_inertial is None else self.model)
         self.integral.learn(*settings.learn)
+        self._payload(settings.adapt)
         self._friction(settings.friction)
         self._compensation(settings)
         self._observer(settings)
+
+    def _payload(self, adapt):
+        """Keep the payload estimate of `adapt` (frame, s); one of the same keeps its state."""
+        old = self.integral.payload
+        if old is None or adapt != (old.frame, old.time_constant):
+            self.integral.payload = None if adapt is None else PayloadEstimate(self.model,
+                                                                               *adapt)
 
     def _compensation(self, settings):
         """Keep the valve `compensation` of `settings` (None: none); one kept keeps its state."""

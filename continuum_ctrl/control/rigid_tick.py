@@ -10,8 +10,12 @@ Python tick (`ControlLoop.tick`) made six calls through the law, the model's wra
 limiter and the output order; here there are four: the reference's compiled sampler
 (`Anchored.sample_into`), the law's acceleration kernel, `rnea`, and `rigid_finish`, which
 adds the integral force, limits and rate-limits the effort, takes the integral step and puts
-the command in joints order. The arithmetic is the Python tick's, kernel for kernel, so the
-commands agree with it to the last bit (test/control/test_fused_tick.py).
+the command in joints order. With ``gains.ki_inertial`` the integral steps on
+``M(q) Ki e`` (`IntegralAction.weighted`), and with ``adapt.*`` the payload estimate's
+gravity is added and the estimate moved (control/payload_estimate.py), as in the Python tick.
+The arithmetic is the Python tick's, kernel for kernel, so the commands agree with it to the
+last bit, or to rounding where the payload's gravity is added in another order
+(test/control/test_fused_tick.py).
 
 It covers an active loop whose model is a `RigidModel` in Pinocchio's joint order, with effort
 output and diagonal gains: the shipped Panda and Gazebo arm files (the two-link file's
@@ -88,10 +92,14 @@ class RigidTick:
         self._gains = (np.ascontiguousarray(law.kp, dtype=float),
                        np.ascontiguousarray(law.kd, dtype=float))
         self._v = np.zeros(model.n)
+        #: with gains.ki_inertial the integral steps on ``q_des + M(q) Ki e`` (see `_weigh`)
+        self._inertial = integral.inertia is not None
+        self._weighted = np.zeros(model.n)
         low, high = loop._effort_range
         self._rest = ((low, high, loop._step, loop.effort),
-                      (integral.engaged, integral.force, integral.ki, integral.limit,
-                       integral.held, loop.q, loop.q_des, loop.low, loop.high,
+                      (integral.engaged, integral.force, integral.step_gain, integral.limit,
+                       integral.held, self._weighted if self._inertial else loop.q,
+                       loop.q_des, loop.low, loop.high,
                        *integral.learning(loop.period)),
                       np.asarray(loop.settings.order, dtype=np.int64), np.zeros(model.n),
                       loop.command)
@@ -120,4 +128,17 @@ class RigidTick:
         self._accelerate(*self._gains, loop.q, loop.qd, loop.q_des, loop.qd_des, loop.qdd_des,
                          v)
         tau = pin.rnea(*self._pinocchio, loop.q, loop.qd, v)
-        return self._finish(tau, loop.period, *self._rest)
+        if self._inertial:
+            self._weigh()
+        payload = loop.integral.payload
+        if payload is not None:
+            tau += payload.fed
+        status = self._finish(tau, loop.period, *self._rest)
+        if payload is not None and status == DONE:
+            payload.update(loop.q_des, loop.integral.force, loop.period)
+        return status
+
+    def _weigh(self):
+        """Set what the integral step takes with ``gains.ki_inertial`` (its `weighted`)."""
+        loop = self.loop
+        self._weighted[:] = loop.integral.weighted(loop.q, loop.q_des)

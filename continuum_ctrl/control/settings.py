@@ -25,6 +25,7 @@ from continuum_ctrl.control.reference_specs import (PREFIX, reference_checks, RE
                                                     reference_fields, ReferenceSpec)
 from continuum_ctrl.control.task_space import TaskSettings
 from continuum_ctrl.control.tip_correction import CorrectionSettings
+from continuum_ctrl.models.rigid import RigidModel
 from continuum_ctrl.params import Check, ConfigError, Field, Schema
 
 #: safe_mode values: zero effort (or p_min), or hold gravity and elasticity (effort only)
@@ -57,6 +58,21 @@ FIELDS = {
     'gains.ki': Field('numbers', [0.0], 'integral gain in force units, N/(m s) or N m/(rad s): '
                       'n per-joint values >= 0 in joints order (0: no integral action)', 0.0,
                       per_joint=True),
+    'gains.ki_inertial': Field('numbers', [0.0], 'integral gain in acceleration units, 1/s^3, '
+                               'through M(q) as kp and kd are: the integral force changes at '
+                               'M(q) ki_inertial (q_des - q); n per-joint values in joints '
+                               'order, each at most kp kd / 4 (kp kd is where the loop s^3 + '
+                               'kd s^2 + kp s + ki turns unstable with the model exact); for '
+                               'arms without passive forces (rigid), instead of gains.ki (0: '
+                               'none; docs/rigid-payload.md)', 0.0, per_joint=True),
+    'adapt.payload_frame': Field('string', ..., "rigid arms: the URDF frame whose unknown "
+                                 "payload's gravity (mass, centre) is estimated from the "
+                                 "integral's force and fed forward at the reference "
+                                 '(control/payload_estimate.py; needs gains.ki_inertial and '
+                                 'adapt.time_constant)'),
+    'adapt.time_constant': Field('number', 0.0, 'rigid arms: the time over which the payload '
+                                 'estimate settles where the reference moves it, s (0: no '
+                                 'estimate)', 0.0, 600.0),
     'gains.learn_window': Field('number', 0.0, "window over which the integral's force is "
                                 "regressed on the reference's position, s: the slope, a "
                                 'stiffness, is fed forward at the reference (0: none; only '
@@ -276,6 +292,15 @@ class ControllerSettings:
     task: TaskSettings = TaskSettings()
     observer: ObserverSettings = ObserverSettings()
     message: str = 'multiarray'
+    #: `gains.ki_inertial` (1/s^3, model order), or None: the integral is in force units (`ki`)
+    ki_inertial: Optional[np.ndarray] = None
+    #: `adapt.*`: (frame, time constant s) of the payload estimate, or None
+    adapt: Optional[Tuple[str, float]] = None
+
+    @property
+    def integral_gain(self) -> np.ndarray:
+        """Return the integral's gain per joint: `ki_inertial` (1/s^3) where given, else `ki`."""
+        return self.ki if self.ki_inertial is None else self.ki_inertial
 
     @classmethod
     def parse(cls, tree: Dict[str, Any], model: Any) -> 'ControllerSettings':
@@ -289,6 +314,7 @@ class ControllerSettings:
         kp, kd = (vec.gain(validate_gain(values[key], vec.n, key))
                   for key in ('gains.kp', 'gains.kd'))
         ki = vec.to_model(values['gains.ki'])
+        ki_inertial = _inertial_gain(values, vec, model, kp, kd, ki)
         mode, actuation = read_output(values, vec, model)
         effort = (vec.to_model(values['limits.effort']) if 'limits.effort' in values
                   else np.asarray(model.effort_limits(), dtype=float).copy())
@@ -300,13 +326,68 @@ class ControllerSettings:
             state_timeout=values['state_timeout'], safe_mode=values['safe_mode'],
             resume_count=values['resume_count'], velocity_filter=values['velocity_filter'],
             kp=kp, kd=kd, ki=ki, passive=values['law.passive'],
-            integral_limit=_integral_limit(values, vec, ki, effort, actuation),
+            integral_limit=_integral_limit(values, vec, ki if ki_inertial is None
+                                           else ki_inertial, effort, actuation),
             reference=_reference(values, vec, model, task),
             mode=mode, actuation=actuation, effort_limit=effort, effort_rate=rate,
             compensation=(values['output.time_constant'], values['output.delay']),
             learn=(values['gains.learn_window'], values['gains.learn_floor']),
             friction=_friction(values, vec), task=task,
-            observer=ObserverSettings.of(values), message=values['output.message'])
+            observer=ObserverSettings.of(values), message=values['output.message'],
+            ki_inertial=ki_inertial, adapt=_adapt(values, ki_inertial, model))
+
+
+#: `gains.ki_inertial` may reach this share of kp kd (s^3 + kd s^2 + kp s + ki turns unstable
+#: at kp kd with the model exact). An arm heavier than its model divides the gains (ki < a kp kd
+#: for inertia ratio a): a 3 kg payload 10 cm out of the Panda's hand makes its wrist's inertia
+#: four times the URDF's; at kp kd / 4 it holds 0.006-0.008 rad (kp 900 and 1600), at kp kd / 2.7
+#: (kp 900) it was lost (bench/rigid_payload.py)
+INERTIAL_RANGE = 0.25
+
+
+def _inertial_gain(values, vec, model, kp, kd, ki):
+    """
+    Return `gains.ki_inertial` in model order, or None where all zero (checked against kp kd).
+
+    Raises ConfigError for a model with passive forces, matrix gains, both integral gains,
+    or a value above INERTIAL_RANGE kp kd.
+    """
+    gain = vec.to_model(values['gains.ki_inertial'])
+    if not gain.any():
+        return None
+    key = 'gains.ki_inertial'
+    if model.has_passive_forces:
+        raise ConfigError(key, 'is for arms without passive forces (rigid arms); PMA arms use '
+                               'gains.ki, in force units')
+    if ki.any():
+        raise ConfigError(key, 'and gains.ki are two units of one integral: give one of them')
+    if kp.ndim != 1 or kd.ndim != 1:
+        raise ConfigError(key, 'needs per-joint (diagonal) gains.kp and gains.kd')
+    bound = INERTIAL_RANGE * kp * kd
+    over = np.flatnonzero(gain > bound * (1.0 + 1e-12))
+    if over.size:
+        joint = vec.joints[int(np.flatnonzero(vec.order == over[0])[0])]
+        raise ConfigError(key, f'must be at most kp kd / 4 per joint ({bound[over[0]]:g} '
+                               f'1/s^3 on {joint}: kp kd divided by how much heavier the arm '
+                               f'may be than its model), got {gain[over[0]]:g}')
+    return gain
+
+
+def _adapt(values, ki_inertial, model):
+    """Return `adapt.*` as (frame, time constant), or None; ConfigError names the key."""
+    time_constant = values['adapt.time_constant']
+    if not time_constant:
+        return None
+    if not isinstance(model, RigidModel):
+        raise ConfigError('adapt.time_constant', f"estimates a URDF arm's payload, not "
+                                                 f"{type(model).__name__}'s")
+    if ki_inertial is None:
+        raise ConfigError('adapt.time_constant', 'learns from the integral of '
+                                                 'gains.ki_inertial: set it > 0')
+    frame = values.get('adapt.payload_frame')
+    if frame not in model.frame_names():
+        raise ConfigError('adapt.payload_frame', f'must name a frame of the URDF, got {frame!r}')
+    return frame, time_constant
 
 
 def _integral_limit(values, vec, ki, effort_limit, actuation):

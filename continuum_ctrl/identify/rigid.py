@@ -14,6 +14,12 @@ dependent parameters that the data cannot tell apart from it (``beta = theta_B +
 The regression then runs on the base columns: the regressor per sample, then both sides through
 the same smoothing filter (as for continuum arms), the commanded efforts as their mean over
 each sample's cell. Runs are fitted on their first 70 % and judged on the last 30 %.
+
+A payload (``--fit payload``, `identify_payload`): what the efforts hold beyond the nominal
+model (the controller's, with any ``model.payload`` it has) is regressed on the four columns
+of the frame's body (m, m c), the payload's own rotational inertia that of a ball
+(models/rigid.py PAYLOAD_RADIUS) at the fitted centre (three passes); the result is the
+controller's ``model.payload.*``, the nominal one plus the fit.
 """
 
 from dataclasses import dataclass
@@ -22,14 +28,21 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg import qr
 
-from continuum_ctrl.params import ConfigError
-from continuum_ctrl.identify.defaults import RIGID_FIT
+from continuum_ctrl.models.fields import RIGID_SCHEMA
+from continuum_ctrl.models.rigid import payload_at, payload_inertia
+from continuum_ctrl.params import ConfigError, file_parameters
+from continuum_ctrl.params.launch_description import CONTROLLER
+from continuum_ctrl.identify.defaults import MIN_R2, RIGID_FIT
 from continuum_ctrl.identify.fit import (_correlation_time, COND_LIMIT, Estimate, HELD_OUT,
                                          Result)
 from continuum_ctrl.identify.signals import applied_mean, grid
 
-#: what `--fit` can name for a rigid arm (the default: identify/defaults.py)
-PARAMETERS = ('inertia', 'friction')
+#: what `--fit` can name for a rigid arm (the default: identify/defaults.py); `payload` alone
+PARAMETERS = ('inertia', 'friction', 'payload')
+#: the payload's parameters in its joint's frame, and the passes that fit its ball's inertia
+PAYLOAD = (('payload mass', 'kg'), ('payload m c_x', 'kg m'), ('payload m c_y', 'kg m'),
+           ('payload m c_z', 'kg m'))
+PAYLOAD_PASSES = 3
 #: names and units of Pinocchio's ten dynamic parameters of a body
 DYNAMIC = (('m', 'kg'), ('mc_x', 'kg m'), ('mc_y', 'kg m'), ('mc_z', 'kg m'),
            ('I_xx', 'kg m^2'), ('I_xy', 'kg m^2'), ('I_yy', 'kg m^2'), ('I_xz', 'kg m^2'),
@@ -102,12 +115,12 @@ class RigidArm:
 
 
 class _Run:
-    """One run on its grid: base regressor and efforts, smoothed alike, split fit / test."""
+    """One run on its grid: the regressor's `columns` and efforts, smoothed alike, split."""
 
-    def __init__(self, run, arm, base, friction, window):
+    def __init__(self, run, arm, columns, friction, window):
         g = grid(run, window)
         self.grid = g
-        rows = np.array([arm.regressor(*x)[:, base.base] for x in zip(*g.state)])
+        rows = np.array([arm.regressor(*x)[:, columns] for x in zip(*g.state)])
         if friction:
             rows = np.concatenate((rows, np.array([np.diag(qd) for qd in g.state[1]])), axis=2)
         count, n, width = rows.shape
@@ -126,14 +139,14 @@ class _Run:
 
 def identify_rigid(runs, setup, fit=RIGID_FIT, window=None):
     """Identify the base inertial parameters (and viscous friction) of a rigid arm; a Result."""
-    unknown = set(fit) - set(PARAMETERS)
+    unknown = set(fit) - set(PARAMETERS) | ({'payload'} & set(fit))
     if unknown or 'inertia' not in fit:
         raise ConfigError('--fit', f'a rigid arm fits {list(PARAMETERS)} (inertia always), got '
                                    f'{sorted(fit)}')
     friction = 'friction' in fit
     arm = RigidArm(setup.model)
     base = arm.base()
-    prepared = [_Run(run, arm, base, friction, window) for run in runs]
+    prepared = [_Run(run, arm, base.base, friction, window) for run in runs]
     n = setup.model.n
     names = [arm.labels[j] for j in base.base]
     if friction:
@@ -184,11 +197,16 @@ def _unexcited(arm, base, k, condition, names):
                           f'multisine)')
 
 
-def _judge(prepared, theta, estimates, condition, residual, n):
-    """Return the Result with held-out R^2 per joint and the data of the held-out plot."""
+def _judge(prepared, theta, estimates, condition, residual, n, offset=None):
+    """
+    Return the Result with held-out R^2 per joint and the data of the held-out plot.
+
+    `offset(r)`: the part of each run's held-out efforts the fit does not carry (None: 0).
+    """
     held_out, measured, predicted = [], [], []
     for r in prepared:
-        tau, model = r.tau[r.test], r.Y[r.test] @ theta
+        tau = r.tau[r.test]
+        model = r.Y[r.test] @ theta + (0.0 if offset is None else offset(r))
         held_out.append((r.grid.t[r.test] - r.grid.t[0], tau, model))
         measured.append(tau)
         predicted.append(model)
@@ -201,3 +219,125 @@ def _judge(prepared, theta, estimates, condition, residual, n):
                   float(np.sqrt(np.mean(error ** 2))), r2, total, residual.size // n, held_out,
                   unit='N m', per='joint',
                   plot_labels=('measured effort (commands)', 'predicted Y(q, qd, qdd) beta'))
+
+
+def identify_payload(runs, setup, frame, window=None, min_r2=MIN_R2):
+    """
+    Fit a payload at `frame` to the runs beyond `setup`'s model.
+
+    Return ``(Result, payload, refusals)``: `payload` the controller's ``model.payload``
+    ``{'frame', 'mass' kg, 'offset' m}``, the nominal one (`nominal_payload`) plus the fit;
+    `refusals` a line per way the held-out data contradict the fit (`_contradictions`).
+    ConfigError names a bad frame.
+    """
+    pm = setup.model.model
+    if not isinstance(frame, str) or not pm.existFrame(frame):
+        raise ConfigError('--payload-frame', f'must name a frame of the URDF, got {frame!r}')
+    arm = RigidArm(setup.model)
+    joint, _ = payload_at(pm, frame, np.zeros(3))
+    body = slice(10 * (joint - 1), 10 * joint)
+    prepared = [_Run(run, arm, np.arange(arm.theta.size), False, window) for run in runs]
+    for r in prepared:                  # the nominal model's efforts, then the body's columns
+        r.nominal = r.Y @ arm.theta
+        r.Y = r.Y[..., body]
+    X = np.concatenate([r.Y[r.train][..., :4].reshape(-1, 4) for r in prepared])
+    Z = np.concatenate([r.Y[r.train][..., 4:].reshape(-1, 6) for r in prepared])
+    y = np.concatenate([(r.tau - r.nominal)[r.train].reshape(-1) for r in prepared])
+    theta, rotational = np.zeros(4), np.zeros(6)
+    for _ in range(PAYLOAD_PASSES):
+        theta, *_ = np.linalg.lstsq(X, y - Z @ rotational, rcond=None)
+        rotational = ball_inertia(theta)
+    if not theta[0] > 0.0:
+        raise ConfigError('', f'the fit gives a payload of {theta[0]:.3g} kg at {frame}: the '
+                              'runs hold no payload the model lacks (or a different arm)')
+    residual = y - Z @ rotational - X @ theta
+    inverse = np.linalg.inv(X.T @ X)
+    sigma2 = float(residual @ residual) / max(residual.size - 4, 1)
+    se = np.sqrt(np.maximum(np.diag(sigma2 * inverse), 0.0))
+    estimates = [Estimate('', k, label, float(v), float(e), 0.0, unit)   # written by payload_yaml
+                 for k, ((label, unit), v, e) in enumerate(zip(PAYLOAD, theta, se))]
+    full = np.concatenate((theta, rotational))
+    s = np.linalg.svd(X / np.sqrt(np.mean(X ** 2, axis=0)), compute_uv=False)
+    result = _judge(prepared, full, estimates, float(s[0] / s[-1]), residual,
+                    setup.model.n, offset=lambda r: r.nominal[r.test])
+    payload = _total(pm, frame, joint, nominal_payload(setup.path), theta)
+    result.details = [f"payload at {frame}: {theta[0]:.4g} kg (standard error {se[0]:.2g}), "
+                      f"fitted beyond the nominal model; the controller's model.payload: "
+                      f"{payload['mass']:.4g} kg at {np.round(payload['offset'], 4).tolist()} m "
+                      f'in {frame}']
+    result.details += [f'{run.name}: {r.grid.how()}' for run, r in zip(runs, prepared)]
+    return result, payload, _contradictions(result, prepared, full, min_r2)
+
+
+def ball_inertia(theta):
+    """
+    Return the rotational dynamic parameters (6) of a ball payload, kg m^2.
+
+    `theta`: its mass and first moment (kg, kg m) in the joint's frame; the ball
+    models/rigid.py hangs (`payload_inertia`), about the joint's origin; 0 for no mass.
+    """
+    if theta[0] <= 0.0:
+        return np.zeros(6)
+    return payload_inertia(theta[0], theta[1:4] / theta[0]).toDynamicParameters()[4:]
+
+
+def nominal_payload(path):
+    """Return the controller's ``model.payload`` in parameter file `path`, or None."""
+    values = RIGID_SCHEMA.parse(file_parameters(path, CONTROLLER)[1], 'model')
+    if not values['model.payload.mass']:
+        return None
+    return {'frame': values['model.payload.frame'], 'mass': values['model.payload.mass'],
+            'offset': values['model.payload.offset']}
+
+
+def _total(pm, frame, joint, nominal, theta):
+    """Return the controller's model.payload: the `nominal` one (or None) plus `theta`."""
+    mass, moment = theta[0], theta[1:4].copy()
+    if nominal is not None:
+        own, centre = payload_at(pm, nominal['frame'], nominal['offset'])
+        if own != joint:
+            raise ConfigError('--payload-frame', f"is on another body than the nominal "
+                                                 f"model.payload.frame '{nominal['frame']}'")
+        mass += nominal['mass']
+        moment += nominal['mass'] * centre
+    placement = pm.frames[pm.getFrameId(frame)].placement
+    return {'frame': frame, 'mass': float(mass),
+            'offset': placement.actInv(moment / mass).tolist()}
+
+
+def _contradictions(result, prepared, full, min_r2):
+    """
+    Return a line per way the held-out 30 % contradict the payload fitted on the first 70 %.
+
+    Their efforts predicted worse with the payload than without it, over all joints (a joint
+    the payload barely loads, the Panda's first or seventh, moves by noise alone either way);
+    and their R^2 below `min_r2`.
+    """
+    with_payload, without = (float(np.sqrt(np.mean(np.concatenate(
+        [(r.tau - r.nominal - extra(r))[r.test] for r in prepared]) ** 2)))
+        for extra in (lambda r: r.Y @ full, lambda r: 0.0))
+    lines = []
+    if with_payload >= without:
+        lines.append(f'the held-out efforts are predicted worse with the payload '
+                     f'({with_payload:.3g} N m RMS) than without ({without:.3g} N m): the '
+                     'last 30 % of the runs do not hold the payload the first 70 % were '
+                     'fitted to (did it change?)')
+    if not result.r2_test_all >= min_r2:
+        lines.append(f'held-out R^2 {result.r2_test_all:.3f} < {min_r2:g}')
+    return lines
+
+
+def payload_yaml(payload, result, sources):
+    """Return the fitted file: the controller's model.payload, in its own section only."""
+    mass = result.estimates[0]
+    offset = ', '.join(f'{v:.6g}' for v in payload['offset'])
+    return '\n'.join([
+        f'# Fitted by `continuum-ctrl identify --fit payload` from '
+        f'{", ".join(str(s) for s in sources)}.',
+        '# Give it to the controller as a second --params-file after the nominal file; it is',
+        "# the controller's section only, so a simulator reading the same files keeps its own.",
+        'continuum_controller:', '  ros__parameters:', '    model:', '      payload:',
+        f"        frame: {payload['frame']}",
+        f"        mass: {payload['mass']:.6g}  # kg; the fit's part: standard error "
+        f'{mass.se:.3g} kg',
+        f'        offset: [{offset}]  # m, in the frame', ''])

@@ -45,6 +45,13 @@ MODEL_FIELDS = {
                         required=True),
     'model.locked_positions.<joint>': Field('number', 0.0, 'urdf: position of a joint left '
                                             'out of model.joints, rad or m'),
+    'model.payload.mass': Field('number', 0.0, 'urdf: a payload the URDF does not hold, kg, '
+                                'at model.payload.offset in model.payload.frame (0: none; '
+                                '`identify` fits it, docs/rigid-payload.md)', 0.0),
+    'model.payload.frame': Field('string', ..., 'urdf: the URDF frame that carries '
+                                 'model.payload.mass (required with it)'),
+    'model.payload.offset': Field('numbers', [0.0, 0.0, 0.0], "urdf: the payload's centre "
+                                  'of mass in model.payload.frame, m', length=3),
     'model.coordinates': Field('strings', ..., 'symbolic: names of the coordinates q',
                                required=True),
     'model.mass_matrix': Field('strings', ..., 'symbolic: the n*n entries of M(q) as '
@@ -83,7 +90,9 @@ MODEL_FIELDS = {
 #: the keys of model.type urdf; `from_spec` reads the joints' names in model.locked_positions
 RIGID_SCHEMA = Schema({
     'model.type': replace(MODEL_FIELDS['model.type'], choices=MODEL_TYPE_NAMES[:1]),
-    **{key: MODEL_FIELDS[key] for key in ('model.urdf', 'model.gravity', 'model.joints')}},
+    **{key: MODEL_FIELDS[key] for key in ('model.urdf', 'model.gravity', 'model.joints',
+                                          'model.payload.mass', 'model.payload.frame',
+                                          'model.payload.offset')}},
     ignored=('model.locked_positions',))
 
 #: the keys of model.type symbolic; the expressions are read as given (`derive` parses them)

@@ -308,8 +308,18 @@ def _locked(joint, position):
     joint.set('type', 'fixed')
 
 
+def _weld_payload(spec, joint, position, mass):
+    """Add the payload ball to the body of `joint` in MjSpec `spec` (see `urdf_mjcf`)."""
+    from continuum_ctrl.models.rigid import PAYLOAD_RADIUS
+    body = next(body for body in spec.bodies if joint in [j.name for j in body.joints])
+    inertia = 0.4 * mass * PAYLOAD_RADIUS ** 2
+    # ipos set: left unset, MjSpec puts the centre of mass at `pos` again in the body's frame
+    body.add_body(name='payload', pos=position, ipos=[0.0, 0.0, 0.0], mass=mass,
+                  inertia=[inertia] * 3, explicitinertial=True)
+
+
 def urdf_mjcf(path, joints, locked, gravity, timestep, armature, damping=None, friction=None,
-              mass_scale=1.0, obstacles=Obstacles()):
+              mass_scale=1.0, obstacles=Obstacles(), payload=None):
     """
     Return the MJCF of a URDF arm: collision primitives only, effort motors on `joints`.
 
@@ -319,7 +329,9 @@ def urdf_mjcf(path, joints, locked, gravity, timestep, armature, damping=None, f
     joint, in `joints` order) are given; `armature` per joint (kg m^2 or kg). Each motor makes
     the joint's generalized force (N m or N); MuJoCo keeps it within the URDF's effort limit.
     Masses and inertias are scaled by `mass_scale`. The arm's primitives collide only with
-    the `obstacles`; without obstacles contacts are off.
+    the `obstacles`; without obstacles contacts are off. `payload`: ``(joint, position m,
+    mass kg)``, a ball (models/rigid.py PAYLOAD_RADIUS) welded to that joint's body at that
+    position in its frame (the URDF child link's), unscaled; None: none.
     """
     mujoco = _mujoco()
     root = ElementTree.parse(path).getroot()
@@ -341,6 +353,8 @@ def urdf_mjcf(path, joints, locked, gravity, timestep, armature, damping=None, f
         body.mass *= mass_scale
         body.inertia *= mass_scale
         body.fullinertia *= mass_scale
+    if payload is not None:
+        _weld_payload(spec, *payload)
     for geom in spec.geoms:
         geom.contype, geom.conaffinity = 1, 0
     for box in obstacles.boxes:

@@ -13,6 +13,8 @@ a command older than `command_timeout` means zero input (vented PMAs), from the 
 it turns stale. A stamped command (`issued`: its stamp) goes stale `command_timeout` after its
 stamp, and one already that old when it arrives, or older than the command in force, is never
 applied: it is dropped and counted (`late_commands`), as a driver that checks stamps does.
+`payload.*` hangs a mass the controller does not know at a URDF arm's frame (its Pinocchio
+model and its MuJoCo arm alike; models/rigid.py `add_payload`).
 The plant is the model given in `model.*` with `mismatch.mass_scale`,
 `mismatch.stiffness_scale` and `mismatch.damping_scale` applied to `model.sections.mass`,
 `.stiffness` and `.damping` (a URDF plant: `mass_scale` scales every link's mass and
@@ -49,7 +51,7 @@ from continuum_ctrl.control.settings import (JointVectors, needs_pressure, read_
                                              shared_output)
 from continuum_ctrl.models import load_model
 from continuum_ctrl.models.integrators import INTEGRATORS
-from continuum_ctrl.models.rigid import resolve_urdf
+from continuum_ctrl.models.rigid import add_payload, payload_at, resolve_urdf
 from continuum_ctrl.params import Check, ConfigError, Field, flatten, Reader, Schema
 from continuum_ctrl.sim.mujoco_arm import continuum_mjcf, Obstacles
 from continuum_ctrl.sim.pma_traits import FIELDS as PMA_FIELDS, PmaForces, PmaTraits
@@ -85,6 +87,13 @@ FIELDS = {
     'mismatch.damping_scale': Field('number', 1.0, 'plant damping / nominal damping', 0.01,
                                     100.0),
     'mismatch.area_scale': Field('number', 1.0, 'plant PMA area / output.area', 0.01, 100.0),
+    'payload.mass': Field('number', 0.0, 'URDF arms: a payload the controller does not know, '
+                          'kg, a 1 cm ball at payload.offset in payload.frame, on either '
+                          'engine (0: none)', 0.0, 1e3),
+    'payload.frame': Field('string', ..., 'URDF arms: the URDF frame carrying payload.mass '
+                           '(required with it; the Panda: panda_hand)'),
+    'payload.offset': Field('numbers', [0.0, 0.0, 0.0], "URDF arms: the payload's centre in "
+                            'payload.frame, m', length=3),
     'mismatch.deadzone': Field('number', ..., "plant PMA dead zone, Pa (default: "
                                "output.deadzone)", 0.0, 1e7),
     **SENSOR_FIELDS,
@@ -205,6 +214,7 @@ class PlantSettings:
         model = _scaled_links(load_model(spec), spec, mismatch['mismatch.mass_scale'])
         _alone_with_user_model(tree)
         values = SCHEMA.parse(tree, joints=len(model.joint_names))
+        payload = _payload(values, model, spec)
         vec = JointVectors.of(values.get('joints'), model.joint_names)
         mode, actuation = read_output(values, vec, model)
         actuation = _mismatched_actuation(actuation, values)
@@ -218,7 +228,8 @@ class PlantSettings:
             initial=vec.to_model(values['initial.position']),
             sensor=SensorSettings.of(values), end_stops=values['end_stops'],
             actuator=tuple(values[f'actuator.{key}'] for key in ACTUATOR_KEYS),
-            engine=values['engine'], mujoco=MujocoOptions.of(values, model, spec, vec),
+            engine=values['engine'],
+            mujoco=MujocoOptions.of(values, model, spec, vec, payload),
             pma=pma, message=values['output.message'], push=Pushes.of(values, model),
             mocap=MocapSettings.of(values))
 
@@ -244,9 +255,11 @@ class MujocoOptions:
     friction: Optional[Tuple[float, ...]] = None
     mass_scale: float = 1.0
     model: Optional[str] = None
+    #: (joint, position in its frame m, mass kg) of `payload.*`, or None
+    payload: Optional[Tuple[str, Tuple[float, ...], float]] = None
 
     @classmethod
-    def of(cls, values, model, spec, vec):
+    def of(cls, values, model, spec, vec, payload=None):
         """
         Return the `mujoco.*` settings of the parsed `values`; None unless `engine` is mujoco.
 
@@ -278,10 +291,32 @@ class MujocoOptions:
         if urdf:
             options = dataclasses.replace(
                 options, urdf=str(resolve_urdf(spec['urdf'])),
-                mass_scale=values['mismatch.mass_scale'],
+                mass_scale=values['mismatch.mass_scale'], payload=payload,
                 locked=tuple(sorted(flatten(spec.get('locked_positions', {})).items())),
                 gravity=tuple(spec.get('gravity', options.gravity)))
         return options
+
+
+def _payload(values, model, spec):
+    """
+    Add `payload.*` to the plant `model` (a URDF arm), in place; return it for MuJoCo or None.
+
+    ``(joint name, position in the joint's frame m, mass kg)``; ConfigError names the key.
+    """
+    mass = values['payload.mass']
+    if not mass:
+        return None
+    if spec.get('type') != 'urdf':
+        raise ConfigError('payload.mass', f'hangs on a URDF arm\'s frame, not on '
+                                          f'{type(model).__name__}')
+    frame = values.get('payload.frame')
+    if frame not in model.frame_names():
+        raise ConfigError('payload.frame', f'must name a frame of the URDF to carry '
+                                           f'payload.mass, got {frame!r}')
+    add_payload(model.model, frame, mass, values['payload.offset'])
+    model.data = model.model.createData()
+    joint, position = payload_at(model.model, frame, values['payload.offset'])
+    return model.model.names[joint], tuple(position), mass
 
 
 def _alone_with_user_model(tree):
@@ -457,7 +492,8 @@ def mujoco_xml(settings):
         from continuum_ctrl.sim.mujoco_plant import urdf_mjcf
         return urdf_mjcf(options.urdf, settings.model.joint_names, dict(options.locked),
                          options.gravity, options.timestep, options.armature, options.damping,
-                         options.friction, options.mass_scale, options.obstacles)
+                         options.friction, options.mass_scale, options.obstacles,
+                         options.payload)
     spec = settings.model.spec
     return continuum_mjcf(spec, [options.discs] * spec.sections, options.timestep,
                           options.obstacles)

@@ -68,11 +68,13 @@ RIGID = 'panda.yaml'
 #: limit and effort limits the law reaches
 RIGID_CASES = {
     'the file: sinusoid': {},
-    'integral, rate limit, effort limits': {'gains.ki': [20.0], 'limits.effort_rate': [2000.0],
-                                            'limits.effort': [12.0]},
-    'hold, integral': {'reference.type': 'hold', 'gains.ki': [20.0]},
-    'integral, learnt stiffness': {'gains.ki': [20.0], 'gains.learn_window': 0.3,
-                                   'gains.learn_floor': 0.01},
+    'integral, rate limit, effort limits': {'limits.effort_rate': [2000.0],
+                                            'limits.effort': [12.0], 'limits.integral': [3.0]},
+    'hold, integral': {'reference.type': 'hold'},
+    'force-unit integral, learnt stiffness': {'gains.ki': [20.0], 'gains.ki_inertial': [0.0],
+                                              'adapt.time_constant': 0.0,
+                                              'gains.learn_window': 0.3,
+                                              'gains.learn_floor': 0.01},
     'multisine': {'reference.type': 'multisine', 'reference.amplitude': [0.1]},
     'minimum jerk': {'reference.type': 'min_jerk', 'reference.duration': 0.8,
                      'reference.goal': [0.2, -0.3, 0.1, -1.8, 0.2, 1.3, 0.6]},

@@ -27,11 +27,14 @@ def test_limits_rate_limit_and_clamped_reference_hold_on_every_tick_of_a_closed_
     """
     Panda, semi-implicit Euler plant (4 substeps per period); the sinusoid asks for 2 rad
     around the start pose at 0.5 Hz, beyond the URDF joint limits, with a rate limit of
-    4000 N m/s that the law keeps running into.
+    4000 N m/s that the law keeps running into. At kp 100, kd 20 without integral (the gains
+    the file had): the file's kp 900 flails this unreachable reference until the plant's
+    explicit steps overflow (its gains are test_rigid_payload.py's subject).
     """
     loop = loop_for('panda.yaml', **{
         'reference.amplitude': [2.0], 'reference.frequency': [0.5], 'resume_count': 1,
-        'reference.blend_time': 0.0, 'limits.effort_rate': [4000.0]})
+        'reference.blend_time': 0.0, 'limits.effort_rate': [4000.0], 'gains.kp': [100.0] * 7,
+        'gains.kd': [20.0] * 7, 'gains.ki_inertial': [0.0], 'adapt.time_constant': 0.0})
     model, settings = loop.model, loop.settings
     assert np.array_equal(settings.effort_limit, model.effort_limits())   # URDF <limit effort>
     assert np.allclose(settings.effort_limit, [87, 87, 87, 87, 12, 12, 12])

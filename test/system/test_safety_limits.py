@@ -40,9 +40,13 @@ PERIOD = 1.0 / 500.0
 def test_limits_rate_limit_and_joint_limits_on_every_command(tmp_path):
     model = load_model(config_path('panda.yaml'))
     (low, high), effort = model.joint_limits(), model.effort_limits()    # from the URDF
+    # the gains the file had (kp 100, no integral): at its kp 900 and ki_inertial the
+    # rate-limited loop on this unreachable reference throws the arm out of range
     path = params_file(tmp_path, 'panda.yaml', continuum_controller={
         'reference': {'amplitude': [2.0, 2.0, 2.0, 2.0, 0.1, 0.1, 0.1], 'frequency': [0.2],
                       'blend_time': 0.0},
+        'gains': {'kp': [100.0] * 7, 'kd': [20.0] * 7, 'ki_inertial': [0.0] * 7},
+        'adapt': {'time_constant': 0.0},
         'limits': {'effort_rate': [RATE]}}, continuum_simulator={
         'model': {'gravity': [0.0, 0.0, 0.0]}})
     with running(tmp_path, path) as (rec, processes):
