@@ -130,7 +130,7 @@ class NodeLoopLog:
     active: np.ndarray
 
 
-def simulate_nodes(runtime, plant, duration):
+def simulate_nodes(runtime, plant, duration, deaf=()):
     """
     Run the controller's runtime against the simulator's plant tick by tick, as the nodes do.
 
@@ -146,6 +146,10 @@ def simulate_nodes(runtime, plant, duration):
     plan the loop asked for (a tip reference's IK) is made after the tick, as the node's
     worker would between ticks, and the next tick installs it. Returns a NodeLoopLog of
     `duration` seconds; `measured` holds the last sample the loop received by each tick.
+    `deaf`: windows ``(start, end)`` s of a command topic not yet matched or stalled: the
+    commands of the ticks in ``[start, end)`` never reach the plant (it rests until the first
+    command, holds the last one, and vents after `command_timeout`, as the simulator node
+    does).
     """
     if not isinstance(runtime, ControllerRuntime):
         runtime = ControllerRuntime(runtime)
@@ -179,7 +183,8 @@ def simulate_nodes(runtime, plant, duration):
             received = sample.q
         log.measured[k] = received
         log.command[k] = runtime.tick(t)
-        plant.command(log.command[k], t)
+        if not any(start <= t < end for start, end in deaf):
+            plant.command(log.command[k], t)
         runtime.step()
         log.q[k], log.q_des[k], log.effort[k] = plant.q, loop.q_des, loop.effort
         log.active[k] = loop.status == ACTIVE
