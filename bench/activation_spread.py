@@ -16,7 +16,8 @@ nothing, so the controller anchors at a resting or a falling arm), and with `--s
 the command stream stalls that long once, 0.5 to 2.5 s after the start (the simulator hears
 no command; past `command_timeout` it vents: issue 49's collapse at 177 ms). ``--nodes``
 starts the demo's two node processes instead (`continuum-ctrl demo`), and adds per start
-the simulator's count of stale commands and its longest gap between two commands heard.
+the simulator's count of stale commands, its longest gap between two commands heard and the
+recording's longest gap between two controller ticks.
 """
 
 import argparse
@@ -67,7 +68,9 @@ def through_nodes(path, engine, duration, out):
     q_des, q = (np.column_stack([data[f'{part}_{n}'] for n in names]) for part in ('q_des', 'q'))
     found = re.search(r'commands gone stale (\S+), longest gap between commands (\S+) ms',
                       done.stdout)
-    gaps = f'stale {found[1]}, longest command gap {found[2]} ms' if found else ''
+    ticks = re.search(r'largest gap (\S+) ms', done.stdout)
+    gaps = ', '.join(([f'stale {found[1]}, longest gap between commands heard {found[2]} ms']
+                      if found else []) + ([f'between ticks {ticks[1]} ms'] if ticks else []))
     return largest(data['t'], names, q_des, q), gaps
 
 
