@@ -59,10 +59,18 @@ def in_process(path, engine, duration, discovery, stall):
 
 
 def through_nodes(path, engine, duration, out):
-    """Run one start through the demo's node processes; return `largest` and its gap line."""
+    """
+    Run one start through the demo's node processes; return `largest` and its gap line.
+
+    A demo that fails (a start-up that timed out on a loaded machine) raises RuntimeError
+    with its last line.
+    """
     done = subprocess.run([sys.executable, '-m', 'continuum_ctrl.apps.cli', 'demo', '--arm',
                            str(path), '--engine', engine, '--duration', str(duration),
-                           '--out', str(out)], check=True, capture_output=True, text=True)
+                           '--out', str(out)], capture_output=True, text=True)
+    if done.returncode:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        raise RuntimeError(lines[-1] if lines else f'exit status {done.returncode}')
     data = np.genfromtxt(out / 'closed_loop.csv', delimiter=',', names=True)
     names = [c[len('q_des_'):] for c in data.dtype.names if c.startswith('q_des_')]
     q_des, q = (np.column_stack([data[f'{part}_{n}'] for n in names]) for part in ('q_des', 'q'))
@@ -102,8 +110,12 @@ def main(argv=None):
         at = draw.uniform(*STALL_WINDOW)
         if args.nodes:
             with tempfile.TemporaryDirectory() as out:
-                (error, when, rows), notes = through_nodes(args.arm, args.engine,
-                                                           args.duration, Path(out))
+                try:
+                    (error, when, rows), notes = through_nodes(args.arm, args.engine,
+                                                               args.duration, Path(out))
+                except RuntimeError as exc:
+                    print(f'start {start + 1:>2}: the demo failed: {exc}', flush=True)
+                    continue
         else:
             stall = (at, at + 1e-3 * args.stall) if args.stall else None
             (error, when, rows), notes = in_process(args.arm, args.engine, args.duration,
