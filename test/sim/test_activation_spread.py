@@ -7,8 +7,8 @@ the simulator's mismatch options (stiffness x 1.2, damping x 0.75, area x 1.1, 1
 zone) and 30 ms + 5 ms valves that the controller compensates. In the recorded collapse
 (t = 1.53 s of its demo) all nine PMAs shortened by about 3.5 mm in 30 ms while the commands
 rose. Driven by those commands in open loop the disc stack follows them to 0.16 mm up to
-1.535 s only when it hears none from 1.430 s on (else it goes on extending and leaves the
-recording by 0.6 mm): the simulator heard no command for about 177 ms, and past
+1.535 s only when it hears none from 1.430 s on (else it goes on extending, 0.6 mm off the
+recording at 1.5 s and 11 mm at 1.62 s): the simulator heard no command for about 177 ms, and past
 `command_timeout` (0.1 s) it vented every PMA, as a driver's watchdog does
 (bench/activation_spread.py and docs/simulation-mujoco.md).
 """
