@@ -3,7 +3,7 @@ Issue 49: the largest PMA error from activation over many starts of one configur
 
     python bench/activation_spread.py [--arm FILE] [--starts 10] [--duration 3]
                                       [--engine mujoco] [--discovery 30] [--stall 0]
-                                      [--nodes]
+                                      [--nodes [--out DIR]]
 
 Each start runs the file's controller against its simulator (`--engine`, default the MuJoCo
 disc stack) from activation and takes the largest PMA-length error, when it came, and the
@@ -100,6 +100,8 @@ def main(argv=None):
                         help='in process: a command stall of this many ms per start')
     parser.add_argument('--seed', type=int, default=49)
     parser.add_argument('--nodes', action='store_true', help='through the node processes')
+    parser.add_argument('--out', type=Path, help="--nodes: keep each start's demo output "
+                        'in OUT/start_N (default: none kept)')
     args = parser.parse_args(argv)
     draw = np.random.default_rng(args.seed)
     worst, rms = [], []
@@ -109,10 +111,11 @@ def main(argv=None):
         matched = 1e-3 * draw.uniform(0.0, args.discovery)
         at = draw.uniform(*STALL_WINDOW)
         if args.nodes:
-            with tempfile.TemporaryDirectory() as out:
+            with tempfile.TemporaryDirectory() as scratch:
+                out = Path(scratch) if args.out is None else args.out / f'start_{start + 1}'
                 try:
                     (error, when, rows), notes = through_nodes(args.arm, args.engine,
-                                                               args.duration, Path(out))
+                                                               args.duration, out)
                 except RuntimeError as exc:
                     print(f'start {start + 1:>2}: the demo failed: {exc}', flush=True)
                     continue
