@@ -325,7 +325,8 @@ def report(run, arm, engine, period, controller, out):
           f'{plant.get("overruns", "?")} overruns (simulated time dropped), stepping CPU '
           f'share {plant.get("cpu_share_stepping", "?")}, rejected commands '
           f'{plant.get("rejected_commands", "?")}, commands gone stale '
-          f'{plant.get("stale_commands", "?")}, late commands dropped '
+          f'{plant.get("stale_commands", "?")}, longest gap between commands '
+          f'{plant.get("longest_command_gap_ms", "?")} ms, late commands dropped '
           f'{plant.get("late_commands", "?")}; controller: rejected joint_states '
           f'{sum(int(last.get(f"rejected_{k}", 0)) for k in REJECT_KINDS)}, state '
           f'timeouts {int(figure(diagnostics, "state_timeouts"))}')

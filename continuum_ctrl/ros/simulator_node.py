@@ -30,8 +30,8 @@
   passed (on the plant's timer: up to one period later).
 - pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands, commands that went stale
   (`stale_commands`: no newer command within `command_timeout`), stamped commands dropped as
-  late (`late_commands`), the sensor's samples lost
-  (`dropped_samples`, by `sensor.drop`), the engine and, with
+  late (`late_commands`), the sensor's samples lost (`dropped_samples`, by `sensor.drop`),
+  the longest time between two commands heard (`longest_command_gap_ms`), the engine and, with
   MuJoCo, `contact_force_n` (the sum of the contact normal forces at that moment, N) and
   `contact_force_max_n` (the largest such sum at a step's end since the last window); the
   totals are logged once more when the node stops (`run totals: ...`). Also
@@ -93,6 +93,8 @@ class SimulatorNode(Node):
         n = self.plant.model.n
         self.rejected = 0
         self.resets = 0
+        self._heard = None                  # node time of the last command heard, s
+        self.longest_gap = 0.0              # longest time between two commands heard, s
         self._window_start = (0, 0)         # (commands, plant steps) at the window's start
         self._fast_warned = False
         self._fast_before = False           # the last window was above FAST_COMMANDS
@@ -158,6 +160,9 @@ class SimulatorNode(Node):
 
     def _on_command(self, data):
         now = self._now()
+        if self._heard is not None:
+            self.longest_gap = max(self.longest_gap, now - self._heard)
+        self._heard = now
         try:
             values, stamp = self.command_input.read(data)
             if self.plant.command(values, now, stamp):
@@ -238,13 +243,15 @@ class SimulatorNode(Node):
 
         Plant steps, overruns, rejected commands, resets, the commands that went stale (no
         newer one within `command_timeout`: the input fell to zero), the stamped ones dropped
-        as late and the sensor's samples lost (`sensor.drop`).
+        as late, the sensor's samples lost (`sensor.drop`) and the longest time between two
+        commands heard (ms: a stalled command stream; beyond `command_timeout` it vents).
         """
         return {'steps': self.plant.steps, 'overruns': self.plant.overruns,
                 'rejected_commands': self.rejected, 'resets': self.resets,
                 'stale_commands': self.plant.stale_commands,
                 'late_commands': self.plant.late_commands,
-                'dropped_samples': self.plant.sensor.dropped}
+                'dropped_samples': self.plant.sensor.dropped,
+                'longest_command_gap_ms': round(1e3 * self.longest_gap, 1)}
 
     def destroy_node(self):
         """Log the run's totals (read by the demo at the end of a run), then destroy."""

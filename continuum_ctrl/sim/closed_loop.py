@@ -133,7 +133,7 @@ class NodeLoopLog:
     tip: Optional[np.ndarray] = None
 
 
-def simulate_nodes(runtime, plant, duration, after_tick=None):
+def simulate_nodes(runtime, plant, duration, after_tick=None, deaf=()):
     """
     Run the controller's runtime against the simulator's plant tick by tick, as the nodes do.
 
@@ -153,7 +153,10 @@ def simulate_nodes(runtime, plant, duration, after_tick=None):
     NodeLoopLog of `duration` seconds; `measured` holds the last sample the loop received by
     each tick, `tip` (with a capture) the true tip at each tick. `after_tick(k, t)`: called
     after each tick (and its plan), before the plant moves on: a scenario's inputs (a tip
-    target at a time) and what it logs.
+    target at a time) and what it logs. `deaf`: windows ``(start, end)`` s of a command topic
+    not yet matched or stalled: the commands of the ticks in ``[start, end)`` never reach the
+    plant (it rests until the first command, holds the last one, and vents after
+    `command_timeout`, as the simulator node does).
     """
     if not isinstance(runtime, ControllerRuntime):
         runtime = ControllerRuntime(runtime)
@@ -196,7 +199,8 @@ def simulate_nodes(runtime, plant, duration, after_tick=None):
             log.tip[k] = capture.measure()[:3, 3]
         log.measured[k] = received
         log.command[k] = runtime.tick(t)
-        plant.command(log.command[k], t)
+        if not any(start <= t < end for start, end in deaf):
+            plant.command(log.command[k], t)
         runtime.step()
         log.q[k], log.q_des[k], log.effort[k] = plant.q, loop.q_des, loop.effort
         log.active[k] = loop.status == ACTIVE
