@@ -23,6 +23,7 @@ import pinocchio as pin
 
 from continuum_ctrl.control.computed_torque import diagonal_acceleration
 from continuum_ctrl.control.fused_tick import DONE, NONFINITE
+from continuum_ctrl.control.ilc import ilc_force, ilc_record
 from continuum_ctrl.control.integral import add_learnt_force, integral_step, learn_step
 from continuum_ctrl.models.rigid import RigidModel
 from continuum_ctrl.numerics.clipping import limit_kernel
@@ -30,7 +31,7 @@ from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 
 
 @compiled()
-def rigid_finish(tau, period, limits, integral, order, total, command):
+def rigid_finish(tau, period, limits, integral, order, total, command, t, repetition):
     """
     Move the loop's effort to `tau` (N m, model order) and write the command; DONE or NONFINITE.
 
@@ -38,7 +39,8 @@ def rigid_finish(tau, period, limits, integral, order, total, command):
     ki, limit, held, q, q_des, q_low, q_high, and `IntegralAction.learning`'s six), its step
     taken every tick, its stiffness learnt at `q_des`; `total`: scratch;
     `command` (joints order)
-    ``effort[order]``. NONFINITE leaves the effort and the command as they were.
+    ``effort[order]``; `t` (s), `repetition`: the loop's learnt feed-forward, added and its
+    error recorded (control/ilc.py). NONFINITE leaves the effort and the command as they were.
     """
     low, high, step, effort = limits
     engaged, force, ki, limit, held, q, q_des, q_low, q_high, learning, rate, floor2, window, \
@@ -47,12 +49,15 @@ def rigid_finish(tau, period, limits, integral, order, total, command):
         total[i] = tau[i] + force[i] if engaged else tau[i]
     if engaged and learning:
         add_learnt_force(q_des, window, floor2, limit, fed, learnt, total)
+    timing, tables, select, records, counts, trials = repetition
+    ilc_force(t, timing, tables, select, total)
     if not limit_kernel(total, low, high, step, effort):
         return NONFINITE
     if engaged:
         integral_step(q, q_des, period, effort, low, high, q_low, q_high, ki, limit, force, held)
         if learning:
             learn_step(fed, force, learnt, ki, rate, window)
+    ilc_record(t, timing, q, q_des, records, counts, trials)
     for i in range(command.shape[0]):
         command[i] = effort[order[i]]
     return DONE
@@ -64,7 +69,8 @@ def _example(n=1):
     return (one, 1e-3, (one, one, one, one),
             (False, one, one, one, np.zeros(n, dtype=np.bool_), one, one, one, one, False, 0.0,
              0.0, np.zeros((5, n)), one, one), index,
-            one, one)
+            one, one, 0.0, (np.zeros(6), np.zeros((2, n, n)), np.zeros(1, dtype=np.int64),
+                            np.zeros((2, n, n)), np.zeros((2, n)), np.zeros(2, dtype=np.int64)))
 
 
 finish_entry = cached_entry_point(rigid_finish, *_example())
@@ -95,6 +101,7 @@ class RigidTick:
                        *integral.learning(loop.period)),
                       np.asarray(loop.settings.order, dtype=np.int64), np.zeros(model.n),
                       loop.command)
+        self._repetition = loop.ilc.arrays()
         self._accelerate, self._finish = _acceleration(), finish_entry()
 
     @classmethod
@@ -120,4 +127,4 @@ class RigidTick:
         self._accelerate(*self._gains, loop.q, loop.qd, loop.q_des, loop.qd_des, loop.qdd_des,
                          v)
         tau = pin.rnea(*self._pinocchio, loop.q, loop.qd, v)
-        return self._finish(tau, loop.period, *self._rest)
+        return self._finish(tau, loop.period, *self._rest, t, self._repetition)

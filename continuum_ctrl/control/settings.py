@@ -21,6 +21,7 @@ import numpy as np
 from continuum_ctrl.actuation.pressure_map import ActuationMap
 from continuum_ctrl.control.computed_torque import PASSIVE_AT
 from continuum_ctrl.control.gains import validate_gain
+from continuum_ctrl.control.ilc import IlcSettings
 from continuum_ctrl.control.reference_specs import (PREFIX, reference_checks, REFERENCE_TYPES,
                                                     reference_fields, ReferenceSpec)
 from continuum_ctrl.control.task_space import TaskSettings
@@ -138,6 +139,24 @@ FIELDS = {
                                   'estimated (a disturbance observer), so the model error '
                                   'is cancelled at once rather than integrated; needs '
                                   'observer.bias_noise > 0'),
+    'ilc.enable': Field('bool', False, 'learn a feed-forward force from the error of a '
+                        'reference that repeats, period by period or trial by trial '
+                        '(control/ilc.py, docs/ilc.md)'),
+    'ilc.gain': Field('number', 0.5, 'ilc: share of the last trial\'s error, through the '
+                      "closed loop's inverse, learnt per trial", 0.0, 1.0, strict_low=True),
+    'ilc.cutoff': Field('number', 5.0, 'ilc: corner of the zero-phase low-pass (Q filter) of '
+                        'what is learnt, Hz', 0.0, strict_low=True),
+    'ilc.lead': Field('number', 0.002, 'ilc: lead for the age of the measurement, s, on top '
+                      'of output.delay (the valves\' lag is undone too)', 0.0, 1.0),
+    'ilc.growth': Field('number', 1.5, 'ilc: a trial\'s RMS above this times the best, two '
+                        "trials running, freezes the learning at the best trial's table",
+                        1.0, strict_low=True),
+    'ilc.longest_period': Field('number', 10.0, 'ilc: the longest period (or trial) learnt, s',
+                                0.0, 120.0, strict_low=True),
+    'ilc.file': Field('string', '', 'ilc: the learnt table\'s file (.npz), loaded where it '
+                      "matches the reference, written after each trial ('': none)"),
+    'ilc.limit': Field('numbers', ..., 'ilc: largest |learnt force| per joint, N or N m '
+                       '(default: limits.integral)', 0.0, strict_low=True, per_joint=True),
     'limits.effort': Field('numbers', ..., 'largest |effort| per joint, N or N m (default: '
                            'the model, e.g. URDF <limit effort>)', 0.0, strict_low=True,
                            per_joint=True),
@@ -251,6 +270,7 @@ class ControllerSettings:
     task: TaskSettings = TaskSettings()
     observer: ObserverSettings = ObserverSettings()
     message: str = 'multiarray'
+    ilc: IlcSettings = IlcSettings()
 
     @classmethod
     def parse(cls, tree: Dict[str, Any], model: Any) -> 'ControllerSettings':
@@ -281,7 +301,9 @@ class ControllerSettings:
             compensation=(values['output.time_constant'], values['output.delay']),
             learn=(values['gains.learn_window'], values['gains.learn_floor']),
             friction=_friction(values, vec), task=task,
-            observer=ObserverSettings.of(values), message=values['output.message'])
+            observer=ObserverSettings.of(values), message=values['output.message'],
+            ilc=IlcSettings.of(values, vec.to_model(values['ilc.limit'])
+                               if 'ilc.limit' in values else None))
 
 
 def _integral_limit(values, vec, ki, effort_limit, actuation):

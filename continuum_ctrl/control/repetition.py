@@ -1,0 +1,84 @@
+"""
+Which references repeat, how often, and a key that names them (for learning from repetition).
+
+    repeats = repetition(reference, longest)    # a Repetition, or None: it does not repeat
+
+A `Sinusoid` or `Multisine` repeats with the common period of its joints' frequencies: the
+smallest T with every ``f T`` a whole number (frequencies read as fractions within 1e-9 Hz).
+It is learnt per period only where T <= `longest` (``ilc.longest_period``, default 10 s): a
+multisine over its default band (9 joints x 4 components spread evenly over 0.1-2 Hz, a step
+of 0.04 Hz) repeats only every 25 s and is not learnt; one whose step is 0.1 Hz or more is.
+`Waypoints` (a trajectory or a planned tip path) repeat as a trial: sent again with the same
+points and times, after the measured start the loop prepends (control/reference_manager.py).
+A tip circle is planned into waypoints over one turn (control/task_space.py) and is not yet
+followed periodically; see docs/ilc.md. Anything else (a hold, a single move) does not repeat.
+The `key` is a hash of the reference's kind and parameters, so a learnt table is kept only for
+the reference it was learnt on (`ilc.file`).
+"""
+
+from dataclasses import dataclass
+from fractions import Fraction
+import hashlib
+import math
+from typing import Optional
+
+import numpy as np
+
+from continuum_ctrl.control.references import Multisine, Sinusoid, Waypoints
+
+#: frequencies (Hz) are read as fractions with denominators up to this
+RESOLUTION = 10 ** 9
+
+
+@dataclass(frozen=True)
+class Repetition:
+    """A repeating reference: `period` (s), `periodic` (False: a trial) and its `key`."""
+
+    period: float
+    periodic: bool
+    key: str
+
+
+def common_period(frequencies, longest: float) -> Optional[float]:
+    """
+    Return the common period (s) of `frequencies` (Hz, >= 0; 0: constant), or None.
+
+    None where no frequency is positive or the period exceeds `longest` s.
+    """
+    positive = [Fraction(float(f)).limit_denominator(RESOLUTION)
+                for f in np.ravel(frequencies) if f > 0.0]
+    if not positive:
+        return None
+    numerator = math.gcd(*(f.numerator for f in positive))
+    denominator = math.lcm(*(f.denominator for f in positive))
+    period = denominator / numerator          # 1 / gcd of the fractions
+    return period if period <= longest * (1.0 + 1e-12) else None
+
+
+def _key(kind, *arrays):
+    digest = hashlib.sha1(kind.encode())
+    for array in arrays:
+        digest.update(np.round(np.asarray(array, dtype=float), 12).tobytes())
+    return digest.hexdigest()[:16]
+
+
+def repetition(reference, longest: float) -> Optional[Repetition]:
+    """Return how `reference` (a `Reference`) repeats, or None (see the module)."""
+    if isinstance(reference, (Sinusoid, Multisine)):
+        frequencies = reference.omega / (2.0 * np.pi)
+        if isinstance(reference, Sinusoid):
+            frequencies = frequencies[reference.amplitude != 0.0]
+            parts = (reference.center, reference.amplitude, reference.omega, reference.phase)
+        else:
+            parts = (reference.center, reference.omega, reference.phase, reference.weight)
+        period = common_period(frequencies, longest)
+        if period is None:
+            return None
+        return Repetition(period, True, _key(type(reference).__name__, *parts))
+    if isinstance(reference, Waypoints) and reference.times.size > 1:
+        # the first point is the measured start the loop prepends: not part of the task
+        _, coefficients = reference.pieces()
+        points = np.vstack((coefficients[1:, 0, :], reference.sample(reference.end_time)[0]))
+        return Repetition(reference.end_time - float(reference.times[0]), False,
+                          _key('Waypoints', reference.times - reference.times[0], points))
+    return None
