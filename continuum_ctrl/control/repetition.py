@@ -6,8 +6,9 @@ Which references repeat, how often, and a key that names them (for learning from
 A `Sinusoid` or `Multisine` repeats with the common period of its joints' frequencies: the
 smallest T with every ``f T`` a whole number (frequencies read as fractions within 1e-9 Hz).
 It is learnt per period only where T <= `longest` (``ilc.longest_period``, default 10 s): a
-multisine over its default band (9 joints x 4 components spread evenly over 0.1-2 Hz, a step
-of 0.04 Hz) repeats only every 25 s and is not learnt; one whose step is 0.1 Hz or more is.
+multisine over its default band (9 joints x 4 components spread evenly over 0.2-3 Hz: a step
+of 0.08 Hz, every frequency a multiple of 0.04 Hz) repeats only every 25 s and is not
+learnt; one whose lowest frequency and step are multiples of 0.1 Hz or more (10 s) is.
 `Waypoints` (a trajectory or a planned tip path) repeat as a trial: sent again with the same
 points and times, after the measured start the loop prepends (control/reference_manager.py).
 A tip circle is planned into waypoints over one turn (control/task_space.py) and is not yet

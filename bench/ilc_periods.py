@@ -1,0 +1,74 @@
+"""
+Issue 51's acceptance in process: the error per period of a 1 Hz sinusoid, learnt or not.
+
+    python bench/ilc_periods.py [--periods 20] [--plant mujoco4|builtin] [--off]
+                                [--set KEY=YAML ...]
+
+`config/continuum_3section.yaml`'s controller at 1 Hz with ``ilc.enable`` against the
+package's arm behind the mismatch options (stiffness x 1.2, damping x 1.25, area x 1.1, a
+15 kPa dead zone), lengths only (20 um noise, 2 ms old): bench/quiet_loop.py's
+``lengths_1hz`` case, run in one process through the nodes' cycle (sim/closed_loop.py).
+Prints per period: the RMS PMA-length error per section (mm), the tip's RMS by the
+controller's kinematics (mm) and the worst PMA's command variation (MPa/s); then the best
+10 periods against the last 10.
+"""
+
+import argparse
+import time
+
+import numpy as np
+import yaml
+
+from continuum_ctrl.apps.node_pair import node_pair
+from continuum_ctrl.sim.closed_loop import simulate_nodes
+from continuum_ctrl.sim.report import command_summary, groups, tip_frame, tip_paths
+
+from quiet_loop import CONFIG, LENGTHS, MISMATCH, PLANTS
+
+
+def periods(argv=None):
+    """Run the case; print the per-period figures; return them (rms (periods, sections), tip)."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0].strip())
+    parser.add_argument('--periods', type=int, default=20)
+    parser.add_argument('--plant', default='mujoco4', choices=PLANTS)
+    parser.add_argument('--off', action='store_true', help='without learning')
+    parser.add_argument('--set', action='append', default=[], metavar='KEY=YAML')
+    args = parser.parse_args(argv)
+    controller = {'reference.frequency': [1.0], 'ilc.enable': not args.off,
+                  **{k: yaml.safe_load(v) for k, v in (s.split('=', 1) for s in args.set)}}
+    runtime, plant = node_pair(CONFIG, controller, {**MISMATCH, **PLANTS[args.plant],
+                                                    **LENGTHS})
+    loop = runtime.loop
+    blend = loop.settings.reference.blend_time
+    start = time.perf_counter()
+    log = simulate_nodes(runtime, plant, blend + args.periods + 0.01)
+    order, names = loop.settings.joints and loop.settings.order, list(loop.settings.joints)
+    q_des, q = log.q_des[:, order], log.q[:, order]
+    _, _, tip = tip_paths(loop.model, tip_frame(loop.model), q_des, q)
+    sections = list(groups(names).values())
+    t0 = log.t[int(np.argmax(log.active))]
+    rows = []
+    print(f'{args.plant}, ilc {"off" if args.off else "on"}, '
+          f'{time.perf_counter() - start:.0f} s of compute; per period: RMS per section mm | '
+          'tip RMS mm (package kinematics) | worst MPa/s')
+    for k in range(int(np.ceil(blend)), int(np.ceil(blend)) + args.periods):
+        inside = (log.t >= t0 + k) & (log.t < t0 + k + 1)
+        error = (q - q_des)[inside]
+        rms = [float(np.sqrt(np.mean(error[:, index] ** 2))) for index in sections]
+        rate = max(r for _, _, r, _ in command_summary(names, log.t[inside],
+                                                         log.command[inside]))
+        tip_rms = float(np.sqrt(np.mean(tip[inside] ** 2)))
+        rows.append((rms, tip_rms, rate))
+        print(f'{k - int(np.ceil(blend)) + 1:4d}  ' + ' / '.join(f'{1e3 * r:.4f}' for r in rms)
+              + f'  | {1e3 * tip_rms:.3f} | {1e-6 * rate:.2f}', flush=True)
+    worst = np.array([max(r) for r, _, _ in rows])
+    if len(worst) >= 20:
+        tens = np.convolve(worst, np.ones(10) / 10, 'valid')
+        print(f'worst section, mean over 10 periods: best {1e3 * tens.min():.4f} mm, last '
+              f'{1e3 * tens[-1]:.4f} mm ({tens[-1] / tens.min():.2f} x)')
+    print('ilc:', dict(loop.ilc.figures()))
+    return rows
+
+
+if __name__ == '__main__':
+    periods()
