@@ -42,7 +42,7 @@ def periods(argv=None):
     blend = loop.settings.reference.blend_time
     start = time.perf_counter()
     log = simulate_nodes(runtime, plant, blend + args.periods + 0.01)
-    order, names = loop.settings.joints and loop.settings.order, list(loop.settings.joints)
+    order, names = loop.settings.order, list(loop.settings.joints)
     q_des, q = log.q_des[:, order], log.q[:, order]
     _, _, tip = tip_paths(loop.model, tip_frame(loop.model), q_des, q)
     sections = list(groups(names).values())
@@ -55,8 +55,8 @@ def periods(argv=None):
         inside = (log.t >= t0 + k) & (log.t < t0 + k + 1)
         error = (q - q_des)[inside]
         rms = [float(np.sqrt(np.mean(error[:, index] ** 2))) for index in sections]
-        rate = max(r for _, _, r, _ in command_summary(names, log.t[inside],
-                                                         log.command[inside]))
+        summary = command_summary(names, log.t[inside], log.command[inside])
+        rate = max(r for _, _, r, _ in summary)
         tip_rms = float(np.sqrt(np.mean(tip[inside] ** 2)))
         rows.append((rms, tip_rms, rate))
         print(f'{k - int(np.ceil(blend)) + 1:4d}  ' + ' / '.join(f'{1e3 * r:.4f}' for r in rms)

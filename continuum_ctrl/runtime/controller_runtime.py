@@ -457,9 +457,7 @@ class ControllerRuntime:
         return status, status == ACTIVE
 
     def step(self) -> None:
-        """
-        In process (no workers): make a pending plan, learn a finished trial, between ticks.
-        """
+        """In process (no workers): make a pending plan, learn a finished trial, between ticks."""
         self.references.planner.step()
         if not self.loop.ilc.threaded:
             self.loop.ilc.step()

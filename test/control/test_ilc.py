@@ -108,8 +108,8 @@ def test_the_q_filter_keeps_a_disturbance_that_does_not_repeat_out():
                 lambda t: np.random.default_rng(3).normal(0.0, 2.0, 20001)[int(round(t / TICK))])
     filtered, unfiltered = noisy(4.0), noisy(200.0)
     # what does not repeat: the error less its mean over the last periods
-    residue = [rms((e[-5:] - e[-5:].mean(axis=0)).ravel()) for e in (quiet, filtered,
-                                                                      unfiltered)]
+    residue = [rms((e[-5:] - e[-5:].mean(axis=0)).ravel())
+               for e in (quiet, filtered, unfiltered)]
     assert residue[1] < 1.1 * residue[0]
     assert residue[2] > 1.15 * residue[1]
     assert rms(filtered[-5:].mean(axis=0)) < 0.5 * rms(quiet[-5:].mean(axis=0))   # learnt
