@@ -122,7 +122,7 @@ class IlcSettings:
 
     enable: bool = False
     gain: float = 0.5
-    cutoff: float = 5.0
+    cutoff: float = 2.5
     lead: float = 0.002
     growth: float = 1.5
     longest_period: float = 10.0
