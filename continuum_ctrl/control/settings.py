@@ -144,8 +144,9 @@ FIELDS = {
                         '(control/ilc.py, docs/ilc.md)'),
     'ilc.gain': Field('number', 0.5, 'ilc: share of the last trial\'s error, through the '
                       "closed loop's inverse, learnt per trial", 0.0, 1.0, strict_low=True),
-    'ilc.cutoff': Field('number', 2.5, 'ilc: corner of the zero-phase low-pass (Q filter) of '
-                        'what is learnt, Hz', 0.0, strict_low=True),
+    'ilc.cutoff': Field('number', 2.5, 'ilc: the highest frequency learnt, Hz (the zero-phase '
+                        'Q filter: the harmonics of a period up to it; a trial: its corner)',
+                        0.0, strict_low=True),
     'ilc.lead': Field('number', 0.002, 'ilc: lead for the age of the measurement, s, on top '
                       'of output.delay (the valves\' lag is undone too)', 0.0, 1.0),
     'ilc.growth': Field('number', 1.5, 'ilc: a trial\'s RMS above this times the best, two '
