@@ -195,7 +195,8 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
                       held)
         if learning:
             learn_step(fed, force, learnt, ki, rate, window)
-    ilc_record(t, timing, q, q_des, records, counts, trials)
+    ilc_record(t, measured_at, timing, sample_q if observing else q, q_des, qd_des, records,
+               counts, trials)
     for i in range(n):
         row[0, i] = effort[i]
     pressure_kernel(row, area, p_deadzone, p_min, p_max, pressures)

@@ -397,7 +397,9 @@ class ControlLoop:
         if self.integral.engaged:
             self._integrate(low, high)
         if self.ilc.acting:
-            self.ilc.record(t, self.q, self.q_des)
+            observer = self.observer       # the sample itself: the estimate lags it at 1 Hz
+            self.ilc.record(t, self.measured_at, self.q if observer is None else observer.y,
+                            self.q_des, self.qd_des)
         return self.output(area)
 
     def _area_at(self, q):

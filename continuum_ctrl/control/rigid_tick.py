@@ -31,7 +31,8 @@ from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 
 
 @compiled()
-def rigid_finish(tau, period, limits, integral, order, total, command, t, repetition):
+def rigid_finish(tau, period, limits, integral, order, total, command, t, at, qd_des,
+                 repetition):
     """
     Move the loop's effort to `tau` (N m, model order) and write the command; DONE or NONFINITE.
 
@@ -39,8 +40,8 @@ def rigid_finish(tau, period, limits, integral, order, total, command, t, repeti
     ki, limit, held, q, q_des, q_low, q_high, and `IntegralAction.learning`'s six), its step
     taken every tick, its stiffness learnt at `q_des`; `total`: scratch;
     `command` (joints order)
-    ``effort[order]``; `t` (s), `repetition`: the loop's learnt feed-forward, added and its
-    error recorded (control/ilc.py). NONFINITE leaves the effort and the command as they were.
+    ``effort[order]``; `t` (s), `repetition`: the loop's learnt feed-forward, added, and
+    the error of the state measured at `at` (s) recorded (control/ilc.py, `ilc_record`). NONFINITE leaves the effort and the command as they were.
     """
     low, high, step, effort = limits
     engaged, force, ki, limit, held, q, q_des, q_low, q_high, learning, rate, floor2, window, \
@@ -57,7 +58,7 @@ def rigid_finish(tau, period, limits, integral, order, total, command, t, repeti
         integral_step(q, q_des, period, effort, low, high, q_low, q_high, ki, limit, force, held)
         if learning:
             learn_step(fed, force, learnt, ki, rate, window)
-    ilc_record(t, timing, q, q_des, records, counts, trials)
+    ilc_record(t, at, timing, q, q_des, qd_des, records, counts, trials)
     for i in range(command.shape[0]):
         command[i] = effort[order[i]]
     return DONE
@@ -69,7 +70,7 @@ def _example(n=1):
     return (one, 1e-3, (one, one, one, one),
             (False, one, one, one, np.zeros(n, dtype=np.bool_), one, one, one, one, False, 0.0,
              0.0, np.zeros((5, n)), one, one), index,
-            one, one, 0.0, (np.zeros(6), np.zeros((2, n, n)), np.zeros(1, dtype=np.int64),
+            one, one, 0.0, 0.0, one, (np.zeros(6), np.zeros((2, n, n)), np.zeros(1, dtype=np.int64),
                             np.zeros((2, n, n)), np.zeros((2, n)), np.zeros(2, dtype=np.int64)))
 
 
@@ -127,4 +128,5 @@ class RigidTick:
         self._accelerate(*self._gains, loop.q, loop.qd, loop.q_des, loop.qd_des, loop.qdd_des,
                          v)
         tau = pin.rnea(*self._pinocchio, loop.q, loop.qd, v)
-        return self._finish(tau, loop.period, *self._rest, t, self._repetition)
+        return self._finish(tau, loop.period, *self._rest, t, loop.measured_at, loop.qd_des,
+                            self._repetition)

@@ -147,8 +147,8 @@ FIELDS = {
     'ilc.cutoff': Field('number', 2.5, 'ilc: the highest frequency learnt, Hz (the zero-phase '
                         'Q filter: the harmonics of a period up to it; a trial: its corner)',
                         0.0, strict_low=True),
-    'ilc.lead': Field('number', 0.002, 'ilc: lead for the age of the measurement, s, on top '
-                      'of output.delay (the valves\' lag is undone too)', 0.0, 1.0),
+    'ilc.lead': Field('number', 0.0, 'ilc: lead of the learning beyond output.delay, s (the '
+                      "valves' lag is undone too)", 0.0, 1.0),
     'ilc.growth': Field('number', 1.5, 'ilc: a trial\'s RMS above this times the best, two '
                         "trials running, freezes the learning at the best trial's table",
                         1.0, strict_low=True),

@@ -68,7 +68,7 @@ def run(learning, periods, disturbance=None):
         learning.add(total)
         if disturbance is not None:
             total += disturbance(t)
-        learning.record(t, x, q_des)
+        learning.record(t, t, x, q_des, qd_des)
         errors.flat[k] = (q_des - x)[0]
         integral += KI * (q_des - x)[0] * TICK
         for _ in range(10):         # the plant, 10 semi-implicit steps per tick
