@@ -5,7 +5,7 @@ Learning from repetition: a feed-forward force per joint indexed by the time in 
     learning.configure(settings.ilc, kp, kd, ki, limit, lag, delay)
     learning.follow(anchored)            # each new reference (the loop's `reference` setter)
     learning.now = t; law adds learning.add(total)     # the Python tick; the compiled
-    learning.record(t, at, q, q_des, qd_des)     # ticks call `ilc_force` and `ilc_record` themselves
+    learning.record(t, at, q, q_des, qd_des)     # the compiled ticks: `ilc_force`, `ilc_record`
     learning.step()                      # off the loop thread: learn a finished trial
 
 A reference that repeats (control/repetition.py) is learnt per period (a sinusoid, a

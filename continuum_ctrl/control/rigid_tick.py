@@ -41,7 +41,8 @@ def rigid_finish(tau, period, limits, integral, order, total, command, t, at, qd
     taken every tick, its stiffness learnt at `q_des`; `total`: scratch;
     `command` (joints order)
     ``effort[order]``; `t` (s), `repetition`: the loop's learnt feed-forward, added, and
-    the error of the state measured at `at` (s) recorded (control/ilc.py, `ilc_record`). NONFINITE leaves the effort and the command as they were.
+    the error of the state measured at `at` (s) recorded (control/ilc.py, `ilc_record`).
+    NONFINITE leaves the effort and the command as they were.
     """
     low, high, step, effort = limits
     engaged, force, ki, limit, held, q, q_des, q_low, q_high, learning, rate, floor2, window, \
@@ -70,8 +71,9 @@ def _example(n=1):
     return (one, 1e-3, (one, one, one, one),
             (False, one, one, one, np.zeros(n, dtype=np.bool_), one, one, one, one, False, 0.0,
              0.0, np.zeros((5, n)), one, one), index,
-            one, one, 0.0, 0.0, one, (np.zeros(6), np.zeros((2, n, n)), np.zeros(1, dtype=np.int64),
-                            np.zeros((2, n, n)), np.zeros((2, n)), np.zeros(2, dtype=np.int64)))
+            one, one, 0.0, 0.0, one,
+            (np.zeros(6), np.zeros((2, n, n)), np.zeros(1, dtype=np.int64), np.zeros((2, n, n)),
+             np.zeros((2, n)), np.zeros(2, dtype=np.int64)))
 
 
 finish_entry = cached_entry_point(rigid_finish, *_example())
