@@ -28,9 +28,9 @@ noise does not repeat and is not learnt. With the model exact
 the error falls by ``1 - gain`` per trial in Q's pass band; a model off by a factor ``r``
 (per frequency) makes it ``|1 - gain r|`` (the lifted system, which the DFT diagonalises for
 a periodic reference, test/control/test_ilc.py). `Q` is zero-phase: for a periodic
-reference it passes the period's harmonics up to `cutoff` and blocks the rest, the mean
-among them (the integral holds it; two integrators of one mean split it arbitrarily); the
-DFT of
+reference it passes the period's harmonics up to `cutoff` and blocks the rest, and the
+mean where the integral holds it (``gains.ki`` > 0: two integrators of one mean would split
+it arbitrarily); the DFT of
 one period holds only its harmonics, so this is exact and circular (a Butterworth's leak at
 the harmonics it passes, ``1 - Q``, left an error floor: 0.05 mm on the arm at 1 Hz with a
 second-order one at 2.5 Hz). For a trial, padded with zeros to twice its length so the
@@ -349,14 +349,17 @@ class IterativeLearning:
         spectrum_u = np.fft.rfft(table, n=size, axis=0)
         spectrum_e = np.fft.rfft(error, n=size, axis=0)
         frequency = np.fft.rfftfreq(size, width)
-        q_filter = (((frequency > 0.0) & (frequency <= settings.cutoff)) if periodic
-                    else 1.0 / (1.0 + (frequency / settings.cutoff) ** 8))
+        q_filter = np.repeat(((frequency <= settings.cutoff) if periodic else
+                              1.0 / (1.0 + (frequency / settings.cutoff) ** 8))[:, None],
+                             self.n, axis=1)
+        if periodic:
+            q_filter[0, self._gains[2] > 0.0] = 0.0     # the mean is the integral's
         inverse = self._closed_loop_inverse(frequency)
         lead = self.delay + settings.lead
         w = 2.0 * np.pi * frequency
         shift = (1.0 + 1j * w * self.lag) * np.exp(1j * w * lead)
         step = np.einsum('fij,fj->fi', inverse, spectrum_e) * (settings.gain * shift)[:, None]
-        new = np.fft.irfft(q_filter[:, None] * (spectrum_u + step), n=size, axis=0)[:bins]
+        new = np.fft.irfft(q_filter * (spectrum_u + step), n=size, axis=0)[:bins]
         return np.clip(new, -self.limit, self.limit)
 
     def _closed_loop_inverse(self, frequency):
