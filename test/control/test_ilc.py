@@ -183,3 +183,15 @@ def test_the_loop_learns_a_one_hertz_sinusoid_on_the_simulated_arm(fused):
     per = [np.sqrt(np.mean(error[k * 500:(k + 1) * 500] ** 2)) for k in range(5)]
     assert per[-1] < 0.5 * per[0]
     assert runtime.loop.ilc.state == LEARNING and len(runtime.loop.ilc.history) >= 4
+
+
+def test_a_trajectory_sent_again_learns_per_trial():
+    path = Waypoints([0.0, 0.4, 0.8], [[0.0], [0.01], [0.0]])
+    learning = learner(settings(), path)
+    trials = []
+    for _ in range(6):
+        learning.follow(Anchored(path, 0.0, [0.0], [0.0], 0.0, np.array([-1.0]),
+                                 np.array([1.0])))     # sent again: the same key, kept
+        trials.append(rms(run(learning, 1)[0, :800]))
+    assert learning.repeats.periodic is False and len(learning.history) == 6
+    assert trials[-1] < 0.2 * trials[0]
