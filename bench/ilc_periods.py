@@ -33,6 +33,7 @@ def periods(argv=None):
     parser.add_argument('--plant', default='mujoco4', choices=PLANTS)
     parser.add_argument('--off', action='store_true', help='without learning')
     parser.add_argument('--set', action='append', default=[], metavar='KEY=YAML')
+    parser.add_argument('--plot', metavar='PNG', help='plot the RMS per period there')
     args = parser.parse_args(argv)
     controller = {'reference.frequency': [1.0], 'ilc.enable': not args.off,
                   **{k: yaml.safe_load(v) for k, v in (s.split('=', 1) for s in args.set)}}
@@ -67,7 +68,29 @@ def periods(argv=None):
         print(f'worst section, mean over 10 periods: best {1e3 * tens.min():.4f} mm, last '
               f'{1e3 * tens[-1]:.4f} mm ({tens[-1] / tens.min():.2f} x)')
     print('ilc:', dict(loop.ilc.figures()))
+    if args.plot:
+        plot(rows, args.plot)
     return rows
+
+
+def plot(rows, path):
+    """Plot the RMS per section and the tip's per period (mm, log scale) into `path`."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    figure, (sections, tip) = plt.subplots(2, 1, sharex=True, figsize=(7, 6))
+    periods = np.arange(1, len(rows) + 1)
+    for k, values in enumerate(zip(*(r for r, _, _ in rows))):
+        sections.semilogy(periods, 1e3 * np.array(values), label=f'section {k + 1}')
+    tip.semilogy(periods, [1e3 * t for _, t, _ in rows], label='tip (package kinematics)')
+    sections.set_ylabel('RMS per period, mm')
+    tip.set_ylabel('tip RMS, mm')
+    tip.set_xlabel('period')
+    for axes in (sections, tip):
+        axes.grid(True, which='both', alpha=0.3)
+        axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
 
 
 if __name__ == '__main__':

@@ -178,6 +178,7 @@ class IterativeLearning:
         self._rising = 0
         self._inverse = None            # (M, D + M Kd, K + M Kp, Ki) at the reference
         self._anchored = None
+        self._generation = 0
         self._load = False
         self._saving = True
         self.threaded = threaded
@@ -241,6 +242,7 @@ class IterativeLearning:
         On the loop's thread: no file is read and nothing is solved here (`step` does).
         """
         self._anchored = anchored
+        self._generation += 1           # a table being learnt for the last one is dropped
         settings = self.settings
         if settings is None or not settings.enable:
             return
@@ -299,7 +301,11 @@ class IterativeLearning:
             return False
         if not self._still_improving(rms):
             return False
-        self._write(self._learnt_table(error))
+        generation = self._generation
+        table = self._learnt_table(error)
+        if generation != self._generation:     # the loop took a new reference meanwhile
+            return False
+        self._write(table)
         return True
 
     def _error(self, buffer):
