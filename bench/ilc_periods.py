@@ -8,12 +8,14 @@ Issue 51's acceptance in process: the error per period of a 1 Hz sinusoid, learn
 package's arm behind the mismatch options (stiffness x 1.2, damping x 1.25, area x 1.1, a
 15 kPa dead zone), lengths only (20 um noise, 2 ms old): bench/quiet_loop.py's
 ``lengths_1hz`` case, run in one process through the nodes' cycle (sim/closed_loop.py).
-Prints per period: the RMS PMA-length error per section (mm), the tip's RMS by the
+``--burst S``: the length noise x 10 (200 um) for 2 s from S s (the run's clock). Prints
+per period: the RMS PMA-length error per section (mm), the tip's RMS by the
 controller's kinematics (mm) and the worst PMA's command variation (MPa/s); then the best
 10 periods against the last 10.
 """
 
 import argparse
+import dataclasses
 import time
 
 import numpy as np
@@ -34,6 +36,8 @@ def periods(argv=None):
     parser.add_argument('--off', action='store_true', help='without learning')
     parser.add_argument('--set', action='append', default=[], metavar='KEY=YAML')
     parser.add_argument('--plot', metavar='PNG', help='plot the RMS per period there')
+    parser.add_argument('--burst', type=float, metavar='S',
+                        help="the length noise x 10 for 2 s from S s (the run's clock)")
     args = parser.parse_args(argv)
     controller = {'reference.frequency': [1.0], 'ilc.enable': not args.off,
                   **{k: yaml.safe_load(v) for k, v in (s.split('=', 1) for s in args.set)}}
@@ -41,6 +45,8 @@ def periods(argv=None):
                                                     **LENGTHS})
     loop = runtime.loop
     blend = loop.settings.reference.blend_time
+    if args.burst is not None:
+        noisy(plant, args.burst, 10.0 * LENGTHS['noise.position'])
     start = time.perf_counter()
     log = simulate_nodes(runtime, plant, blend + args.periods + 0.01)
     order, names = loop.settings.order, list(loop.settings.joints)
@@ -71,6 +77,20 @@ def periods(argv=None):
     if args.plot:
         plot(rows, args.plot)
     return rows
+
+
+def noisy(plant, start, noise, duration=2.0):
+    """Make `plant`'s published lengths `noise` m noisy (in all) from `start` s for `duration`."""
+    publish, generator = plant.publish, np.random.default_rng(11)
+    extra = np.sqrt(noise ** 2 - LENGTHS['noise.position'] ** 2)
+
+    def published(due):
+        sample = publish(due)
+        if sample is not None and start <= due < start + duration:
+            sample = dataclasses.replace(
+                sample, q=sample.q + generator.normal(0.0, extra, sample.q.shape))
+        return sample
+    plant.publish = published
 
 
 def plot(rows, path):
