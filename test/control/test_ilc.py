@@ -98,14 +98,11 @@ def test_the_error_contracts_per_period_at_the_rate_the_lifted_system_gives():
 
 
 def test_the_q_filter_keeps_a_disturbance_that_does_not_repeat_out():
-    def noisy(cutoff):
-        generator = np.random.default_rng(3)
-        force = generator.normal(0.0, 2.0, 20001)
-        return run(learner(settings(cutoff=cutoff)), 8,
-                   lambda t: force[int(round(t / TICK))])
-    quiet = run(learner(settings(enable=False)), 8,
-                lambda t: np.random.default_rng(3).normal(0.0, 2.0, 20001)[int(round(t / TICK))])
-    filtered, unfiltered = noisy(4.0), noisy(200.0)
+    force = np.random.default_rng(3).normal(0.0, 2.0, 8001)       # N, white, per tick
+
+    def noisy(**values):
+        return run(learner(settings(**values)), 8, lambda t: force[int(round(t / TICK))])
+    quiet, filtered, unfiltered = noisy(enable=False), noisy(cutoff=4.0), noisy(cutoff=200.0)
     # what does not repeat: the error less its mean over the last periods
     residue = [rms((e[-5:] - e[-5:].mean(axis=0)).ravel())
                for e in (quiet, filtered, unfiltered)]
