@@ -40,7 +40,8 @@ response). What does not repeat, noise and what lies beyond `cutoff`, is not lea
 table is clipped to ``[-limit, limit]`` per joint.
 
 Safe: it acts only on a repeating reference; a new one resets it (the same one, anchored
-again, keeps it); the trials that overlap the reference's blend are not learnt. A trial's
+again, keeps it); the trials that overlap the reference's blend (or a tip circle's move
+and ramp) are not learnt. A trial's
 RMS above ``ilc.growth`` times the best one twice running freezes the learning at the best
 trial's table and says so. `ilc.file` (optional) keeps the table between runs, keyed to the
 reference (`Repetition.key`): loaded when the key matches, refused with one line otherwise
@@ -267,8 +268,10 @@ class IterativeLearning:
         bins = int(round(repeats.period / self.period)) if repeats.periodic else \
             int(np.floor(repeats.period / self.period)) + 1
         width = repeats.period / bins if repeats.periodic else self.period
-        self._first = int(np.ceil(anchored.blend_time / repeats.period - 1e-9))
-        timing[:] = (anchored.t0, repeats.period, width, 1.0, bins, float(repeats.periodic))
+        self._first = int(np.ceil((max(anchored.blend_time - repeats.start, 0.0)
+                                   + repeats.settle) / repeats.period - 1e-9))
+        timing[:] = (anchored.t0 + repeats.start, repeats.period, width, 1.0, bins,
+                     float(repeats.periodic))
         self.state = FROZEN if self.state == FROZEN and self._best[1] is not None else LEARNING
 
     def add(self, total: np.ndarray) -> None:
@@ -380,18 +383,26 @@ class IterativeLearning:
                 - 1j * integral[:, None, None] * np.diag(ki))
 
     def _loop_matrices(self):
-        """Return M, D + M Kd, K + M Kp, Ki at the reference's mean position."""
+        """
+        Return M, D + M Kd, K + M Kp, Ki at the reference's mean position.
+
+        A reference without a compiled sampler (a tip path, sampled by IK, whose state the
+        loop's thread owns) is not sampled here: its start stands for its mean.
+        """
         kp, kd, ki = self._gains
-        model, repeats = self.model, self.repeats
-        reference = self._anchored.reference
-        times = np.linspace(0.0, repeats.period, 64, endpoint=False)
-        q = np.mean([reference.sample(s)[0] for s in times], axis=0)
+        model, repeats, anchored = self.model, self.repeats, self._anchored
+        reference = anchored.reference
+        if reference.layout() is None:
+            q = anchored.q_start
+        else:
+            times = np.linspace(0.0, repeats.period, 64, endpoint=False)
+            q = np.mean([reference.sample(s)[0] for s in times], axis=0)
         mass = np.asarray(model.mass_matrix(q), dtype=float)
         stiffness, damping = np.zeros((self.n, self.n)), np.zeros((self.n, self.n))
         if getattr(model, 'has_passive_forces', False):
             zero = np.zeros(self.n)
+            h = 1e-6            # m or rad: the passive forces' central differences
             for j in range(self.n):
-                h = 1e-6
                 step = np.zeros(self.n)
                 step[j] = h
                 stiffness[:, j] = (np.asarray(model.passive_forces(q + step, zero))

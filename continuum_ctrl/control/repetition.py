@@ -11,8 +11,11 @@ of 0.08 Hz, every frequency a multiple of 0.04 Hz) repeats only every 25 s and i
 learnt; one whose lowest frequency and step are multiples of 0.1 Hz or more (10 s) is.
 `Waypoints` (a trajectory or a planned tip path) repeat as a trial: sent again with the same
 points and times, after the measured start the loop prepends (control/reference_manager.py).
-A tip circle is planned into waypoints over one turn (control/task_space.py) and is not yet
-followed periodically; see docs/ilc.md. Anything else (a hold, a single move) does not repeat.
+A `tip_circle` (a `TaskReference` on a `TipCircle`, reached by a move from the measured tip:
+control/task_space.py) repeats with its turn once its own ramp is over: on its own clock,
+which starts after the move (`start`), its angle is ``2 pi f (s - ramp / 2)`` from ``s =
+ramp`` on (`settle`), whatever the move's length. Anything else (a hold, a single move, another
+tip path) does not repeat.
 The `key` is a hash of the reference's kind and parameters, so a learnt table is kept only for
 the reference it was learnt on (`ilc.file`).
 """
@@ -26,6 +29,7 @@ from typing import Optional
 import numpy as np
 
 from continuum_ctrl.control.references import Multisine, Sinusoid, Waypoints
+from continuum_ctrl.control.task_space import ChainedPath, TipCircle
 
 #: frequencies (Hz) are read as fractions with denominators up to this
 RESOLUTION = 10 ** 9
@@ -33,11 +37,18 @@ RESOLUTION = 10 ** 9
 
 @dataclass(frozen=True)
 class Repetition:
-    """A repeating reference: `period` (s), `periodic` (False: a trial) and its `key`."""
+    """
+    A repeating reference: `period` (s), `periodic` (False: a trial) and its `key`.
+
+    `start`: when its own clock starts (s after the reference's); `settle`: how long after that
+    it repeats (a tip circle's ramp, s).
+    """
 
     period: float
     periodic: bool
     key: str
+    start: float = 0.0
+    settle: float = 0.0
 
 
 def common_period(frequencies, longest: float) -> Optional[float]:
@@ -76,6 +87,16 @@ def repetition(reference, longest: float) -> Optional[Repetition]:
         if period is None:
             return None
         return Repetition(period, True, _key(type(reference).__name__, *parts))
+    path = getattr(reference, 'path', None)
+    start, circle = ((path.switch, path.second) if isinstance(path, ChainedPath)
+                     else (0.0, path))
+    if isinstance(circle, TipCircle) and circle.omega > 0.0:
+        period = 2.0 * np.pi / circle.omega
+        if period > longest * (1.0 + 1e-12):
+            return None
+        return Repetition(period, True, _key('TipCircle', circle.center, circle.u, circle.v,
+                                             [circle.radius, circle.omega, circle.ramp]),
+                          start, circle.ramp)
     if isinstance(reference, Waypoints) and reference.times.size > 1:
         # the first point is the measured start the loop prepends: not part of the task
         _, coefficients = reference.pieces()

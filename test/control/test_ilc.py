@@ -192,3 +192,19 @@ def test_a_trajectory_sent_again_learns_per_trial():
         trials.append(rms(run(learning, 1)[0, :800]))
     assert learning.repeats.periodic is False and len(learning.history) == 6
     assert trials[-1] < 0.2 * trials[0]
+
+
+def test_a_tip_circle_learns_per_turn():
+    from continuum_ctrl.apps.node_pair import node_pair
+    from continuum_ctrl.sim.closed_loop import simulate_nodes
+    runtime, plant = node_pair('continuum_task.yaml', {
+        'ilc.enable': True, 'reference.tip_frequency': 1.0}, {})
+    try:
+        log = simulate_nodes(runtime, plant, 8.0)
+    finally:
+        runtime.close()
+    repeats = runtime.loop.ilc.repeats
+    assert repeats.periodic and repeats.period == pytest.approx(1.0)
+    assert repeats.start > 0.0 and repeats.settle > 0.0     # the move to the circle, its ramp
+    per = [rms((log.q - log.q_des)[(log.t >= k) & (log.t < k + 1)].ravel()) for k in (3, 7)]
+    assert per[1] < 0.3 * per[0]
