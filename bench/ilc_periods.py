@@ -80,7 +80,7 @@ def periods(argv=None):
 
 
 def noisy(plant, start, noise, duration=2.0):
-    """Make `plant`'s published lengths `noise` m noisy (in all) from `start` s for `duration`."""
+    """Add noise to `plant`'s lengths: `noise` m in all, from `start` s for `duration` s."""
     publish, generator = plant.publish, np.random.default_rng(11)
     extra = np.sqrt(noise ** 2 - LENGTHS['noise.position'] ** 2)
 
