@@ -73,6 +73,8 @@ class ComputedTorqueLaw:
                                              f'{passive!r}')
         self.passive = passive
         self.integral = integral
+        #: the feed-forward learnt from repetition (control/ilc.py; the loop's), or None
+        self.repetition = None
         #: the PMAs' friction feed-forward (`output.friction`): a Maxwell-slip bank that the
         #: reference drives, whose force the law pushes against; None: none
         self.friction: Optional[MaxwellSlip] = None
@@ -108,9 +110,10 @@ class ComputedTorqueLaw:
             tau = self.model.inverse_dynamics_passive_at(q, qd, v, q_des, qd_des)
         else:
             tau = self.model.inverse_dynamics(q, qd, v)
-        integral, friction = self.integral, self.friction
+        integral, friction, repetition = self.integral, self.friction, self.repetition
         engaged = integral is not None and integral.engaged
-        if not engaged and friction is None:
+        repeating = repetition is not None and repetition.acting
+        if not engaged and friction is None and not repeating:
             return tau
         total = self._total
         if integral is not None and engaged:
@@ -118,6 +121,8 @@ class ComputedTorqueLaw:
             integral.add_learnt(q_des, total)
         else:
             total[:] = tau
+        if repeating:
+            repetition.add(total)
         if friction is not None:
             total -= friction.move(q_des)
         return total

@@ -36,6 +36,7 @@ from continuum_ctrl.actuation.valves import advance_kernel, lag_kernel
 from continuum_ctrl.control.compensation import (grid_cell, INERTIA_HOLD, lead_kernel,
                                                  prediction_span, span_steps)
 from continuum_ctrl.control.computed_torque import diagonal_acceleration
+from continuum_ctrl.control.ilc import ilc_force, ilc_record
 from continuum_ctrl.control.integral import add_learnt_force, integral_step, learn_step
 from continuum_ctrl.control.observer import correction_step
 from continuum_ctrl.control.samplers import (anchored_sample, blend_data, example_data,
@@ -76,7 +77,8 @@ def _grid_force(arm, memory, sums, layout, blend, cell, period, cells, forces, s
 
 @compiled()
 def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, clock, pending,
-               gains, valves, comp, observer, grid, limits, integral, output, work):
+               gains, valves, comp, observer, grid, limits, integral, output, work,
+               repetition):
     """
     Run one active tick at `t` (s) into the loop's buffers; return DONE or NONFINITE.
 
@@ -102,7 +104,9 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     the target; `output`: (area, deadzone, p_min, p_max, order, command, the area's fall
     ``slope / stroke``, 1/m: the effective area, at the state the tick starts from, makes the
     prediction's forces and the pressures, as `ControlLoop._area_at`); `work`: scratch.
-    ``work.left[0]`` holds the valve commands pending, also after an exception.
+    ``work.left[0]`` holds the valve commands pending, also after an exception;
+    `repetition`: (timing, tables, select, records, counts, trials) of the loop's
+    `IterativeLearning`, its force added at `t` and the error recorded (control/ilc.py).
     """
     kp, kd, at_reference, rubbing, slip, slip_stiffness, play, friction = gains
     pressure, current, switches, inputs, time_constant, max_rate = valves
@@ -161,6 +165,8 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
         tau[i] = sums.out[i] + force[i] if engaged else sums.out[i]
     if engaged and learning:
         add_learnt_force(target[0], window, floor2, limit, fed, learnt, tau)
+    timing, tables, select, records, counts, trials = repetition
+    ilc_force(t, timing, tables, select, tau)
     if rubbing:
         slip_kernel(target[0], slip, slip_stiffness, play, friction)
         for i in range(n):
@@ -189,6 +195,8 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
                       held)
         if learning:
             learn_step(fed, force, learnt, ki, rate, window)
+    ilc_record(t, measured_at, timing, sample_q if observing else q, q_des, qd_des, records,
+               counts, trials)
     for i in range(n):
         row[0, i] = effort[i]
     pressure_kernel(row, area, p_deadzone, p_min, p_max, pressures)
@@ -259,7 +267,7 @@ class FusedTick:
                       (actuation.area, actuation.deadzone, actuation.p_min, actuation.p_max,
                        np.asarray(loop.settings.order, dtype=np.int64), loop.command,
                        actuation.falloff()),
-                      work]
+                      work, loop.ilc.arrays()]
         if not _compiled:
             _compiled.append(entry_point(
                 fused_tick, *self._model, example_data(ReferenceData), _EXAMPLE_BLEND, 0.0,

@@ -52,6 +52,7 @@ from continuum_ctrl.control.compensation import Compensation
 from continuum_ctrl.control.computed_torque import ComputedTorqueLaw
 from continuum_ctrl.control.differencing import MAX_SPEED, PositionDifference
 from continuum_ctrl.control.fused_tick import DONE, FusedTick
+from continuum_ctrl.control.ilc import IterativeLearning
 from continuum_ctrl.control.integral import IntegralAction
 from continuum_ctrl.control.observer import Observer
 from continuum_ctrl.control.payload_estimate import PayloadEstimate
@@ -111,6 +112,9 @@ class ControlLoop:
         #: what the loop follows: the `reference` it sets, anchoring, planning, installing
         self.references = ReferenceManager(self, supervisor.events, planner)
         self._planner = self.references.planner     # the tick's, read without the lookups
+        #: the feed-forward learnt from repetition (control/ilc.py), told of each reference
+        self.ilc = IterativeLearning(model, period, supervisor.events, self._planner.threaded)
+        self.law.repetition = self.ilc
         self.reference: Optional[Anchored] = None
         self.measured_at = -np.inf
         self._limits(settings)
@@ -176,6 +180,10 @@ class ControlLoop:
                                 None if settings.ki_inertial is None else self.model)
         self.integral.learn(*settings.learn)
         self._payload(settings.adapt)
+        ilc = settings.ilc
+        self.ilc.configure(ilc, settings.kp, settings.kd, settings.integral_gain,
+                           settings.integral_limit if ilc.limit is None else ilc.limit,
+                           *settings.compensation, inertial=settings.ki_inertial is not None)
         self._friction(settings.friction)
         self._compensation(settings)
         self._observer(settings)
@@ -371,6 +379,7 @@ class ControlLoop:
             return supervisor.fail(problem)
         self._feed_valves(sent)
         self.reference.sample_into(t, self._desired)  # type: ignore[union-attr]
+        self.ilc.now = t
         problem = 'a non-finite effort'
         area = None
         try:
@@ -397,6 +406,10 @@ class ControlLoop:
         supervisor.failing = False
         if self.integral.engaged:
             self._integrate(low, high)
+        if self.ilc.acting:
+            observer = self.observer       # the sample itself: the estimate lags it at 1 Hz
+            self.ilc.record(t, self.measured_at, self.q if observer is None else observer.y,
+                            self.q_des, self.qd_des)
         return self.output(area)
 
     def _area_at(self, q):
@@ -439,6 +452,18 @@ class ControlLoop:
         if settings.actuation is not None:
             output = settings.actuation.pressure(self.effort, out=self._pressure_out, area=area)
         return output.take(settings.order, out=self.command)
+
+    @property
+    def reference(self) -> Optional[Anchored]:
+        """Return what the loop follows (an `Anchored`; None before the first activation)."""
+        return self._reference
+
+    @reference.setter
+    def reference(self, anchored: Optional[Anchored]) -> None:
+        """Follow `anchored` from the next tick; the learning (`ilc`) is told."""
+        self._reference = anchored
+        if anchored is not None:
+            self.ilc.follow(anchored)
 
     # -- the parts' state under the loop's names (tests, tools) ---------------------------
 

@@ -27,6 +27,7 @@ import pinocchio as pin
 
 from continuum_ctrl.control.computed_torque import diagonal_acceleration
 from continuum_ctrl.control.fused_tick import DONE, NONFINITE
+from continuum_ctrl.control.ilc import ilc_force, ilc_record
 from continuum_ctrl.control.integral import add_learnt_force, integral_step, learn_step
 from continuum_ctrl.models.rigid import RigidModel
 from continuum_ctrl.numerics.clipping import limit_kernel
@@ -34,7 +35,8 @@ from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 
 
 @compiled()
-def rigid_finish(tau, period, limits, integral, order, total, command):
+def rigid_finish(tau, period, limits, integral, order, total, command, t, at, qd_des,
+                 repetition):
     """
     Move the loop's effort to `tau` (N m, model order) and write the command; DONE or NONFINITE.
 
@@ -42,7 +44,9 @@ def rigid_finish(tau, period, limits, integral, order, total, command):
     ki, limit, held, q, q_des, q_low, q_high, and `IntegralAction.learning`'s six), its step
     taken every tick, its stiffness learnt at `q_des`; `total`: scratch;
     `command` (joints order)
-    ``effort[order]``. NONFINITE leaves the effort and the command as they were.
+    ``effort[order]``; `t` (s), `repetition`: the loop's learnt feed-forward, added, and
+    the error of the state measured at `at` (s) recorded (control/ilc.py, `ilc_record`).
+    NONFINITE leaves the effort and the command as they were.
     """
     low, high, step, effort = limits
     engaged, force, ki, limit, held, q, q_des, q_low, q_high, learning, rate, floor2, window, \
@@ -51,12 +55,15 @@ def rigid_finish(tau, period, limits, integral, order, total, command):
         total[i] = tau[i] + force[i] if engaged else tau[i]
     if engaged and learning:
         add_learnt_force(q_des, window, floor2, limit, fed, learnt, total)
+    timing, tables, select, records, counts, trials = repetition
+    ilc_force(t, timing, tables, select, total)
     if not limit_kernel(total, low, high, step, effort):
         return NONFINITE
     if engaged:
         integral_step(q, q_des, period, effort, low, high, q_low, q_high, ki, limit, force, held)
         if learning:
             learn_step(fed, force, learnt, ki, rate, window)
+    ilc_record(t, at, timing, q, q_des, qd_des, records, counts, trials)
     for i in range(command.shape[0]):
         command[i] = effort[order[i]]
     return DONE
@@ -68,7 +75,9 @@ def _example(n=1):
     return (one, 1e-3, (one, one, one, one),
             (False, one, one, one, np.zeros(n, dtype=np.bool_), one, one, one, one, False, 0.0,
              0.0, np.zeros((5, n)), one, one), index,
-            one, one)
+            one, one, 0.0, 0.0, one,
+            (np.zeros(6), np.zeros((2, n, n)), np.zeros(1, dtype=np.int64), np.zeros((2, n, n)),
+             np.zeros((2, n)), np.zeros(2, dtype=np.int64)))
 
 
 finish_entry = cached_entry_point(rigid_finish, *_example())
@@ -103,6 +112,7 @@ class RigidTick:
                        *integral.learning(loop.period)),
                       np.asarray(loop.settings.order, dtype=np.int64), np.zeros(model.n),
                       loop.command)
+        self._repetition = loop.ilc.arrays()
         self._accelerate, self._finish = _acceleration(), finish_entry()
 
     @classmethod
@@ -133,7 +143,8 @@ class RigidTick:
         payload = loop.integral.payload
         if payload is not None:
             tau += payload.fed
-        status = self._finish(tau, loop.period, *self._rest)
+        status = self._finish(tau, loop.period, *self._rest, t, loop.measured_at, loop.qd_des,
+                              self._repetition)
         if payload is not None and status == DONE:
             payload.update(loop.q_des, loop.integral.force, loop.period)
         return status

@@ -21,6 +21,7 @@ import numpy as np
 from continuum_ctrl.actuation.pressure_map import ActuationMap
 from continuum_ctrl.control.computed_torque import PASSIVE_AT
 from continuum_ctrl.control.gains import validate_gain
+from continuum_ctrl.control.ilc import IlcSettings
 from continuum_ctrl.control.reference_specs import (PREFIX, reference_checks, REFERENCE_TYPES,
                                                     reference_fields, ReferenceSpec)
 from continuum_ctrl.control.task_space import TaskSettings
@@ -175,6 +176,25 @@ FIELDS = {
                                       'force bias learns from, in standard deviations of the '
                                       "innovation (a push's or a dropped load's is far larger "
                                       'and would outlast it as a bias; 0: no bound)', 0.0),
+    'ilc.enable': Field('bool', False, 'learn a feed-forward force from the error of a '
+                        'reference that repeats, period by period or trial by trial '
+                        '(control/ilc.py, docs/ilc.md)'),
+    'ilc.gain': Field('number', 0.5, 'ilc: share of the last trial\'s error, through the '
+                      "closed loop's inverse, learnt per trial", 0.0, 1.0, strict_low=True),
+    'ilc.cutoff': Field('number', 2.5, 'ilc: the highest frequency learnt, Hz (the zero-phase '
+                        'Q filter: the harmonics of a period up to it; a trial: its corner)',
+                        0.0, strict_low=True),
+    'ilc.lead': Field('number', 0.0, 'ilc: lead of the learning beyond output.delay, s (the '
+                      "valves' lag is undone too)", 0.0, 1.0),
+    'ilc.growth': Field('number', 1.5, 'ilc: a trial\'s RMS above this times the best, two '
+                        "trials running, freezes the learning at the best trial's table",
+                        1.0, strict_low=True),
+    'ilc.longest_period': Field('number', 10.0, 'ilc: the longest period (or trial) learnt, s',
+                                0.0, 120.0, strict_low=True),
+    'ilc.file': Field('string', '', 'ilc: the learnt table\'s file (.npz), loaded where it '
+                      "matches the reference, written after each trial ('': none)"),
+    'ilc.limit': Field('numbers', ..., 'ilc: largest |learnt force| per joint, N or N m '
+                       '(default: limits.integral)', 0.0, strict_low=True, per_joint=True),
     'limits.effort': Field('numbers', ..., 'largest |effort| per joint, N or N m (default: '
                            'the model, e.g. URDF <limit effort>)', 0.0, strict_low=True,
                            per_joint=True),
@@ -301,6 +321,7 @@ class ControllerSettings:
     def integral_gain(self) -> np.ndarray:
         """Return the integral's gain per joint: `ki_inertial` (1/s^3) where given, else `ki`."""
         return self.ki if self.ki_inertial is None else self.ki_inertial
+    ilc: IlcSettings = IlcSettings()
 
     @classmethod
     def parse(cls, tree: Dict[str, Any], model: Any) -> 'ControllerSettings':
@@ -334,7 +355,9 @@ class ControllerSettings:
             learn=(values['gains.learn_window'], values['gains.learn_floor']),
             friction=_friction(values, vec), task=task,
             observer=ObserverSettings.of(values), message=values['output.message'],
-            ki_inertial=ki_inertial, adapt=_adapt(values, ki_inertial, model))
+            ki_inertial=ki_inertial, adapt=_adapt(values, ki_inertial, model),
+            ilc=IlcSettings.of(values, vec.to_model(values['ilc.limit'])
+                               if 'ilc.limit' in values else None))
 
 
 #: `gains.ki_inertial` may reach this share of kp kd (s^3 + kd s^2 + kp s + ki turns unstable

@@ -472,6 +472,7 @@ class ControllerRuntime:
             ('integral_held_joints', int(np.count_nonzero(loop.integral.held))),
             ('learnt_stiffness_max', float(np.max(np.abs(loop.integral.stiffness())))),
         ]
+        values += loop.ilc.figures()
         values += [(f'rejected_{kind}', count) for kind, count in self.rejected.items()]
         if self.correction is not None:
             values += self.correction.figures()
@@ -496,9 +497,12 @@ class ControllerRuntime:
         return status, status == ACTIVE
 
     def step(self) -> None:
-        """In process (a planner without a worker): make a pending plan now, between ticks."""
+        """In process (no workers): make a pending plan, learn a finished trial, between ticks."""
         self.references.planner.step()
+        if not self.loop.ilc.threaded:
+            self.loop.ilc.step()
 
     def close(self) -> None:
-        """Stop the planner's worker and process."""
+        """Stop the planner's worker and process, and the learning's worker."""
         self.references.planner.close()
+        self.loop.ilc.close()

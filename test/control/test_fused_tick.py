@@ -56,6 +56,7 @@ CASES = {
         'output.friction_stiffness': [3e4, 1e4, 1e4] * 3,
         'output.time_constant': 0.0, 'output.delay': 0.0, 'observer.type': 'none'},
     'learnt stiffness': {'gains.learn_window': 0.5},
+    'learning from repetition': {'ilc.enable': True, 'reference.frequency': [2.5]},
     'learnt stiffness, no valve compensation': {
         'gains.learn_window': 0.3, 'gains.learn_floor': 1e-4, 'output.time_constant': 0.0,
         'output.delay': 0.0, 'observer.type': 'none'},
@@ -75,6 +76,7 @@ RIGID_CASES = {
                                               'adapt.time_constant': 0.0,
                                               'gains.learn_window': 0.3,
                                               'gains.learn_floor': 0.01},
+    'learning from repetition': {'ilc.enable': True, 'reference.frequency': [2.5]},
     'multisine': {'reference.type': 'multisine', 'reference.amplitude': [0.1]},
     'minimum jerk': {'reference.type': 'min_jerk', 'reference.duration': 0.8,
                      'reference.goal': [0.2, -0.3, 0.1, -1.8, 0.2, 1.3, 0.6]},
@@ -123,6 +125,7 @@ def shadowed(overrides, bad_state=None, params=PARAMS):
         reference = python.tick(t)
         for loop, log in zip((fused, python), events):
             loop.planner.step()
+            loop.ilc.step()
             log.extend(loop.take_events())
         fused_ticks += covered
         active += python.status == ACTIVE
@@ -140,6 +143,9 @@ def shadowed(overrides, bad_state=None, params=PARAMS):
         learnt, force = (np.max(np.abs(f)) for f in (python.integral.learnt,
                                                      python.integral.force))
         assert learnt > 0.01 * force > 0.0
+    if overrides.get('ilc.enable'):             # the tables learnt, and alike
+        assert len(python.ilc.history) == len(fused.ilc.history) >= 2
+        assert np.any(python.ilc.tables[python.ilc.select[0]])
     return worst, fused_ticks, active, events
 
 

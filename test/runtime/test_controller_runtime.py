@@ -26,7 +26,8 @@ KEYS = ('status', 'rate_hz', 'period_p50_us', 'period_p99_us', 'period_max_us',
         'run_compute_max_us', 'nonfinite_efforts', 'state_timeouts', 'run_state_rows_dropped',
         'clamped_tip_targets', 'planning', 'plans', 'plan_max_s', 'planner_ready',
         'rejected_estimated_speed', 'observer_dropped_samples', 'integral_force_max',
-        'integral_held_joints', 'learnt_stiffness_max', 'rejected_pressures')
+        'integral_held_joints', 'learnt_stiffness_max', 'ilc_state', 'ilc_trials',
+        'ilc_trial_rms', 'ilc_trend', 'rejected_pressures')
 Q = np.array([0.1, -0.2])
 
 

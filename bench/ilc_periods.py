@@ -1,0 +1,117 @@
+"""
+Issue 51's acceptance in process: the error per period of a 1 Hz sinusoid, learnt or not.
+
+    python bench/ilc_periods.py [--periods 20] [--plant mujoco4|builtin] [--off]
+                                [--set KEY=YAML ...]
+
+`config/continuum_3section.yaml`'s controller at 1 Hz with ``ilc.enable`` against the
+package's arm behind the mismatch options (stiffness x 1.2, damping x 1.25, area x 1.1, a
+15 kPa dead zone), lengths only (20 um noise, 2 ms old): bench/quiet_loop.py's
+``lengths_1hz`` case, run in one process through the nodes' cycle (sim/closed_loop.py).
+``--burst S``: the length noise x 10 (200 um) for 2 s from S s (the run's clock). Prints
+per period: the RMS PMA-length error per section (mm), the tip's RMS by the
+controller's kinematics (mm) and the worst PMA's command variation (MPa/s); then the best
+10 periods against the last 10.
+"""
+
+import argparse
+import dataclasses
+import time
+
+import numpy as np
+import yaml
+
+from continuum_ctrl.apps.node_pair import node_pair
+from continuum_ctrl.sim.closed_loop import simulate_nodes
+from continuum_ctrl.sim.report import command_summary, groups, tip_frame, tip_paths
+
+from quiet_loop import CONFIG, LENGTHS, MISMATCH, PLANTS
+
+
+def periods(argv=None):
+    """Run the case; print the per-period figures; return them (rms (periods, sections), tip)."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0].strip())
+    parser.add_argument('--periods', type=int, default=20)
+    parser.add_argument('--plant', default='mujoco4', choices=PLANTS)
+    parser.add_argument('--off', action='store_true', help='without learning')
+    parser.add_argument('--set', action='append', default=[], metavar='KEY=YAML')
+    parser.add_argument('--plot', metavar='PNG', help='plot the RMS per period there')
+    parser.add_argument('--burst', type=float, metavar='S',
+                        help="the length noise x 10 for 2 s from S s (the run's clock)")
+    args = parser.parse_args(argv)
+    controller = {'reference.frequency': [1.0], 'ilc.enable': not args.off,
+                  **{k: yaml.safe_load(v) for k, v in (s.split('=', 1) for s in args.set)}}
+    runtime, plant = node_pair(CONFIG, controller, {**MISMATCH, **PLANTS[args.plant],
+                                                    **LENGTHS})
+    loop = runtime.loop
+    blend = loop.settings.reference.blend_time
+    if args.burst is not None:
+        noisy(plant, args.burst, 10.0 * LENGTHS['noise.position'])
+    start = time.perf_counter()
+    log = simulate_nodes(runtime, plant, blend + args.periods + 0.01)
+    order, names = loop.settings.order, list(loop.settings.joints)
+    q_des, q = log.q_des[:, order], log.q[:, order]
+    _, _, tip = tip_paths(loop.model, tip_frame(loop.model), q_des, q)
+    sections = list(groups(names).values())
+    t0 = log.t[int(np.argmax(log.active))]
+    rows = []
+    print(f'{args.plant}, ilc {"off" if args.off else "on"}, '
+          f'{time.perf_counter() - start:.0f} s of compute; per period: RMS per section mm | '
+          'tip RMS mm (package kinematics) | worst MPa/s')
+    for k in range(int(np.ceil(blend)), int(np.ceil(blend)) + args.periods):
+        inside = (log.t >= t0 + k) & (log.t < t0 + k + 1)
+        error = (q - q_des)[inside]
+        rms = [float(np.sqrt(np.mean(error[:, index] ** 2))) for index in sections]
+        summary = command_summary(names, log.t[inside], log.command[inside])
+        rate = max(r for _, _, r, _ in summary)
+        tip_rms = float(np.sqrt(np.mean(tip[inside] ** 2)))
+        rows.append((rms, tip_rms, rate))
+        print(f'{k - int(np.ceil(blend)) + 1:4d}  ' + ' / '.join(f'{1e3 * r:.4f}' for r in rms)
+              + f'  | {1e3 * tip_rms:.3f} | {1e-6 * rate:.2f}', flush=True)
+    worst = np.array([max(r) for r, _, _ in rows])
+    if len(worst) >= 20:
+        tens = np.convolve(worst, np.ones(10) / 10, 'valid')
+        print(f'worst section, mean over 10 periods: best {1e3 * tens.min():.4f} mm, last '
+              f'{1e3 * tens[-1]:.4f} mm ({tens[-1] / tens.min():.2f} x)')
+    print('ilc:', dict(loop.ilc.figures()))
+    if args.plot:
+        plot(rows, args.plot)
+    return rows
+
+
+def noisy(plant, start, noise, duration=2.0):
+    """Add noise to `plant`'s lengths: `noise` m in all, from `start` s for `duration` s."""
+    publish, generator = plant.publish, np.random.default_rng(11)
+    extra = np.sqrt(noise ** 2 - LENGTHS['noise.position'] ** 2)
+
+    def published(due):
+        sample = publish(due)
+        if sample is not None and start <= due < start + duration:
+            sample = dataclasses.replace(
+                sample, q=sample.q + generator.normal(0.0, extra, sample.q.shape))
+        return sample
+    plant.publish = published
+
+
+def plot(rows, path):
+    """Plot the RMS per section and the tip's per period (mm, log scale) into `path`."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    figure, (sections, tip) = plt.subplots(2, 1, sharex=True, figsize=(7, 6))
+    periods = np.arange(1, len(rows) + 1)
+    for k, values in enumerate(zip(*(r for r, _, _ in rows))):
+        sections.semilogy(periods, 1e3 * np.array(values), label=f'section {k + 1}')
+    tip.semilogy(periods, [1e3 * t for _, t, _ in rows], label='tip (package kinematics)')
+    sections.set_ylabel('RMS per period, mm')
+    tip.set_ylabel('tip RMS, mm')
+    tip.set_xlabel('period')
+    for axes in (sections, tip):
+        axes.grid(True, which='both', alpha=0.3)
+        axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+
+
+if __name__ == '__main__':
+    periods()

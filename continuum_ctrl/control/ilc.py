@@ -1,0 +1,474 @@
+"""
+Learning from repetition: a feed-forward force per joint indexed by the time in the trial.
+
+    learning = IterativeLearning(model, period)     # period: the loop's tick, s
+    learning.configure(settings.ilc, kp, kd, ki, limit, lag, delay)
+    learning.follow(anchored)            # each new reference (the loop's `reference` setter)
+    learning.now = t; law adds learning.add(total)     # the Python tick; the compiled
+    learning.record(t, at, q, q_des, qd_des)     # the compiled ticks: `ilc_force`, `ilc_record`
+    learning.step()                      # off the loop thread: learn a finished trial
+
+A reference that repeats (control/repetition.py) is learnt per period (a sinusoid, a
+multisine) or per trial (waypoints sent again with the same points and times). The ticks
+add ``u(t)``, the table at the time in the trial interpolated between its bins (one bin per
+tick period), and record the error ``e = q_des - q`` into the trial's buffer (two buffers,
+the loop writes one while the learner reads the other). After each trial, off the loop
+thread, the table is updated in the frequency domain:
+
+    U_{k+1}(w) = Q(w) (U_k(w) + gain Z(w) (1 + j w lag) e^{j w lead} E_k(w))
+
+``Z(w) = -w^2 M + j w (D + M Kd) + K + M Kp + Ki / (j w)`` is the inverse of the closed
+loop from a force to the position (the law with the passive forces at the reference,
+docs/law.md), with ``M``, ``K``, ``D`` the model's at the reference's mean position:
+``(1 + j w lag) e^{j w lead}`` undoes the valves' lag and the time the force takes to act,
+`lead` = ``output.delay`` + ``ilc.lead`` (s). The error is that of the measured sample,
+at the time it was measured, against the reference then: the observer's estimate lagged it
+by 0.03 mm at 1 Hz on the MuJoCo arm, which the learning took for tracking; the sample's
+noise does not repeat and is not learnt. With the model exact
+the error falls by ``1 - gain`` per trial in Q's pass band; a model off by a factor ``r``
+(per frequency) makes it ``|1 - gain r|`` (the lifted system, which the DFT diagonalises for
+a periodic reference, test/control/test_ilc.py). `Q` is zero-phase: for a periodic
+reference it passes the period's harmonics up to `cutoff` and blocks the rest, and the
+mean where the integral holds it (``gains.ki`` > 0: two integrators of one mean would split
+it arbitrarily); the DFT of
+one period holds only its harmonics, so this is exact and circular (a Butterworth's leak at
+the harmonics it passes, ``1 - Q``, left an error floor: 0.05 mm on the arm at 1 Hz with a
+second-order one at 2.5 Hz). For a trial, padded with zeros to twice its length so the
+filters act over its ends as over an open record, ``Q = 1 / (1 + (f / cutoff)^8)``, a
+fourth-order Butterworth run forwards and backwards (`scipy.signal.sosfiltfilt`'s
+response). What does not repeat, noise and what lies beyond `cutoff`, is not learnt. The
+table is clipped to ``[-limit, limit]`` per joint.
+
+Safe: it acts only on a repeating reference; a new one resets it (the same one, anchored
+again, keeps it); the trials that overlap the reference's blend (or a tip circle's move
+and ramp) are not learnt. A trial's
+RMS above ``ilc.growth`` times the best one twice running freezes the learning at the best
+trial's table and says so. `ilc.file` (optional) keeps the table between runs, keyed to the
+reference (`Repetition.key`): loaded when the key matches, refused with one line otherwise
+(that file is then left as it is), written after each learnt trial.
+"""
+
+from dataclasses import dataclass
+import os
+import threading
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+from continuum_ctrl.control.repetition import Repetition, repetition
+from continuum_ctrl.numerics.jit import cached_entry_point, compiled
+
+#: `timing` entries: origin (s), period (s), bin width (s), acting (0/1), bins, periodic (0/1)
+ORIGIN, PERIOD, WIDTH, ACTING, BINS, PERIODIC = range(6)
+#: ilc states, as /diagnostics gives them
+OFF, WAITING, LEARNING, FROZEN = 'off', 'waiting', 'learning', 'frozen'
+
+
+@compiled()
+def ilc_force(t, timing, tables, select, total):
+    """Add the table's force at time `t` (s) in the trial, interpolated, to `total` (N)."""
+    elapsed = t - timing[ORIGIN]
+    if timing[ACTING] == 0.0 or elapsed < 0.0:
+        return
+    bins = int(timing[BINS])
+    if timing[PERIODIC] != 0.0:
+        elapsed = elapsed % timing[PERIOD]
+    x = elapsed / timing[WIDTH]
+    if x >= bins - 1 and timing[PERIODIC] == 0.0:
+        j, k, share = bins - 1, bins - 1, 0.0
+    else:
+        j = int(x)
+        share = x - j
+        j = j % bins
+        k = (j + 1) % bins
+    table = tables[select[0]]
+    for i in range(total.shape[0]):
+        total[i] += table[j, i] + share * (table[k, i] - table[j, i])
+
+
+@compiled()
+def ilc_record(t, at, timing, q, q_des, qd_des, records, counts, trials):
+    """
+    Add the error of the sample `q` measured at `at` (s) to that time's bin of the record.
+
+    The reference `q_des`, `qd_des` is the tick's, at `t`; taken back to `at` (``q_des -
+    qd_des (t - at)``, m or rad): a state 2 ms old at 44 mm/s (the 1 Hz sinusoid) would
+    otherwise be 0.09 mm behind, learnt away as if it were an error.
+
+    `trials`: (the trial recorded, the last trial finished; -1: none); the first tick of a
+    new trial finishes the one before and clears its buffer (trial parity).
+    """
+    age = t - at if 0.0 <= t - at < timing[PERIOD] else 0.0
+    elapsed = t - age - timing[ORIGIN]
+    if timing[ACTING] == 0.0 or elapsed < 0.0:
+        return
+    period, bins = timing[PERIOD], int(timing[BINS])
+    if timing[PERIODIC] != 0.0:
+        trial = int(elapsed // period)
+        elapsed -= trial * period
+    elif elapsed > period:
+        if trials[0] == 0:
+            trials[0], trials[1] = 1, 0
+        return
+    else:
+        trial = 0
+    buffer = trial % 2
+    if trial != trials[0]:
+        trials[1], trials[0] = trials[0], trial
+        records[buffer, :bins, :] = 0.0
+        counts[buffer, :bins] = 0.0
+    j = int(elapsed / timing[WIDTH] + 0.5) % bins
+    counts[buffer, j] += 1.0
+    for i in range(q.shape[0]):
+        records[buffer, j, i] += q_des[i] - qd_des[i] * age - q[i]
+
+
+_force = cached_entry_point(ilc_force, 0.0, np.zeros(6), np.zeros((2, 1, 1)),
+                            np.zeros(1, dtype=np.int64), np.zeros(1))
+_record = cached_entry_point(ilc_record, 0.0, 0.0, np.zeros(6), *(np.zeros(1),) * 3,
+                             np.zeros((2, 1, 1)), np.zeros((2, 1)),
+                             np.zeros(2, dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class IlcSettings:
+    """`ilc.*` (control/settings.py's table): see the module; `limit` (n,) N or N m, or None."""
+
+    enable: bool = False
+    gain: float = 0.5
+    cutoff: float = 2.5
+    lead: float = 0.0
+    growth: float = 1.5
+    longest_period: float = 10.0
+    file: str = ''
+    limit: Optional[np.ndarray] = None
+
+    @classmethod
+    def of(cls, values, limit) -> 'IlcSettings':
+        """Return the `ilc.*` settings of the parsed `values`; `limit`: model order or None."""
+        return cls(*(values['ilc.' + name] for name in (
+            'enable', 'gain', 'cutoff', 'lead', 'growth', 'longest_period', 'file')), limit)
+
+
+class IterativeLearning:
+    """
+    The learnt feed-forward of one control loop (see the module); arrays in model order.
+
+    `timing`, `tables` (2, bins, n; N or N m), `select` (the table the ticks read),
+    `records` (2, bins, n; the errors' sums, m or rad), `counts` (2, bins) and `trials` are
+    the compiled ticks' arguments. `history`: each learnt trial's RMS error (m or rad).
+    `events` collects the lines to log (the loop's supervisor's list, when given).
+    """
+
+    def __init__(self, model, period: float, events: Optional[list] = None,
+                 threaded: bool = False) -> None:
+        self.model, self.period, self.n = model, float(period), model.n
+        self.events: list = [] if events is None else events
+        self.settings = None
+        self.timing = np.zeros(6)
+        self.select = np.zeros(1, dtype=np.int64)
+        self.trials = np.full(2, -1, dtype=np.int64)
+        self._allocate(1)
+        self.repeats: Optional[Repetition] = None
+        self.history: List[float] = []
+        self.state = OFF
+        self.now = 0.0
+        self._learnt = -1               # the last trial learnt (or skipped)
+        self._first = 0                 # the first trial past the blend
+        self._best: Tuple[float, Optional[np.ndarray]] = (np.inf, None)
+        self._rising = 0
+        self._inverse = None            # (M, D + M Kd, K + M Kp, Ki) at the reference
+        self._inertial = False           # the integral gain is gains.ki_inertial (configure)
+        self._anchored = None
+        self._generation = 0
+        self._load = False
+        self._saving = True
+        self.threaded = threaded
+        self._thread: Optional[threading.Thread] = None
+        self._stop = threading.Event()
+        self._force, self._record = _force(), _record()
+
+    def _allocate(self, bins):
+        n = self.n
+        self.tables = np.zeros((2, bins, n))
+        self.records = np.zeros((2, bins, n))
+        self.counts = np.zeros((2, bins))
+
+    def configure(self, settings, kp, kd, ki, limit, lag: float, delay: float,
+                  inertial: bool = False) -> None:
+        """
+        Take the `ilc.*` settings (`IlcSettings`) and the law's diagonal gains, model order.
+
+        `limit` (n,): the table's bound, N or N m; `lag`, `delay`: the valves' (s, 0: none);
+        `inertial`: `ki` is `gains.ki_inertial` (1/s^3, the integral's force M Ki e).
+        A change of table size starts the learning over.
+        """
+        kp, kd = (np.diag(k) if np.ndim(k) == 2 else np.asarray(k, dtype=float)
+                  for k in (kp, kd))
+        self._gains = (kp, kd, np.asarray(ki, dtype=float))
+        self._inertial = inertial
+        self.limit = np.asarray(limit, dtype=float)
+        self.lag, self.delay = float(lag), float(delay)
+        old, self.settings = self.settings, settings
+        bins = int(np.ceil(settings.longest_period / self.period)) + 2
+        if old is None or self.tables.shape[1] != bins:
+            self._allocate(bins)
+            self._reset()
+        self._inverse = None
+        if not settings.enable:
+            self.timing[ACTING] = 0.0
+            self.state = OFF
+        elif self._anchored is not None:
+            self.follow(self._anchored)
+        if settings.enable and self.threaded and self._thread is None:
+            self._thread = threading.Thread(target=self._work, name='ilc', daemon=True)
+            self._thread.start()
+
+    def _reset(self):
+        self.tables[:] = 0.0
+        self.trials[:] = -1
+        self.history = []
+        self._learnt = -1
+        self._best, self._rising = (np.inf, None), 0
+
+    def arrays(self) -> tuple:
+        """Return (timing, tables, select, records, counts, trials): the compiled ticks'."""
+        return self.timing, self.tables, self.select, self.records, self.counts, self.trials
+
+    @property
+    def acting(self) -> bool:
+        """Tell whether the ticks add the table and record the error."""
+        return self.timing[ACTING] != 0.0
+
+    def follow(self, anchored) -> None:
+        """
+        Take the loop's new reference (an `Anchored`): keep, reset or stop the learning.
+
+        On the loop's thread: no file is read and nothing is solved here (`step` does).
+        """
+        self._anchored = anchored
+        self._generation += 1           # a table being learnt for the last one is dropped
+        settings = self.settings
+        if settings is None or not settings.enable:
+            return
+        repeats = repetition(anchored.reference, settings.longest_period)
+        timing = self.timing
+        timing[ACTING] = 0.0
+        self.trials[:] = -1
+        self._learnt = -1
+        if repeats is None:
+            if self.repeats is not None:
+                self.events.append(('info', 'ilc: the reference does not repeat: not learning'))
+            self.repeats, self.state = None, WAITING
+            return
+        if self.repeats is None or repeats.key != self.repeats.key:
+            self._reset()
+            self._inverse = None
+            self._load = bool(settings.file)
+            self.events.append(('info', f'ilc: learning a reference that repeats every '
+                                        f'{repeats.period:.6g} s'
+                                        + ('' if repeats.periodic else ' (a trial)')))
+        self.repeats = repeats
+        bins = int(round(repeats.period / self.period)) if repeats.periodic else \
+            int(np.floor(repeats.period / self.period)) + 1
+        width = repeats.period / bins if repeats.periodic else self.period
+        self._first = int(np.ceil((max(anchored.blend_time - repeats.start, 0.0)
+                                   + repeats.settle) / repeats.period - 1e-9))
+        timing[:] = (anchored.t0 + repeats.start, repeats.period, width, 1.0, bins,
+                     float(repeats.periodic))
+        self.state = FROZEN if self.state == FROZEN and self._best[1] is not None else LEARNING
+
+    def add(self, total: np.ndarray) -> None:
+        """Add the table's force at `now` (s) to `total` (N or N m): the Python tick's."""
+        self._force(self.now, self.timing, self.tables, self.select, total)
+
+    def record(self, t: float, at: float, q: np.ndarray, q_des: np.ndarray,
+               qd_des: np.ndarray) -> None:
+        """Record the error of `q` measured at `at` against the tick's reference at `t` (s)."""
+        self._record(t, at, self.timing, q, q_des, qd_des, self.records, self.counts,
+                     self.trials)
+
+    # -- off the loop thread --------------------------------------------------------------
+
+    def step(self) -> bool:
+        """Learn the last finished trial if not yet learnt; return whether the table changed."""
+        if self._load:
+            self._load = False
+            self._read()
+        finished = int(self.trials[1])
+        if not self.acting or finished < 0 or finished == self._learnt:
+            return False
+        self._learnt = finished
+        error = self._error(finished % 2)
+        if error is None or finished < self._first:
+            return False
+        rms = float(np.sqrt(np.mean(error ** 2)))
+        self.history.append(rms)
+        if self.state == FROZEN or self.repeats is None:
+            return False
+        if not self._still_improving(rms):
+            return False
+        generation = self._generation
+        table = self._learnt_table(error)
+        if generation != self._generation:     # the loop took a new reference meanwhile
+            return False
+        self._write(table)
+        return True
+
+    def _error(self, buffer):
+        """Return the finished trial's mean error per bin (bins, n), or None (unfilled)."""
+        bins = int(self.timing[BINS])
+        counts = self.counts[buffer, :bins].copy()
+        sums = self.records[buffer, :bins].copy()
+        filled = counts > 0.0
+        if np.count_nonzero(filled) < 0.9 * bins:
+            return None
+        index = np.arange(bins)
+        error = np.empty((bins, self.n))
+        period = bins if self.timing[PERIODIC] else None
+        for i in range(self.n):
+            error[:, i] = np.interp(index, index[filled], sums[filled, i] / counts[filled],
+                                    period=period)
+        return error
+
+    def _still_improving(self, rms):
+        """Keep the best trial's table; freeze at it (and say so) when the error grows."""
+        best, _ = self._best
+        current = self.tables[self.select[0], :int(self.timing[BINS])].copy()
+        if rms < best:
+            self._best, self._rising = (rms, current), 0
+            return True
+        if rms > self.settings.growth * best:
+            self._rising += 1
+            if self._rising >= 2:
+                self._write(self._best[1])
+                self.state = FROZEN
+                self.events.append(('warn', f'ilc: the trial error grew to {rms:.3g} from '
+                                            f'{best:.3g}: learning frozen at the best '
+                                            f"trial's table"))
+                return False
+        else:
+            self._rising = 0
+        return True
+
+    def _learnt_table(self, error):
+        """Return the next table (bins, n) from the trial's `error` (bins, n), m or rad."""
+        settings = self.settings
+        bins = int(self.timing[BINS])
+        periodic = self.timing[PERIODIC] != 0.0
+        size = bins if periodic else 2 * bins
+        width = self.timing[WIDTH]
+        table = self.tables[self.select[0], :bins]
+        spectrum_u = np.fft.rfft(table, n=size, axis=0)
+        spectrum_e = np.fft.rfft(error, n=size, axis=0)
+        frequency = np.fft.rfftfreq(size, width)
+        q_filter = np.repeat(((frequency <= settings.cutoff) if periodic else
+                              1.0 / (1.0 + (frequency / settings.cutoff) ** 8))[:, None],
+                             self.n, axis=1)
+        if periodic:
+            q_filter[0, self._gains[2] > 0.0] = 0.0     # the mean is the integral's
+        inverse = self._closed_loop_inverse(frequency)
+        lead = self.delay + settings.lead
+        w = 2.0 * np.pi * frequency
+        shift = (1.0 + 1j * w * self.lag) * np.exp(1j * w * lead)
+        step = np.einsum('fij,fj->fi', inverse, spectrum_e) * (settings.gain * shift)[:, None]
+        new = np.fft.irfft(q_filter * (spectrum_u + step), n=size, axis=0)[:bins]
+        return np.clip(new, -self.limit, self.limit)
+
+    def _closed_loop_inverse(self, frequency):
+        """Return Z(w) (f, n, n): the force per position of the closed loop (module doc)."""
+        if self._inverse is None:
+            self._inverse = self._loop_matrices()
+        mass, damping, stiffness, ki = self._inverse
+        w = 2.0 * np.pi * frequency
+        with np.errstate(divide='ignore', invalid='ignore'):
+            integral = np.where(w > 0.0, 1.0 / np.where(w > 0.0, w, 1.0), 0.0)
+        return (-(w ** 2)[:, None, None] * mass + 1j * w[:, None, None] * damping + stiffness
+                - 1j * integral[:, None, None] * ki)
+
+    def _loop_matrices(self):
+        """
+        Return M, D + M Kd, K + M Kp and the integral's force per position (Ki, or M Ki with
+        `gains.ki_inertial`) at the reference's mean position.
+
+        A reference without a compiled sampler (a tip path, sampled by IK, whose state the
+        loop's thread owns) is not sampled here: its start stands for its mean.
+        """
+        kp, kd, ki = self._gains
+        model, repeats, anchored = self.model, self.repeats, self._anchored
+        reference = anchored.reference
+        if reference.layout() is None:
+            q = anchored.q_start
+        else:
+            times = np.linspace(0.0, repeats.period, 64, endpoint=False)
+            q = np.mean([reference.sample(s)[0] for s in times], axis=0)
+        mass = np.asarray(model.mass_matrix(q), dtype=float)
+        stiffness, damping = np.zeros((self.n, self.n)), np.zeros((self.n, self.n))
+        if getattr(model, 'has_passive_forces', False):
+            zero = np.zeros(self.n)
+            h = 1e-6            # m or rad: the passive forces' central differences
+            for j in range(self.n):
+                step = np.zeros(self.n)
+                step[j] = h
+                stiffness[:, j] = (np.asarray(model.passive_forces(q + step, zero))
+                                   - np.asarray(model.passive_forces(q - step, zero))) / (2 * h)
+                damping[:, j] = (np.asarray(model.passive_forces(q, step))
+                                 - np.asarray(model.passive_forces(q, -step))) / (2 * h)
+        integral = mass * ki if self._inertial else np.diag(ki)
+        return mass, damping + mass * kd, stiffness + mass * kp, integral
+
+    def _write(self, table):
+        """Write `table` into the table the ticks do not read, then switch them to it."""
+        spare = 1 - int(self.select[0])
+        bins = table.shape[0]
+        self.tables[spare, :bins] = table
+        self.tables[spare, bins:] = 0.0
+        self.select[0] = spare
+        if self.settings.file and self._saving:
+            self._save(table)
+
+    def _save(self, table):
+        path = self.settings.file
+        temporary = f'{path}.part.npz'
+        np.savez(temporary, key=self.repeats.key, period=self.repeats.period,
+                 width=self.timing[WIDTH], table=table)
+        os.replace(temporary, path)
+
+    def _read(self):
+        """Load `ilc.file` where its key is the reference's; refuse it with one line if not."""
+        path = self.settings.file
+        self._saving = True
+        if not os.path.exists(path):
+            return
+        try:
+            with np.load(path) as saved:
+                key, width, table = str(saved['key']), float(saved['width']), saved['table']
+        except (OSError, ValueError, KeyError) as exc:
+            self._saving = False
+            self.events.append(('warn', f'ilc.file {path}: unreadable ({exc}): not loaded, '
+                                        'not overwritten'))
+            return
+        if (key != self.repeats.key or table.shape != (int(self.timing[BINS]), self.n)
+                or abs(width - self.timing[WIDTH]) > 1e-12):
+            self._saving = False
+            self.events.append(('warn', f'ilc.file {path}: learnt on another reference or '
+                                        'period: refused, learning from zero (the file is '
+                                        'kept)'))
+            return
+        self._write(np.clip(table, -self.limit, self.limit))
+        self.events.append(('info', f'ilc.file {path}: learnt table loaded'))
+
+    def figures(self):
+        """Return the /diagnostics pairs: state, trials learnt, last trial's RMS, its trend."""
+        history = self.history
+        trend = history[-1] / history[-2] if len(history) > 1 and history[-2] > 0 else 1.0
+        return [('ilc_state', self.state), ('ilc_trials', len(history)),
+                ('ilc_trial_rms', history[-1] if history else 0.0), ('ilc_trend', trend)]
+
+    def _work(self):
+        while not self._stop.wait(0.02):
+            self.step()
+
+    def close(self) -> None:
+        """Stop the worker thread (a node's)."""
+        self._stop.set()

@@ -1,0 +1,210 @@
+"""
+Learning from repetition (control/ilc.py, control/repetition.py).
+
+The learner runs against a known linear plant: one mass on a spring and damper under the
+computed-torque law with the passive forces at the reference and integral action, the
+model 20 % softer than the plant. Its learnt force enters where the loop adds it and its
+error is recorded as the ticks record it; between periods it learns (`step`). A periodic
+reference makes the lifted system circulant: the DFT diagonalises it, and the change of the
+error from one period to the next contracts by ``|Q (1 - gain Z_model G_plant)|`` at the
+reference's frequency, which the test computes and compares.
+"""
+
+import numpy as np
+import pytest
+
+from continuum_ctrl.control.ilc import FROZEN, IlcSettings, IterativeLearning, LEARNING
+from continuum_ctrl.control.reference_manager import Anchored
+from continuum_ctrl.control.references import Hold, Multisine, Sinusoid, Waypoints
+from continuum_ctrl.control.repetition import common_period, repetition
+
+MASS, DAMPING, STIFFNESS = 0.05, 2.0, 300.0      # the model: kg, N s/m, N/m
+PLANT = (MASS, DAMPING, 1.2 * STIFFNESS)         # the arm: 20 % stiffer than its model
+KP, KD, KI = 2000.0, 60.0, 500.0
+TICK = 1e-3
+
+
+class Spring:
+    """The model: a mass on a spring and damper (the interface the learner reads)."""
+
+    n = 1
+    has_passive_forces = True
+
+    def mass_matrix(self, q):
+        return np.array([[MASS]])
+
+    def passive_forces(self, q, qd):
+        return STIFFNESS * np.asarray(q) + DAMPING * np.asarray(qd)
+
+
+def settings(**values):
+    return IlcSettings(**{'enable': True, 'cutoff': 4.0, 'lead': 0.0, **values})
+
+
+def learner(ilc_settings, reference=None):
+    learning = IterativeLearning(Spring(), TICK)
+    learning.configure(ilc_settings, [KP], [KD], [KI], np.array([50.0]), 0.0, 0.0)
+    reference = reference or Sinusoid(0.0, 0.01, 1.0)
+    learning.follow(Anchored(reference, 0.0, reference.sample(0.0)[0],
+                             reference.sample(0.0)[1], 0.0, np.array([-1.0]), np.array([1.0])))
+    return learning
+
+
+def run(learning, periods, disturbance=None):
+    """Run the closed loop over `periods` s; return the error (periods, ticks per period)."""
+    mass, damping, stiffness = PLANT
+    reference = learning._anchored.reference
+    x = np.array(reference.sample(0.0)[0])
+    v, integral = np.array(reference.sample(0.0)[1]), 0.0
+    ticks = int(round(1.0 / TICK))
+    errors = np.zeros((periods, ticks))
+    total = np.zeros(1)
+    for k in range(periods * ticks):
+        t = k * TICK
+        q_des, qd_des, qdd_des = reference.sample(t)
+        total[:] = (MASS * (qdd_des - KD * (v - qd_des) - KP * (x - q_des))
+                    + STIFFNESS * q_des + DAMPING * qd_des + integral)
+        learning.now = t
+        learning.add(total)
+        if disturbance is not None:
+            total += disturbance(t)
+        learning.record(t, t, x, q_des, qd_des)
+        errors.flat[k] = (q_des - x)[0]
+        integral += KI * (q_des - x)[0] * TICK
+        for _ in range(10):         # the plant, 10 semi-implicit steps per tick
+            v = v + TICK / 10 * (total - stiffness * x - damping * v) / mass
+            x = x + TICK / 10 * v
+        learning.step()             # as the runtime does between ticks
+    return errors
+
+
+def rms(errors):
+    return np.sqrt(np.mean(errors ** 2, axis=-1))
+
+
+def test_the_error_contracts_per_period_at_the_rate_the_lifted_system_gives():
+    gain = 0.5
+    errors = run(learner(settings(gain=gain)), 8)
+    w = 2.0 * np.pi
+    model = -w ** 2 * MASS + 1j * w * (DAMPING + MASS * KD) + STIFFNESS + MASS * KP + KI / (1j * w)
+    mass, damping, stiffness = PLANT
+    plant = -w ** 2 * mass + 1j * w * (damping + MASS * KD) + stiffness + MASS * KP + KI / (1j * w)
+    theory = abs(1.0 - gain * model / plant)      # Q passes the period's harmonics below 4 Hz
+    changes = rms(np.diff(errors[2:], axis=0))
+    measured = changes[1:] / changes[:-1]
+    assert theory == pytest.approx(0.57, abs=0.05)
+    np.testing.assert_allclose(measured, theory, rtol=0.05)
+    assert rms(errors[-1]) < 0.05 * rms(errors[1])
+
+
+def test_the_q_filter_keeps_a_disturbance_that_does_not_repeat_out():
+    force = np.random.default_rng(3).normal(0.0, 2.0, 8001)       # N, white, per tick
+
+    def noisy(**values):
+        return run(learner(settings(**values)), 8, lambda t: force[int(round(t / TICK))])
+    quiet, filtered, unfiltered = noisy(enable=False), noisy(cutoff=4.0), noisy(cutoff=200.0)
+    # what does not repeat: the error less its mean over the last periods
+    residue = [rms((e[-5:] - e[-5:].mean(axis=0)).ravel())
+               for e in (quiet, filtered, unfiltered)]
+    assert residue[1] < 1.1 * residue[0]
+    assert residue[2] > 1.15 * residue[1]
+    assert rms(filtered[-5:].mean(axis=0)) < 0.5 * rms(quiet[-5:].mean(axis=0))   # learnt
+
+
+def test_a_saved_table_reloads_and_learns_nothing_new(tmp_path):
+    path = str(tmp_path / 'table.npz')
+    first = learner(settings(file=path))
+    learnt = run(first, 8)
+    second = learner(settings(file=path))
+    second.step()                                   # loads, off the loop thread
+    assert second.events[-1] == ('info', f'ilc.file {path}: learnt table loaded')
+    table = second.tables[second.select[0]].copy()
+    again = run(second, 2)
+    assert rms(again[0]) < 1.5 * rms(learnt[-1])
+    assert rms(again[0]) < 0.1 * rms(learnt[0])
+    change = np.abs(second.tables[second.select[0]] - table).max()
+    assert change < 0.05 * np.abs(table).max()
+    other = learner(settings(file=path), Sinusoid(0.0, 0.01, 0.5))
+    other.step()
+    assert other.events[-1][0] == 'warn' and 'refused' in other.events[-1][1]
+    assert not np.any(other.tables)
+
+
+def test_the_learning_freezes_at_the_best_table_when_the_error_grows():
+    learning = learner(settings(lead=0.5, growth=1.2))     # half a period late: a sign flip
+    errors = run(learning, 12)
+    assert learning.state == FROZEN
+    assert any(level == 'warn' and 'frozen' in text for level, text in learning.events)
+    assert rms(errors[-1]) <= 1.3 * min(rms(errors[1:]))
+
+
+def test_it_never_acts_on_a_reference_that_does_not_repeat():
+    learning = learner(settings(), Hold([0.0]))
+    assert not learning.acting
+    total = np.ones(1)
+    learning.add(total)
+    assert total[0] == 1.0
+    learning = learner(settings(), Sinusoid(0.0, 0.01, 1.0))
+    assert learning.acting and learning.state == LEARNING
+    learning.follow(Anchored(Sinusoid(0.0, 0.01, 0.7), 0.0, [0.0], [0.0], 0.0,
+                             np.array([-1.0]), np.array([1.0])))
+    assert learning.acting and learning.history == []
+
+
+def test_common_periods_and_the_multisine_line():
+    assert common_period([1.0, 0.5, 0.25], 10.0) == pytest.approx(4.0)
+    assert common_period([1.0, 1.5], 10.0) == pytest.approx(2.0)
+    assert common_period([1.0, np.sqrt(2.0)], 10.0) is None
+    assert repetition(Multisine(0.0, 0.01, (0.2, 3.0), n=9), 10.0) is None     # 25 s
+    assert repetition(Multisine(0.0, 0.01, (0.2, 3.0), n=9), 30.0).period == pytest.approx(25.0)
+    assert repetition(Multisine(0.0, 0.01, (0.5, 4.0), components=2, n=4), 10.0).period == \
+        pytest.approx(2.0)
+    times, points = np.array([0.0, 0.5, 1.0]), np.array([[0.0], [0.01], [0.02]])
+    sent = [repetition(Waypoints(times, np.vstack(([start], points[1:]))), 10.0)
+            for start in (0.0, 0.001)]
+    assert sent[0].key == sent[1].key and not sent[0].periodic
+    assert repetition(Waypoints(times, 2 * points), 10.0).key != sent[0].key
+
+
+@pytest.mark.parametrize('fused', [True, False])
+def test_the_loop_learns_a_one_hertz_sinusoid_on_the_simulated_arm(fused):
+    from continuum_ctrl.apps.node_pair import node_pair
+    from continuum_ctrl.sim.closed_loop import simulate_nodes
+    runtime, plant = node_pair('continuum_3section.yaml', {
+        'reference.frequency': [1.0], 'reference.blend_time': 1.0, 'ilc.enable': True,
+        'ilc.cutoff': 2.5}, {'mismatch.stiffness_scale': 1.2, 'mismatch.deadzone': 15e3})
+    if not fused:
+        runtime.loop.fused = None
+    log = simulate_nodes(runtime, plant, 7.0)
+    error = (log.q - log.q_des)[log.t >= 1.0 + log.t[np.argmax(log.active)]]
+    per = [np.sqrt(np.mean(error[k * 500:(k + 1) * 500] ** 2)) for k in range(5)]
+    assert per[-1] < 0.5 * per[0]
+    assert runtime.loop.ilc.state == LEARNING and len(runtime.loop.ilc.history) >= 4
+
+
+def test_a_trajectory_sent_again_learns_per_trial():
+    path = Waypoints([0.0, 0.4, 0.8], [[0.0], [0.01], [0.0]])
+    learning = learner(settings(), path)
+    trials = []
+    for _ in range(6):
+        learning.follow(Anchored(path, 0.0, [0.0], [0.0], 0.0, np.array([-1.0]),
+                                 np.array([1.0])))     # sent again: the same key, kept
+        trials.append(rms(run(learning, 1)[0, :800]))
+    assert learning.repeats.periodic is False and len(learning.history) == 6
+    assert trials[-1] < 0.2 * trials[0]
+
+
+def test_a_tip_circle_learns_per_turn():
+    from continuum_ctrl.apps.node_pair import node_pair
+    from continuum_ctrl.sim.closed_loop import simulate_nodes
+    runtime, plant = node_pair('continuum_task.yaml', {
+        'ilc.enable': True, 'reference.tip_frequency': 1.0}, {})
+    try:
+        log = simulate_nodes(runtime, plant, 8.0)
+    finally:
+        runtime.close()
+    repeats = runtime.loop.ilc.repeats
+    assert repeats.periodic and repeats.period == pytest.approx(1.0)
+    assert repeats.start > 0.0 and repeats.settle > 0.0     # the move to the circle, its ramp
+    per = [rms((log.q - log.q_des)[(log.t >= k) & (log.t < k + 1)].ravel()) for k in (3, 7)]
+    assert per[1] < 0.3 * per[0]
