@@ -178,7 +178,7 @@ class IterativeLearning:
         self._best: Tuple[float, Optional[np.ndarray]] = (np.inf, None)
         self._rising = 0
         self._inverse = None            # (M, D + M Kd, K + M Kp, Ki) at the reference
-        self._inertial = False           # the integral gain is gains.ki_inertial (configure)
+        self._inertial = False          # the integral gain is gains.ki_inertial (configure)
         self._anchored = None
         self._generation = 0
         self._load = False

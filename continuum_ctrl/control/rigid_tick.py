@@ -35,8 +35,8 @@ from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 
 
 @compiled()
-def rigid_finish(tau, period, limits, integral, order, total, command, t, at, qd_des,
-                 repetition):
+def rigid_finish(tau, period, limits, integral, order, total, command, t, at, measured,
+                 qd_des, repetition):
     """
     Move the loop's effort to `tau` (N m, model order) and write the command; DONE or NONFINITE.
 
@@ -45,7 +45,8 @@ def rigid_finish(tau, period, limits, integral, order, total, command, t, at, qd
     taken every tick, its stiffness learnt at `q_des`; `total`: scratch;
     `command` (joints order)
     ``effort[order]``; `t` (s), `repetition`: the loop's learnt feed-forward, added, and
-    the error of the state measured at `at` (s) recorded (control/ilc.py, `ilc_record`).
+    the error of `measured` (rad, the state measured at `at` s; not the integral's `q`,
+    which ``gains.ki_inertial`` weighs) recorded (control/ilc.py, `ilc_record`).
     NONFINITE leaves the effort and the command as they were.
     """
     low, high, step, effort = limits
@@ -63,7 +64,7 @@ def rigid_finish(tau, period, limits, integral, order, total, command, t, at, qd
         integral_step(q, q_des, period, effort, low, high, q_low, q_high, ki, limit, force, held)
         if learning:
             learn_step(fed, force, learnt, ki, rate, window)
-    ilc_record(t, at, timing, q, q_des, qd_des, records, counts, trials)
+    ilc_record(t, at, timing, measured, q_des, qd_des, records, counts, trials)
     for i in range(command.shape[0]):
         command[i] = effort[order[i]]
     return DONE
@@ -75,7 +76,7 @@ def _example(n=1):
     return (one, 1e-3, (one, one, one, one),
             (False, one, one, one, np.zeros(n, dtype=np.bool_), one, one, one, one, False, 0.0,
              0.0, np.zeros((5, n)), one, one), index,
-            one, one, 0.0, 0.0, one,
+            one, one, 0.0, 0.0, one, one,
             (np.zeros(6), np.zeros((2, n, n)), np.zeros(1, dtype=np.int64), np.zeros((2, n, n)),
              np.zeros((2, n)), np.zeros(2, dtype=np.int64)))
 
@@ -143,7 +144,9 @@ class RigidTick:
         payload = loop.integral.payload
         if payload is not None:
             tau += payload.fed
-        status = self._finish(tau, loop.period, *self._rest, t, loop.measured_at, loop.qd_des,
+        observer = loop.observer           # the sample itself, as the Python tick records it
+        status = self._finish(tau, loop.period, *self._rest, t, loop.measured_at,
+                              loop.q if observer is None else observer.y, loop.qd_des,
                               self._repetition)
         if payload is not None and status == DONE:
             payload.update(loop.q_des, loop.integral.force, loop.period)

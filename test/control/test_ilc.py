@@ -196,8 +196,9 @@ def test_a_trajectory_sent_again_learns_per_trial():
 
 def test_a_tip_circle_learns_per_turn():
     from continuum_ctrl.apps.node_pair import node_pair
+    from continuum_ctrl.params.launch_description import arm_files
     from continuum_ctrl.sim.closed_loop import simulate_nodes
-    runtime, plant = node_pair('continuum_task.yaml', {
+    runtime, plant = node_pair(arm_files('continuum_task'), {
         'ilc.enable': True, 'reference.tip_frequency': 1.0}, {})
     try:
         log = simulate_nodes(runtime, plant, 8.0)
