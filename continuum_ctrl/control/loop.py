@@ -58,6 +58,7 @@ from continuum_ctrl.control.planner import Planner
 from continuum_ctrl.control.reference_manager import (  # noqa: F401 - the loop's names
     Anchored, BUMP_PEAK, ReferenceManager, TrajectoryRejected)
 from continuum_ctrl.control.rigid_tick import RigidTick
+from continuum_ctrl.control.saturation import SaturationGuard
 from continuum_ctrl.control.samplers import warm_samplers
 from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.control.supervisor import (  # noqa: F401 - the loop's names
@@ -112,6 +113,8 @@ class ControlLoop:
         self._planner = self.references.planner     # the tick's, read without the lookups
         self.reference: Optional[Anchored] = None
         self.measured_at = -np.inf
+        #: the integral's and the observer's learning held through saturation
+        self.saturation = SaturationGuard(self)
         self._limits(settings)
         self.difference = PositionDifference(n)
         self._source: Optional[str] = None      # what the difference used, as last logged
@@ -165,6 +168,7 @@ class ControlLoop:
     def _limits(self, settings):
         """Take `settings`; precompute the effort range and the largest change per tick."""
         self.settings = settings
+        self.saturation.configure(settings.saturation_hold)
         limit = settings.effort_limit
         bounds = (settings.actuation.effort_range(limit)
                   if settings.actuation is not None else (-limit, limit))
@@ -354,6 +358,7 @@ class ControlLoop:
             try:
                 if fused(t, sent) == DONE:
                     supervisor.failing = False
+                    self.saturation.watch(t)
                     return self.command
                 problem = 'a non-finite effort'
             except Exception as exc:  # noqa: B902 - any failure must end in the safe command
@@ -387,6 +392,7 @@ class ControlLoop:
         supervisor.failing = False
         if self.integral.engaged:
             self._integrate(low, high)
+        self.saturation.watch(t)
         return self.output(area)
 
     def _area_at(self, q):

@@ -151,6 +151,10 @@ FIELDS = {
                              per_joint=True),
     'limits.effort_rate': Field('numbers', ..., 'largest effort change per second, N/s or '
                                 'N m/s (default: none)', 0.0, strict_low=True, per_joint=True),
+    'limits.saturation_hold': Field('number', 0.0, 'after a tick whose effort touches a bound, '
+                                    "s for which the integral and the observer's force bias "
+                                    'learn nothing (a push is no model error; 0: they always '
+                                    'learn)', 0.0),
 }
 
 
@@ -249,6 +253,8 @@ class ControllerSettings:
     actuation: Optional[ActuationMap]
     effort_limit: np.ndarray
     effort_rate: np.ndarray
+    #: s for which learning stays held after a tick at an effort bound (control/saturation.py)
+    saturation_hold: float = 0.0
     compensation: Tuple[float, float] = (0.0, 0.0)
     #: the learnt stiffness's window (s; 0: none) and swing floor (m or rad)
     learn: Tuple[float, float] = (0.0, 2e-3)
@@ -284,6 +290,7 @@ class ControllerSettings:
             integral_limit=_integral_limit(values, vec, ki, effort, actuation),
             reference=_reference(values, vec, model, task),
             mode=mode, actuation=actuation, effort_limit=effort, effort_rate=rate,
+            saturation_hold=values['limits.saturation_hold'],
             compensation=(values['output.time_constant'], values['output.delay']),
             learn=(values['gains.learn_window'], values['gains.learn_floor']),
             friction=_friction(values, vec), task=task,

@@ -1,0 +1,76 @@
+"""
+What the loop learns while its effort sits at a bound, and just after: nothing.
+
+    guard = SaturationGuard(loop)
+    guard.configure(hold)        # s (0: off); before the loop's integral and observer change
+    guard.watch(t)               # each active tick, after the effort is limited
+
+A push or a dropped load larger than the arm can hold drives the effort to its bounds; the
+error is then the event's, not a model error. Learnt from, it outlasts the event: the
+integral winds to its limit within 0.1 s of a push's release and the observer's force bias
+follows it (docs/safety.md), and the two hand the disturbance back and forth for seconds.
+From a tick whose effort touches a bound on any joint until `hold` s after the last such
+tick, the integral's gain and the observer's innovation gate are zero: the integral force,
+the learnt stiffness's window (it folds only joints with gain) and the force bias stay as they
+were, while the law, the learnt force and the observer's state estimate run as ever. The
+arrays are zeroed in place, so the compiled ticks (control/fused_tick.py, rigid_tick.py) read
+the same values as the Python one.
+"""
+
+import numpy as np
+
+
+class SaturationGuard:
+    """The loop's learning held through saturation episodes (module doc). Not thread-safe."""
+
+    def __init__(self, loop) -> None:
+        self._loop = loop
+        self.hold = 0.0
+        #: the end of the current episode's hold (s; -inf: none)
+        self.until = -np.inf
+        #: episodes begun since the loop was built
+        self.episodes = 0
+        self._kept = None           # (ki, gate) as configured, while held
+
+    def configure(self, hold: float) -> None:
+        """
+        Take the hold time `hold` (s, >= 0), releasing what is held.
+
+        Called before the loop replaces its integral's gains and (maybe) its observer: the
+        gains and gate held are given back to the arrays that had them.
+        """
+        if self._kept is not None:
+            self._release()
+        self.hold = float(hold)
+        self.until = -np.inf
+
+    def watch(self, t: float) -> None:
+        """Hold or release the learning after the active tick at `t` (s)."""
+        if self.hold <= 0.0:
+            return
+        loop = self._loop
+        low, high = loop._effort_range
+        effort = loop.effort
+        if np.any(effort <= low) or np.any(effort >= high):
+            if self._kept is None:
+                self._freeze()
+            self.until = t + self.hold
+        elif self._kept is not None and t >= self.until:
+            self._release()
+
+    def _freeze(self):
+        loop = self._loop
+        ki, observer = loop.integral.ki, loop.observer
+        gate = observer.gate if observer is not None else np.zeros(0)
+        self._kept = (ki.copy(), gate.copy())
+        ki[:] = 0.0
+        gate[:] = 0.0
+        self.episodes += 1
+
+    def _release(self):
+        loop = self._loop
+        ki, gate = self._kept
+        loop.integral.ki[:] = ki
+        if loop.observer is not None:
+            loop.observer.gate[:] = gate
+        self._kept = None
