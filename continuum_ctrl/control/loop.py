@@ -168,7 +168,7 @@ class ControlLoop:
     def _limits(self, settings):
         """Take `settings`; precompute the effort range and the largest change per tick."""
         self.settings = settings
-        self.saturation.configure(settings.saturation_hold)
+        self.saturation.configure(*settings.saturation)
         limit = settings.effort_limit
         bounds = (settings.actuation.effort_range(limit)
                   if settings.actuation is not None else (-limit, limit))
