@@ -157,8 +157,8 @@ FIELDS = {
                                     'nothing (a push is no model error; 0: they always learn)',
                                     0.0),
     'limits.saturation_error': Field('number', 0.0, 'the error beyond which a joint at an '
-                                     'effort bound starts limits.saturation_hold, m or rad (0: '
-                                     'any)', 0.0),
+                                     'effort bound, its reference inside the joint limits, '
+                                     'starts limits.saturation_hold, m or rad (0: any)', 0.0),
 }
 
 
