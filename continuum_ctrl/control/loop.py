@@ -60,6 +60,7 @@ from continuum_ctrl.control.planner import Planner
 from continuum_ctrl.control.reference_manager import (  # noqa: F401 - the loop's names
     Anchored, BUMP_PEAK, ReferenceManager, TrajectoryRejected)
 from continuum_ctrl.control.rigid_tick import RigidTick
+from continuum_ctrl.control.saturation import SaturationGuard
 from continuum_ctrl.control.samplers import warm_samplers
 from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.control.supervisor import (  # noqa: F401 - the loop's names
@@ -117,6 +118,8 @@ class ControlLoop:
         self.law.repetition = self.ilc
         self.reference: Optional[Anchored] = None
         self.measured_at = -np.inf
+        #: the integral's and the observer's learning held through saturation
+        self.saturation = SaturationGuard(self)
         self._limits(settings)
         self.difference = PositionDifference(n)
         self._source: Optional[str] = None      # what the difference used, as last logged
@@ -170,6 +173,7 @@ class ControlLoop:
     def _limits(self, settings):
         """Take `settings`; precompute the effort range and the largest change per tick."""
         self.settings = settings
+        self.saturation.configure(*settings.saturation)
         limit = settings.effort_limit
         bounds = (settings.actuation.effort_range(limit)
                   if settings.actuation is not None else (-limit, limit))
@@ -372,6 +376,7 @@ class ControlLoop:
             try:
                 if fused(t, sent) == DONE:
                     supervisor.failing = False
+                    self.saturation.watch(t)
                     return self.command
                 problem = 'a non-finite effort'
             except Exception as exc:  # noqa: B902 - any failure must end in the safe command
@@ -410,6 +415,7 @@ class ControlLoop:
             observer = self.observer       # the sample itself: the estimate lags it at 1 Hz
             self.ilc.record(t, self.measured_at, self.q if observer is None else observer.y,
                             self.q_des, self.qd_des)
+        self.saturation.watch(t)
         return self.output(area)
 
     def _area_at(self, q):

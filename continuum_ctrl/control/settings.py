@@ -204,6 +204,14 @@ FIELDS = {
                              per_joint=True),
     'limits.effort_rate': Field('numbers', ..., 'largest effort change per second, N/s or '
                                 'N m/s (default: none)', 0.0, strict_low=True, per_joint=True),
+    'limits.saturation_hold': Field('number', 0.0, 'after a tick with a joint at an effort '
+                                    'bound and its error beyond limits.saturation_error, s for '
+                                    "which the integral and the observer's force bias learn "
+                                    'nothing (a push is no model error; 0: they always learn)',
+                                    0.0),
+    'limits.saturation_error': Field('number', 0.0, 'the error beyond which a joint at an '
+                                     'effort bound, its reference inside the joint limits, '
+                                     'starts limits.saturation_hold, m or rad (0: any)', 0.0),
 }
 
 
@@ -304,6 +312,9 @@ class ControllerSettings:
     actuation: Optional[ActuationMap]
     effort_limit: np.ndarray
     effort_rate: np.ndarray
+    #: s for which learning stays held after a tick at an effort bound with an error beyond
+    #: m or rad (control/saturation.py)
+    saturation: Tuple[float, float] = (0.0, 0.0)
     compensation: Tuple[float, float] = (0.0, 0.0)
     #: the learnt stiffness's window (s; 0: none) and swing floor (m or rad)
     learn: Tuple[float, float] = (0.0, 2e-3)
@@ -351,6 +362,7 @@ class ControllerSettings:
                                            else ki_inertial, effort, actuation),
             reference=_reference(values, vec, model, task),
             mode=mode, actuation=actuation, effort_limit=effort, effort_rate=rate,
+            saturation=(values['limits.saturation_hold'], values['limits.saturation_error']),
             compensation=(values['output.time_constant'], values['output.delay']),
             learn=(values['gains.learn_window'], values['gains.learn_floor']),
             friction=_friction(values, vec), task=task,

@@ -138,28 +138,29 @@ def pushed_run(reference, duration):
     return loop, simulate_nodes(runtime, plant, duration), np.array(biases)
 
 
-@pytest.mark.parametrize('reference, duration', [
-    (HOLD, START + 3.0), ({}, START + 1.0)],
-    ids=['hold', 'sinusoid'])
-def test_a_20_n_push_on_the_mujoco_arm_gets_a_bounded_answer(reference, duration):
+@pytest.mark.parametrize('reference', [HOLD, {}], ids=['hold', 'sinusoid'])
+def test_a_20_n_push_on_the_mujoco_arm_gets_a_bounded_answer(reference):
     """
     The arm can hold about 4 N at its tip: 20 N drives every PMA to a pressure bound.
 
-    What the loop bounds: the command's slew (`limits.effort_rate`), the observer's bias
-    (under 10 N; ungated it learnt 119 N in 0.2 s), and no PMA's pressure touches both
-    bounds within 0.5 s during the sinusoid; holding, every error is back under 0.25 mm
-    2 s after the push start and under 0.1 mm from 2.6 s (measured 0.19 mm and 2.47 s).
+    What the loop bounds: the command's slew (`limits.effort_rate`); the observer's bias
+    (under 5 N; ungated it learnt 119 N in 0.2 s) and the integral, neither learning from the
+    push (`limits.saturation_hold`); every error is back under 0.1 mm 2.1 s after the push
+    start holding, 2.5 s during the sinusoid (measured 2.03 and 2.41 s; without the hold 2.47 s
+    and beyond 4.5 s), and during the sinusoid no PMA's pressure touches both bounds within
+    0.5 s.
     """
-    loop, log, biases = pushed_run(reference, duration)
+    loop, log, biases = pushed_run(reference, START + 2.8)
     t, error = log.t, log.q - log.q_des
     rate = np.max(np.abs(np.diff(log.effort, axis=0))) / loop.period
     assert rate <= np.max(loop.settings.effort_rate) * (1 + 1e-9)
-    assert np.max(np.abs(biases)) < 10.0
+    assert np.max(np.abs(biases)) < 5.0
     assert np.max(np.abs(error[(t > START) & (t < START + 0.3)])) > 0.01      # it was pushed
+    assert loop.saturation.episodes > 0
     if reference is HOLD:
-        assert np.max(np.abs(error[t > START + 2.0])) < 2.5e-4
-        assert np.max(np.abs(error[t > START + 2.6])) < 1e-4
+        assert np.max(np.abs(error[t > START + 2.1])) < 1e-4
         return
+    assert np.max(np.abs(error[t > START + 2.5])) < 1e-4
     window = log.command[(t >= START) & (t < START + 0.5)]
     actuation = loop.settings.actuation
     low = np.any(window <= actuation.p_min + 1.0, axis=0)
