@@ -37,6 +37,7 @@ Left out: the clamps (at p_min a PMA vents and its channel's gain drops to 0; p_
 limit, the dead zone (an offset), a slew limit of the valves, the sensor noise.
 """
 
+import copy
 import math
 from dataclasses import dataclass
 from typing import Optional, Tuple
@@ -364,6 +365,33 @@ class Controller:
             self.estimate = (nxt[:, :held], nxt[:, held:held + n], force(nxt, 0),
                              np.array([force(nxt, j) for j in range(1, pending + 1)]))
         return self
+
+
+#: the Controller's linearized parts, each affine in kp and kd (`blended`)
+PARTS = ('Jq', 'Jv', 'Jp', 'Ju', 'Jx')
+
+
+#: the uniform (kp, kd) of the three Controllers `blended` combines (kp, kd > 0: the law's)
+BASIS = ((1.0, 1.0), (2.0, 1.0), (1.0, 2.0))
+
+
+def blended(base, more_kp, more_kd, gains):
+    """
+    Return the Controller of uniform `gains` from three linearized at the same pose.
+
+    The three have the (kp, kd) of BASIS. The law's feedback ``M (kp e + kd e')`` is linear
+    in the gains and the prediction and the observer do not read them, so each part of the
+    linearization is affine in (kp, kd): three linearizations give every uniform gain's (the
+    search's), equal to a linearization anew up to rounding.
+    """
+    kp, kd = float(np.mean(gains.kp)) - 1.0, float(np.mean(gains.kd)) - 1.0
+    out = copy.copy(base)
+    for name in PARTS:
+        at = getattr(base, name)
+        setattr(out, name, at + kp * (getattr(more_kp, name) - at)
+                + kd * (getattr(more_kd, name) - at))
+    out.gains = gains
+    return out
 
 
 class _Frozen:
