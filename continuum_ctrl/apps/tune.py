@@ -36,42 +36,16 @@ from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.plant import ENGINES
 from continuum_ctrl.tuning.engine_plant import engine_plant
-from continuum_ctrl.tuning.linear_loop import Gains, LoopOptions, Mode, Pose, VELOCITY_PATHS
+from continuum_ctrl.tuning.linear_loop import Gains, LoopOptions, Mode, VELOCITY_PATHS
 from continuum_ctrl.tuning.proposal import (best_of, corners, Design, exactly, Requirement,
                                             Setup, survey, uniform)
+from continuum_ctrl.tuning.reference_poses import least_bandwidth, poses_of
 from continuum_ctrl.tuning.search import Family, search
 
 #: the gains that may be given as explicit candidates (one value for every joint), units
 GRID = {'kp': '1/s^2', 'kd': '1/s', 'ki': 'N/(m s)', 'velocity_filter': 's'}
-#: s; the span sampled when the reference has no period (a hold, waypoints)
-SPAN = 4.0
 #: s the file's own loop holds the simulator's engine at a pose before it is linearized
 HOLD = 3.0
-
-
-def reference_period(spec):
-    """Return the reference's period (s): its slowest frequency's, else SPAN."""
-    frequency = np.atleast_1d(getattr(spec, 'frequency', getattr(spec, 'tip_frequency', 0.0)))
-    positive = frequency[frequency > 0.0]
-    return 1.0 / float(positive.min()) if positive.size else SPAN
-
-
-def least_bandwidth(spec):
-    """Return the least bandwidth (Hz): twice the reference's fastest frequency, else 0.5."""
-    frequency = np.atleast_1d(getattr(spec, 'frequency', getattr(spec, 'tip_frequency', 0.0)))
-    return 2.0 * float(frequency.max()) if np.any(frequency > 0.0) else 0.5
-
-
-def poses_of(loop, initial, count):
-    """Return ``[(t, Pose)]`` at `count` times over one period of the loop's reference."""
-    spec, model = loop.settings.reference, loop.model
-    low, high = loop.low, loop.high
-    q0 = np.clip(initial, low, high)
-    reference = spec.build(q0, loop.task) if spec.needs_task_space else spec.build(q0)
-    period = reference_period(spec)
-    times = period * np.arange(count) / count
-    return [(float(t), Pose.of(model, [np.array(s, dtype=float)
-                                       for s in reference.sample(t)])) for t in times]
 
 
 def held_engine(params, simulator, pose, period):
