@@ -283,8 +283,10 @@ def _setup(args):
 @dataclass(frozen=True)
 class Tuning:
     """
-    What `tune_file` found: its `header` line, the file's gains (`current`, a Design) and
-    the `proposal` (a Design; None with `no_search`); `joints` the file's joint names.
+    What `tune_file` found.
+
+    Its `header` line, the file's gains (`current`, a Design) and the `proposal` (a Design;
+    None with `no_search`); `joints` the file's joint names.
     """
 
     header: str
@@ -293,7 +295,7 @@ class Tuning:
     joints: Sequence[str]
 
     def overlay(self):
-        """Return the proposal as a parameter-file overlay (YAML text), its margins atop."""
+        """Return the proposal as parameter-file YAML text, its margins in a comment atop."""
         design = self.proposal
         return (f'# continuum-ctrl tune: {summary("margins", design.rows, design.requirement)}'
                 '\n' + overlay(design.gains, self.joints))

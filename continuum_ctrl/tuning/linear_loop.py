@@ -382,7 +382,7 @@ def blended(base, more_kp, more_kd, gains):
     The three have the (kp, kd) of BASIS. The law's feedback ``M (kp e + kd e')`` is linear
     in the gains and the prediction and the observer do not read them, so each part of the
     linearization is affine in (kp, kd): three linearizations give every uniform gain's (the
-    search's), equal to a linearization anew up to rounding.
+    search.s), equal to a linearization anew up to rounding.
     """
     kp, kd = float(np.mean(gains.kp)) - 1.0, float(np.mean(gains.kd)) - 1.0
     out = copy.copy(base)
