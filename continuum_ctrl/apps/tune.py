@@ -234,7 +234,7 @@ def _header(args, loop, engine, valves, velocity, observer, mode, cases):
 
 
 def _setup(args):
-    """Return ``(Setup, errors, header line)`` of the options `args` (ConfigError if bad)."""
+    """Return ``(Setup, errors, header line, ControlLoop)`` of the options `args`."""
     loop = controller_loop(args.params)
     plant = plant_settings(args.params, {'engine': args.engine} if args.engine else None)
     settings, period = loop.settings, loop.period
@@ -277,7 +277,7 @@ def _setup(args):
                   options, settings.passive, engines, observer)
     errors = corners(args.stiffness, args.damping, args.area, args.mass)
     return setup, errors, _header(args, loop, plant.engine if engines else None, valves,
-                                  velocity, observer, mode, len(errors))
+                                  velocity, observer, mode, len(errors)), loop
 
 
 @dataclass(frozen=True)
@@ -318,8 +318,8 @@ def tune_file(params, **options):
             raise ConfigError(key, 'is not an option of the tuner')
         setattr(args, key, value)
     _check_arguments(args)
-    setup, errors, header = _setup(args)
-    settings = controller_loop(args.params).settings
+    setup, errors, header, loop = _setup(args)
+    settings = loop.settings
     requirement = Requirement(args.gain_margin, args.phase_margin, 1e-3 * args.delay_margin,
                               args.bandwidth or least_bandwidth(settings.reference))
     shipped = Gains(settings.kp, settings.kd, settings.ki, settings.velocity_filter)

@@ -16,7 +16,10 @@ loci (tuning.proposal.SEARCH_POINTS):
    log w towards the next one (the bandwidth grows with w); else the `w` of the best score
    is refined by SciPy's bounded `minimize_scalar`;
 3. the damping, then the ratio, are chosen for the largest score at that `w` (bounded
-   `minimize_scalar`), and step 2 runs again from there.
+   `minimize_scalar`), and step 2 runs again from there;
+4. where the requirement is met, the ratio is raised as far as it stays met (bisection in
+   log ratio): the integral sets most of the bandwidth (at 60 ms valves, kp 144, kd 34,
+   the ratio from 30 to 67 moved it from 0.28 to 0.50 Hz for 0.01 dB of gain margin).
 
 The result is surveyed on every case; a worst case outside the working set joins it and the
 search runs again (at most ROUNDS times). The Design always holds the best gains found:
@@ -169,6 +172,18 @@ def _floor(setup, errors, requirement, family):
     return high
 
 
+def _more_integral(scores, family, w):
+    """Return `family` with the largest ratio up to RATIO_RANGE that still meets (it does)."""
+    low, high = family.ratio, RATIO_RANGE[1]
+    if scores.met(replace(family, ratio=high), w):
+        return replace(family, ratio=high)
+    for _ in range(HALVINGS):
+        middle = math.sqrt(low * high)
+        low, high = ((middle, high) if scores.met(replace(family, ratio=middle), w)
+                     else (low, middle))
+    return replace(family, ratio=low)
+
+
 def _search_on(scores, start, w0, least):
     """Return ``(family, w)``: the best on the scores' working set (module doc, 1-3)."""
     grid = list(np.geomspace(least, W_RANGE[1], SCAN))
@@ -179,6 +194,8 @@ def _search_on(scores, start, w0, least):
     step = grid[1] / grid[0]
     w = _along(scores, family, [x for x in (w / step, w, w * step, w * step * step)
                                 if W_RANGE[0] <= x <= W_RANGE[1]] or [w])
+    if scores.met(family, w):               # the integral sets the bandwidth: as much as met
+        family = _more_integral(scores, family, w)
 
     def merit(candidate):
         score, bandwidth = scores(*candidate)
