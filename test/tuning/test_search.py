@@ -10,19 +10,22 @@ at configure warns for the shipped file behind 60 ms valves, and not for the shi
 
 import logging
 
+import numpy as np
 import pytest
 
 from continuum_ctrl.apps.node_pair import controller_loop, node_pair
 from continuum_ctrl.apps.tune import tune_file
 from continuum_ctrl.sim.closed_loop import simulate_nodes
+from continuum_ctrl.tuning.linear_loop import PlantError
 from continuum_ctrl.tuning.nominal_check import check_gains
 from support.command_bounds import QUIET_PMA, worst_variation
 
 PARAMS = 'continuum_3section.yaml'
 #: s: the run, and the span at its end over which the command's variation is taken
 DURATION, LATE = 6.0, 3.0
-#: MPa/s per PMA: a loop past its margin varies its commands by several
-CHATTER = 2.0
+#: MPa/s per PMA: a loop past its margin varies its commands by several; or it loses the
+#: arm (its commands pinned at a clamp): m RMS over the late span
+CHATTER, LOST = 2.0, 5e-4
 
 
 def valves(lag, dead=0.01):
@@ -31,12 +34,18 @@ def valves(lag, dead=0.01):
             {'actuator.time_constant': lag, 'actuator.delay': dead})
 
 
-def variation(controller, simulator):
-    """Return the worst PMA's command variation (MPa/s) late in a run, builtin engine."""
+def run(controller, simulator):
+    """
+    Return the worst PMA's command variation (MPa/s) and the RMS error (m), late in a run.
+
+    The builtin engine; the error over every PMA.
+    """
     runtime, plant = node_pair(PARAMS, controller, {'engine': 'builtin', **simulator})
     log = simulate_nodes(runtime, plant, DURATION)
     late = log.t >= DURATION - LATE
-    return worst_variation(log.t[late], log.command[late]) / 1e6
+    error = (log.q - log.q_des)[late]
+    return (worst_variation(log.t[late], log.command[late]) / 1e6,
+            float(np.sqrt(np.mean(error ** 2))))
 
 
 def test_configure_warns_behind_60_ms_valves_and_not_for_the_shipped_file(caplog):
@@ -53,13 +62,14 @@ def test_configure_warns_behind_60_ms_valves_and_not_for_the_shipped_file(caplog
 @pytest.mark.parametrize('lag', [0.02, 0.06, 0.1])
 def test_the_proposal_is_quiet_and_the_loop_past_its_gain_margin_is_not(lag):
     controller, simulator = valves(lag)
-    tuning = tune_file([PARAMS], poses=1, stiffness=0.0, damping=0.0, mass=0.0,
-                       valves=(lag, 0.01))
-    design = tuning.proposal
+    # the box without the mass error, which no gains hold behind slow valves (docs/tuning.md)
+    design = tune_file([PARAMS], poses=2, mass=0.0, valves=(lag, 0.01)).proposal
     assert design.stable
-    gains = {'gains.kp': list(design.gains.kp), 'gains.kd': list(design.gains.kd),
-             'gains.ki': list(design.gains.ki)}
-    nominal = next(row.margins for row in design.rows if row.error.area == 1.0)
-    assert variation({**controller, **gains}, simulator) < QUIET_PMA / 1e6
-    past = {**simulator, 'mismatch.area_scale': 1.5 * nominal.gain}
-    assert variation({**controller, **gains}, past) > CHATTER
+    controller.update({'gains.kp': [float(design.gains.kp[0])] * 9,
+                       'gains.kd': [float(design.gains.kd[0])] * 9,
+                       'gains.ki': [float(design.gains.ki[0])]})
+    nominal = min(row.margins.gain for row in design.rows if row.error == PlantError())
+    variation, _ = run(controller, simulator)
+    assert variation < QUIET_PMA / 1e6
+    variation, error = run(controller, {**simulator, 'mismatch.area_scale': 1.5 * nominal})
+    assert variation > CHATTER or error > LOST
