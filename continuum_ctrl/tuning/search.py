@@ -211,7 +211,8 @@ def _search_on(scores, start, w0, least):
 def _rounds(setup, errors, requirement, start, w0, rows=None):
     """Return the Design of the search on growing working sets (module doc)."""
     rows = rows or survey(setup, start.gains(setup.model, w0), errors, requirement, False)
-    working = index(rows[:WORKING_SET], errors)
+    # the nominal arm always: the search must not trade it for the box's corners
+    working = sorted(set(index(rows[:WORKING_SET], errors)) | {(0, 0)})
     least = _floor(setup, errors, requirement, start)
     for _ in range(ROUNDS):
         family, w = _search_on(_Scores(setup, errors, requirement, working), start, w0, least)

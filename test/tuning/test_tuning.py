@@ -207,7 +207,7 @@ def worst_margins(velocity='measured'):
     """Return the smallest gain and delay margins (s) of the file's gains over its poses."""
     tuned, loop = setup(velocity=velocity)
     found = [loop_margins(LoopSystem.build(pose, c, PlantError(), tuned.options))
-             for (_, pose), c in zip(tuned.poses, tuned.controllers(shipped(loop)))]
+             for (_, pose), c in zip(tuned.poses, tuned.controllers(shipped(loop)).values())]
     return min(m.gain for m in found), min(m.delay for m in found)
 
 
