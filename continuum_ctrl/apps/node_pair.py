@@ -12,6 +12,7 @@ the node would build (its rate is the loop's period). Overrides are dotted keys
 (``'actuator.time_constant'``) merged over the file.
 """
 
+import logging
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -24,6 +25,7 @@ from continuum_ctrl.params import ConfigError, file_parameters, flatten, nest
 from continuum_ctrl.runtime.controller_runtime import ControllerRuntime
 from continuum_ctrl.runtime.node_settings import ControllerNodeSettings, SimulatorNodeSettings
 from continuum_ctrl.sim.plant import Plant, PlantSettings
+from continuum_ctrl.tuning.nominal_check import check_gains
 
 
 def node_parameters(paths, node, overrides=None):
@@ -45,8 +47,11 @@ def controller_runtime(paths, overrides=None, fused=True):
     tree, spec = node_parameters(paths, CONTROLLER, overrides)
     node, tree = ControllerNodeSettings.split(tree)
     model = load_model(spec)
-    return ControllerRuntime(ControlLoop(model, ControllerSettings.parse(tree, model),
-                                         node.period, fused=fused), node)
+    loop = ControlLoop(model, ControllerSettings.parse(tree, model), node.period, fused=fused)
+    warning = check_gains(loop)             # as the controller node's configure
+    if warning:
+        logging.getLogger('continuum_ctrl').warning(warning)
+    return ControllerRuntime(loop, node)
 
 
 def controller_loop(paths, overrides=None, fused=True):

@@ -1,7 +1,7 @@
 """
 `continuum-ctrl tune PARAMS.yaml`: the loop's margins over a box of plant errors, and gains.
 
-    continuum-ctrl tune PARAMS.yaml [--poses 6] [--stiffness 0.2] [--damping 0.25]
+    continuum-ctrl tune PARAMS.yaml [--poses 4] [--stiffness 0.2] [--damping 0.25]
         [--area 0.1] [--mass 0.2] [--valves LAG DEAD] [--measurement-delay S] [--unstamped]
         [--velocity measured|differenced|kalman] [--position-noise M] [--force-noise N]
         [--bias-noise N] [--mode-frequency HZ] [--mode-damping Z]
@@ -22,8 +22,11 @@ unused and not searched), else the measured velocities. See docs/tuning.md.
 
 import argparse
 import dataclasses
+from dataclasses import dataclass
+import itertools
 import math
 from pathlib import Path
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -33,35 +36,16 @@ from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.plant import ENGINES
 from continuum_ctrl.tuning.engine_plant import engine_plant
-from continuum_ctrl.tuning.linear_loop import Gains, LoopOptions, Mode, Pose, VELOCITY_PATHS
-from continuum_ctrl.tuning.proposal import assess, corners, propose, Requirement, Setup
+from continuum_ctrl.tuning.linear_loop import Gains, LoopOptions, Mode, VELOCITY_PATHS
+from continuum_ctrl.tuning.proposal import (best_of, corners, Design, exactly, Requirement,
+                                            Setup, survey, uniform)
+from continuum_ctrl.tuning.reference_poses import least_bandwidth, poses_of
+from continuum_ctrl.tuning.search import Family, search
 
-#: the default grid of the search, one value for every joint
-GRID = {'kp': [300.0, 500.0, 700.0], 'kd': [15.0, 20.0, 30.0, 40.0],
-        'ki': [2.5e4, 5e4, 1e5], 'velocity_filter': [0.002, 0.005, 0.01]}
-#: s; the span sampled when the reference has no period (a hold, waypoints)
-SPAN = 4.0
+#: the gains that may be given as explicit candidates (one value for every joint), units
+GRID = {'kp': '1/s^2', 'kd': '1/s', 'ki': 'N/(m s)', 'velocity_filter': 's'}
 #: s the file's own loop holds the simulator's engine at a pose before it is linearized
 HOLD = 3.0
-
-
-def reference_period(spec):
-    """Return the reference's period (s): its slowest frequency's, else SPAN."""
-    frequency = np.atleast_1d(getattr(spec, 'frequency', getattr(spec, 'tip_frequency', 0.0)))
-    positive = frequency[frequency > 0.0]
-    return 1.0 / float(positive.min()) if positive.size else SPAN
-
-
-def poses_of(loop, initial, count):
-    """Return ``[(t, Pose)]`` at `count` times over one period of the loop's reference."""
-    spec, model = loop.settings.reference, loop.model
-    low, high = loop.low, loop.high
-    q0 = np.clip(initial, low, high)
-    reference = spec.build(q0, loop.task) if spec.needs_task_space else spec.build(q0)
-    period = reference_period(spec)
-    times = period * np.arange(count) / count
-    return [(float(t), Pose.of(model, [np.array(s, dtype=float)
-                                       for s in reference.sample(t)])) for t in times]
 
 
 def held_engine(params, simulator, pose, period):
@@ -132,15 +116,18 @@ def summary(label, rows, requirement):
             f'{min(m.bandwidth for m in margins):.2f} Hz; '
             f"{'meets' if requirement.shortfall(margins[0]) >= 1.0 else 'does NOT meet'} "
             f'GM {requirement.gain_db:g} dB, PM {requirement.phase:g} deg, DM '
-            f'{1e3 * requirement.delay:g} ms everywhere')
+            f'{1e3 * requirement.delay:g} ms, bandwidth {requirement.bandwidth:g} Hz '
+            'everywhere')
 
 
 def _arguments(argv):
     parser = argparse.ArgumentParser(prog='continuum-ctrl tune',
                                      description=__doc__.split('\n\n')[0].strip())
-    parser.add_argument('params', help='parameter file (the controller and simulator nodes)')
-    parser.add_argument('--poses', type=int, default=6,
-                        help='reference samples over one period (default 6)')
+    parser.add_argument('params', nargs='+',
+                        help='parameter file(s) of the controller and simulator nodes (later '
+                             'files win)')
+    parser.add_argument('--poses', type=int, default=4,
+                        help='reference samples over one period (default 4)')
     for name, default in (('stiffness', 0.2), ('damping', 0.25), ('area', 0.1), ('mass', 0.2)):
         parser.add_argument(f'--{name}', type=float, default=default,
                             help=f'plant {name} error, a share (default +-{default:g})')
@@ -176,9 +163,13 @@ def _arguments(argv):
     parser.add_argument('--gain-margin', type=float, default=6.0, help='dB (default 6)')
     parser.add_argument('--phase-margin', type=float, default=25.0, help='deg (default 25)')
     parser.add_argument('--delay-margin', type=float, default=4.0, help='ms (default 4)')
-    for name, values in GRID.items():
+    parser.add_argument('--bandwidth', type=float,
+                        help='Hz, the least bandwidth of the search (default: twice the '
+                             "reference's fastest frequency, else 0.5)")
+    for name, unit in GRID.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=float, nargs='+',
-                            default=values, help=f'search grid (default {values})')
+                            help=f'candidate values, {unit}: the combinations are assessed '
+                                 "instead of the continuous search (the others: the file's)")
     parser.add_argument('--no-search', action='store_true',
                         help="assess the file's gains only")
     parser.add_argument('--rows', type=int, default=12,
@@ -215,8 +206,10 @@ def _check_arguments(args):
         raise ConfigError('--poses', f'must be >= 1, got {args.poses}')
     for key in ('gain_margin', 'phase_margin', 'delay_margin'):
         _positive(getattr(args, key), f"--{key.replace('_', '-')}")
+    if args.bandwidth is not None:
+        _positive(args.bandwidth, '--bandwidth')
     for name in GRID:
-        for value in getattr(args, name):
+        for value in getattr(args, name) or ():
             (_positive if name != 'velocity_filter' else _share)(
                 value, f"--{name.replace('_', '-')}")
 
@@ -224,7 +217,8 @@ def _check_arguments(args):
 def _header(args, loop, engine, valves, velocity, observer, mode, cases):
     """Return the line that says what the tuner linearizes (`engine` None: the model plant)."""
     settings, period = loop.settings, loop.period
-    return (f'{args.params}: {loop.model.n} PMAs at {1.0 / period:g} Hz; plant '
+    return (f"{' '.join(map(str, args.params))}: {loop.model.n} PMAs at {1.0 / period:g} Hz; "
+            'plant '
             + (f'the {engine} engine linearized, ' if engine else '') + 'valves '
             f'{valves[0]:g} s lag, {valves[1]:g} s dead time; compensation '
             f'{settings.compensation[0]:g} s, {settings.compensation[1]:g} s; measurement '
@@ -239,10 +233,8 @@ def _header(args, loop, engine, valves, velocity, observer, mode, cases):
             f'+-{args.area:g}, mass +-{args.mass:g}: {cases} cases x {args.poses} poses')
 
 
-def main(argv=None):
-    """Print the margins of the file's gains and of the proposed ones; 1 if none found."""
-    args = _arguments(argv)
-    _check_arguments(args)
+def _setup(args):
+    """Return ``(Setup, errors, header line, ControlLoop)`` of the options `args`."""
     loop = controller_loop(args.params)
     plant = plant_settings(args.params, {'engine': args.engine} if args.engine else None)
     settings, period = loop.settings, loop.period
@@ -284,29 +276,106 @@ def main(argv=None):
     setup = Setup(loop.model, settings.actuation, settings.compensation, period, poses,
                   options, settings.passive, engines, observer)
     errors = corners(args.stiffness, args.damping, args.area, args.mass)
-    requirement = Requirement(args.gain_margin, args.phase_margin, 1e-3 * args.delay_margin)
-    print(_header(args, loop, plant.engine if engines else None, valves, velocity, observer,
-                  mode, len(errors)))
+    return setup, errors, _header(args, loop, plant.engine if engines else None, valves,
+                                  velocity, observer, mode, len(errors)), loop
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """
+    What `tune_file` found.
+
+    Its `header` line, the file's gains (`current`, a Design) and the `proposal` (a Design;
+    None with `no_search`); `joints` the file's joint names.
+    """
+
+    header: str
+    current: Design
+    proposal: Optional[Design]
+    joints: Sequence[str]
+
+    def overlay(self):
+        """Return the proposal as parameter-file YAML text, its margins in a comment atop."""
+        design = self.proposal
+        return (f'# continuum-ctrl tune: {summary("margins", design.rows, design.requirement)}'
+                '\n' + overlay(design.gains, self.joints))
+
+
+def tune_file(params, **options):
+    """
+    Return the Tuning of the parameter file(s) `params`: the file's margins and a proposal.
+
+    The library entry point of `continuum-ctrl tune` (commissioning calls it): `options` are
+    the command's, by their Python names (``poses=4, valves=(0.06, 0.01), area=0.1,
+    velocity='kalman', gain_margin=6.0, kp=[...], no_search=True``, ...), their defaults
+    the command's. Without `kp`, `kd`, `ki`, `velocity_filter` the search is continuous
+    (tuning.search); with any of them, their combinations are the candidates. A bad option
+    raises ConfigError naming it.
+    """
+    args = _arguments([str(p) for p in np.atleast_1d(params)])
+    for key, value in options.items():
+        if key not in vars(args) or key == 'params':
+            raise ConfigError(key, 'is not an option of the tuner')
+        setattr(args, key, value)
+    _check_arguments(args)
+    setup, errors, header, loop = _setup(args)
+    settings = loop.settings
+    requirement = Requirement(args.gain_margin, args.phase_margin, 1e-3 * args.delay_margin,
+                              args.bandwidth or least_bandwidth(settings.reference))
     shipped = Gains(settings.kp, settings.kd, settings.ki, settings.velocity_filter)
-    rows = assess(setup, shipped, errors, requirement)
-    print('\n'.join(_format(rows, requirement, args.rows)))
-    print(summary("the file's gains", rows, requirement))
+    rows = survey(setup, shipped, errors, requirement, exact=False)
+    current = Design(shipped, exactly(setup, shipped, errors, requirement, rows), requirement)
     if args.no_search:
+        return Tuning(header, current, None, settings.joints)
+    if any(getattr(args, name) for name in GRID):
+        defaults = (float(np.mean(settings.kp)), float(np.mean(settings.kd)),
+                    float(np.mean(settings.ki)), settings.velocity_filter)
+        grid = [getattr(args, name) or [value] for name, value in zip(GRID, defaults)]
+        if setup.observer:          # the velocity filter is not in the observer's loop
+            grid[3] = [settings.velocity_filter]
+        proposal = best_of(setup, [uniform(setup.model, *values)
+                                   for values in itertools.product(*grid)],
+                           errors, requirement)
+    else:
+        start, w0 = Family.of(shipped)
+        proposal = search(setup, errors, requirement, start, w0, rows)
+    return Tuning(header, current, proposal, settings.joints)
+
+
+def main(argv=None):
+    """
+    Print the margins of the file's gains and of the proposed ones.
+
+    Return 0 when the proposal meets the requirement everywhere, else 1 (it is still printed
+    and, when it is stable everywhere, written with what it misses atop).
+    """
+    args = _arguments(argv)
+    tuning = tune_file(args.params, **{k: v for k, v in vars(args).items()
+                                       if k not in ('params', 'rows', 'write')})
+    print(tuning.header)
+    current = tuning.current
+    print('\n'.join(_format(current.rows, current.requirement, args.rows)))
+    print(summary("the file's gains", current.rows, current.requirement))
+    design = tuning.proposal
+    if design is None:
         return 0
-    grid = tuple(getattr(args, name) for name in GRID)
-    if observer:                # the velocity filter is not in the observer's loop
-        grid = grid[:3] + ([settings.velocity_filter],)
-    best, best_rows = propose(setup, grid, errors, requirement)
-    if best is None:
-        print('no gains of the grid meet the margins everywhere: widen the grid or lower '
-              'the requirement')
+    print('\n'.join(_format(design.rows, design.requirement, args.rows)))
+    print(summary('proposed', design.rows, design.requirement))
+    if design.dropped:
+        print(f'no gains searched hold the arm at {len(design.dropped)} errors of the box, '
+              'left out (stiffness, damping, area, mass): ' + ', '.join(
+                  f'({e.stiffness:g}, {e.damping:g}, {e.area:g}, {e.mass:g})'
+                  for e in design.dropped))
+    if not design.stable:
+        print('the best gains found are unstable at some pose or plant error: nothing '
+              'written; narrow the error box or measure the plant (docs/tuning.md)')
         return 1
-    print('\n'.join(_format(best_rows, requirement, args.rows)))
-    print(summary('proposed', best_rows, requirement))
-    text = overlay(best, settings.joints)
+    if not design.met:
+        print(f"the best gains found miss the {', '.join(design.missed)} margin: they have "
+              'the largest margins the search reached')
+    text = tuning.overlay()
     print(text, end='')
     if args.write:
-        args.write.write_text(f'# continuum-ctrl tune {args.params}: '
-                              f'{summary("margins", best_rows, requirement)}\n' + text)
+        args.write.write_text(text)
         print(f'wrote {args.write}')
-    return 0
+    return 0 if design.met else 1

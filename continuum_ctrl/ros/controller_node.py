@@ -49,6 +49,7 @@ from continuum_ctrl.ros.task_topics import TaskTopics
 from continuum_ctrl.runtime.controller_runtime import ControllerRuntime
 from continuum_ctrl.runtime.scheduling import set_thread_priority
 from continuum_ctrl.runtime.throttle import Throttle
+from continuum_ctrl.tuning.nominal_check import check_gains
 
 __all__ = ['ControllerNode', 'main', 'NODE_NAME']
 
@@ -201,6 +202,9 @@ class ControllerNode(ControllerSubscriptions, LifecycleNode):
                           model_spec=self.params.model)
         loop = ControlLoop(self.model, settings, node.period, planner)
         loop.stop(0.0)                      # no control before activation
+        warning = check_gains(loop)         # the gains' margins behind the file's own valves
+        if warning:
+            self.get_logger().warning(warning)
         if self.command_out is None:        # made once, kept over cleanup (see `_release`)
             self.command_out = CommandPublisher(self, '~/commands', settings.joints,
                                                 settings.message)

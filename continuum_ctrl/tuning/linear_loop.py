@@ -37,6 +37,7 @@ Left out: the clamps (at p_min a PMA vents and its channel's gain drops to 0; p_
 limit, the dead zone (an offset), a slew limit of the valves, the sensor noise.
 """
 
+import copy
 import math
 from dataclasses import dataclass
 from typing import Optional, Tuple
@@ -366,6 +367,33 @@ class Controller:
         return self
 
 
+#: the Controller's linearized parts, each affine in kp and kd (`blended`)
+PARTS = ('Jq', 'Jv', 'Jp', 'Ju', 'Jx')
+
+
+#: the uniform (kp, kd) of the three Controllers `blended` combines (kp, kd > 0: the law's)
+BASIS = ((1.0, 1.0), (2.0, 1.0), (1.0, 2.0))
+
+
+def blended(base, more_kp, more_kd, gains):
+    """
+    Return the Controller of uniform `gains` from three linearized at the same pose.
+
+    The three have the (kp, kd) of BASIS. The law's feedback ``M (kp e + kd e')`` is linear
+    in the gains and the prediction and the observer do not read them, so each part of the
+    linearization is affine in (kp, kd): three linearizations give every uniform gain's (the
+    search.s), equal to a linearization anew up to rounding.
+    """
+    kp, kd = float(np.mean(gains.kp)) - 1.0, float(np.mean(gains.kd)) - 1.0
+    out = copy.copy(base)
+    for name in PARTS:
+        at = getattr(base, name)
+        setattr(out, name, at + kp * (getattr(more_kp, name) - at)
+                + kd * (getattr(more_kd, name) - at))
+    out.gains = gains
+    return out
+
+
 class _Frozen:
     """A reference held at one sample (the lead's feed-forward then has no slope)."""
 
@@ -458,8 +486,9 @@ class LoopSystem:
         Ae, Be, Ce, De = (control.estimate[0], None, None, None) if kalman else estimator(
             options.velocity, control.gains.velocity_filter, T, n)
         d, pending = options.measurement_delay, control.pending
+        ki = np.broadcast_to(control.gains.ki, (n,))
         lay = _state_layout(n, Phi.shape[0], shift, d, Ae.shape[0], control.compensated,
-                            pending)
+                            pending, bool(np.any(ki)))
         N = lay.size
         A, Bu, Bv, K = np.zeros((N, N)), np.zeros((N, n)), np.zeros((N, n)), np.zeros((n, N))
         plant = lay['plant']
@@ -511,21 +540,22 @@ class LoopSystem:
                 A[model_block, lay[f'u{j}']] = w[j] * np.eye(n)
                 if j > 1:
                     A[lay[f'u{j}'], lay[f'u{j - 1}']] = np.eye(n)
-        integral = lay['integral']
-        K[:, integral] += np.eye(n)
-        A[integral, integral] = np.eye(n)
-        A[integral] -= T * np.diag(np.broadcast_to(control.gains.ki, (n,))) @ fed_back
+        if np.any(ki):              # without, the integral holds 0: no state, no pole at 1
+            integral = lay['integral']
+            K[:, integral] += np.eye(n)
+            A[integral, integral] = np.eye(n)
+            A[integral] -= T * np.diag(ki) @ fed_back
         return cls(A + Bu @ K, Bv, K, T, lay)
 
 
-def _state_layout(n, plant, shift, delay, estimate, compensated, pending):
+def _state_layout(n, plant, shift, delay, estimate, compensated, pending, integral=True):
     """
     Return the loop state's `_Layout`.
 
     The plant (`plant` states), the inputs on their way
     (``v1`` .. ``v{shift + 1}``), the measurements `delay` ticks old (``m1`` ..), the
     estimator's `estimate` states, the valve model and the `pending` commands (``u1`` ..;
-    `compensated` only), the integral.
+    `compensated` only), the `integral`.
     """
     lay = _Layout()
     lay.add('plant', plant)
@@ -538,7 +568,8 @@ def _state_layout(n, plant, shift, delay, estimate, compensated, pending):
         lay.add('valve model', n)
         for j in range(1, pending + 1):
             lay.add(f'u{j}', n)
-    lay.add('integral', n)
+    if integral:
+        lay.add('integral', n)
     return lay
 
 

@@ -11,18 +11,21 @@ circle, the delay margin ``pm / w`` there (a delay multiplies every locus by
 ``exp(-j w delay)``; for whole ticks it is exact), the gain margin where a locus crosses the
 negative real axis. The gain margin is then found exactly: the smallest factor ``k > 1`` (and
 the largest ``k < 1``) at the plant input for which the closed loop's spectral radius reaches
-1, by bisection; the frequency of the pole that leaves the unit circle there is the frequency
-the loop would chatter at. The bandwidth is the lowest frequency at which the sensitivity
-``(I + G)^-1`` reaches -3 dB in some direction: below it, feedback rejects a force error at
-the plant input by at least that much in every direction.
+1, a root of it found by SciPy's `brentq`; the frequency of the pole that leaves the unit
+circle there is the frequency the loop would chatter at. The bandwidth is the lowest
+frequency at which the sensitivity ``(I + G)^-1`` reaches -3 dB in some direction: below it,
+feedback rejects a force error at the plant input by at least that much in every direction.
+
+python-control's margins (`stability_margins`) are for SISO loops; this loop is MIMO (a PMA
+per channel), so the characteristic loci and the exact gain margin stay here, on SciPy.
 """
 
 from dataclasses import dataclass
 import math
 
 import numpy as np
-from scipy.linalg import schur, solve_triangular
-from scipy.optimize import linear_sum_assignment
+from scipy.linalg import rsf2csf, schur, solve_triangular
+from scipy.optimize import brentq, linear_sum_assignment
 
 #: frequency points of the loci, log-spaced from LOWEST Hz to the Nyquist frequency
 POINTS = 400
@@ -30,7 +33,7 @@ POINTS = 400
 LOWEST = 0.05
 #: the largest and smallest gain factors searched for the exact gain margin (+-40 / -20 dB)
 GAIN_RANGE = (100.0, 0.1)
-#: relative tolerance of the gain margin's bisection
+#: relative tolerance of the gain margin (its root in log k)
 TOLERANCE = 1e-3
 
 
@@ -68,25 +71,31 @@ def frequencies(period, points=POINTS):
 
 
 def loop_response(system, hz):
-    """Return ``G(exp(j w T))`` at the frequencies `hz` (Hz), (len(hz), n, n)."""
-    T, Z = schur(system.A, output='complex')
+    """
+    Return ``G(exp(j w T))`` at the frequencies `hz` (Hz), (len(hz), n, n).
+
+    One Schur form of A (real, made complex: half the cost of a complex one), then a
+    triangular solve per frequency.
+    """
+    T, Z = rsf2csf(*schur(system.A))
     K, B = system.K @ Z, Z.conj().T @ system.Bv
-    eye = np.eye(T.shape[0])
+    shifted, diagonal = -T, np.diag_indices(T.shape[0])
+    poles = np.diag(T).copy()
     out = np.empty((len(hz), K.shape[0], B.shape[1]), dtype=complex)
     for i, f in enumerate(hz):
-        z = np.exp(2j * math.pi * f * system.period)
-        out[i] = -K @ solve_triangular(z * eye - T, B)
+        shifted[diagonal] = np.exp(2j * math.pi * f * system.period) - poles
+        out[i] = -K @ solve_triangular(shifted, B, check_finite=False)
     return out
 
 
 def characteristic_loci(G):
     """Return the eigenvalues of each G (F, n, n) as (F, n) continuous curves over F."""
+    values = np.linalg.eigvals(G)
     loci = np.empty(G.shape[:2], dtype=complex)
-    loci[0] = np.linalg.eigvals(G[0])
+    loci[0] = values[0]
     for i in range(1, len(G)):
-        values = np.linalg.eigvals(G[i])
-        rows, cols = linear_sum_assignment(np.abs(loci[i - 1][:, None] - values[None, :]))
-        loci[i, rows] = values[cols]
+        rows, cols = linear_sum_assignment(np.abs(loci[i - 1][:, None] - values[i][None, :]))
+        loci[i, rows] = values[i, cols]
     return loci
 
 
@@ -100,7 +109,9 @@ def _crossing(system, outward, guess=math.inf):
     Return ``(k, chatter Hz)``: where the closed loop turns unstable as k leaves 1 `outward`.
 
     ``(inf, nan)`` above GAIN_RANGE[0], ``(0, nan)`` below GAIN_RANGE[1]. `guess` (the
-    loci's gain margin) starts the scan just below it when the loop is stable there.
+    loci's gain margin) starts the scan just below it when the loop is stable there. The
+    factor is bracketed by steps of 1.25 and then found by SciPy's `brentq` on the spectral
+    radius (continuous in k), in log k.
     """
     limit = GAIN_RANGE[0] if outward else GAIN_RANGE[1]
     factor = 1.25 if outward else 0.8
@@ -115,16 +126,13 @@ def _crossing(system, outward, guess=math.inf):
         if spectral_radius(system.closed(k)) >= 1.0:
             break
         stable_k = k
-    unstable_k = k
-    while abs(unstable_k - stable_k) > TOLERANCE * stable_k:
-        middle = math.sqrt(stable_k * unstable_k)
-        if spectral_radius(system.closed(middle)) >= 1.0:
-            unstable_k = middle
-        else:
-            stable_k = middle
-    values = np.linalg.eigvals(system.closed(unstable_k))
+
+    def excess(log_k):
+        return spectral_radius(system.closed(math.exp(log_k))) - 1.0
+    at = math.exp(brentq(excess, math.log(stable_k), math.log(k), xtol=TOLERANCE / 2))
+    values = np.linalg.eigvals(system.closed(at))
     pole = values[np.argmax(np.abs(values))]
-    return math.sqrt(stable_k * unstable_k), abs(np.angle(pole)) / (2 * math.pi * system.period)
+    return at, abs(np.angle(pole)) / (2 * math.pi * system.period)
 
 
 def loci_margins(loci, hz):
@@ -158,18 +166,16 @@ def loci_margins(loci, hz):
 
 def bandwidth(G, hz):
     """Return the lowest frequency (Hz) where the sensitivity's largest gain reaches 1/sqrt 2."""
-    eye = np.eye(G.shape[1])
-    for f, g in zip(hz, G):
-        if np.linalg.norm(np.linalg.inv(eye + g), 2) >= math.sqrt(0.5):
-            return float(f)
-    return float(hz[-1])
+    sensitivity = np.linalg.inv(np.eye(G.shape[1]) + G)
+    reached = np.nonzero(np.linalg.norm(sensitivity, 2, axis=(1, 2)) >= math.sqrt(0.5))[0]
+    return float(hz[reached[0]] if reached.size else hz[-1])
 
 
 def loop_margins(system, exact=True, points=POINTS):
     """
     Return the Margins of `system` (a LoopSystem).
 
-    `exact` False: the gain margin from the loci, not the bisection (for a gain search);
+    `exact` False: the gain margin from the loci, not the root (for a gain search);
     `chatter` and `gain_low` are then nan and 0.
     """
     radius = spectral_radius(system.closed())

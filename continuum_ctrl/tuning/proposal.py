@@ -1,50 +1,87 @@
 """
-Gains with margins over a box of plant errors: the loop assessed per pose and corner, a search.
+Gains with margins over a box of plant errors: the loop assessed per pose and corner.
 
     errors = corners(0.2, 0.25, 0.1, 0.2)         # PlantError: nominal, then the box's corners
     rows = assess(setup, gains, errors)            # Row per pose and error, worst first
-    best, rows = propose(setup, grid, errors, requirement)
+    rows = survey(setup, gains, errors)            # the same, fast: exact only where it is worst
+    design = best_of(setup, candidates, errors, requirement)   # Design of the best candidate
 
 A Setup holds what does not change with the gains: the model, the output, the controller's
-valve compensation, the period, the poses (Pose) and the loop's options. The search takes
-every combination of the `grid` (kp, kd, ki, velocity_filter; one value for every joint),
-keeps those whose margins meet the Requirement at every pose and error, and returns the one
-with the largest worst-case bandwidth. It checks each candidate on a working set of cases
-first (the nominal arm and the worst cases of the first candidate), then the winner on all,
-and adds the case it fails to the working set until one passes everywhere: the margins from
-the loci there, the exact gain margin (bisection) in the final assessment.
+valve compensation, the period, the poses (Pose), the loop's options, and the plants it has
+discretized (per pose and error, kept). `best_of` takes explicit candidates (one value for
+every joint; tuning.search searches a continuous family): it checks each on a working set of
+cases first (the worst of the first candidate's survey), then the best on all, and adds the
+case it fails to the working set until the best holds everywhere. The best meets the
+Requirement at every pose and error with the largest worst-case bandwidth or, when none
+meets it, has the largest margins over their requirement (`Design.missed` names what it
+misses).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import itertools
 import math
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from continuum_ctrl.tuning.linear_loop import (Controller, DiscretePlant, Gains, LoopOptions,
-                                               LoopSystem, PlantError, Pose)
-from continuum_ctrl.tuning.margins import loop_margins, Margins
+from continuum_ctrl.tuning.linear_loop import (BASIS, blended, continuous_plant, Controller,
+                                               DiscretePlant, Gains, LoopOptions, LoopSystem,
+                                               PlantError, Pose)
+from continuum_ctrl.tuning.margins import loop_margins, Margins, POINTS
 
-#: cases of the first candidate that start the search's working set (beside the nominal arm)
-WORKING_SET = 3
+#: cases of the first candidate's survey that start the search's working set
+WORKING_SET = 4
+#: frequency points of the loci in a search and a survey (tuning.margins.POINTS in `assess`)
+SEARCH_POINTS = 120
+#: the rows a survey assesses exactly (the exact gain margin, all points): its worst
+EXACT_ROWS = 3
+#: the errors of the first pose a survey assesses at every other pose: its worst
+WORST_ERRORS = 2
 
 
 @dataclass(frozen=True)
 class Requirement:
-    """The margins asked for: gain (dB), phase (deg), delay (s)."""
+    """
+    The margins asked for: gain (dB), phase (deg), delay (s); the least `bandwidth` (Hz).
+
+    The bandwidth floor keeps a search from buying margin with gains too slow to track
+    (0: none).
+    """
 
     gain_db: float = 6.0
     phase: float = 25.0
     delay: float = 0.004
+    bandwidth: float = 0.0
+
+    def ratios(self, margins):
+        """Return {margin: its value over its requirement} (< 1: not met)."""
+        low = (-20.0 * math.log10(margins.gain_low) if margins.gain_low > 0.0 else math.inf)
+        out = {'gain': margins.gain_db / self.gain_db, 'low gain': low / self.gain_db,
+               'phase': margins.phase / self.phase, 'delay': margins.delay / self.delay}
+        if self.bandwidth > 0.0:
+            out['bandwidth'] = margins.bandwidth / self.bandwidth
+        return out
 
     def shortfall(self, margins):
         """Return the margins over their requirement, the smallest ratio (< 1: not met)."""
         if not margins.stable:
             return -math.inf
-        low = (-20.0 * math.log10(margins.gain_low) if margins.gain_low > 0.0 else math.inf)
-        return min(margins.gain_db / self.gain_db, low / self.gain_db,
-                   margins.phase / self.phase, margins.delay / self.delay)
+        return min(self.ratios(margins).values())
+
+    def scaled(self, factor):
+        """Return this requirement with every margin and the bandwidth times `factor`."""
+        return Requirement(self.gain_db * factor, self.phase * factor, self.delay * factor,
+                           self.bandwidth * factor)
+
+    def score(self, margins):
+        """Return `shortfall`, finite: an unstable loop scores minus its spectral radius."""
+        return self.shortfall(margins) if margins.stable else -margins.radius
+
+    def missed(self, margins):
+        """Return the names of the margins below their requirement ('unstable': all)."""
+        if not margins.stable:
+            return ['unstable']
+        return [name for name, ratio in self.ratios(margins).items() if ratio < 1.0]
 
 
 @dataclass(frozen=True)
@@ -66,13 +103,45 @@ class Setup:
     passive: str = 'reference'
     plants: Optional[Sequence[DiscretePlant]] = None
     observer: Optional[object] = None
+    #: what does not change with the gains, kept: the model's plants discretized, by (pose,
+    #: PlantError), and the Controllers that `controllers` blends, by ('basis', pose)
+    discretized: dict = field(default_factory=dict, compare=False, repr=False)
 
-    def controllers(self, gains):
-        """Return the Controller linearized at each pose for `gains`."""
+    def controllers(self, gains, poses=None):
+        """
+        Return {pose index: the Controller linearized there} for `gains` (`poses`: all).
+
+        Uniform gains (one value for every joint, as the search's) are blended from three
+        linearizations per pose, kept (linear_loop.blended); others are linearized anew.
+        """
+        wanted = range(len(self.poses)) if poses is None else poses
+        uniform_gains = all(np.ptp(np.broadcast_to(k, (self.model.n,))) == 0.0
+                            for k in (gains.kp, gains.kd))
+        if not uniform_gains:
+            return {p: self._controller(gains, p) for p in wanted}
+        out = {}
+        for p in wanted:
+            if ('basis', p) not in self.discretized:
+                self.discretized['basis', p] = [
+                    self._controller(uniform(self.model, kp, kd, 0.0, gains.velocity_filter),
+                                     p) for kp, kd in BASIS]
+            out[p] = blended(*self.discretized['basis', p], gains)
+        return out
+
+    def _controller(self, gains, p):
+        """Return the Controller linearized at pose `p` for `gains`."""
         age = self.options.measurement_delay * self.period if self.options.stamped else 0.0
-        return [Controller(self.model, self.actuation, gains, self.compensation, self.period,
-                           age, self.passive, self.observer).at(pose)
-                for _, pose in self.poses]
+        return Controller(self.model, self.actuation, gains, self.compensation, self.period,
+                          age, self.passive, self.observer).at(self.poses[p][1])
+
+    def plant(self, p, error):
+        """Return the DiscretePlant at pose `p` under `error` (the engine's: its own)."""
+        if self.plants:
+            return self.plants[p]
+        if (p, error) not in self.discretized:
+            self.discretized[p, error] = continuous_plant(self.poses[p][1], error,
+                                                          self.options)
+        return self.discretized[p, error]
 
 
 @dataclass(frozen=True)
@@ -103,60 +172,105 @@ def uniform(model, kp, kd, ki, velocity_filter):
 
 
 def assess(setup, gains, errors, requirement=Requirement(), exact=True,
-           cases: Optional[Sequence[Tuple[int, int]]] = None) -> List[Row]:
+           cases: Optional[Sequence[Tuple[int, int]]] = None,
+           points=POINTS) -> List[Row]:
     """
     Return a Row per pose and error (or per `cases`: (pose, error) indices), worst first.
 
-    `exact` False: margins from the loci alone (loop_margins).
+    `exact` False: margins from the loci alone (loop_margins), at `points` frequencies.
     """
-    controllers = setup.controllers(gains)
     wanted = (cases if cases is not None
               else [(p, e) for p in range(len(setup.poses)) for e in range(len(errors))])
+    controllers = setup.controllers(gains, sorted({p for p, _ in wanted}))
     rows = []
     for p, e in wanted:
-        plant = setup.plants[p] if setup.plants else None
-        system = LoopSystem.build(setup.poses[p][1], controllers[p], errors[e], setup.options,
-                                  plant)
-        rows.append(Row(p, setup.poses[p][0], errors[e], loop_margins(system, exact)))
-    rows.sort(key=lambda row: requirement.shortfall(row.margins))
+        system = LoopSystem.build(setup.poses[p][1], controllers[p], errors[e],
+                                  setup.options, setup.plant(p, errors[e]))
+        rows.append(Row(p, setup.poses[p][0], errors[e],
+                        loop_margins(system, exact, points)))
+    rows.sort(key=lambda row: requirement.score(row.margins))
     return rows
 
 
-def _index(rows, errors):
+def survey(setup, gains, errors, requirement=Requirement(), exact=True):
+    """
+    Return rows like `assess`'s, fast: the worst cases found, those assessed exactly.
+
+    From the loci at SEARCH_POINTS frequencies: every error at the first pose and the nominal
+    arm at every pose, then the WORST_ERRORS worst errors at the other poses (the errors
+    rank alike over a reference's poses: the arm's pose changes its margins by little, the
+    errors by much). With `exact` the EXACT_ROWS worst are assessed again with the exact gain
+    margin at POINTS frequencies, and the rows sorted again.
+    """
+    poses = range(len(setup.poses))
+    first = [(0, e) for e in range(len(errors))] + [(p, 0) for p in poses[1:]]
+    rows = assess(setup, gains, errors, requirement, False, first, SEARCH_POINTS)
+    worst = [e for _, e in index(rows, errors) if e][:WORST_ERRORS]
+    rows += assess(setup, gains, errors, requirement, False,
+                   [(p, e) for p in poses[1:] for e in worst], SEARCH_POINTS)
+    rows.sort(key=lambda row: requirement.score(row.margins))
+    return exactly(setup, gains, errors, requirement, rows) if exact else rows
+
+
+def exactly(setup, gains, errors, requirement, rows):
+    """Return `rows` of `gains` with the EXACT_ROWS worst assessed exactly, sorted again."""
+    exact = assess(setup, gains, errors, requirement, cases=index(rows[:EXACT_ROWS], errors))
+    return sorted(exact + rows[EXACT_ROWS:], key=lambda row: requirement.score(row.margins))
+
+
+def index(rows, errors):
     """Return the (pose, error) indices of `rows`."""
     return [(row.pose, errors.index(row.error)) for row in rows]
 
 
-def propose(setup, grid, errors, requirement=Requirement()):
+@dataclass(frozen=True)
+class Design:
     """
-    Return ``(gains, rows)``: the grid's gains meeting `requirement` everywhere, exact rows.
+    Gains and their rows (worst first) against `requirement`: `met` everywhere or not.
 
-    `grid`: (kp values, kd values, ki values, velocity_filter values). The gains have the
-    largest worst-case bandwidth; ``(None, [])`` when none meets the requirement.
+    `dropped`: the plant errors no gains searched held stable, left out of `rows`.
     """
-    candidates = [uniform(setup.model, *values) for values in itertools.product(*grid)]
-    first = assess(setup, candidates[0], errors, requirement, exact=False)
-    working = sorted(set([(p, 0) for p in range(len(setup.poses))]
-                         + _index(first[:WORKING_SET], errors)))
-    while True:
-        best, best_bandwidth = None, -math.inf
-        for gains in candidates:
-            rows = assess(setup, gains, errors, requirement, False, working)
-            if requirement.shortfall(rows[0].margins) < 1.0:
-                continue
-            bandwidth = min(row.margins.bandwidth for row in rows)
-            if bandwidth > best_bandwidth:
-                best, best_bandwidth = gains, bandwidth
-        if best is None:
-            return None, []
-        rows = assess(setup, best, errors, requirement, exact=False)
-        if requirement.shortfall(rows[0].margins) >= 1.0:
-            exact_rows = assess(setup, best, errors, requirement)
-            if requirement.shortfall(exact_rows[0].margins) >= 1.0:
-                return best, exact_rows
-            rows = exact_rows
-        worst = _index(rows[:1], errors)[0]
-        if worst in working:                # the exact gain margin fails where the loci pass
-            candidates = [g for g in candidates if g is not best]
-        else:
-            working.append(worst)
+
+    gains: Gains
+    rows: List[Row]
+    requirement: Requirement
+    dropped: Tuple[PlantError, ...] = ()
+
+    @property
+    def met(self):
+        """Return whether the margins meet the requirement at every pose and error."""
+        return self.requirement.shortfall(self.rows[0].margins) >= 1.0
+
+    @property
+    def stable(self):
+        """Return whether the loop is stable at every pose and error."""
+        return all(row.margins.stable for row in self.rows)
+
+    @property
+    def missed(self):
+        """Return the margins the worst row misses (empty when met)."""
+        return self.requirement.missed(self.rows[0].margins)
+
+
+def best_of(setup, candidates, errors, requirement=Requirement(), rounds=4):
+    """
+    Return the Design of the best of `candidates` (Gains): see the module doc.
+
+    Among those meeting `requirement` on the working set, the largest worst-case bandwidth;
+    else the largest score. At most `rounds` cases are added to the working set.
+    """
+    rows = survey(setup, candidates[0], errors, requirement, exact=False)
+    working = index(rows[:WORKING_SET], errors)
+    for _ in range(rounds):
+        def merit(gains):
+            found = assess(setup, gains, errors, requirement, False, working, SEARCH_POINTS)
+            score = requirement.score(found[0].margins)
+            bandwidth = min(row.margins.bandwidth for row in found)
+            return (score >= 1.0, bandwidth if score >= 1.0 else score)
+        best = max(candidates, key=merit)
+        rows = survey(setup, best, errors, requirement, exact=False)
+        worst = index(rows[:1], errors)[0]
+        if requirement.shortfall(rows[0].margins) >= 1.0 or worst in working:
+            break
+        working.append(worst)
+    return Design(best, exactly(setup, best, errors, requirement, rows), requirement)

@@ -23,7 +23,7 @@ from continuum_ctrl.apps.tune import file_observer, held_engine, main, overlay, 
 from continuum_ctrl.tuning.linear_loop import (estimator, Gains, LoopOptions, LoopSystem,
                                                Mode, PlantError, valve_weights)
 from continuum_ctrl.tuning.margins import loop_margins, loop_response, spectral_radius
-from continuum_ctrl.tuning.proposal import (assess, corners, propose, Requirement, Setup,
+from continuum_ctrl.tuning.proposal import (assess, best_of, corners, Requirement, Setup,
                                             uniform)
 from support.command_bounds import QUIET_PMA, worst_variation
 
@@ -157,20 +157,31 @@ def test_the_box_has_the_nominal_arm_then_its_sixteen_corners():
 
 
 @pytest.mark.slow
-def test_the_proposal_meets_the_margins_everywhere_with_the_largest_bandwidth_of_the_grid():
+def test_the_best_of_candidates_meets_the_margins_with_the_largest_bandwidth_or_says_not():
     tuned, loop = setup()
     errors = [PlantError(), PlantError(1.2, 0.75, 1.1, 0.8)]
-    grid = ([300.0, 700.0], [20.0, 40.0], [2.5e4], [0.002])
+    candidates = [uniform(loop.model, kp, kd, 2.5e4, 0.002)
+                  for kp in (300.0, 700.0) for kd in (20.0, 40.0)]
     requirement = Requirement()
-    best, rows = propose(tuned, grid, errors, requirement)
-    assert best is not None and all(requirement.shortfall(r.margins) >= 1.0 for r in rows)
-    bandwidth = min(r.margins.bandwidth for r in rows)
-    for kp, kd in ((300.0, 20.0), (300.0, 40.0), (700.0, 20.0), (700.0, 40.0)):
-        other = assess(tuned, uniform(loop.model, kp, kd, 2.5e4, 0.002), errors, requirement,
-                       exact=False)
+    design = best_of(tuned, candidates, errors, requirement)
+    assert design.met and not design.missed
+    bandwidth = min(r.margins.bandwidth for r in design.rows)
+    for gains in candidates:
+        other = assess(tuned, gains, errors, requirement, exact=False)
         if requirement.shortfall(other[0].margins) >= 1.0:
             assert min(r.margins.bandwidth for r in other) <= bandwidth + 1e-9
-    assert propose(tuned, grid, errors, Requirement(gain_db=40.0)) == (None, [])
+    out_of_reach = best_of(tuned, candidates, errors, Requirement(gain_db=40.0))
+    assert not out_of_reach.met and out_of_reach.missed == ['gain']
+
+
+def test_uniform_gains_blended_from_three_linearizations_are_the_linearization_anew():
+    tuned, loop = setup()
+    gains = uniform(loop.model, 321.0, 27.0, 2e4, 0.01)
+    blended = tuned.controllers(gains, [1])[1]
+    anew = tuned._controller(gains, 1)
+    for name in ('Jq', 'Jv', 'Jp', 'Ju'):
+        assert np.allclose(getattr(blended, name), getattr(anew, name), rtol=1e-6,
+                           atol=1e-6 * np.abs(getattr(anew, name)).max()), name
 
 
 def run(area=1.0, delay=0, observer=False):
@@ -196,7 +207,7 @@ def worst_margins(velocity='measured'):
     """Return the smallest gain and delay margins (s) of the file's gains over its poses."""
     tuned, loop = setup(velocity=velocity)
     found = [loop_margins(LoopSystem.build(pose, c, PlantError(), tuned.options))
-             for (_, pose), c in zip(tuned.poses, tuned.controllers(shipped(loop)))]
+             for (_, pose), c in zip(tuned.poses, tuned.controllers(shipped(loop)).values())]
     return min(m.gain for m in found), min(m.delay for m in found)
 
 
