@@ -25,6 +25,7 @@ import numpy as np
 import yaml
 
 from continuum_ctrl.control.command_quality import chatter_index, variation_rate
+from continuum_ctrl.params.launch_description import CONTROLLER
 from continuum_ctrl.sim.report import summary
 
 #: a step stops when a command channel's chatter index over the last WINDOW s exceeds this
@@ -152,11 +153,14 @@ def tuned_file(nominal_text, fitted_text, gains_text, header):
     Return one complete parameter file: the nominal one, the fitted values, the tuned gains.
 
     Later wins, as with several ``--params-file``; the result runs `controller_node` alone.
-    `header`: comment lines (without '#') put on top.
+    The fitted values (identify writes them under ``/**``) go into the controller's own
+    section, which a node reads over ``/**``: there they win over the nominal file's, and a
+    simulator given the file keeps its plant. `header`: comment lines (without '#') on top.
     """
     tree = yaml.safe_load(nominal_text) or {}
-    for text in (fitted_text, gains_text):
-        tree = merge(tree, yaml.safe_load(text) or {})
+    fitted = yaml.safe_load(fitted_text) or {}
+    tree = merge(tree, {CONTROLLER: fitted.get('/**', {})})
+    tree = merge(tree, yaml.safe_load(gains_text) or {})
     comments = ''.join(f'# {line}\n' for line in header)
     return comments + yaml.safe_dump(tree, sort_keys=False, default_flow_style=None)
 
