@@ -2,7 +2,7 @@
 `continuum-ctrl commission PARAMS.yaml --out TUNED.yaml`: from a new arm to a tuned file.
 
     continuum-ctrl commission PARAMS.yaml --out TUNED.yaml [--excite 40] [--safe 10]
-        [--verify 12]
+        [--verify 12] [--gains GAINS.yaml]
 
 With the arm's driver running (it publishes `/joint_states` and takes
 `/continuum_controller/commands`, as for the controller node), runs the controller node
@@ -16,7 +16,8 @@ writes TUNED.yaml (the nominal file, the fitted values and the tuned gains: a co
 report and held-out plot, the runs' plots, the node logs). A step that fails says which and
 why (exit status 1), keeps what it recorded, and the controller node is stopped with SIGINT,
 which sends the arm its safe command. Each step is also a command of its own: `identify`,
-`tune`, and the controller node with config/identify_excitation.yaml.
+`tune`, and the controller node with config/identify_excitation.yaml. `--gains` takes
+gains (a `tune --write` overlay) instead of the tune step.
 """
 
 import argparse
@@ -54,6 +55,8 @@ def parse(argv):
                                 ('verify', 12.0, 'the tuned file on the sinusoid')):
         parser.add_argument(f'--{name}', type=float, default=default,
                             help=f's of {what} (default {default:g})')
+    parser.add_argument('--gains', help='a gains overlay (as `tune --write` writes it) to '
+                                        'use instead of the tune step')
     args = parser.parse_args(argv)
     for name in ('safe', 'excite', 'verify'):
         if not getattr(args, name) > 0.0:
@@ -174,7 +177,10 @@ class Commissioning:
         return yaml.safe_dump(valves_for_controller(yaml.safe_load(fitted.read_text())))
 
     def tune(self, fitted_text):
-        """Return the tuned gains overlay for the fitted plant (StepFailed if none)."""
+        """Return the gains overlay for the fitted plant: `--gains`, else tuned (StepFailed)."""
+        if self.args.gains:
+            print(f'commission: gains from {self.args.gains} (--gains), not tuned')
+            return Path(self.args.gains).read_text()
         plant = self.report / 'fitted_complete.yaml'
         plant.write_text(tuned_file(self.nominal.read_text(), fitted_text, '',
                                     ['commission: the nominal file with the fitted values']))
@@ -212,6 +218,8 @@ def main(argv=None):
     """Commission the arm; 0 when done, 1 when a step failed (ConfigError: status 2)."""
     args = parse(sys.argv[1:] if argv is None else argv)
     check_readable(args.params, 'parameter file')
+    if args.gains:
+        check_readable(args.gains, '--gains file')
     from continuum_ctrl.apps.node_pair import check_parameter_file
     check_parameter_file(args.params, [CONTROLLER])
     work = Commissioning(args)

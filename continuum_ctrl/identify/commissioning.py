@@ -24,7 +24,8 @@ import copy
 import numpy as np
 import yaml
 
-from continuum_ctrl.control.command_quality import chatter_index, variation_rate
+from continuum_ctrl.control.command_quality import (CHATTER_CUTOFF_HZ, chatter_index,
+                                                    variation_rate)
 from continuum_ctrl.params.launch_description import CONTROLLER
 from continuum_ctrl.sim.report import summary
 
@@ -88,7 +89,8 @@ class ChatterGuard:
     `joints`: the command channels' names (the commands' order). `add` takes each command
     at its send time; `problem` returns one line when some channel's share of power above
     10 Hz (control/command_quality.py) exceeds CHATTER_LIMIT, else None. It checks at most
-    every CHECK_EVERY s, and only once WINDOW s of commands are in.
+    every CHECK_EVERY s, and only once WINDOW s of commands are in, heard at least twice as
+    often as the cutoff (a recorder that fell behind and lost some waits for the next).
     """
 
     def __init__(self, joints, limit=CHATTER_LIMIT, window=WINDOW):
@@ -114,7 +116,10 @@ class ChatterGuard:
         if self.t[-1] - self.t[0] < 0.9 * self.window:
             return None
         self.checked = self.t[-1]
-        index = np.nan_to_num(chatter_index(np.array(self.t), np.array(self.command)))
+        t = np.array(self.t)
+        if np.median(np.diff(t)) >= 0.5 / CHATTER_CUTOFF_HZ:
+            return None         # heard too sparsely (a recorder behind) to tell: next check
+        index = np.nan_to_num(chatter_index(t, np.array(self.command)))
         worst = int(np.argmax(index))
         self.worst = max(self.worst, float(index[worst]))
         if index[worst] <= self.limit:
