@@ -234,5 +234,6 @@ def main(argv=None):
               f'arm has the safe command', file=sys.stderr)
         return 1
     print('\n'.join(lines))
+    (work.report / 'summary.txt').write_text('\n'.join(lines) + '\n')
     print(f'wrote {work.out} and {work.report}/ in {time.monotonic() - began:.0f} s')
     return 0

@@ -58,6 +58,7 @@ def test_commission_fits_tunes_and_writes_a_file_that_runs(tmp_path, capsys):
     assert values['output']['area'][0] == pytest.approx(TRUTH['area'], rel=0.1)
     assert values['output']['time_constant'] == pytest.approx(TRUTH['lag'], rel=0.2)
     assert 'before (safe loop)' in printed.out and 'after (tuned file)' in printed.out
+    assert (tmp_path / 'tuned_report' / 'summary.txt').read_text().splitlines()[0].strip()
     settings = controller_runtime(out).loop.settings
     assert settings.compensation[0] == pytest.approx(values['output']['time_constant'])
     assert settings.kp[0] == pytest.approx(300.0)
