@@ -25,15 +25,16 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.params.files import check_readable
 from continuum_ctrl.params.launch_description import (config_path, CONTROLLER,
                                                       NodeDescription, PACKAGE)
-from continuum_ctrl.identify.commissioning import (ChatterGuard, FIT, Progress, StepFailed,
-                                                   steps, table, tracking, tuned_file,
-                                                   valves_for_controller)
+from continuum_ctrl.identify.commissioning import (ChatterGuard, FIT, incomplete, Progress,
+                                                   StepFailed, steps, table, tracking,
+                                                   tuned_file, valves_for_controller)
 
 #: the quiet loop and its excitation (identify/commissioning.py)
 EXCITATION = 'identify_excitation.yaml'
@@ -106,18 +107,21 @@ class Commissioning:
 
     def drive(self, name, files, seconds, bag=None):
         """Run the controller node on `files` for `seconds` from activation; its tracking."""
-        from continuum_ctrl.apps.demo import align
+        from continuum_ctrl.apps.demo import node_timing
         from continuum_ctrl.apps.launch import start, stop
         from continuum_ctrl.apps.node_pair import command_message
         from continuum_ctrl.ros.recorder import Recorder
-        from continuum_ctrl.sim.report import plot
 
         node = NodeDescription(PACKAGE, 'controller_node', CONTROLLER,
                                tuple(str(f) for f in files))
         log_path = self.report / f'{name.replace(" ", "_")}.log'
         processes = []
-        with open(log_path, 'w') as log, Recorder(bag=bag is not None, message=command_message(
-                [str(f) for f in files])) as rec:
+        # the recorder below the nodes' threads, as the demo's: a loaded machine otherwise
+        # starves it and it loses messages
+        priority = node_timing(str(files[-1]))[1]
+        with open(log_path, 'w') as log, Recorder(bag=bag is not None, priority=priority,
+                                                  message=command_message(
+                                                      [str(f) for f in files])) as rec:
             try:
                 processes += start([node], outputs=[log])
                 if not rec.wait(lambda: rec.active_since is not None, START_TIMEOUT,
@@ -134,14 +138,28 @@ class Commissioning:
                     self.kept.append(bag)
             if problem:
                 raise StepFailed(name, problem)
-            t, q_des, q, _ = rec.arrays(since=rec.active_since)
-            command_t = [c[0] for c in rec.commands]
-            import numpy as np
-            command_t, command = np.array(command_t), np.array([c[1] for c in rec.commands])
-            plot(self.report / f'{name.replace(" ", "_")}.png', rec.joint_names, t, q_des, q,
-                 align(command_t, command, t), float(np.median(np.diff(t))))
-            inside = command_t >= t[0]
-            return tracking(rec.joint_names, t, q_des, q, command_t[inside], command[inside])
+            return self._finish(name, rec, seconds, bag)
+
+    def _finish(self, name, rec, seconds, bag):
+        """Check the step's recording, plot it; return its tracking (identify/commissioning)."""
+        from continuum_ctrl.apps.demo import align
+        from continuum_ctrl.sim.report import plot
+
+        t, q_des, q, _ = rec.arrays(since=rec.active_since)
+        heard = {'~/state': t}
+        if bag is not None:
+            heard['/joint_states'] = 1e-9 * np.array([m[4] for m in rec.messages
+                                                      if m[0] == '/joint_states'])
+        for topic, times in heard.items():
+            problem = incomplete(times, seconds, topic)
+            if problem:
+                raise StepFailed(name, problem)
+        command_t = np.array([c[0] for c in rec.commands])
+        command = np.array([c[1] for c in rec.commands])
+        plot(self.report / f'{name.replace(" ", "_")}.png', rec.joint_names, t, q_des, q,
+             align(command_t, command, t), float(np.median(np.diff(t))))
+        inside = command_t >= t[0]
+        return tracking(rec.joint_names, t, q_des, q, command_t[inside], command[inside])
 
     def _watch(self, rec, guard, seconds):
         """Record for `seconds`, feeding the guard; return its problem line or None."""

@@ -33,6 +33,8 @@ from continuum_ctrl.sim.report import summary
 CHATTER_LIMIT = 0.1
 #: s of commands each chatter check spans; checks come every CHECK_EVERY s
 WINDOW, CHECK_EVERY = 2.0, 0.5
+#: a step's recording must span this share of its seconds, with no gap over MAX_GAP s
+COMPLETE, MAX_GAP = 0.9, 0.1
 #: what `identify` fits for commissioning
 FIT = ('stiffness', 'damping', 'area', 'deadzone', 'time_constant', 'delay')
 #: the valves' dead time is rounded up by this (s) for the controller: the command's own way
@@ -127,6 +129,22 @@ class ChatterGuard:
         return (f'the commands chatter: chatter index {index[worst]:.2f} at '
                 f'{self.joints[worst]} over the last {self.window:g} s (above '
                 f'{self.limit:g}); stopped, the arm has the safe command')
+
+
+def incomplete(times, seconds, topic):
+    """
+    Return one line when the message `times` (s) of `topic` do not cover a step, else None.
+
+    They must span COMPLETE of its `seconds` without a gap over MAX_GAP s: a recorder that
+    fell behind loses messages, and a fit of what is left is refused or wrong.
+    """
+    times = np.sort(np.asarray(times, dtype=float))
+    span = times[-1] - times[0] if times.size > 1 else 0.0
+    gap = float(np.max(np.diff(times))) if times.size > 1 else np.inf
+    if span >= COMPLETE * seconds and gap <= MAX_GAP:
+        return None
+    return (f'the recording of {topic} spans {span:.1f} s of the {seconds:g} s, its longest '
+            f'gap {gap:.2g} s: the recorder fell behind (a loaded machine?); run it again')
 
 
 def merge(tree, overlay):

@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from continuum_ctrl.apps.node_pair import controller_runtime, node_pair
-from continuum_ctrl.identify.commissioning import (ChatterGuard, Progress, steps, table,
-                                                   tracking, tuned_file,
+from continuum_ctrl.identify.commissioning import (ChatterGuard, incomplete, Progress, steps,
+                                                   table, tracking, tuned_file,
                                                    valves_for_controller)
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 
@@ -95,3 +95,13 @@ def test_the_progress_line_counts_down_and_the_table_reads():
     assert run[0]['section1'][0] == pytest.approx(1e-4)
     lines = table(run, run)
     assert len(lines) == 6 and '0.100 mm RMS' in lines[1]
+
+
+def test_a_recording_with_lost_messages_is_named():
+    whole = np.arange(0.0, 25.0, 0.002)
+    assert incomplete(whole, 25.0, '/joint_states') is None
+    lost = np.concatenate((whole[:4000], whole[4500:]))     # 1 s lost in the middle
+    line = incomplete(lost, 25.0, '/joint_states')
+    assert line.startswith('the recording of /joint_states spans 25.0 s of the 25 s, its '
+                           'longest gap 1 s: the recorder fell behind')
+    assert 'spans 8.9 s' in incomplete(whole[:4453], 25.0, '/joint_states')
