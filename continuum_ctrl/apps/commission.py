@@ -39,6 +39,8 @@ from continuum_ctrl.identify.commissioning import (ChatterGuard, FIT, incomplete
 #: the quiet loop and its excitation (identify/commissioning.py)
 EXCITATION = 'identify_excitation.yaml'
 #: s allowed for the controller node to start and hear the driver
+#: longest wait, s, for the messages of a step's last seconds after its duration
+TAIL_WAIT = 10.0
 START_TIMEOUT = 60.0
 #: the tuner's search for the fitted plant: a grid down to the bandwidth slow valves need
 TUNE_GRID = ('--kp', '150', '300', '500', '--kd', '25', '30', '40',
@@ -63,6 +65,13 @@ def parse(argv):
         if not getattr(args, name) > 0.0:
             raise ConfigError(f'--{name}', f'must be > 0 s, got {getattr(args, name)}')
     return args
+
+
+def first_warning(path):
+    """Return the first WARN or ERROR line of the node log `path` (the cause), or its path."""
+    lines = [line for line in Path(path).read_text(errors='replace').splitlines()
+             if '[WARN]' in line or '[ERROR]' in line]
+    return lines[0].split(']: ', 1)[-1].strip() if lines else f'see {path}'
 
 
 def tune_gains(params, valves, out):
@@ -111,6 +120,7 @@ class Commissioning:
         from continuum_ctrl.apps.launch import start, stop
         from continuum_ctrl.apps.node_pair import command_message
         from continuum_ctrl.ros.recorder import Recorder
+        from continuum_ctrl.runtime.controller_runtime import CONTROLLING
 
         node = NodeDescription(PACKAGE, 'controller_node', CONTROLLER,
                                tuple(str(f) for f in files))
@@ -138,6 +148,9 @@ class Commissioning:
                     self.kept.append(bag)
             if problem:
                 raise StepFailed(name, problem)
+            if rec.status not in CONTROLLING:
+                raise StepFailed(name, f"the controller left control (status '{rec.status}'): "
+                                       f'{first_warning(log_path)}')
             return self._finish(name, rec, seconds, bag)
 
     def _finish(self, name, rec, seconds, bag):
@@ -180,6 +193,10 @@ class Commissioning:
             return bool(found)
 
         rec.run(seconds, until=check)
+        if not found:
+            # a loaded machine hands the recorder the last messages late: wait for them
+            end = rec.active_since + seconds
+            rec.run(TAIL_WAIT, until=lambda: check() or rec.states[-1][0] >= end)
         return found[0] if found else None
 
     def identify(self):
