@@ -159,14 +159,12 @@ class Commissioning:
         from continuum_ctrl.sim.report import plot
 
         t, q_des, q, _ = rec.arrays(since=rec.active_since)
-        heard = {'~/state': t}
-        if bag is not None:
-            heard['/joint_states'] = 1e-9 * np.array([m[4] for m in rec.messages
-                                                      if m[0] == '/joint_states'])
-        for topic, times in heard.items():
-            problem = incomplete(times, seconds, topic)
-            if problem:
-                raise StepFailed(name, problem)
+        if bag is not None:         # what the fit reads must be whole (the table need not)
+            for topic in ('/joint_states', f'/{CONTROLLER}/commands'):
+                problem = incomplete(1e-9 * np.array([m[4] for m in rec.messages
+                                                      if m[0] == topic]), seconds, topic)
+                if problem:
+                    raise StepFailed(name, problem)
         command_t = np.array([c[0] for c in rec.commands])
         command = np.array([c[1] for c in rec.commands])
         plot(self.report / f'{name.replace(" ", "_")}.png', rec.joint_names, t, q_des, q,
