@@ -34,7 +34,7 @@ CHATTER_LIMIT = 0.1
 #: s of commands each chatter check spans; checks come every CHECK_EVERY s
 WINDOW, CHECK_EVERY = 2.0, 0.5
 #: a step's recording must span this share of its seconds, with no gap over MAX_GAP s
-COMPLETE, MAX_GAP = 0.9, 0.1
+COMPLETE, MAX_GAP = 0.9, 0.5
 #: what `identify` fits for commissioning
 FIT = ('stiffness', 'damping', 'area', 'deadzone', 'time_constant', 'delay')
 #: the valves' dead time is rounded up by this (s) for the controller: the command's own way
