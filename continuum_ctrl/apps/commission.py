@@ -116,7 +116,6 @@ class Commissioning:
 
     def drive(self, name, files, seconds, bag=None):
         """Run the controller node on `files` for `seconds` from activation; its tracking."""
-        from continuum_ctrl.apps.demo import node_timing
         from continuum_ctrl.apps.launch import start, stop
         from continuum_ctrl.apps.node_pair import command_message
         from continuum_ctrl.ros.recorder import Recorder
@@ -126,12 +125,8 @@ class Commissioning:
                                tuple(str(f) for f in files))
         log_path = self.report / f'{name.replace(" ", "_")}.log'
         processes = []
-        # the recorder below the nodes' threads, as the demo's: a loaded machine otherwise
-        # starves it and it loses messages
-        priority = node_timing(str(files[-1]))[1]
-        with open(log_path, 'w') as log, Recorder(bag=bag is not None, priority=priority,
-                                                  message=command_message(
-                                                      [str(f) for f in files])) as rec:
+        with open(log_path, 'w') as log, Recorder(bag=bag is not None, message=command_message(
+                [str(f) for f in files])) as rec:
             try:
                 processes += start([node], outputs=[log])
                 if not rec.wait(lambda: rec.active_since is not None, START_TIMEOUT,
