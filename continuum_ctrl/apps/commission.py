@@ -175,7 +175,8 @@ class Commissioning:
         def check():
             nonlocal heard, shown
             for t, command in rec.commands[heard:]:
-                guard.add(t, command)
+                if t >= rec.active_since:   # not the safe command sent while it waited
+                    guard.add(t, command)
             heard = len(rec.commands)
             if time.monotonic() - shown > 10.0:
                 shown = time.monotonic()
