@@ -32,7 +32,7 @@ from continuum_ctrl.sim.report import summary
 #: a step stops when a command channel's chatter index over the last WINDOW s exceeds this
 CHATTER_LIMIT = 0.1
 #: s of commands each chatter check spans; checks come every CHECK_EVERY s
-WINDOW, CHECK_EVERY = 2.0, 0.5
+WINDOW, CHECK_EVERY = 4.0, 0.5
 #: a step's recording must span this share of its seconds, with no gap over MAX_GAP s
 COMPLETE, MAX_GAP = 0.9, 0.5
 #: what `identify` fits for commissioning

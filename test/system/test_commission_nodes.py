@@ -43,7 +43,7 @@ def test_commission_fits_tunes_and_writes_a_file_that_runs(tmp_path, capsys):
     with open(tmp_path / 'simulator.log', 'w') as log:
         processes = start([simulator], outputs=[log])
         try:
-            status = cli.main(['commission', PARAMS, '--out', str(out), '--safe', '4',
+            status = cli.main(['commission', PARAMS, '--out', str(out), '--safe', '6',
                                '--excite', '25', '--verify', '6', '--gains', str(gains)])
         finally:
             stop(processes)
