@@ -4,8 +4,9 @@
 The quiet excitation (config/identify_excitation.yaml: the feed-forward through the arm's
 spring) stays quiet behind 150 ms + 30 ms valves on the arm 20 % off, lengths only (chatter
 index 0.003), while the former excitation loop (kp 700, kd 20) behind 60 + 10 ms valves on
-the MuJoCo 4-disc stack chatters and the guard stops it (0.34 after 3.6 s); the tuned file is one complete file the
-controller node's loop runs alone; the progress line counts down.
+the MuJoCo 4-disc stack chatters and the guard stops it (0.34 after 3.6 s); the tuned file
+is one complete file the controller node's loop runs alone; the progress line counts down;
+a recording that lost messages is named.
 """
 
 import sys
