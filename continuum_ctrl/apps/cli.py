@@ -8,6 +8,7 @@
     continuum-ctrl launch      run a launch description's nodes without `ros2 launch`
     continuum-ctrl tune        margins of the loop over plant errors, and gains that keep them
     continuum-ctrl identify    fit PMA parameters or a URDF arm's inertia to recorded runs
+    continuum-ctrl commission  a new arm to a tuned file: excite, record, identify, tune, verify
     continuum-ctrl record      record topics into a rosbag2 MCAP file without ros2cli
     continuum-ctrl warm        compile the continuum kernels once, after installing
     continuum-ctrl echo        print the messages of a topic (no ros2cli needed)
@@ -34,6 +35,8 @@ COMMANDS = {
              'margins of the loop over a box of plant errors, and gains that keep them'),
     'identify': ('continuum_ctrl.apps.identify',
                  "fit PMA parameters or a URDF arm's inertial parameters to recorded runs"),
+    'commission': ('continuum_ctrl.apps.commission',
+                   'excite, record, identify, tune and verify an arm through its driver'),
     'record': ('continuum_ctrl.apps.record', 'record topics into a rosbag2 MCAP file'),
     'warm': ('continuum_ctrl.apps.warm',
              'compile the continuum Numba kernels into their cache (after installing)'),

@@ -3,7 +3,7 @@
 
     continuum-ctrl identify PARAMS.yaml DATA... [--out FITTED.yaml] [--report DIR]
         [--states-topic /joint_states] [--commands-topic /continuum_controller/commands]
-        [--fit stiffness,damping,area,deadzone[,area_slope][,friction]|[,time_constant,delay]]
+        [--fit stiffness,damping,area,deadzone[,area_slope][,friction][,time_constant,delay]]
         [--per-pma] [--window S] [--min-r2 R] [--force]
 
 PARAMS.yaml is the nominal parameter file, read as the controller node reads it; DATA are

@@ -175,11 +175,6 @@ class Identification:
         if unknown:
             raise ConfigError('--fit', f'unknown parameters {sorted(unknown)}; choose from '
                                        f'{list(PARAMETERS)}')
-        for name in ('area_slope', 'friction'):
-            if name in options.fit and {'time_constant', 'delay'} & set(options.fit):
-                raise ConfigError('--fit', f'{name} is not searched with time_constant or '
-                                           f'delay: fit the valves first, then the {name} '
-                                           f'with them in the nominal file')
         self.setup, self.options = setup, options
         act = setup.actuation
         #: the file's area slope over the stroke, 1/m, per PMA (the fit's nominal)
@@ -399,11 +394,11 @@ class Identification:
 
         The samples are those the linear fit at `lag` keeps above `deadzone`, among the
         training samples every candidate defines, so that candidates are compared on the same
-        data. Each PMA's regressor and target are affine in its pressure ``p`` times the file's
-        area share ``s = 1 - c_file q / l_max`` (1 without `output.area_slope`): ``X = X0 +
-        s p e^T``, ``y = y0 + c s p``; the products of ``X0`` and ``y0`` are formed once, so a
-        candidate costs its applied pressure (the exact delayed lag of the held commands,
-        smoothed) and a few dot products per PMA.
+        data. Each PMA's regressor and target are affine in its pressure ``p``, row by row:
+        ``X = X0 + p E``, ``y = y0 + p c`` (``E`` holds the area's share at each length, and
+        the fitted slope's ``-q / l_max``); the products of ``X0`` and ``y0`` are formed once,
+        so a candidate costs its applied pressure (the exact delayed lag of the held
+        commands, smoothed) and a few products per PMA.
         """
         keeps = [run.searchable() for run in self.runs]
         stacked = []
@@ -421,27 +416,27 @@ class Identification:
             index, X0, y0 = self._columns(*args, np.zeros(mask.sum()), deadzone[j],
                                           rub[mask, j])
             _, X1, y1 = self._columns(*args, np.ones(mask.sum()), deadzone[j], rub[mask, j])
-            share = 1.0 - self.falloff[j] * q[mask, j]
-            e, c = (X1 - X0)[0] / share[0], float(y1[0] - y0[0]) / share[0]
-            pmas.append((np.flatnonzero(mask), share, index, X0, y0, e, c, X0.T @ X0,
-                         X0.T @ y0, y0 @ y0))
+            pmas.append((np.flatnonzero(mask), index, X0, y0, X1 - X0, y1 - y0,
+                         X0.T @ X0, X0.T @ y0, y0 @ y0))
 
         def cost(time_constant, delay):
             p = np.concatenate([run.grid.smooth(applied_mean(
                 run.command_t, run.command, run.grid.t, time_constant, delay)[0])[keep]
                 for run, keep in zip(self.runs, keeps)]).T.copy()
             A, b, parts = np.zeros((P, P)), np.zeros(P), []
-            for j, (rows, share, index, X0, y0, e, c, XX, Xy, yy) in enumerate(pmas):
-                pj = p[j].take(rows) * share
-                # einsum, not BLAS: a threaded BLAS woken for each small product costs
-                # ten times the arithmetic on a busy machine
-                Xp = np.einsum('ij,i->j', X0, pj)
-                py, pp = np.einsum('i,i', pj, y0), np.einsum('i,i', pj, pj)
-                XtX = XX + np.outer(Xp, e) + np.outer(e, Xp) + pp * np.outer(e, e)
-                Xty = Xy + c * Xp + py * e + c * pp * e
+            for j, (rows, index, X0, y0, E, c, XX, Xy, yy) in enumerate(pmas):
+                pj = p[j].take(rows)
+                # X = X0 + diag(p) E, y = y0 + p c; einsum, not BLAS: a threaded BLAS woken
+                # for each small product costs ten times the arithmetic on a busy machine
+                pE, pc = np.einsum('ij,i->ij', E, pj), pj * c
+                cross = np.einsum('ij,ik->jk', X0, pE)
+                XtX = XX + cross + cross.T + np.einsum('ij,ik->jk', pE, pE)
+                Xty = (Xy + np.einsum('ij,i->j', X0, pc) + np.einsum('ij,i->j', pE, y0)
+                       + np.einsum('ij,i->j', pE, pc))
                 A[np.ix_(index, index)] += XtX
                 b[index] += Xty
-                parts.append((index, XtX, Xty, yy + 2.0 * c * py + c * c * pp))
+                parts.append((index, XtX, Xty, yy + 2.0 * np.einsum('i,i', pc, y0)
+                              + np.einsum('i,i', pc, pc)))
             try:
                 theta = self._theta(A, b)[0]
             except ConfigError:         # a far-off candidate that cannot be fitted
@@ -497,7 +492,7 @@ class Identification:
         for run in self.runs:
             run.rubbing(np.ones(n), np.full(n, self.play))
 
-    def _search_play(self):
+    def _search_play(self, lag=(0.0, 0.0)):
         """
         Return the best play (m), the residual's curvature in it and the estimates' slope.
 
@@ -505,11 +500,12 @@ class Identification:
         so that candidates are compared on the same data: a log-spaced grid over PLAY_RANGE,
         then a bounded search between the best point's neighbours. The curvature (of the mean
         squared residual, per m^2) and ``d theta / d play`` (central differences, 10 % of the
-        play) give the play's standard error and carry it into the estimates'.
+        play) give the play's standard error and carry it into the estimates'. `lag`: the
+        valves' ``(time_constant, delay)``, s, at which the pressures are taken.
         """
         self._set_play(np.sqrt(PLAY_RANGE[0] * PLAY_RANGE[1]))
-        deadzone = self._linear(self._stack('train', 0.0, 0.0))[5]
-        fixed = self._stack('train', 0.0, 0.0)[:5]
+        deadzone = self._linear(self._stack('train', *lag))[5]
+        fixed = self._stack('train', *lag)[:5]
 
         def solve(play):
             self._set_play(play)
@@ -543,10 +539,16 @@ class Identification:
         fit = self.options.fit
         lag = np.zeros(2)
         lag_cov = None
-        if 'time_constant' in fit or 'delay' in fit:
+        valves = 'time_constant' in fit or 'delay' in fit
+        if valves and 'friction' in fit:
+            # the two searches, each on the other's best: the valves at a mid-range play,
+            # the play at those valves, then the valves again at that play
+            self._set_play(np.sqrt(PLAY_RANGE[0] * PLAY_RANGE[1]))
+            self._search_play(self._search_lag()[0])
+        if valves:
             lag, hessian, searched = self._search_lag()
         if 'friction' in fit:
-            play, curvature, slope = self._search_play()
+            play, curvature, slope = self._search_play(lag)
         data = self._stack('train', *lag)
         left_out = dict(self.left_out)
         theta, inverse, condition, masks, blocks, deadzone = self._linear(data)

@@ -63,6 +63,8 @@ ENTRY_POINTS = {
     'fit-betas': (lambda arg, out: ['fit-betas', str(arg), '--samples', '50', '--held-out',
                                     '20'], ('any', 'continuum'), []),
     'identify': (lambda arg, out: ['identify', str(arg), str(a_run(out))], ALL, []),
+    'commission': (lambda arg, out: ['commission', str(arg), '--out', str(out / 'tuned.yaml')],
+                   ALL, []),
     'tune': (lambda arg, out: ['tune', str(arg), '--no-search', '--poses', '1'],
              ('any', 'continuum'), []),
 }

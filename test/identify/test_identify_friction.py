@@ -152,7 +152,7 @@ def test_the_cli_writes_the_friction_and_refuses_bad_values(setup, tmp_path, cap
     data = yaml.safe_load(out.read_text())['/**']['ros__parameters']['output']
     assert data['friction'] == [pytest.approx(FRICTION, rel=0.02)]
     assert data['friction_stiffness'] == [pytest.approx(STIFFNESS, rel=0.02)]
-    assert cli.main(['identify', PARAMS, str(bag), '--fit', 'area,friction,delay']) == 2
+    assert cli.main(['identify', PARAMS, str(bag), '--fit', 'area,friction,lag']) == 2
     assert "'--fit'" in capsys.readouterr().err
     tree = yaml.safe_load(Path(PARAMS).read_text())
     tree['/**']['ros__parameters']['output']['friction'] = [-1.0]

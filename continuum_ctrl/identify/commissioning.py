@@ -1,0 +1,215 @@
+"""
+`continuum-ctrl commission`'s steps without ROS: their list, the chatter watch, the files.
+
+    guard = ChatterGuard(joints)          # the commands' chatter over the last WINDOW s
+    guard.add(t, command); problem = guard.problem()      # None, or one line
+    progress = Progress(STEPS); progress.line(step, elapsed)
+    text = tuned_file(nominal, fitted_text, gains_text)   # one complete parameter file
+
+The steps (apps/commission.py runs them through the controller node's topics):
+1. `safe loop`: the quiet loop (config/identify_excitation.yaml's gains, the file's
+   sinusoid) for SAFE_SECONDS, the "before" of the table;
+2. `excitation`: the same loop through the excitation's multisine, recorded as an MCAP bag;
+3. `identify`: the fit of FIT to that bag (the valves' lag and dead time included);
+4. `tune`: gains for the fitted plant;
+5. `verify`: the written file alone, on the file's sinusoid, the "after" of the table.
+The quiet loop is the law's feed-forward through the arm's own spring (``law.passive:
+reference``, gains of 1/s^2 and 1/s against the PMAs' kN/m: open loop in effect), so no
+valve makes it unstable, and the commands follow the reference's smooth multisine.
+"""
+
+from dataclasses import dataclass
+import copy
+
+import numpy as np
+import yaml
+
+from continuum_ctrl.control.command_quality import (CHATTER_CUTOFF_HZ, chatter_index,
+                                                    variation_rate)
+from continuum_ctrl.params.launch_description import CONTROLLER
+from continuum_ctrl.sim.report import summary
+
+#: a step stops when a command channel's chatter index over the last WINDOW s exceeds this
+CHATTER_LIMIT = 0.1
+#: s of commands each chatter check spans; checks come every CHECK_EVERY s
+WINDOW, CHECK_EVERY = 4.0, 0.5
+#: a step's recording must span this share of its seconds, with no gap over MAX_GAP s
+COMPLETE, MAX_GAP = 0.9, 0.5
+#: what `identify` fits for commissioning
+FIT = ('stiffness', 'damping', 'area', 'deadzone', 'time_constant', 'delay')
+#: the valves' dead time is rounded up by this (s) for the controller: the command's own way
+#: to the valves, and a prediction short of the real latency chatters (docs/valves.md)
+DELAY_ALLOWANCE = 0.005
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: its `name` and the wall time it is expected to take (s)."""
+
+    name: str
+    seconds: float
+
+
+def steps(safe, excite, verify):
+    """Return the steps with `safe`, `excite` and `verify` seconds of running the arm."""
+    return (Step('safe loop', safe + 10.0), Step('excitation', excite + 10.0),
+            Step('identify', 30.0), Step('tune', 120.0), Step('verify', verify + 10.0))
+
+
+class Progress:
+    """The progress line: which step runs, how long is left of it and of them all."""
+
+    def __init__(self, plan):
+        self.plan = tuple(plan)
+
+    def line(self, index, elapsed=0.0):
+        """Return the line for step `index` (0-based) `elapsed` s after it began."""
+        step = self.plan[index]
+        left = max(step.seconds - elapsed, 0.0)
+        total = left + sum(s.seconds for s in self.plan[index + 1:])
+        return (f'commission [{index + 1}/{len(self.plan)}] {step.name}: about '
+                f'{_duration(left)} left of it, {_duration(total)} in all')
+
+
+def _duration(seconds):
+    minutes, rest = divmod(int(round(seconds)), 60)
+    return f'{minutes} min {rest:02d} s' if minutes else f'{rest} s'
+
+
+class StepFailed(RuntimeError):
+    """A step failed: `step` (its name) and `why` (one line)."""
+
+    def __init__(self, step, why):
+        super().__init__(f'step {step!r} failed: {why}')
+        self.step, self.why = step, why
+
+
+class ChatterGuard:
+    """
+    The chatter index of the commands heard over the last WINDOW s, checked as they come.
+
+    `joints`: the command channels' names (the commands' order). `add` takes each command
+    at its send time; `problem` returns one line when some channel's share of power above
+    10 Hz (control/command_quality.py) exceeds CHATTER_LIMIT, else None. It checks at most
+    every CHECK_EVERY s, and only once WINDOW s of commands are in, heard at least twice as
+    often as the cutoff (a recorder that fell behind and lost some waits for the next).
+    """
+
+    def __init__(self, joints, limit=CHATTER_LIMIT, window=WINDOW):
+        self.joints, self.limit, self.window = list(joints), limit, window
+        self.t, self.command = [], []
+        self.checked = -np.inf
+        self.worst = 0.0
+
+    def add(self, t, command):
+        """Add one command (n,) sent at `t` (s)."""
+        if self.t and t <= self.t[-1]:
+            return
+        self.t.append(float(t))
+        self.command.append(np.asarray(command, dtype=float))
+        while self.t[-1] - self.t[0] > self.window:
+            self.t.pop(0)
+            self.command.pop(0)
+
+    def problem(self):
+        """Return one line naming the chattering channel, or None (module doc)."""
+        if not self.t or self.t[-1] - self.checked < CHECK_EVERY or len(self.t) < 8:
+            return None
+        if self.t[-1] - self.t[0] < 0.9 * self.window:
+            return None
+        self.checked = self.t[-1]
+        t = np.array(self.t)
+        if np.median(np.diff(t)) >= 0.5 / CHATTER_CUTOFF_HZ:
+            return None         # heard too sparsely (a recorder behind) to tell: next check
+        index = np.nan_to_num(chatter_index(t, np.array(self.command)))
+        worst = int(np.argmax(index))
+        self.worst = max(self.worst, float(index[worst]))
+        if index[worst] <= self.limit:
+            return None
+        return (f'the commands chatter: chatter index {index[worst]:.2f} at '
+                f'{self.joints[worst]} over the last {self.window:g} s (above '
+                f'{self.limit:g}); stopped, the arm has the safe command')
+
+
+def incomplete(times, seconds, topic):
+    """
+    Return one line when the message `times` (s) of `topic` do not cover a step, else None.
+
+    They must span COMPLETE of its `seconds` without a gap over MAX_GAP s: a recorder that
+    fell behind loses messages, and a fit of what is left is refused or wrong.
+    """
+    times = np.sort(np.asarray(times, dtype=float))
+    span = times[-1] - times[0] if times.size > 1 else 0.0
+    gap = float(np.max(np.diff(times))) if times.size > 1 else np.inf
+    if span >= COMPLETE * seconds and gap <= MAX_GAP:
+        return None
+    return (f'the recording of {topic} spans {span:.1f} s of the {seconds:g} s, its longest '
+            f'gap {gap:.2g} s: the recorder fell behind (a loaded machine?); run it again')
+
+
+def merge(tree, overlay):
+    """Return a copy of the nested dict `tree` with `overlay`'s leaves written over it."""
+    out = copy.deepcopy(tree)
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def valves_for_controller(fitted):
+    """
+    Return the fitted file's tree with `output.delay` rounded up by DELAY_ALLOWANCE.
+
+    `fitted`: identify's fitted file as a tree (values under ``/**``).
+    """
+    out = copy.deepcopy(fitted)
+    output = out.get('/**', {}).get('ros__parameters', {}).get('output', {})
+    if 'delay' in output:
+        output['delay'] = round(float(output['delay']) + DELAY_ALLOWANCE, 4)
+    return out
+
+
+def tuned_file(nominal_text, fitted_text, gains_text, header):
+    """
+    Return one complete parameter file: the nominal one, the fitted values, the tuned gains.
+
+    Later wins, as with several ``--params-file``; the result runs `controller_node` alone.
+    The fitted values (identify writes them under ``/**``) go into the controller's own
+    section, which a node reads over ``/**``: there they win over the nominal file's, and a
+    simulator given the file keeps its plant. `header`: comment lines (without '#') on top.
+    """
+    tree = yaml.safe_load(nominal_text) or {}
+    fitted = yaml.safe_load(fitted_text) or {}
+    tree = merge(tree, {CONTROLLER: fitted.get('/**', {})})
+    tree = merge(tree, yaml.safe_load(gains_text) or {})
+    comments = ''.join(f'# {line}\n' for line in header)
+    return comments + yaml.safe_dump(tree, sort_keys=False, default_flow_style=None)
+
+
+def tracking(joints, t, q_des, q, command_t, command):
+    """
+    Return ``{section: (rms m, max m)}`` over the second half and the commands' figures.
+
+    The figures: ``(largest variation rate, units/s; largest chatter index)`` over the run.
+    """
+    half = t >= t[0] + 0.5 * (t[-1] - t[0])
+    errors = {name: (rms, top) for name, rms, top in summary(joints, (q - q_des)[half])}
+    keep = np.concatenate(([True], np.diff(command_t) > 0.0))
+    rate = variation_rate(command_t[keep], command[keep])
+    share = chatter_index(command_t[keep], command[keep]) if keep.sum() > 8 else [np.nan]
+    return errors, (float(np.nanmax(rate)), float(np.nanmax(share)))
+
+
+def table(before, after):
+    """Return the before/after table's lines: `before`, `after` as `tracking` returns."""
+    lines = [f'{"":12s} {"before (safe loop)":>22s} {"after (tuned file)":>22s}']
+    for name in before[0]:
+        cells = [f'{1e3 * run[0][name][0]:8.3f} mm RMS {1e3 * run[0][name][1]:6.2f} max'
+                 for run in (before, after)]
+        lines.append(f'{name:12s} ' + ' '.join(f'{c:>22s}' for c in cells))
+    for label, k, scale, unit in (('variation', 0, 1e-6, 'MPa/s'), ('chatter', 1, 1.0, '')):
+        cells = [f'{scale * run[1][k]:.3g} {unit}'.strip() for run in (before, after)]
+        lines.append(f'{label:12s} ' + ' '.join(f'{c:>22s}' for c in cells))
+    return lines

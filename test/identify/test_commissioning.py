@@ -1,0 +1,110 @@
+"""
+`continuum-ctrl commission`'s steps without ROS (identify/commissioning.py).
+
+The quiet excitation (config/identify_excitation.yaml: the feed-forward through the arm's
+spring) stays quiet behind 150 ms + 30 ms valves on the arm 20 % off, lengths only (chatter
+index 0.003), while the former excitation loop (kp 700, kd 20) behind 60 + 10 ms valves on
+the MuJoCo 4-disc stack chatters and the guard stops it (0.34 after 3.6 s); the tuned file
+is one complete file the controller node's loop runs alone; the progress line counts down;
+a recording that lost messages is named.
+"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from continuum_ctrl.apps.node_pair import controller_runtime, node_pair
+from continuum_ctrl.identify.commissioning import (ChatterGuard, incomplete, Progress, steps,
+                                                   table, tracking, tuned_file,
+                                                   valves_for_controller)
+from continuum_ctrl.sim.closed_loop import simulate_nodes
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from support.identify_plant import (EXCITATION_FILE, FORMER_EXCITATION_LOOP,  # noqa: E402
+                                    PARAMS)
+
+#: the arm 20 % off behind a lengths-only driver (20 um, 2 ms old)
+PLANT = {'mismatch.stiffness_scale': 1.2, 'mismatch.damping_scale': 1.25,
+         'mismatch.area_scale': 1.1, 'mismatch.deadzone': 15e3, 'sensor.velocity': False,
+         'noise.position': 2e-5, 'noise.seed': 3, 'sensor.delay': 0.002,
+         'initial.position': [0.013]}
+
+
+def guarded(controller, valves, duration, engine=None):
+    """Run the excitation in process behind `valves`; return the guard and its first line."""
+    runtime, plant = node_pair([PARAMS, EXCITATION_FILE], controller, {
+        **PLANT, 'actuator.time_constant': valves[0], 'actuator.delay': valves[1],
+        **(engine or {})})
+    log = simulate_nodes(runtime, plant, duration)
+    guard = ChatterGuard(plant.model.joint_names)
+    for t, command in zip(log.t[log.active], log.command[log.active]):
+        guard.add(t, command)
+        problem = guard.problem()
+        if problem:
+            return guard, problem, t
+    return guard, None, None
+
+
+def test_the_excitation_is_quiet_behind_slow_valves():
+    guard, problem, _ = guarded({}, (0.15, 0.03), 6.0)
+    assert problem is None
+    assert 0.0 < guard.worst < 0.02
+
+
+def test_a_chattering_excitation_is_stopped():
+    guard, problem, t = guarded(FORMER_EXCITATION_LOOP, (0.06, 0.01), 6.0,
+                                {'engine': 'mujoco', 'mujoco.discs': 4})
+    assert problem is not None, guard.worst
+    assert problem.startswith('the commands chatter: chatter index ')
+    assert 'section1_pma' in problem and 'safe command' in problem
+    assert t < 6.0
+
+
+def test_the_tuned_file_is_complete_and_runs_alone(tmp_path):
+    fitted = {'/**': {'ros__parameters': {
+        'model': {'sections': {'stiffness': [2500.0, 2500.0, 2500.0]}},
+        'output': {'area': [1.4e-4], 'deadzone': [1.2e4], 'time_constant': 0.07,
+                   'delay': 0.0}}}}
+    fitted = valves_for_controller(fitted)
+    assert fitted['/**']['ros__parameters']['output']['delay'] == pytest.approx(0.005)
+    gains = ('continuum_controller:\n  ros__parameters:\n    gains:\n'
+             '      kp: [300.0, 300.0, 300.0, 300.0, 300.0, 300.0, 300.0, 300.0, 300.0]\n')
+    text = tuned_file(Path(PARAMS).read_text(), yaml.safe_dump(fitted), gains, ['a header'])
+    assert text.startswith('# a header\n')
+    path = tmp_path / 'tuned.yaml'
+    path.write_text(text)
+    runtime = controller_runtime(path)
+    settings = runtime.loop.settings
+    assert np.allclose(settings.kp, 300.0)
+    assert np.allclose(settings.actuation.area, 1.4e-4)
+    assert settings.compensation == pytest.approx((0.07, 0.005))
+    assert runtime.loop.model.spec.stiffness[0] == pytest.approx(2500.0)
+
+
+def test_the_progress_line_counts_down_and_the_table_reads():
+    progress = Progress(steps(10.0, 40.0, 12.0))
+    first = progress.line(0)
+    assert first.startswith('commission [1/5] safe loop: about 20 s left of it, ')
+    assert progress.line(4, 22.0).startswith('commission [5/5] verify: about 0 s left')
+    t = np.linspace(0.0, 4.0, 2001)
+    q_des = np.zeros((t.size, 9))
+    q = q_des + 1e-4
+    command = 1e5 + 1e4 * np.sin(2 * np.pi * 0.25 * t)[:, None] * np.ones(9)
+    names = [f'section{i // 3 + 1}_pma{i % 3 + 1}' for i in range(9)]
+    run = tracking(names, t, q_des, q, t, command)
+    assert run[0]['section1'][0] == pytest.approx(1e-4)
+    lines = table(run, run)
+    assert len(lines) == 6 and '0.100 mm RMS' in lines[1]
+
+
+def test_a_recording_with_lost_messages_is_named():
+    whole = np.arange(0.0, 25.0, 0.002)
+    assert incomplete(whole, 25.0, '/joint_states') is None
+    lost = np.concatenate((whole[:4000], whole[4500:]))     # 1 s lost in the middle
+    line = incomplete(lost, 25.0, '/joint_states')
+    assert line.startswith('the recording of /joint_states spans 25.0 s of the 25 s, its '
+                           'longest gap 1 s: the recorder fell behind')
+    assert 'spans 8.9 s' in incomplete(whole[:4453], 25.0, '/joint_states')
