@@ -42,9 +42,8 @@ EXCITATION = 'identify_excitation.yaml'
 #: longest wait, s, for the messages of a step's last seconds after its duration
 TAIL_WAIT = 10.0
 START_TIMEOUT = 60.0
-#: the tuner's search for the fitted plant: a grid down to the bandwidth slow valves need
-TUNE_GRID = ('--kp', '150', '300', '500', '--kd', '25', '30', '40',
-             '--ki', '1e4', '2e4', '3e4', '--poses', '3')
+#: poses of the reference the tuner linearizes the fitted plant at
+TUNE_POSES = 3
 
 
 def parse(argv):
@@ -76,14 +75,21 @@ def first_warning(path):
 
 def tune_gains(params, valves, out):
     """
-    Return the tuner's gains overlay (YAML text) for the complete file `params`, or None.
+    Return the tuner's gains overlay (YAML text) for the complete file `params`; write `out`.
 
-    `valves`: the fitted ``(lag, dead time)``, s. The one call of the tuner.
+    `valves`: the fitted ``(lag, dead time)``, s. The one call of the tuner: its continuous
+    search for the fitted plant, whose best gains are kept even where they miss a margin (the
+    overlay's first line says which). Raises StepFailed where even those are unstable.
     """
-    from continuum_ctrl.apps import tune
-    argv = [str(params), '--valves', f'{valves[0]:.4f}', f'{valves[1]:.4f}', *TUNE_GRID,
-            '--rows', '3', '--write', str(out)]
-    return Path(out).read_text() if tune.main(argv) == 0 else None
+    from continuum_ctrl.apps.tune import tune_file
+    design_of = tune_file(params, valves=[float(v) for v in valves], poses=TUNE_POSES)
+    design = design_of.proposal
+    if not design.stable:
+        raise StepFailed('tune', 'the best gains the tuner found are unstable for the fitted '
+                                 'plant somewhere in its error box (docs/tuning.md)')
+    text = design_of.overlay()
+    Path(out).write_text(text)
+    return text
 
 
 class Commissioning:
@@ -214,12 +220,8 @@ class Commissioning:
         plant.write_text(tuned_file(self.nominal.read_text(), fitted_text, '',
                                     ['commission: the nominal file with the fitted values']))
         output = yaml.safe_load(fitted_text)['/**']['ros__parameters']['output']
-        gains = tune_gains(plant, (output['time_constant'], output['delay']),
-                           self.report / 'gains.yaml')
-        if gains is None:
-            raise StepFailed('tune', 'no gains of the grid meet the margins for the fitted '
-                                     'plant (the table above)')
-        return gains
+        return tune_gains(plant, (output['time_constant'], output['delay']),
+                          self.report / 'gains.yaml')
 
     def run(self):
         """Run every step; return the before/after table's lines."""
