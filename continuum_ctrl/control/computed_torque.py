@@ -22,6 +22,7 @@ from typing import Optional
 
 from continuum_ctrl.actuation.maxwell_slip import MaxwellSlip
 from continuum_ctrl.control.gains import apply_gain, validate_gain
+from continuum_ctrl.control.ilc import IterativeLearning
 from continuum_ctrl.control.integral import IntegralAction
 from continuum_ctrl.models.base import Array, ArrayLike, DynamicsModel
 from continuum_ctrl.numerics.jit import compiled
@@ -74,7 +75,7 @@ class ComputedTorqueLaw:
         self.passive = passive
         self.integral = integral
         #: the feed-forward learnt from repetition (control/ilc.py; the loop's), or None
-        self.repetition = None
+        self.repetition: Optional[IterativeLearning] = None
         #: the PMAs' friction feed-forward (`output.friction`): a Maxwell-slip bank that the
         #: reference drives, whose force the law pushes against; None: none
         self.friction: Optional[MaxwellSlip] = None
@@ -121,7 +122,7 @@ class ComputedTorqueLaw:
             integral.add_learnt(q_des, total)
         else:
             total[:] = tau
-        if repeating:
+        if repetition is not None and repeating:
             repetition.add(total)
         if friction is not None:
             total -= friction.move(q_des)

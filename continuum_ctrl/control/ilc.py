@@ -388,11 +388,12 @@ class IterativeLearning:
 
     def _loop_matrices(self):
         """
-        Return M, D + M Kd, K + M Kp and the integral's force per position (Ki, or M Ki with
-        `gains.ki_inertial`) at the reference's mean position.
+        Return M, D + M Kd, K + M Kp and the integral's force per position at the mean pose.
 
-        A reference without a compiled sampler (a tip path, sampled by IK, whose state the
-        loop's thread owns) is not sampled here: its start stands for its mean.
+        The integral's is Ki, or M Ki with `gains.ki_inertial`; the mean pose is the
+        reference's mean position. A reference without a compiled sampler (a tip path,
+        sampled by IK, whose state the loop's thread owns) is not sampled here: its start
+        stands for its mean.
         """
         kp, kd, ki = self._gains
         model, repeats, anchored = self.model, self.repeats, self._anchored

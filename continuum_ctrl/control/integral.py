@@ -51,6 +51,7 @@ from typing import Optional
 
 import numpy as np
 
+from continuum_ctrl.control.payload_estimate import PayloadEstimate
 from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 
 
@@ -77,7 +78,7 @@ class IntegralAction:
         #: the model whose M(q) weights the error (`ki` in 1/s^3), or None (force units)
         self.inertia = None
         #: the payload estimate the force feeds (control/payload_estimate.py), or None
-        self.payload = None
+        self.payload: Optional[PayloadEstimate] = None
 
     def configure(self, ki: np.ndarray, limit: np.ndarray, inertia=None) -> None:
         """

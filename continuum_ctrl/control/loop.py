@@ -185,9 +185,10 @@ class ControlLoop:
         self.integral.learn(*settings.learn)
         self._payload(settings.adapt)
         ilc = settings.ilc
+        lag, delay = settings.compensation
         self.ilc.configure(ilc, settings.kp, settings.kd, settings.integral_gain,
                            settings.integral_limit if ilc.limit is None else ilc.limit,
-                           *settings.compensation, inertial=settings.ki_inertial is not None)
+                           lag, delay, inertial=settings.ki_inertial is not None)
         self._friction(settings.friction)
         self._compensation(settings)
         self._observer(settings)

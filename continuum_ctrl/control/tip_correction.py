@@ -85,7 +85,8 @@ class TipCorrection:
     the loop's drains).
     """
 
-    def __init__(self, settings: CorrectionSettings, period: float, model, frame: str):
+    def __init__(self, settings: CorrectionSettings, period: float, model,
+                 frame: Optional[str]):
         self.settings = settings
         self.model, self.frame = model, frame
         self.gain = 1.0 - math.exp(-settings.bandwidth * period)

@@ -43,6 +43,7 @@ import numpy as np
 from continuum_ctrl.control.loop import ControlLoop, CYCLE_PARTS
 from continuum_ctrl.control.reference_manager import TrajectoryRejected
 from continuum_ctrl.control.supervisor import ACTIVE, DEGRADED, LOOP_STATUSES, reported
+from continuum_ctrl.control.task_space import TaskSpace
 from continuum_ctrl.control.tip_correction import TipCorrection
 from continuum_ctrl.runtime.command_watch import CommandWatch
 from continuum_ctrl.runtime.handoff import StateHandoff
@@ -134,7 +135,7 @@ class ControllerRuntime:
         self._window_start = time.perf_counter()
         self.degraded = False
         self.correction: Optional[TipCorrection] = None
-        self._corrected = None              # the TaskSpace `correction` corrects
+        self._corrected: Optional[TaskSpace] = None     # the task `correction` corrects
         self._correct(loop)
         self.restart()
 
@@ -275,7 +276,9 @@ class ControllerRuntime:
         correction = self.correction
         if correction is not None:
             correction.record(t, loop.q)
-            offset, tip = self._corrected.offset, None
+            task = self._corrected
+            assert task is not None             # the task `correction` was made for
+            offset, tip = task.offset, None
             if correction.holding(t):           # a dropout: the model's tip, as the IK's
                 target = self.references.tip_target()
                 tip = None if target is None else target + offset
@@ -332,8 +335,10 @@ class ControllerRuntime:
         if task is self._corrected:
             return
         settings = None if task is None else task.settings.correction
-        self.correction = None if settings is None or settings.bandwidth <= 0.0 else \
-            TipCorrection(settings, loop.period, loop.model.for_thread(), task.frame)
+        self.correction = None
+        if task is not None and settings is not None and settings.bandwidth > 0.0:
+            self.correction = TipCorrection(settings, loop.period, loop.model.for_thread(),
+                                            task.frame)
         self._corrected = task
 
     def _starvation_event(self, degraded):
