@@ -460,7 +460,13 @@ class IterativeLearning:
         self.events.append(('info', f'ilc.file {path}: learnt table loaded'))
 
     def figures(self):
-        """Return the /diagnostics pairs: state, trials learnt, last trial's RMS, its trend."""
+        """
+        Return the /diagnostics pairs: state, trials learnt, last trial's RMS, its trend.
+
+        None of them without `ilc.enable`: a loop that does not learn shows no learning figures.
+        """
+        if self.settings is None or not self.settings.enable:
+            return []
         history = self.history
         trend = history[-1] / history[-2] if len(history) > 1 and history[-2] > 0 else 1.0
         return [('ilc_state', self.state), ('ilc_trials', len(history)),

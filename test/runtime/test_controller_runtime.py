@@ -26,8 +26,9 @@ KEYS = ('status', 'rate_hz', 'period_p50_us', 'period_p99_us', 'period_max_us',
         'run_compute_max_us', 'nonfinite_efforts', 'state_timeouts', 'run_state_rows_dropped',
         'clamped_tip_targets', 'planning', 'plans', 'plan_max_s', 'planner_ready',
         'rejected_estimated_speed', 'observer_dropped_samples', 'integral_force_max',
-        'integral_held_joints', 'learnt_stiffness_max', 'ilc_state', 'ilc_trials',
-        'ilc_trial_rms', 'ilc_trend', 'rejected_pressures')
+        'integral_held_joints', 'learnt_stiffness_max', 'rejected_pressures')
+#: what a loop learning from repetition adds (`ilc.enable`), before `rejected_pressures`
+ILC_KEYS = ('ilc_state', 'ilc_trials', 'ilc_trial_rms', 'ilc_trend')
 Q = np.array([0.1, -0.2])
 
 
@@ -93,6 +94,9 @@ def test_the_figures_keys_and_what_they_count():
     runtime.tick(t + 0.5 * PERIOD)
     figures = dict(runtime.figures())
     assert tuple(figures) == KEYS
+    learning = controller_runtime('planar_2r.yaml', {'ilc.enable': True})
+    assert tuple(dict(learning.figures())) == KEYS[:-1] + ILC_KEYS + KEYS[-1:]
+    assert dict(learning.figures())['ilc_state'] == 'off'      # no reference yet
     assert figures['status'] == ACTIVE and figures['run_ticks'] == 7
     assert figures['state_wait_p50_us'] == pytest.approx(0.0)
     waits = [0.0] * 5 + [0.5 * PERIOD * 1e6]             # the last state waited half a period
