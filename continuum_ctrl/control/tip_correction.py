@@ -51,6 +51,8 @@ from typing import Optional, Tuple
 
 import numpy as np
 
+from continuum_ctrl.control.kinematic_calibration import KinematicCalibration
+
 #: ticks of joints kept to find those at a sample's stamp (at 500 Hz: 0.26 s)
 HISTORY = 128
 #: seconds of accepted samples the dropout's gap map is fitted to (a 0.2 Hz circle's turn),
@@ -65,7 +67,8 @@ class CorrectionSettings:
     """
     The `task.correction.*` settings (module doc): `bandwidth` rad/s (0: no correction).
 
-    `timeout`, `max_age` s; `outlier`, `max_offset` m.
+    `timeout`, `max_age` s; `outlier`, `max_offset` m; `calibration`: the model's
+    calibrated gap (`task.calibration.*`; None: none).
     """
 
     bandwidth: float = 2.0
@@ -73,6 +76,7 @@ class CorrectionSettings:
     max_age: float = 0.1
     outlier: float = 0.005
     max_offset: float = 0.05
+    calibration: Optional[KinematicCalibration] = None
 
 
 class TipCorrection:
@@ -90,6 +94,10 @@ class TipCorrection:
         self.model, self.frame = model, frame
         self.gain = 1.0 - math.exp(-settings.bandwidth * period)
         self.offset = np.zeros(3)
+        self._live = np.zeros(3)            # the part measured: on top of the calibration
+        self._calibrated = np.zeros(3)      # the calibration's gap at the last tip
+        #: the loop thread's model copy: the tip at the joints without a tip reference
+        self._tick_model = model.for_thread() if settings.calibration is not None else None
         self._times = np.full(HISTORY, -np.inf)
         self._joints = np.zeros((HISTORY, model.n))
         self._ticks = 0
@@ -112,38 +120,55 @@ class TipCorrection:
         self._ticks += 1
 
     def holding(self, t: float) -> bool:
-        """Return whether `t` (s) is in a dropout (`advance` then wants the model's tip)."""
+        """Return whether `advance` at `t` (s) wants the model's tip: calibrated or a dropout."""
         latest = self._latest
-        return latest is not None and \
+        return self.settings.calibration is not None or latest is not None and \
             self.settings.max_age < t - latest[1] <= self.settings.timeout
 
     def advance(self, t: float, offset: np.ndarray, tip: Optional[np.ndarray] = None) -> None:
         """
         Move the correction one tick at `t` (s); write it into `offset` (the task's).
 
-        `tip`: in a dropout (`holding`), the model's tip now (m): the gap map's point.
+        `tip`: where `holding`, the model's tip now (m), as the IK's target: the
+        calibration's and the gap map's point (None: no tip reference; the gap map is held,
+        the calibration takes the model's tip at the last joints recorded, so that a tip
+        reference starts from the calibrated tip). The correction is the calibration's gap
+        there plus the measured part, which follows the measured gaps less the calibration's.
         """
+        calibration = self.settings.calibration
+        if calibration is not None:
+            at = tip if tip is not None or not self._ticks else self._tick_model.frame_pose(
+                self._joints[(self._ticks - 1) % HISTORY].copy(), self.frame)[:3, 3]
+            if at is not None:
+                self._calibrated = calibration(at)
+        target = self._target(t, tip)
+        if target is not None:
+            self._live += self.gain * (target - self._live)
+        if target is not None or calibration is not None:
+            self.offset = self._calibrated + self._live
+            offset[:] = self.offset
+
+    def _target(self, t, tip):
+        """Return what the measured part follows at `t` (None: held as it is; module doc)."""
         latest = self._latest
         if latest is None:
-            return
+            return None
         age = t - latest[1]
         if age <= self.settings.max_age:
-            target = latest[2]
-        elif age <= self.settings.timeout:
+            return latest[2]
+        if age <= self.settings.timeout:
             fitted = self._map
             if tip is None or fitted is None:
-                return                          # held as it is
+                return None
             center, mean, slope = fitted
-            target = mean + slope @ (tip - center)
-        else:
-            if not self.fallen_back:
-                self.fallen_back = True
-                self.events.append(('warn', f'no tip measurement for {age:.3g} s (timeout '
-                                            f'{self.settings.timeout:g} s): back to the '
-                                            f"model's kinematics alone"))
-            target = 0.0
-        self.offset += self.gain * (target - self.offset)
-        offset[:] = self.offset
+            return mean + slope @ (tip - center)
+        if not self.fallen_back:
+            self.fallen_back = True
+            alone = 'calibrated kinematics' if self.settings.calibration else 'kinematics'
+            self.events.append(('warn', f'no tip measurement for {age:.3g} s (timeout '
+                                        f'{self.settings.timeout:g} s): back to the '
+                                        f"model's {alone} alone"))
+        return np.zeros(3)
 
     # -- the input thread ------------------------------------------------------------------
 
@@ -163,6 +188,8 @@ class TipCorrection:
             return self._reject('stale', 'no joints recorded near its stamp')
         tip = self.model.frame_pose(self._joints[slot].copy(), self.frame)[:3, 3]
         gap = tip - position
+        if self.settings.calibration is not None:       # the part the calibration missed
+            gap -= self.settings.calibration(tip)
         size = float(np.linalg.norm(gap))
         jump = (math.inf if latest is None or now - latest[1] > self.settings.timeout
                 else float(np.linalg.norm(gap - latest[2])))

@@ -163,7 +163,7 @@ class ControllerRuntime:
         tip_correction.py; also without a task frame or with `task.correction.bandwidth` 0).
         """
         correction = self.correction
-        if correction is None:
+        if correction is None or correction.settings.bandwidth <= 0.0:
             return 'no task-space correction (no task frame, or its bandwidth is 0)'
         return correction.measure(position, stamp, t)
 
@@ -276,7 +276,7 @@ class ControllerRuntime:
         if correction is not None:
             correction.record(t, loop.q)
             offset, tip = self._corrected.offset, None
-            if correction.holding(t):           # a dropout: the model's tip, as the IK's
+            if correction.holding(t):           # the model's tip, as the IK's target
                 target = self.references.tip_target()
                 tip = None if target is None else target + offset
             correction.advance(t, offset, tip)
@@ -332,7 +332,8 @@ class ControllerRuntime:
         if task is self._corrected:
             return
         settings = None if task is None else task.settings.correction
-        self.correction = None if settings is None or settings.bandwidth <= 0.0 else \
+        self.correction = None if settings is None or (
+            settings.bandwidth <= 0.0 and settings.calibration is None) else \
             TipCorrection(settings, loop.period, loop.model.for_thread(), task.frame)
         self._corrected = task
 
