@@ -120,13 +120,10 @@ FIELDS = {
                                      'is rejected, m', 1e-5, 1.0),
     'task.correction.max_offset': Field('number', 0.05, 'largest gap between the measured '
                                         "and the model's tip taken, m", 1e-4, 1.0),
-    'task.calibration.center': Field('numbers', [0.0, 0.0, 0.0], "the kinematic "
-                                     "calibration's centre [x, y, z], m, base frame "
-                                     '(control/kinematic_calibration.py)', length=3),
-    'task.calibration.gap': Field('numbers', [], "the kinematic calibration's gap between the "
-                                  "model's and the true tip, m: 3 per monomial of the tip, "
-                                  'degree 1-3 (identify --fit kinematics writes it; empty: '
-                                  'none)'),
+    'task.calibration.gap': Field('numbers', [], "the kinematic calibration: the gap between "
+                                  "the model's and the true tip as polynomials of the tip's "
+                                  'reach and height, m (control/kinematic_calibration.py; '
+                                  'identify --fit kinematics writes it; empty: none)'),
     'output.mode': Field('string', 'effort', "what ~/commands carries: 'effort' (N or N m) "
                          "or 'pressure' (Pa)", choices=OUTPUT_MODES),
     'output.message': Field('string', 'multiarray', "the message of ~/commands: "
@@ -255,7 +252,7 @@ CHECKS = OUTPUT_CHECKS + (
     Check('task.base_frame', ('task.base_frame',), bool, 'must not be empty'),
     Check('task.calibration.gap', ('task.calibration.gap',),
           lambda gap: not gap or degree_of(len(gap)) is not None,
-          lambda gap: f'must hold 3 values per monomial of degree 1, 2 or 3 (12, 30 or 60), '
+          lambda gap: f'must hold the coefficients of degree 1, 2 or 3 (5, 12 or 22 values), '
                       f'got {len(gap)}'),
     Check('task.correction.timeout', ('task.correction.max_age', 'task.correction.timeout'),
           lambda age, timeout: timeout > age, 'must exceed task.correction.max_age'),
@@ -546,8 +543,7 @@ def read_task(values, model):
     correction = CorrectionSettings(**{
         name: values['task.correction.' + name]
         for name in ('bandwidth', 'timeout', 'max_age', 'outlier', 'max_offset')},
-        calibration=KinematicCalibration.of_parameters(values['task.calibration.center'],
-                                                       values['task.calibration.gap']))
+        calibration=KinematicCalibration.of_parameters(values['task.calibration.gap']))
     return TaskSettings(frame=frame, correction=correction, **{
         name: values['task.' + name]
         for name in ('base_frame', 'orientation_weight', 'duration', 'max_speed')})
