@@ -15,7 +15,7 @@ a rosbag2 MCAP bag on /joint_states and /mocap/tip: what `ros2 bag record /joint
 import numpy as np
 
 from continuum_ctrl.identify.bag import BagWriter, stamp
-from continuum_ctrl.identify.kinematics import TIP_TOPIC
+from continuum_ctrl.params.launch_description import MOCAP_TOPIC
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 
 #: the bag's clock origin, s since 1970 (a zero header stamp means none)
@@ -77,7 +77,7 @@ def record_calibration(runtime, plant, duration, path, goals, first=1.0):
 
         def tip(position, measured, t):
             x, y, z = (float(v) for v in position)
-            bag.write(TIP_TOPIC, 'geometry_msgs/msg/PoseStamped',
+            bag.write(MOCAP_TOPIC, 'geometry_msgs/msg/PoseStamped',
                       {'header': {'stamp': stamp(ORIGIN + measured), 'frame_id': frame_id},
                        'pose': {'position': {'x': x, 'y': y, 'z': z},
                                 'orientation': {'x': 0.0, 'y': 0.0, 'z': 0.0, 'w': 1.0}}},

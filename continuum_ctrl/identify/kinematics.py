@@ -27,9 +27,8 @@ from continuum_ctrl.control.kinematic_calibration import (DEGREES, design,
                                                           KinematicCalibration, sizes)
 from continuum_ctrl.identify.data import mcap_files
 from continuum_ctrl.params import ConfigError
+from continuum_ctrl.params.launch_description import MOCAP_TOPIC
 
-#: the captured tip's topic, as the simulators publish it
-TIP_TOPIC = '/mocap/tip'
 #: fewest paired samples a fit takes, and per held-out region
 MIN_PAIRS, MIN_REGION = 200, 20
 #: sectors of the tip's bearing held out in turn
@@ -59,6 +58,14 @@ class TipPairs:
     unpaired: int = 0
     moving: int = 0
 
+    def joined(self, others):
+        """Return these pairs and those of the TipPairs `others` as one."""
+        runs = [self, *others]
+        return TipPairs(', '.join(run.name for run in runs),
+                        np.concatenate([run.tips for run in runs]),
+                        np.concatenate([run.gaps for run in runs]),
+                        sum(run.unpaired for run in runs), sum(run.moving for run in runs))
+
 
 def _decoded(path, topics):
     """Yield ``(topic, stamp ns, frame_id, message)`` of `topics`, ConfigError if unreadable."""
@@ -79,7 +86,7 @@ def _decoded(path, topics):
 
 
 def read_tip_pairs(path, model, joints, frame, base_frame, states_topic='/joint_states',
-                   tip_topic=TIP_TOPIC):
+                   tip_topic=MOCAP_TOPIC):
     """
     Read a bag's joint states and captured tips; return the TipPairs of `model`'s `frame`.
 
@@ -109,7 +116,7 @@ def read_tip_pairs(path, model, joints, frame, base_frame, states_topic='/joint_
                                   f"'{tip_topic}')")
     pairs = _pair(source, states, tips, model, frame)
     if len(pairs.tips) < MIN_PAIRS:
-        raise ConfigError('', f'{source}: {len(pairs.tips)} captured tips paired with joint '
+        raise ConfigError('', f'{source}: {len(pairs.tips)} still captured tips paired with joint '
                               f'states, a calibration needs at least {MIN_PAIRS} (record '
                               'longer, the tip visiting the workspace)')
     return pairs
