@@ -29,7 +29,6 @@ coefficients of P_r, P_phi, P_z one after the other, each in `monomials` order (
 values for degree 1, 2, 3; empty: none).
 """
 
-import itertools
 import math
 from typing import Optional
 

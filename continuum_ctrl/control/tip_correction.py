@@ -39,6 +39,15 @@ After `timeout` it falls back to the model alone: `c` decays to zero at `w` (no 
 IK target), said once in the log (`events`), `fallen_back` true until a sample is accepted
 again.
 
+A kinematic calibration (`task.calibration.gap`, control/kinematic_calibration.py: the gap
+fitted to a recorded run, ``g_cal(x)`` at the model's tip `x`) is the correction's part that
+needs no capture: the offset is ``g_cal(x) + c``, `x` the IK's target (the path point plus the
+offset: where the model's tip goes; without a tip reference, the model's tip at the last
+joints, so that a reference starts from the calibrated tip), and `c` follows the measured
+gap less ``g_cal`` at the sample's tip: with a capture the live part corrects what the
+calibration missed, without one (never, or after the timeout) `c` is zero and the calibrated
+model alone moves the tip references. `max_offset` and `outlier` then apply to that rest.
+
 Threads: `measure` runs on the input thread (the FK of the model copy given, a few us);
 `record` and `advance` on the loop's, a few float operations per tick. They share no lock:
 each hand-off is one attribute store of a new object.
@@ -119,7 +128,7 @@ class TipCorrection:
         self._times[slot] = t
         self._ticks += 1
 
-    def holding(self, t: float) -> bool:
+    def wants_tip(self, t: float) -> bool:
         """Return whether `advance` at `t` (s) wants the model's tip: calibrated or a dropout."""
         latest = self._latest
         return self.settings.calibration is not None or latest is not None and \
@@ -129,7 +138,7 @@ class TipCorrection:
         """
         Move the correction one tick at `t` (s); write it into `offset` (the task's).
 
-        `tip`: where `holding`, the model's tip now (m), as the IK's target: the
+        `tip`: where `wants_tip`, the model's tip now (m), as the IK's target: the
         calibration's and the gap map's point (None: no tip reference; the gap map is held,
         the calibration takes the model's tip at the last joints recorded, so that a tip
         reference starts from the calibrated tip). The correction is the calibration's gap

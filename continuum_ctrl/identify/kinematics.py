@@ -1,16 +1,17 @@
 """
 Kinematic calibration from a recorded run: the model's tip against the captured one.
 
-    pairs = read_tip_pairs(path, setup)         # a bag of /joint_states and /mocap/tip
+    pairs = read_tip_pairs(path, model, joints, frame, base_frame)   # /joint_states, /mocap/tip
     fit = calibrate(pairs)                      # KinematicFit: the calibration, held out
     refused = fit.refusals(min_r2)
 
 Each captured tip (geometry_msgs/PoseStamped, stamped at the measurement, in
 `task.base_frame`) is paired with the joints measured at its stamp: the joint states
 (their header stamps) interpolated there, so the capture's latency pairs no tip with the
-joints of a later instant. The model's tip at those joints less the captured one is the gap,
-fitted as ridge-regularized polynomials of the model's tip's reach and height (control/kinematic_calibration.py
-says why that form). The fit is judged on the workspace it did not see: the samples are cut
+joints of a later instant. The model's tip at those joints less the captured one is the gap.
+Only a still tip's samples are kept (STILL, SETTLED): the calibration is of the static
+kinematics. The gap is fitted as ridge-regularized polynomials of the model's tip's reach and
+height (control/kinematic_calibration.py says why that form). The fit is judged on the workspace it did not see: the samples are cut
 into REGIONS sectors of the tip's bearing about the base's z axis (equal counts), and each
 sector's gaps are predicted by the fit to the others. Its held-out R^2 is the share of the
 gap's square the calibration removes there (``1 - sum |g - g_fit|^2 / sum |g|^2``: 0 is no
@@ -116,9 +117,9 @@ def read_tip_pairs(path, model, joints, frame, base_frame, states_topic='/joint_
                                   f"'{tip_topic}')")
     pairs = _pair(source, states, tips, model, frame)
     if len(pairs.tips) < MIN_PAIRS:
-        raise ConfigError('', f'{source}: {len(pairs.tips)} still captured tips paired with joint '
-                              f'states, a calibration needs at least {MIN_PAIRS} (record '
-                              'longer, the tip visiting the workspace)')
+        raise ConfigError('', f'{source}: {len(pairs.tips)} captured tips of a still tip paired '
+                              f'with joint states, a calibration needs at least {MIN_PAIRS} '
+                              '(record longer, the tip visiting the workspace and holding)')
     return pairs
 
 

@@ -276,7 +276,7 @@ class ControllerRuntime:
         if correction is not None:
             correction.record(t, loop.q)
             offset, tip = self._corrected.offset, None
-            if correction.holding(t):           # the model's tip, as the IK's target
+            if correction.wants_tip(t):           # the model's tip, as the IK's target
                 target = self.references.tip_target()
                 tip = None if target is None else target + offset
             correction.advance(t, offset, tip)

@@ -133,7 +133,7 @@ def test_a_dropout_holds_the_gap_the_tip_had_where_it_is():
     while t < t0 + 2.0:                 # a 2 s dropout with the tip held there
         t += period
         correction.advance(t, offset, there)
-    assert correction.holding(t)
+    assert correction.wants_tip(t)
     # the ridge shrinks the slope by ~8 % over this swing: ~0.1 mm of its 1 mm change
     assert np.linalg.norm(offset - gap(there)) < 0.2e-3
     assert np.linalg.norm(offset - gap(start)) > 0.8e-3
