@@ -115,7 +115,7 @@ def targets(args, controller=None, label='targets'):
 
 
 def calibrated(args):
-    """The targets without motion capture: the model alone, then calibrated from a bag."""
+    """Run the targets without motion capture: the model alone, then calibrated from a bag."""
     blind = {'task.correction.bandwidth': 0.0}
     targets(args, blind, 'targets without motion capture, the model alone')
     bag = Path(args.bag or Path(tempfile.mkdtemp()) / 'calibration.mcap')

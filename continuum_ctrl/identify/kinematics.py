@@ -11,12 +11,13 @@ Each captured tip (geometry_msgs/PoseStamped, stamped at the measurement, in
 joints of a later instant. The model's tip at those joints less the captured one is the gap.
 Only a still tip's samples are kept (STILL, SETTLED): the calibration is of the static
 kinematics. The gap is fitted as ridge-regularized polynomials of the model's tip's reach and
-height (control/kinematic_calibration.py says why that form). The fit is judged on the workspace it did not see: the samples are cut
-into REGIONS sectors of the tip's bearing about the base's z axis (equal counts), and each
-sector's gaps are predicted by the fit to the others. Its held-out R^2 is the share of the
-gap's square the calibration removes there (``1 - sum |g - g_fit|^2 / sum |g|^2``: 0 is no
-better than the model alone); a fit below `min_r2` in any sector is contradicted by the data
-and refused. The degree (1-3) is the one whose held-out residual is least.
+height (control/kinematic_calibration.py says why that form). The fit is judged on the
+workspace it did not see: the samples are cut into REGIONS sectors of the tip's bearing
+about the base's z axis (equal counts), and each sector's gaps are predicted by the fit to
+the others. Its held-out R^2 is the share of the gap's square the calibration removes there
+(``1 - sum |g - g_fit|^2 / sum |g|^2``: 0 is no better than the model alone); a fit below
+`min_r2` in any sector is contradicted by the data and refused. The degree (1-3) is the one
+whose held-out residual is least.
 """
 
 from dataclasses import dataclass
