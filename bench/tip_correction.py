@@ -1,8 +1,8 @@
 """
 The task-space correction on a captured tip, in process (issue 50's acceptance cases).
 
-    python bench/tip_correction.py [targets|circle|dropout|timeout ...] [--discs 8]
-                                   [--bandwidth W]
+    python bench/tip_correction.py [targets|circle|dropout|timeout|calibrated ...]
+                                   [--discs 8] [--bandwidth W] [--bag calib.mcap]
 
 The nodes' loop and plant of `continuum_task` (the overlay on continuum_3section.yaml: its
 gains, observer and valves) run in one process (`sim.closed_loop.simulate_nodes`), the plant
@@ -20,14 +20,25 @@ the plant's PMA lengths) and the command variation (MPa/s, the worst PMA):
 - dropout: the circle with the capture lost for 2 s from 13 s; the largest change of the
   true error against the undisturbed run, during it and over 5 s from its start;
 - timeout: the capture stops for good at a target: the log lines and the error after.
+- calibrated: without motion capture (the controller's correction off; the plant still
+  captures, for the true tip only): the targets with the model alone, then calibrated from a
+  60 s bag (`--bag`; recorded in process first when it is not there: 15 tip targets a
+  bearing step and a golden-ratio reach apart, identify/calibration_run.py) by
+  `continuum-ctrl identify --fit kinematics`.
 """
 
 import argparse
+from pathlib import Path
+import tempfile
 import time
+
+import yaml
 
 import numpy as np
 
+from continuum_ctrl.apps import identify
 from continuum_ctrl.apps.node_pair import node_pair
+from continuum_ctrl.identify.calibration_run import bent_tip, record_calibration, workspace_tour
 from continuum_ctrl.params.launch_description import arm_files
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.report import command_summary
@@ -79,35 +90,18 @@ class Run:
                                                        self.log.command[keep])) * 1e-6
 
 
-def reachable(model, radius, angle):
-    """
-    Return the tip `radius` m off the axis, bent towards `angle` rad, at mid-stroke.
-
-    Every section bends the same way about 13 mm per PMA (the PMA at 120 k degrees shortens
-    by ``a cos(angle - 120 k deg)``), `a` found by bisection: a pose well inside the strokes,
-    as the issue's poses are.
-    """
-    shape = -np.tile(np.cos(angle - np.radians([0.0, 120.0, 240.0])), 3)
-    low, high = 0.0, 0.012
-    for _ in range(50):
-        a = 0.5 * (low + high)
-        tip = model.frame_pose(0.013 + a * shape, TIP)[:3, 3]
-        low, high = (a, high) if np.hypot(*tip[:2]) < radius else (low, a)
-    return tip
-
-
-def targets(args):
-    """Three tip targets 250-450 mm off the axis, 9 s each."""
+def targets(args, controller=None, label='targets'):
+    """Three tip targets 250-450 mm off the axis, 9 s each; `controller`: its own overrides."""
     controller = {'reference.type': 'hold', 'task.correction.bandwidth': args.bandwidth,
-                  'task.max_speed': 0.25}
+                  'task.max_speed': 0.25, **(controller or {})}
     probe = node_pair(arm_files('continuum_task'), controller, {})[0].loop.model
-    goals = [reachable(probe, r, a) for r, a in zip(args.radii, args.angles)]
+    goals = [bent_tip(probe, TIP, r, a) for r, a in zip(args.radii, args.angles)]
     starts = [1.0, 10.0, 19.0]
     actions = [(s, lambda rt, g=g: rt.request_tip_target(g)) for s, g in zip(starts, goals)]
     run = Run(controller, {**PLANT, 'mujoco.discs': args.discs}, 28.0, actions)
     true, model = run.errors()
     t = run.log.t
-    print(f'targets ({run.wall:.0f} s wall):')
+    print(f'{label} ({run.wall:.0f} s wall):')
     moves = [(at, float(text.split(' over ')[1].split()[0])) for at, text in run.events
              if text.startswith('moving the tip to')]
     for start, goal, (installed, duration) in zip(starts, goals, moves):
@@ -120,12 +114,35 @@ def targets(args):
     print(f'  command variation {run.variation(1.0):.3f} MPa/s (worst PMA, from 1 s)')
 
 
+def calibrated(args):
+    """Run the targets without motion capture: the model alone, then calibrated from a bag."""
+    blind = {'task.correction.bandwidth': 0.0}
+    targets(args, blind, 'targets without motion capture, the model alone')
+    bag = Path(args.bag or Path(tempfile.mkdtemp()) / 'calibration.mcap')
+    if not bag.exists():
+        controller = {'reference.type': 'hold', 'task.max_speed': 0.25}
+        runtime, plant = node_pair(arm_files('continuum_task'), controller,
+                                   {**PLANT, 'mujoco.discs': args.discs})
+        start = time.perf_counter()
+        record_calibration(runtime, plant, 60.0, bag,
+                           workspace_tour(runtime.loop.model, TIP, 15))
+        print(f'recorded {bag} (60 s, {time.perf_counter() - start:.0f} s wall)')
+    out = bag.with_suffix('.yaml')
+    if identify.main([str(arm_files('continuum_task')[0]), str(bag), '--fit', 'kinematics',
+                      '--out', str(out)]):
+        return
+    overlay = yaml.safe_load(out.read_text())['continuum_controller']['ros__parameters']
+    gap = overlay['task']['calibration']['gap']
+    targets(args, {**blind, 'task.calibration.gap': gap},
+            'targets without motion capture, calibrated')
+
+
 def circle(args, dropout=None):
     """Run a 3 cm circle at 0.2 Hz around a point 300 mm off the axis; `dropout`: (start, s)."""
     controller = {'reference.type': 'tip_circle', 'reference.tip_radius': 0.03,
                   'task.correction.bandwidth': args.bandwidth, 'reference.blend_time': 0.0}
     probe = node_pair(arm_files('continuum_task'), controller, {})[0].loop.model
-    edge = reachable(probe, 0.33, 0.0)
+    edge = bent_tip(probe, TIP, 0.33, 0.0)
     controller['reference.tip_center'] = [0.3, 0.0, float(edge[2])]
     plant = {**PLANT, 'mujoco.discs': args.discs}
     if dropout is not None:
@@ -169,7 +186,7 @@ def timeout(args):
     controller = {'reference.type': 'hold', 'task.correction.bandwidth': args.bandwidth,
                   'task.max_speed': 0.25}
     probe = node_pair(arm_files('continuum_task'), controller, {})[0].loop.model
-    goal = reachable(probe, 0.35, 0.0)
+    goal = bent_tip(probe, TIP, 0.35, 0.0)
     run = Run(controller, {**PLANT, 'mujoco.discs': args.discs, 'mocap.dropouts': [8.0, 100.0]},
               14.0, [(1.0, lambda rt: rt.request_tip_target(goal))])
     true, model = run.errors()
@@ -179,7 +196,8 @@ def timeout(args):
           f'{true[-1] * 1e3:.3f} mm (model {model[-1] * 1e3:.3f} mm)')
 
 
-CASES = {'targets': targets, 'circle': circle_figures, 'dropout': dropout, 'timeout': timeout}
+CASES = {'targets': targets, 'circle': circle_figures, 'dropout': dropout, 'timeout': timeout,
+         'calibrated': calibrated}
 
 
 def main():
@@ -188,6 +206,7 @@ def main():
     parser.add_argument('cases', nargs='*', default=list(CASES), help=' | '.join(CASES))
     parser.add_argument('--discs', type=int, default=8)
     parser.add_argument('--bandwidth', type=float, default=2.0)
+    parser.add_argument('--bag', help='calibrated: the calibration bag (recorded when absent)')
     parser.add_argument('--radii', type=float, nargs=3, default=[0.25, 0.35, 0.45],
                         help='targets: m off the axis')
     parser.add_argument('--angles', type=float, nargs=3, default=[0.0, 1.0, 2.0],

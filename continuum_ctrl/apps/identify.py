@@ -5,6 +5,8 @@
         [--states-topic /joint_states] [--commands-topic /continuum_controller/commands]
         [--fit stiffness,damping,area,deadzone[,area_slope][,friction][,time_constant,delay]]
         [--per-pma] [--window S] [--min-r2 R] [--force]
+    continuum-ctrl identify PARAMS.yaml BAG... --fit kinematics --out calib.yaml
+        [--tip-topic /mocap/tip] [--min-r2 R] [--force]
 
 PARAMS.yaml is the nominal parameter file, read as the controller node reads it; DATA are
 rosbag2 MCAP bags (directories or single .mcap files) or the demo's CSV. Continuum arms get
@@ -19,6 +21,14 @@ file to --out (continuum arms) and the report, fitted file and held-out plot to 
 continuum fit whose held-out R^2 is below --min-r2 for some PMA is refused: one line per such
 PMA saying what the runs lacked (identify/excitation.py), no fitted file (unless --force),
 exit status 1.
+
+``--fit kinematics`` fits the model's tip kinematics instead (identify/kinematics.py): from
+bags of the joint states and the captured tip (geometry_msgs/PoseStamped on --tip-topic, in
+``task.base_frame``) the gap between the model's tip and the true one, as a gravity-aware
+function of the tip (control/kinematic_calibration.py). It prints the held-out residual by
+bearing sector and writes ``task.calibration.gap`` for the controller's namespace only (the
+simulator keeps its truth); a sector whose held-out R^2 is below --min-r2 refuses it (one
+line each, nothing written, exit status 1).
 """
 
 import argparse
@@ -27,6 +37,7 @@ from pathlib import Path
 
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.params.files import check_readable
+from continuum_ctrl.params.launch_description import MOCAP_TOPIC
 from continuum_ctrl.identify.data import check_run, COMMANDS_TOPIC, STAMPED, STATES_TOPIC
 from continuum_ctrl.identify.defaults import DEFAULT_FIT, MIN_R2, RIGID_FIT
 
@@ -57,6 +68,8 @@ def parse(argv):
     parser.add_argument('--out', help='write the fitted parameter file here')
     parser.add_argument('--report', help='write report.txt, fitted.yaml, held_out.png here')
     parser.add_argument('--states-topic', default=STATES_TOPIC)
+    parser.add_argument('--tip-topic', default=MOCAP_TOPIC,
+                        help='--fit kinematics: the captured tip (geometry_msgs/PoseStamped)')
     parser.add_argument('--commands-topic', default=COMMANDS_TOPIC)
     parser.add_argument('--fit', default=None,
                         help='comma-separated subset of stiffness, damping, area, deadzone, '
@@ -90,6 +103,8 @@ def main(argv=None):
     """Run the identification; ConfigError (bad input) exits with status 2 via the CLI."""
     args = parse(sys.argv[1:] if argv is None else argv)
     check_inputs(args)
+    if args.fit == 'kinematics':
+        return kinematics(args)
     # the model and the fit load SciPy (2.6 s): only once the inputs are known to be there
     from continuum_ctrl.identify.data import read_run
     from continuum_ctrl.identify.excitation import refusals
@@ -156,4 +171,31 @@ def main(argv=None):
               f'{"joints" if rigid else "PMAs"} (--force writes '
               'it anyway)', file=sys.stderr)
         return 1
+    return 0
+
+
+def kinematics(args):
+    """Fit the kinematic calibration (``--fit kinematics``); return the exit status."""
+    from continuum_ctrl.identify.kinematics import calibrate, calibration_yaml, read_tip_pairs
+    from continuum_ctrl.identify.setup import task_setup
+    model, joints, frame, base_frame = task_setup(args.params)
+    runs = [read_tip_pairs(path, model, joints, frame, base_frame, args.states_topic,
+                           args.tip_topic) for path in args.data]
+    pairs = runs[0].joined(runs[1:])
+    print(f'{len(pairs.tips)} still captured tips paired with joint states ({pairs.moving} '
+          f'taken while the tip moved, {pairs.unpaired} without joint states near their stamp '
+          'left out)')
+    fit = calibrate(pairs)
+    print(fit.text())
+    refused = fit.refusals(args.min_r2)
+    for line in refused:
+        print(f'continuum-ctrl identify: refused: {line}', file=sys.stderr)
+    if refused and not args.force:
+        print(f'continuum-ctrl identify: not written{" " + args.out if args.out else ""}: the '
+              f'held-out data contradict the calibration in {len(refused)} of the regions '
+              '(--force writes it anyway)', file=sys.stderr)
+        return 1
+    if args.out:
+        Path(args.out).write_text(calibration_yaml(fit, args.data))
+        print(f'wrote {args.out}')
     return 0

@@ -22,6 +22,7 @@ from continuum_ctrl.actuation.pressure_map import ActuationMap
 from continuum_ctrl.control.computed_torque import PASSIVE_AT
 from continuum_ctrl.control.gains import validate_gain
 from continuum_ctrl.control.ilc import IlcSettings
+from continuum_ctrl.control.kinematic_calibration import degree_of, KinematicCalibration
 from continuum_ctrl.control.reference_specs import (PREFIX, reference_checks, REFERENCE_TYPES,
                                                     reference_fields, ReferenceSpec)
 from continuum_ctrl.control.task_space import TaskSettings
@@ -119,6 +120,10 @@ FIELDS = {
                                      'is rejected, m', 1e-5, 1.0),
     'task.correction.max_offset': Field('number', 0.05, 'largest gap between the measured '
                                         "and the model's tip taken, m", 1e-4, 1.0),
+    'task.calibration.gap': Field('numbers', [], "the kinematic calibration: the gap between "
+                                  "the model's and the true tip as polynomials of the tip's "
+                                  'reach and height, m (control/kinematic_calibration.py; '
+                                  'identify --fit kinematics writes it; empty: none)'),
     'output.mode': Field('string', 'effort', "what ~/commands carries: 'effort' (N or N m) "
                          "or 'pressure' (Pa)", choices=OUTPUT_MODES),
     'output.message': Field('string', 'multiarray', "the message of ~/commands: "
@@ -245,6 +250,10 @@ CHECKS = OUTPUT_CHECKS + (
           lambda safe, mode: safe != 'hold' or mode != 'pressure',
           "'hold' needs output.mode 'effort'; PMAs are vented ('zero') instead"),
     Check('task.base_frame', ('task.base_frame',), bool, 'must not be empty'),
+    Check('task.calibration.gap', ('task.calibration.gap',),
+          lambda gap: not gap or degree_of(len(gap)) is not None,
+          lambda gap: f'must hold the coefficients of degree 1, 2 or 3 (5, 12 or 22 values), '
+                      f'got {len(gap)}'),
     Check('task.correction.timeout', ('task.correction.max_age', 'task.correction.timeout'),
           lambda age, timeout: timeout > age, 'must exceed task.correction.max_age'),
     *reference_checks(),
@@ -533,7 +542,8 @@ def read_task(values, model):
         raise ConfigError('task.frame', str(model.frame_error(frame)))
     correction = CorrectionSettings(**{
         name: values['task.correction.' + name]
-        for name in ('bandwidth', 'timeout', 'max_age', 'outlier', 'max_offset')})
+        for name in ('bandwidth', 'timeout', 'max_age', 'outlier', 'max_offset')},
+        calibration=KinematicCalibration.of_parameters(values['task.calibration.gap']))
     return TaskSettings(frame=frame, correction=correction, **{
         name: values['task.' + name]
         for name in ('base_frame', 'orientation_weight', 'duration', 'max_speed')})

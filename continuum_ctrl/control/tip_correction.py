@@ -39,6 +39,15 @@ After `timeout` it falls back to the model alone: `c` decays to zero at `w` (no 
 IK target), said once in the log (`events`), `fallen_back` true until a sample is accepted
 again.
 
+A kinematic calibration (`task.calibration.gap`, control/kinematic_calibration.py: the gap
+fitted to a recorded run, ``g_cal(x)`` at the model's tip `x`) is the correction's part that
+needs no capture: the offset is ``g_cal(x) + c``, `x` the IK's target (the path point plus the
+offset: where the model's tip goes; without a tip reference, the model's tip at the last
+joints, so that a reference starts from the calibrated tip), and `c` follows the measured
+gap less ``g_cal`` at the sample's tip: with a capture the live part corrects what the
+calibration missed, without one (never, or after the timeout) `c` is zero and the calibrated
+model alone moves the tip references. `max_offset` and `outlier` then apply to that rest.
+
 Threads: `measure` runs on the input thread (the FK of the model copy given, a few us);
 `record` and `advance` on the loop's, a few float operations per tick. They share no lock:
 each hand-off is one attribute store of a new object.
@@ -50,6 +59,8 @@ import math
 from typing import Optional, Tuple
 
 import numpy as np
+
+from continuum_ctrl.control.kinematic_calibration import KinematicCalibration
 
 #: ticks of joints kept to find those at a sample's stamp (at 500 Hz: 0.26 s)
 HISTORY = 128
@@ -65,7 +76,8 @@ class CorrectionSettings:
     """
     The `task.correction.*` settings (module doc): `bandwidth` rad/s (0: no correction).
 
-    `timeout`, `max_age` s; `outlier`, `max_offset` m.
+    `timeout`, `max_age` s; `outlier`, `max_offset` m; `calibration`: the model's
+    calibrated gap (`task.calibration.*`; None: none).
     """
 
     bandwidth: float = 2.0
@@ -73,6 +85,7 @@ class CorrectionSettings:
     max_age: float = 0.1
     outlier: float = 0.005
     max_offset: float = 0.05
+    calibration: Optional[KinematicCalibration] = None
 
 
 class TipCorrection:
@@ -91,6 +104,10 @@ class TipCorrection:
         self.model, self.frame = model, frame
         self.gain = 1.0 - math.exp(-settings.bandwidth * period)
         self.offset = np.zeros(3)
+        self._live = np.zeros(3)            # the part measured: on top of the calibration
+        self._calibrated = np.zeros(3)      # the calibration's gap at the last tip
+        #: the loop thread's model copy: the tip at the joints without a tip reference
+        self._tick_model = model.for_thread() if settings.calibration is not None else None
         self._times = np.full(HISTORY, -np.inf)
         self._joints = np.zeros((HISTORY, model.n))
         self._ticks = 0
@@ -112,39 +129,56 @@ class TipCorrection:
         self._times[slot] = t
         self._ticks += 1
 
-    def holding(self, t: float) -> bool:
-        """Return whether `t` (s) is in a dropout (`advance` then wants the model's tip)."""
+    def wants_tip(self, t: float) -> bool:
+        """Return whether `advance` at `t` (s) wants the model's tip: calibrated or a dropout."""
         latest = self._latest
-        return latest is not None and \
+        return self.settings.calibration is not None or latest is not None and \
             self.settings.max_age < t - latest[1] <= self.settings.timeout
 
     def advance(self, t: float, offset: np.ndarray, tip: Optional[np.ndarray] = None) -> None:
         """
         Move the correction one tick at `t` (s); write it into `offset` (the task's).
 
-        `tip`: in a dropout (`holding`), the model's tip now (m): the gap map's point.
+        `tip`: where `wants_tip`, the model's tip now (m), as the IK's target: the
+        calibration's and the gap map's point (None: no tip reference; the gap map is held,
+        the calibration takes the model's tip at the last joints recorded, so that a tip
+        reference starts from the calibrated tip). The correction is the calibration's gap
+        there plus the measured part, which follows the measured gaps less the calibration's.
         """
+        calibration = self.settings.calibration
+        if calibration is not None:
+            at = tip if tip is not None or not self._ticks else self._tick_model.frame_pose(
+                self._joints[(self._ticks - 1) % HISTORY].copy(), self.frame)[:3, 3]
+            if at is not None:
+                self._calibrated = calibration(at)
+        target = self._target(t, tip)
+        if target is not None:
+            self._live += self.gain * (target - self._live)
+        if target is not None or calibration is not None:
+            self.offset = self._calibrated + self._live
+            offset[:] = self.offset
+
+    def _target(self, t, tip):
+        """Return what the measured part follows at `t` (None: held as it is; module doc)."""
         latest = self._latest
         if latest is None:
-            return
+            return None
         age = t - latest[1]
         if age <= self.settings.max_age:
-            target = latest[2]
-        elif age <= self.settings.timeout:
+            return latest[2]
+        if age <= self.settings.timeout:
             fitted = self._map
             if tip is None or fitted is None:
-                return                          # held as it is
+                return None
             center, mean, slope = fitted
-            target = mean + slope @ (tip - center)
-        else:
-            if not self.fallen_back:
-                self.fallen_back = True
-                self.events.append(('warn', f'no tip measurement for {age:.3g} s (timeout '
-                                            f'{self.settings.timeout:g} s): back to the '
-                                            f"model's kinematics alone"))
-            target = 0.0
-        self.offset += self.gain * (target - self.offset)
-        offset[:] = self.offset
+            return mean + slope @ (tip - center)
+        if not self.fallen_back:
+            self.fallen_back = True
+            alone = 'calibrated kinematics' if self.settings.calibration else 'kinematics'
+            self.events.append(('warn', f'no tip measurement for {age:.3g} s (timeout '
+                                        f'{self.settings.timeout:g} s): back to the '
+                                        f"model's {alone} alone"))
+        return np.zeros(3)
 
     # -- the input thread ------------------------------------------------------------------
 
@@ -164,6 +198,8 @@ class TipCorrection:
             return self._reject('stale', 'no joints recorded near its stamp')
         tip = self.model.frame_pose(self._joints[slot].copy(), self.frame)[:3, 3]
         gap = tip - position
+        if self.settings.calibration is not None:       # the part the calibration missed
+            gap -= self.settings.calibration(tip)
         size = float(np.linalg.norm(gap))
         jump = (math.inf if latest is None or now - latest[1] > self.settings.timeout
                 else float(np.linalg.norm(gap - latest[2])))

@@ -13,7 +13,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from continuum_ctrl.control.settings import (JointVectors, OUTPUT_KEYS, read_output,
+from continuum_ctrl.control.settings import (FIELDS, JointVectors, OUTPUT_KEYS, read_output,
                                              shared_output)
 from continuum_ctrl.identify.data import Joints
 from continuum_ctrl.params.launch_description import CONTROLLER
@@ -21,6 +21,7 @@ from continuum_ctrl.models import load_model
 from continuum_ctrl.models.continuum.model import ContinuumModel
 from continuum_ctrl.models.rigid import RigidModel
 from continuum_ctrl.params import ConfigError, file_parameters, Reader
+from continuum_ctrl.sim.tip_capture import default_frame
 
 #: the controller's friction feed-forward, taken as the nominal friction
 FRICTION_KEYS = ('output.friction', 'output.friction_stiffness')
@@ -96,3 +97,22 @@ def read_setup(path):
                  np.arange(model.n) // 3, np.asarray(spec.stiffness, dtype=float)[::3].copy(),
                  np.asarray(spec.damping, dtype=float)[::3].copy(),
                  friction if friction[0].any() else None)
+
+
+def task_setup(path):
+    """
+    Read what a kinematic calibration needs from the parameter file `path`.
+
+    Return ``(model, joints, frame, base_frame)``: the controller's model, its Joints, the
+    task frame (`task.frame`, default the last section tip) and `task.base_frame`.
+    """
+    tree, model_ns = file_parameters(path, CONTROLLER)
+    model = load_model(model_ns)
+    vec = JointVectors.read(tree, model.joint_names)
+    task = tree.get('task', {}) if isinstance(tree.get('task'), dict) else {}
+    frame = task.get('frame') or default_frame(model)
+    if frame is None or frame not in model.frame_names():
+        raise ConfigError('task.frame', f'the model has no frame {frame!r}: a kinematic '
+                                        f'calibration needs a tip frame')
+    return (model, Joints(model.joint_names, vec.joints), frame,
+            task.get('base_frame', FIELDS['task.base_frame'].default))

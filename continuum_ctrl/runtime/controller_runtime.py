@@ -164,7 +164,7 @@ class ControllerRuntime:
         tip_correction.py; also without a task frame or with `task.correction.bandwidth` 0).
         """
         correction = self.correction
-        if correction is None:
+        if correction is None or correction.settings.bandwidth <= 0.0:
             return 'no task-space correction (no task frame, or its bandwidth is 0)'
         return correction.measure(position, stamp, t)
 
@@ -279,7 +279,7 @@ class ControllerRuntime:
             task = self._corrected
             assert task is not None             # the task `correction` was made for
             offset, tip = task.offset, None
-            if correction.holding(t):           # a dropout: the model's tip, as the IK's
+            if correction.wants_tip(t):         # the model's tip, as the IK's target
                 target = self.references.tip_target()
                 tip = None if target is None else target + offset
             correction.advance(t, offset, tip)
@@ -336,7 +336,8 @@ class ControllerRuntime:
             return
         settings = None if task is None else task.settings.correction
         self.correction = None
-        if task is not None and settings is not None and settings.bandwidth > 0.0:
+        if task is not None and settings is not None and (
+                settings.bandwidth > 0.0 or settings.calibration is not None):
             self.correction = TipCorrection(settings, loop.period, loop.model.for_thread(),
                                             task.frame)
         self._corrected = task

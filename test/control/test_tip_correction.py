@@ -2,15 +2,19 @@
 The task-space correction on a measured tip (control/tip_correction.py), without ROS.
 
 Its rules one by one on the controller's model (rate, stale and outlier samples, dropout
-hold, timeout fallback said once), then the whole loop in process on a plant whose tip is
-not the model's: the built-in engine's arm with sections 3 % longer than the controller's,
-captured at 120 Hz with 0.2 mm noise and 10 ms latency.
+hold, timeout fallback said once, a kinematic calibration under the live part), then the
+whole loop in process on a plant whose tip is not the model's: the built-in engine's arm
+with sections 3 % longer than the controller's, captured at 120 Hz with 0.2 mm noise and
+10 ms latency.
 """
 
 import numpy as np
+import pytest
 
 from continuum_ctrl.apps.node_pair import controller_loop, node_pair
+from continuum_ctrl.control.kinematic_calibration import KinematicCalibration
 from continuum_ctrl.control.tip_correction import CorrectionSettings, TipCorrection
+from continuum_ctrl.params import ConfigError
 from continuum_ctrl.params.launch_description import arm_files
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 
@@ -133,8 +137,44 @@ def test_a_dropout_holds_the_gap_the_tip_had_where_it_is():
     while t < t0 + 2.0:                 # a 2 s dropout with the tip held there
         t += period
         correction.advance(t, offset, there)
-    assert correction.holding(t)
+    assert correction.wants_tip(t)
     # the ridge shrinks the slope by ~8 % over this swing: ~0.1 mm of its 1 mm change
     assert np.linalg.norm(offset - gap(there)) < 0.2e-3
     assert np.linalg.norm(offset - gap(start)) > 0.8e-3
     assert not correction.events
+
+
+def test_a_calibration_is_the_correction_without_capture_and_the_live_part_adds_to_it():
+    """No sample: the calibrated gap at the tip; samples: the measured gap; timeout: back."""
+    loop = controller_loop(TASK, {'reference.type': 'hold'}, fused=False)
+    calibration = KinematicCalibration([-0.007, 0.0005, 0.013, 0.003, -0.005])
+    settings, period = CorrectionSettings(timeout=0.5, calibration=calibration), loop.period
+    correction = TipCorrection(settings, period, loop.model.for_thread(), TIP)
+    tip = loop.model.frame_pose(POSE, TIP)[:3, 3]
+    offset = np.zeros(3)
+    assert correction.wants_tip(0.0)
+    correction.record(0.0, POSE)
+    correction.advance(0.0, offset)                # no tip reference: the model's tip
+    assert np.allclose(offset, calibration(tip), atol=1e-12)
+    assert np.linalg.norm(offset) > 5e-3
+    gap = calibration(tip) + np.array([0.002, -0.001, 0.0])     # 2.2 mm the calibration missed
+    t = 0.0
+    for k in range(int(3.0 / period)):             # the live part follows the rest
+        t = k * period
+        correction.record(t, POSE)
+        if k % 4 == 0:
+            assert correction.measure(tip - gap, t, t) is None
+        correction.advance(t, offset, tip)
+    assert np.linalg.norm(offset - gap) < 0.01 * np.linalg.norm(gap - calibration(tip))
+    while t < 7.0:                                 # past the timeout: the calibration alone
+        t += period
+        correction.record(t, POSE)
+        correction.advance(t, offset, tip)
+    assert correction.fallen_back and 'calibrated' in correction.events[-1][1]
+    assert np.linalg.norm(offset - calibration(tip)) < 0.05e-3
+
+
+def test_a_calibration_of_no_degree_is_one_error_naming_its_key():
+    with pytest.raises(ConfigError, match=r'calibration\.gap.*\(5, 12 or 22 values\), got 7'):
+        controller_loop(TASK, {'reference.type': 'hold', 'task.calibration.gap': [0.0] * 7},
+                        fused=False)
