@@ -42,6 +42,10 @@ SAFE = _shared['output']['p_min']
 #: would step by that much
 JUMP = 2e-3
 JUMP_PA = JUMP * min(_shared['model']['sections']['stiffness']) / _shared['output']['area'][0]
+#: the largest command step the file's `limits.effort_rate` allows, Pa per tick: the step out
+#: of the safe command to the hold pressure is a ramp of such steps
+RAMP_PA = (min(_controller['limits']['effort_rate']) / _controller['rate_hz']
+           / _shared['output']['area'][0])
 #: s; the shipped file's watchdog, and the simulator's default command timeout
 STATE_TIMEOUT = _controller['state_timeout']
 COMMAND_TIMEOUT = PLANT_FIELDS['command_timeout'].default
@@ -168,7 +172,8 @@ def fault_figures(run, fault):
     `driver_back`: the first command received beside the driver after the return; `active`:
     the controller's first controlling state after the return; `step_out_of_safe`,
     `step_after`: the largest change of any PMA's command from the safe command to the first
-    controlling one, and between the controlling ones after it; `anchor_error`: the largest
+    controlling one, and between the controlling ones after the ramp out of it (the steps at
+    the rate limit, `ramp` of them; `largest_step` over all); `anchor_error`: the largest
     |reference - feedback| (m) at the first controlling state; `rms_after`: per section, mm,
     over AFTER s from the return. None where it did not happen.
     """
@@ -188,6 +193,7 @@ def fault_figures(run, fault):
     after_back = np.flatnonzero((t > fault.back) & (t < fault.back + RECOVERY))
     controlling = after_back[~np.all(u[after_back] == SAFE, axis=1)]
     steps = np.abs(np.diff(u[controlling], axis=0)).max(axis=1)
+    ramp = int(np.argmax(steps < RAMP_PA * (1.0 - 1e-6))) if len(steps) else 0
     first = controlling[0] if len(controlling) else None
     anchor = next((s for s in run.near['states'] if back and s[0] >= back[0]), None)
 
@@ -202,7 +208,8 @@ def fault_figures(run, fault):
         'active': since(np.array(back), fault.back),
         'step_out_of_safe': (float(np.abs(u[first] - u[first - 1]).max())
                              if first is not None and np.all(u[first - 1] == SAFE) else None),
-        'step_after': float(steps.max()) if len(steps) else None,
+        'step_after': float(steps[ramp:].max()) if len(steps) > ramp else None,
+        'ramp': ramp, 'largest_step': float(steps.max()) if len(steps) else None,
         'anchor_error': None if anchor is None else float(np.abs(anchor[1] - anchor[2]).max()),
         'rms_after': run.tracking(fault.back, fault.back + AFTER),
     }
@@ -373,18 +380,20 @@ def test_no_command_older_than_the_driver_timeout_reaches_it(timeline):
 def test_control_resumes_through_the_blend_without_a_jump(timeline, index):
     """
     After the return the controller controls again, its reference starting at the pose the
-    arm holds, and no command step moves a PMA by JUMP: the one larger step is the first
-    hold command out of the safe command, by design.
+    arm holds, and no command step moves a PMA by JUMP: the one larger change is the first
+    hold command out of the safe command, by design, a ramp of steps at the rate limit.
     """
     skip_if_stalled(timeline, timeline.faults[index])
     f = fault_figures(timeline, timeline.faults[index])
     print(f'\nlink down {f["outage"]:.3f} s: commands reach the driver {f["driver_back"]} s '
           f'after the return, controlling after {f["active"]} s, step out of the safe '
-          f'command {f["step_out_of_safe"]} Pa, then at most {f["step_after"]:.0f} Pa (bound '
+          f'command {f["step_out_of_safe"]} Pa, a ramp of {f["ramp"]} steps at the rate limit '
+          f'({RAMP_PA:.0f} Pa), then at most {f["step_after"]:.0f} Pa (bound '
           f'{JUMP_PA:.0f}), reference - feedback at the start {f["anchor_error"]:.2g} m; RMS '
           f'error over {AFTER:g} s after the return {np.round(f["rms_after"], 4)} mm')
     assert f['active'] is not None and f['active'] <= RECOVERY - BLEND_TIME - AFTER, f
-    assert f['step_after'] <= JUMP_PA, f
+    assert f['step_after'] is not None and f['step_after'] <= JUMP_PA, f
+    assert f['largest_step'] <= RAMP_PA * (1.0 + 1e-6), f
     if f['step_out_of_safe'] is not None:       # it went stale: a fresh start from the pose
         assert f['anchor_error'] <= JUMP / 10, f
 
