@@ -413,9 +413,7 @@ class ControlLoop:
         if self.integral.engaged:
             self._integrate(low, high)
         if self.ilc.acting:
-            observer = self.observer       # the sample itself: the estimate lags it at 1 Hz
-            self.ilc.record(t, self.measured_at, self.q if observer is None else observer.y,
-                            self.q_des, self.qd_des)
+            self.ilc.record(t, self.measured_at, self.sample, self.q_des, self.qd_des)
         self.saturation.watch(t)
         return self.output(area)
 
@@ -459,6 +457,16 @@ class ControlLoop:
         if settings.actuation is not None:
             output = settings.actuation.pressure(self.effort, out=self._pressure_out, area=area)
         return output.take(settings.order, out=self.command)
+
+    @property
+    def sample(self) -> np.ndarray:
+        """
+        Return the positions last measured (m or rad): `q`, or the observer's sample.
+
+        What the learning from repetition records: the observer's estimate lags the sample
+        at 1 Hz (the fused tick reads the same array).
+        """
+        return self.q if self.observer is None else self.observer.y
 
     @property
     def reference(self) -> Optional[Anchored]:

@@ -61,7 +61,7 @@ class PayloadEstimate:
 
     def _rows(self, q):
         """Return ``Y_p`` at `q` (Pinocchio's order): (nv, 4), N m per kg and kg m."""
-        zero = np.zeros(self.model.nv)
+        zero = self._zero
         return pin.computeJointTorqueRegressor(self.model, self.data, q, zero,
                                                zero)[:, self._columns]
 

@@ -144,10 +144,8 @@ class RigidTick:
         payload = loop.integral.payload
         if payload is not None:
             tau += payload.fed
-        observer = loop.observer           # the sample itself, as the Python tick records it
-        status = self._finish(tau, loop.period, *self._rest, t, loop.measured_at,
-                              loop.q if observer is None else observer.y, loop.qd_des,
-                              self._repetition)
+        status = self._finish(tau, loop.period, *self._rest, t, loop.measured_at, loop.sample,
+                              loop.qd_des, self._repetition)
         if payload is not None and status == DONE:
             payload.update(loop.q_des, loop.integral.force, loop.period)
         return status
