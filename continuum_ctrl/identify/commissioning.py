@@ -26,6 +26,7 @@ import yaml
 
 from continuum_ctrl.control.command_quality import (CHATTER_CUTOFF_HZ, chatter_index,
                                                     variation_rate)
+from continuum_ctrl.params.fields import flatten, nest
 from continuum_ctrl.params.launch_description import CONTROLLER
 from continuum_ctrl.sim.report import summary
 
@@ -147,17 +148,6 @@ def incomplete(times, seconds, topic):
             f'gap {gap:.2g} s: the recorder fell behind (a loaded machine?); run it again')
 
 
-def merge(tree, overlay):
-    """Return a copy of the nested dict `tree` with `overlay`'s leaves written over it."""
-    out = copy.deepcopy(tree)
-    for key, value in overlay.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
 def valves_for_controller(fitted):
     """
     Return the fitted file's tree with `output.delay` rounded up by DELAY_ALLOWANCE.
@@ -180,10 +170,10 @@ def tuned_file(nominal_text, fitted_text, gains_text, header):
     section, which a node reads over ``/**``: there they win over the nominal file's, and a
     simulator given the file keeps its plant. `header`: comment lines (without '#') on top.
     """
-    tree = yaml.safe_load(nominal_text) or {}
     fitted = yaml.safe_load(fitted_text) or {}
-    tree = merge(tree, {CONTROLLER: fitted.get('/**', {})})
-    tree = merge(tree, yaml.safe_load(gains_text) or {})
+    tree = nest({**flatten(yaml.safe_load(nominal_text) or {}),
+                 **flatten({CONTROLLER: fitted.get('/**', {})}),
+                 **flatten(yaml.safe_load(gains_text) or {})})
     comments = ''.join(f'# {line}\n' for line in header)
     return comments + yaml.safe_dump(tree, sort_keys=False, default_flow_style=None)
 
