@@ -193,9 +193,7 @@ def file_observer(loop, **noises):
     if not any(loop.settings.compensation):
         raise ConfigError('--velocity', "'kalman' is driven by the valve model: needs "
                                         'output.time_constant or output.delay')
-    middle = 0.5 * (loop.low + loop.high)
-    return Observer(loop.model, settings, loop.period,
-                    np.where(np.isfinite(middle), middle, 0.0))
+    return Observer.at_middle(loop.model, settings, loop.period)
 
 
 def _check_arguments(args):

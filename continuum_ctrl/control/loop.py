@@ -217,9 +217,7 @@ class ControlLoop:
         """
         Keep the `observer` of `settings` (None: the measured state).
 
-        Its gain is solved at the middle of the joint limits (0 where unbounded): the
-        reference's centre gave the same figures to 0.001 mm on the MuJoCo arm, and a
-        reference changed at run time then costs the loop thread no new solution (2-20 ms).
+        Its gain is solved at the middle of the joint limits (`Observer.at_middle`).
         """
         old: Optional[Observer] = getattr(self, 'observer', None)
         self.observer = None
@@ -228,9 +226,7 @@ class ControlLoop:
         if old is not None and old.settings == settings.observer and old.period == self.period:
             self.observer = old                 # keeps its estimate
             return
-        middle = 0.5 * (self.low + self.high)
-        self.observer = Observer(self.model, settings.observer, self.period,
-                                 np.where(np.isfinite(middle), middle, 0.0))
+        self.observer = Observer.at_middle(self.model, settings.observer, self.period)
         if self.supervisor.status == ACTIVE:
             self.observer.start(self.q, self.qd, self.measured_at)
 

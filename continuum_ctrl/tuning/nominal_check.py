@@ -45,7 +45,7 @@ def _setup(loop):
         poses = poses_of(loop, middle, CHECK_POSES)
     kalman = settings.observer.kind == 'kalman' and any(settings.compensation)
     # its own Observer, its gain solved where the loop's is (the linearization moves its state)
-    observer = Observer(loop.model, settings.observer, loop.period, middle) if kalman else None
+    observer = Observer.at_middle(loop.model, settings.observer, loop.period) if kalman else None
     options = LoopOptions(loop.period, settings.compensation,
                           velocity='kalman' if kalman else 'measured')
     return Setup(loop.model, settings.actuation, settings.compensation, loop.period, poses,
