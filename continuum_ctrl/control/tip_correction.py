@@ -5,7 +5,7 @@ The controller's tip is the model's: its kinematics at the measured joints. A re
 is elsewhere (a continuum arm sags under gravity and does not bend at constant curvature:
 10-25 mm at poses 250-450 mm off the axis). Motion capture measures the true tip `y`,
 stamped at the measurement; the model's tip at the joints measured then (the loop's joints
-at the tick nearest the stamp, `record`) gives the kinematic gap
+whose own stamp is nearest, `record`) gives the kinematic gap
 
     g = FK(q(t_m)) - y                                          [m, base frame]
 
@@ -123,7 +123,12 @@ class TipCorrection:
     # -- the loop's thread -----------------------------------------------------------------
 
     def record(self, t: float, q: np.ndarray) -> None:
-        """Keep the joints `q` (model order) of the tick at `t` (s) for `measure`."""
+        """
+        Keep the loop's joints `q` (model order), measured at `t` (s), for `measure`.
+
+        `t` is the state's own stamp, not the tick's: a capture sample pairs with the joints
+        measured nearest its stamp, however late either reached the loop.
+        """
         slot = self._ticks % HISTORY
         self._joints[slot] = q
         self._times[slot] = t

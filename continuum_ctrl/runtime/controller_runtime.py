@@ -275,7 +275,7 @@ class ControllerRuntime:
         self.handoff.take(loop)
         correction = self.correction
         if correction is not None:
-            correction.record(t, loop.q)
+            correction.record(loop.measured_at, loop.q)     # paired with capture by stamps
             task = self._corrected
             assert task is not None             # the task `correction` was made for
             offset, tip = task.offset, None
