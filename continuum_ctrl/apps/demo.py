@@ -325,9 +325,7 @@ def report(run, arm, engine, period, controller, out):
           f'p99 {figure(diagnostics, "run_compute_p99_us"):.0f} us, late ticks {late} of '
           f'{len(t)} recorded, joint_states age at the tick (its receipt to the tick) '
           f'p50/p99 {_median(diagnostics, "input_age_p50_us"):.0f}/'
-          f'{_median(diagnostics, "input_age_p99_us"):.0f} us, in transport (its stamp to '
-          f'its receipt) {_median(diagnostics, "state_latency_p50_us"):.0f}/'
-          f'{_median(diagnostics, "state_latency_p99_us"):.0f} us (medians of 1 s windows)')
+          f'{_median(diagnostics, "input_age_p99_us"):.0f} us (medians of 1 s windows)')
     last = diagnostics[-1] if diagnostics else {}
     print(f'simulator at the end of the run: {plant.get("steps", "?")} steps, '
           f'{plant.get("overruns", "?")} overruns (simulated time dropped), stepping CPU '
