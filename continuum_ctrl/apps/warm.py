@@ -75,8 +75,9 @@ def other_kernels(params):
 
     The frame, IK, task-space and backbone kernels take either continuum model (the same
     arrays); the samplers and valves are the controller loop's, the friction bank the
-    simulator's (actuation/maxwell_slip.py), the last call the Pinocchio arms' tick
-    (control/rigid_tick.py, control/state_age.py), so that a rigid arm's first start compiles nothing.
+    simulator's (actuation/maxwell_slip.py), the last calls the Pinocchio arms' tick
+    (control/rigid_tick.py, control/state_age.py), so that a rigid arm's first start compiles
+    nothing.
     """
     model = _model(params, 'continuum_integral')
     q, qd, tip = _evaluate(model)
