@@ -241,8 +241,9 @@ class ControlLoop:
         Take a validated measurement at receive time `t` (s); may (re)start control.
 
         `measured_at` (s, same clock, at most `t`; None: `t`, no stamp): when the state held,
-        for instance its header stamp. The valve compensation predicts from then, so the time
-        the message spent in transport and in the executor's queue is predicted over too.
+        for instance its header stamp. The valve compensation predicts from then, and a tick
+        without valves carries the state from then (`carry`), so the time the message spent in
+        transport and in the executor's queue is predicted over too.
         `qd` None (positions only): the difference of the positions stands for it
         (`difference`); one beyond MAX_SPEED refuses the state, counted in `too_fast`, as
         `reject_state`. With `velocity_filter` > 0 the velocity passes a first-order low-pass
