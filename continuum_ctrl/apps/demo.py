@@ -125,6 +125,12 @@ def recording_line(t, period, skipped, end=None):
     return line
 
 
+def _median(diagnostics, key):
+    """Return the median of a figure over the diagnostics windows but the first (NaN: none)."""
+    values = [float(d[key]) for d in diagnostics[1:] if key in d]
+    return float(np.median(values)) if values else float('nan')
+
+
 def figure(diagnostics, key):
     """Return a float figure from the latest diagnostics that have it (NaN if none)."""
     for values in reversed(diagnostics):
@@ -314,12 +320,12 @@ def report(run, arm, engine, period, controller, out):
         print(true_tip_line(truth, run.end))
     diagnostics, plant = run.diagnostics, run.simulator
     rates = [float(d['rate_hz']) for d in diagnostics[1:] if 'rate_hz' in d]
-    ages = [float(d['input_age_p50_us']) for d in diagnostics[1:] if 'input_age_p50_us' in d]
     print(f'loop rate {np.median(rates) if rates else float("nan"):.1f} Hz (median of 1 s '
           f'windows), period p99 {figure(diagnostics, "run_period_p99_us"):.0f} us, compute '
           f'p99 {figure(diagnostics, "run_compute_p99_us"):.0f} us, late ticks {late} of '
-          f'{len(t)} recorded, joint_states age at the tick p50 '
-          f'{np.median(ages) if ages else float("nan"):.0f} us')
+          f'{len(t)} recorded, joint_states age at the tick (its receipt to the tick) '
+          f'p50/p99 {_median(diagnostics, "input_age_p50_us"):.0f}/'
+          f'{_median(diagnostics, "input_age_p99_us"):.0f} us (medians of 1 s windows)')
     last = diagnostics[-1] if diagnostics else {}
     print(f'simulator at the end of the run: {plant.get("steps", "?")} steps, '
           f'{plant.get("overruns", "?")} overruns (simulated time dropped), stepping CPU '

@@ -27,6 +27,7 @@ from continuum_ctrl.actuation.valves import Actuator
 from continuum_ctrl.control.fused_tick import fused_tick, FusedTick
 from continuum_ctrl.control.rigid_tick import finish_entry
 from continuum_ctrl.control.samplers import warm_samplers
+from continuum_ctrl.control.state_age import carry_entry
 from continuum_ctrl.params.launch_description import arm_files
 from continuum_ctrl.models import load_model
 from continuum_ctrl.models.continuum.cog import cog_damped_steps, cog_run
@@ -74,8 +75,9 @@ def other_kernels(params):
 
     The frame, IK, task-space and backbone kernels take either continuum model (the same
     arrays); the samplers and valves are the controller loop's, the friction bank the
-    simulator's (actuation/maxwell_slip.py), the last call the Pinocchio arms' tick
-    (control/rigid_tick.py), so that a rigid arm's first start compiles nothing.
+    simulator's (actuation/maxwell_slip.py), the last calls the Pinocchio arms' tick
+    (control/rigid_tick.py, control/state_age.py), so that a rigid arm's first start compiles
+    nothing.
     """
     model = _model(params, 'continuum_integral')
     q, qd, tip = _evaluate(model)
@@ -84,7 +86,7 @@ def other_kernels(params):
     warm_samplers()
     Actuator(0.01, 0.0, 0.0, np.zeros(1))           # the valves' walk
     MaxwellSlip(np.ones((1, 1)), np.ones((1, 1)))    # the simulator's PMA friction
-    finish_entry()
+    finish_entry(), carry_entry()
 
 
 def fused_kernel(params):

@@ -63,6 +63,7 @@ from continuum_ctrl.control.rigid_tick import RigidTick
 from continuum_ctrl.control.saturation import SaturationGuard
 from continuum_ctrl.control.samplers import warm_samplers
 from continuum_ctrl.control.settings import ControllerSettings
+from continuum_ctrl.control.state_age import carry_entry, state_age
 from continuum_ctrl.control.supervisor import (  # noqa: F401 - the loop's names
     ACTIVE, LOOP_STATUSES, NO_EVENTS, STALE, STOPPED, Supervisor, WAITING)
 from continuum_ctrl.models.base import DynamicsModel
@@ -118,6 +119,10 @@ class ControlLoop:
         self.law.repetition = self.ilc
         self.reference: Optional[Anchored] = None
         self.measured_at = -np.inf
+        #: the measured state carried to the tick (control/state_age.py), what a tick without
+        #: valves acts on
+        self.q_now, self.qd_now = np.zeros((2, n))
+        self._carry = carry_entry()
         #: the integral's and the observer's learning held through saturation
         self.saturation = SaturationGuard(self)
         self._limits(settings)
@@ -236,8 +241,9 @@ class ControlLoop:
         Take a validated measurement at receive time `t` (s); may (re)start control.
 
         `measured_at` (s, same clock, at most `t`; None: `t`, no stamp): when the state held,
-        for instance its header stamp. The valve compensation predicts from then, so the time
-        the message spent in transport and in the executor's queue is predicted over too.
+        for instance its header stamp. The valve compensation predicts from then, and a tick
+        without valves carries the state from then (`carry`), so the time the message spent in
+        transport and in the executor's queue is predicted over too.
         `qd` None (positions only): the difference of the positions stands for it
         (`difference`); one beyond MAX_SPEED refuses the state, counted in `too_fast`, as
         `reject_state`. With `velocity_filter` > 0 the velocity passes a first-order low-pass
@@ -388,7 +394,8 @@ class ControlLoop:
             observer = self.observer
             area = self._area_at(self.q if observer is None else observer.x[0])
             if self.compensation is None:
-                tau = self.law(self.q, self.qd, self.q_des, self.qd_des, self.qdd_des)
+                self.carry(t)
+                tau = self.law(self.q_now, self.qd_now, self.q_des, self.qd_des, self.qdd_des)
             elif observer is None:
                 tau = self.compensation.effort(self.q, self.qd, self.measured_at,
                                                self.reference, t, self._effort_range,
@@ -433,9 +440,15 @@ class ControlLoop:
             self._pressures[self.settings.order] = self.command
             self.compensation.sent(self._pressures, sent)
 
+    def carry(self, t):
+        """Carry the measured state to the tick at `t` (s) into `q_now`, `qd_now` (state_age)."""
+        self._carry(state_age(t, self.measured_at), self.q, self.qd, self.qdd_des, self.q_now,
+                    self.qd_now)
+
     def _integrate(self, low, high):
         """Integrate the tick's error (control.integral), from activation on."""
-        self.integral.update(self.q, self.q_des, self.period, self.effort, low, high,
+        q = self.q if self.compensation is not None else self.q_now
+        self.integral.update(q, self.q_des, self.period, self.effort, low, high,
                              self.low, self.high)
 
     def safe_command(self) -> np.ndarray:

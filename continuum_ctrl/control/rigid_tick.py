@@ -108,7 +108,7 @@ class RigidTick:
         low, high = loop._effort_range
         self._rest = ((low, high, loop._step, loop.effort),
                       (integral.engaged, integral.force, integral.step_gain, integral.limit,
-                       integral.held, self._weighted if self._inertial else loop.q,
+                       integral.held, self._weighted if self._inertial else loop.q_now,
                        loop.q_des, loop.low, loop.high,
                        *integral.learning(loop.period)),
                       np.asarray(loop.settings.order, dtype=np.int64), np.zeros(model.n),
@@ -135,10 +135,10 @@ class RigidTick:
         loop = self.loop
         reference = loop.reference
         reference.sample_into(t, loop._desired)
-        v = self._v
-        self._accelerate(*self._gains, loop.q, loop.qd, loop.q_des, loop.qd_des, loop.qdd_des,
-                         v)
-        tau = pin.rnea(*self._pinocchio, loop.q, loop.qd, v)
+        loop.carry(t)
+        q, qd, v = loop.q_now, loop.qd_now, self._v
+        self._accelerate(*self._gains, q, qd, loop.q_des, loop.qd_des, loop.qdd_des, v)
+        tau = pin.rnea(*self._pinocchio, q, qd, v)
         if self._inertial:
             self._weigh()
         payload = loop.integral.payload
@@ -153,4 +153,4 @@ class RigidTick:
     def _weigh(self):
         """Set what the integral step takes with ``gains.ki_inertial`` (its `weighted`)."""
         loop = self.loop
-        self._weighted[:] = loop.integral.weighted(loop.q, loop.q_des)
+        self._weighted[:] = loop.integral.weighted(loop.q_now, loop.q_des)
