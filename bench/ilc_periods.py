@@ -8,7 +8,9 @@ Issue 51's acceptance in process: the error per period of a 1 Hz sinusoid, learn
 package's arm behind the mismatch options (stiffness x 1.2, damping x 1.25, area x 1.1, a
 15 kPa dead zone), lengths only (20 um noise, 2 ms old): bench/quiet_loop.py's
 ``lengths_1hz`` case, run in one process through the nodes' cycle (sim/closed_loop.py).
-``--burst S``: the length noise x 10 (200 um) for 2 s from S s (the run's clock). Prints
+``--burst S``: the length noise x 10 (200 um) for 2 s from S s (the run's clock);
+``--push S ...``: a push on the tip along x, 20 N (``--push-size``) for 0.2 s from each S s
+(the plant's clock: sim/push.py). Prints
 per period: the RMS PMA-length error per section (mm), the tip's RMS by the
 controller's kinematics (mm) and the worst PMA's command variation (MPa/s); then the best
 10 periods against the last 10.
@@ -39,11 +41,19 @@ def periods(argv=None):
     parser.add_argument('--plot', metavar='PNG', help='plot the RMS per period there')
     parser.add_argument('--burst', type=float, metavar='S',
                         help="the length noise x 10 for 2 s from S s (the run's clock)")
+    parser.add_argument('--push', type=float, nargs='+', default=[], metavar='S',
+                        help="a push on the tip along x for 0.2 s from each S s (the plant's "
+                             'clock)')
+    parser.add_argument('--push-size', type=float, default=20.0, metavar='N',
+                        help='the pushes, N (default 20)')
     args = parser.parse_args(argv)
     controller = {'reference.frequency': [1.0], 'ilc.enable': not args.off,
                   **{k: yaml.safe_load(v) for k, v in (s.split('=', 1) for s in args.set)}}
+    pushes = {'push.size': [args.push_size] * len(args.push), 'push.start': args.push} \
+        if args.push \
+        else {}
     runtime, plant = node_pair(CONFIG, controller, {**MISMATCH, **PLANTS[args.plant],
-                                                    **LENGTHS})
+                                                    **LENGTHS, **pushes})
     loop = runtime.loop
     blend = loop.settings.reference.blend_time
     if args.burst is not None:
