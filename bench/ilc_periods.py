@@ -10,7 +10,8 @@ package's arm behind the mismatch options (stiffness x 1.2, damping x 1.25, area
 ``lengths_1hz`` case, run in one process through the nodes' cycle (sim/closed_loop.py).
 ``--burst S``: the length noise x 10 (200 um) for 2 s from S s (the run's clock);
 ``--push S ...``: a push on the tip along x, 20 N (``--push-size``) for 0.2 s from each S s
-(the plant's clock: sim/push.py). Prints
+(the plant's clock: sim/push.py); ``--true-tip``: the plant's tip captured, its error
+against the desired tip (by the controller's kinematics) per period as well. Prints
 per period: the RMS PMA-length error per section (mm), the tip's RMS by the
 controller's kinematics (mm) and the worst PMA's command variation (MPa/s); then the best
 10 periods against the last 10.
@@ -46,14 +47,18 @@ def periods(argv=None):
                              'clock)')
     parser.add_argument('--push-size', type=float, default=20.0, metavar='N',
                         help='the pushes, N (default 20)')
+    parser.add_argument('--true-tip', action='store_true',
+                        help="capture the plant's tip (mocap.rate_hz 120) and give its RMS "
+                             "error per period against the desired tip")
     args = parser.parse_args(argv)
     controller = {'reference.frequency': [1.0], 'ilc.enable': not args.off,
                   **{k: yaml.safe_load(v) for k, v in (s.split('=', 1) for s in args.set)}}
     pushes = {'push.size': [args.push_size] * len(args.push), 'push.start': args.push} \
         if args.push \
         else {}
+    capture = {'mocap.rate_hz': 120.0} if args.true_tip else {}
     runtime, plant = node_pair(CONFIG, controller, {**MISMATCH, **PLANTS[args.plant],
-                                                    **LENGTHS, **pushes})
+                                                    **LENGTHS, **pushes, **capture})
     loop = runtime.loop
     blend = loop.settings.reference.blend_time
     if args.burst is not None:
@@ -63,13 +68,19 @@ def periods(argv=None):
     first = int(np.argmax(log.active))
     order, names = loop.settings.order, list(loop.settings.joints)
     q_des, q = log.q_des[first:, order], log.q[first:, order]
-    _, _, tip = tip_paths(loop.model, tip_frame(loop.model), q_des, q)
+    desired, _, tip = tip_paths(loop.model, tip_frame(loop.model), q_des, q)
     learnt = learnt_period(dataclasses.replace(
         loop.settings, ilc=dataclasses.replace(loop.settings.ilc, enable=True)), q[0])
     print(f'{args.plant}, ilc {"off" if args.off else "on"}, '
           f'{time.perf_counter() - start:.0f} s of compute')
     rows = per_period(names, log.t[first:], q - q_des, log.command[first:], *learnt, tip)
     print_periods(names, rows, log.command)
+    if args.true_tip:
+        truth = np.linalg.norm(log.tip[first:] - desired, axis=1)
+        true_rows = per_period(names, log.t[first:], q - q_des, log.command[first:], *learnt,
+                               truth)
+        print('true tip RMS per period, mm (the plant\'s against the desired tip): '
+              + ' '.join(f'{1e3 * row.tip:.2f}' for row in true_rows))
     worst = np.array([max(row.rms) for row in rows])
     if len(worst) >= 20:
         tens = np.convolve(worst, np.ones(10) / 10, 'valid')
