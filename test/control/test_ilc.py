@@ -214,6 +214,42 @@ def test_a_trajectory_sent_again_learns_per_trial():
     assert trials[-1] < 0.2 * trials[0]
 
 
+def test_a_panda_learns_a_stamped_trajectory_sent_again():
+    """
+    The Panda (links 20 % heavier) sent one 2 s trajectory every 2.5 s, each read as the
+    controller node reads a ~/joint_trajectory message stamped 1-3 ms before it arrives
+    (ros/conversion.py) and handed to the runtime: one learning over the trials, the error
+    falling (bench/ilc_trials.py on MuJoCo: 0.0086 to 0.0008 rad over 11 trials).
+    """
+    from types import SimpleNamespace
+    from continuum_ctrl.apps.node_pair import node_pair
+    from continuum_ctrl.ros.conversion import trajectory_arrays
+    from continuum_ctrl.sim.closed_loop import simulate_nodes
+    runtime, plant = node_pair('panda.yaml', {'reference.type': 'hold', 'ilc.enable': True},
+                               {'mismatch.mass_scale': 1.2})
+    names, start = list(runtime.loop.settings.joints), plant.q.copy()
+    times = np.arange(1, 21) * 0.1
+    positions = start + 0.4 * np.outer(np.sin(np.pi * times / 2.0) ** 2, np.ones(7))
+    points = [SimpleNamespace(positions=list(p), velocities=[], accelerations=[],
+                              time_from_start=SimpleNamespace(sec=0, nanosec=0))
+              for p in positions]
+    for point, t in zip(points, times):
+        point.time_from_start.sec, point.time_from_start.nanosec = int(t), round(t % 1 * 1e9)
+    late = iter(np.random.default_rng(5).uniform(0.001, 0.003, 10))
+    arrivals = 1.0 + 2.5 * np.arange(6)
+
+    def send(k, t):
+        if np.any(np.abs(arrivals - t) < 1e-4):
+            stamp = t - next(late)
+            msg = SimpleNamespace(joint_names=names, points=points, header=SimpleNamespace(
+                stamp=SimpleNamespace(sec=int(stamp), nanosec=int(stamp % 1 * 1e9))))
+            runtime.follow(*trajectory_arrays(msg, names, stamp - t), t=t)
+    log = simulate_nodes(runtime, plant, 1.0 + 2.5 * 6, after_tick=send)
+    per = [rms((log.q - log.q_des)[(log.t >= a) & (log.t < a + 2.0)].ravel()) for a in arrivals]
+    assert len(runtime.loop.ilc.history) == 6           # one learning, never started over
+    assert per[-1] < 0.5 * per[1], per        # 0.0037 to 0.0016 rad, learning 4 trials
+
+
 def test_a_tip_circle_learns_per_turn():
     from continuum_ctrl.apps.node_pair import node_pair
     from continuum_ctrl.params.launch_description import arm_files
