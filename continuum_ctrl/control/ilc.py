@@ -407,7 +407,7 @@ class IterativeLearning:
         if reference.layout() is None:
             q = anchored.q_start
         else:
-            times = np.linspace(0.0, repeats.period, 64, endpoint=False)
+            times = repeats.start + np.linspace(0.0, repeats.period, 64, endpoint=False)
             q = np.mean([reference.sample(s)[0] for s in times], axis=0)
         mass = np.asarray(model.mass_matrix(q), dtype=float)
         stiffness, damping = np.zeros((self.n, self.n)), np.zeros((self.n, self.n))
