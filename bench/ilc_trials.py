@@ -4,16 +4,15 @@ Issue 51's rigid case in process: a Panda repeating a 2 s trajectory, learnt tri
     python bench/ilc_trials.py [--trials 12] [--off] [--engine mujoco|builtin]
                                [--late S] [--set KEY=YAML ...]
 
-`config/panda.yaml`'s controller with ``ilc.enable`` against the Panda in MuJoCo, its links 20 %
-heavier (``mismatch.mass_scale``). The trajectory (20 points, positions only, 0.1 s apart: a
-smooth excursion out of the start pose and back) is sent again every 2.5 s, each time as
-a JointTrajectory message reaches the controller node: read by the node's conversion
+`config/panda.yaml`'s controller with ``ilc.enable`` against the Panda in MuJoCo, its links
+20 % heavier (``mismatch.mass_scale``). The trajectory (20 points, positions only, 0.1 s
+apart: a smooth excursion out of the start pose and back) is sent again every 2.5 s, each
+time as a JointTrajectory message reaches the controller node: read by the node's conversion
 (ros/conversion.py's `trajectory_arrays`; its header stamp 0, or with `--late` between half
-of that and that long before it arrives) and
-handed to the runtime's `follow`, in one process through the nodes' cycle
-(sim/closed_loop.py). Prints per trial: the RMS joint error over the trial's 2 s (rad, the
-worst joint's and over all joints), the ILC's state, and the worst joint's effort variation
-(N m/s).
+of that and that long before it arrives) and handed to the runtime's `follow`, in one
+process through the nodes' cycle (sim/closed_loop.py). Prints per trial the RMS joint error
+over the trial's 2 s (rad: the worst joint's and over all joints) and the worst joint's
+effort variation (N m/s), then the learning's /diagnostics figures.
 """
 
 import argparse
