@@ -8,7 +8,10 @@ Issue 51's acceptance in process: the error per period of a 1 Hz sinusoid, learn
 package's arm behind the mismatch options (stiffness x 1.2, damping x 1.25, area x 1.1, a
 15 kPa dead zone), lengths only (20 um noise, 2 ms old): bench/quiet_loop.py's
 ``lengths_1hz`` case, run in one process through the nodes' cycle (sim/closed_loop.py).
-``--burst S``: the length noise x 10 (200 um) for 2 s from S s (the run's clock). Prints
+``--burst S``: the length noise x 10 (200 um) for 2 s from S s (the run's clock);
+``--push S ...``: a push on the tip along x, 20 N (``--push-size``) for 0.2 s from each S s
+(the plant's clock: sim/push.py); ``--true-tip``: the plant's tip captured, its error
+against the desired tip (by the controller's kinematics) per period as well. Prints
 per period: the RMS PMA-length error per section (mm), the tip's RMS by the
 controller's kinematics (mm) and the worst PMA's command variation (MPa/s); then the best
 10 periods against the last 10.
@@ -23,13 +26,14 @@ import yaml
 
 from continuum_ctrl.apps.node_pair import node_pair
 from continuum_ctrl.sim.closed_loop import simulate_nodes
-from continuum_ctrl.sim.report import command_summary, groups, tip_frame, tip_paths
+from continuum_ctrl.sim.period_report import learnt_period, per_period, plot_periods, print_periods
+from continuum_ctrl.sim.report import tip_frame, tip_paths
 
 from quiet_loop import CONFIG, LENGTHS, MISMATCH, PLANTS
 
 
 def periods(argv=None):
-    """Run the case; print the per-period figures; return them (rms (periods, sections), tip)."""
+    """Run the case; print the per-period figures; return them (`PeriodRow`s)."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0].strip())
     parser.add_argument('--periods', type=int, default=20)
     parser.add_argument('--plant', default='mujoco4', choices=PLANTS)
@@ -38,44 +42,53 @@ def periods(argv=None):
     parser.add_argument('--plot', metavar='PNG', help='plot the RMS per period there')
     parser.add_argument('--burst', type=float, metavar='S',
                         help="the length noise x 10 for 2 s from S s (the run's clock)")
+    parser.add_argument('--push', type=float, nargs='+', default=[], metavar='S',
+                        help="a push on the tip along x for 0.2 s from each S s (the plant's "
+                             'clock)')
+    parser.add_argument('--push-size', type=float, default=20.0, metavar='N',
+                        help='the pushes, N (default 20)')
+    parser.add_argument('--true-tip', action='store_true',
+                        help="capture the plant's tip (mocap.rate_hz 120) and give its RMS "
+                             "error per period against the desired tip")
     args = parser.parse_args(argv)
     controller = {'reference.frequency': [1.0], 'ilc.enable': not args.off,
                   **{k: yaml.safe_load(v) for k, v in (s.split('=', 1) for s in args.set)}}
+    pushes = {'push.size': [args.push_size] * len(args.push), 'push.start': args.push} \
+        if args.push \
+        else {}
+    capture = {'mocap.rate_hz': 120.0} if args.true_tip else {}
     runtime, plant = node_pair(CONFIG, controller, {**MISMATCH, **PLANTS[args.plant],
-                                                    **LENGTHS})
+                                                    **LENGTHS, **pushes, **capture})
     loop = runtime.loop
     blend = loop.settings.reference.blend_time
     if args.burst is not None:
         noisy(plant, args.burst, 10.0 * LENGTHS['noise.position'])
     start = time.perf_counter()
-    log = simulate_nodes(runtime, plant, blend + args.periods + 0.01)
+    log = simulate_nodes(runtime, plant, blend + args.periods + 0.1)
+    first = int(np.argmax(log.active))
     order, names = loop.settings.order, list(loop.settings.joints)
-    q_des, q = log.q_des[:, order], log.q[:, order]
-    _, _, tip = tip_paths(loop.model, tip_frame(loop.model), q_des, q)
-    sections = list(groups(names).values())
-    t0 = log.t[int(np.argmax(log.active))]
-    rows = []
+    q_des, q = log.q_des[first:, order], log.q[first:, order]
+    desired, _, tip = tip_paths(loop.model, tip_frame(loop.model), q_des, q)
+    learnt = learnt_period(dataclasses.replace(
+        loop.settings, ilc=dataclasses.replace(loop.settings.ilc, enable=True)), q[0])
     print(f'{args.plant}, ilc {"off" if args.off else "on"}, '
-          f'{time.perf_counter() - start:.0f} s of compute; per period: RMS per section mm | '
-          'tip RMS mm (package kinematics) | worst MPa/s')
-    for k in range(int(np.ceil(blend)), int(np.ceil(blend)) + args.periods):
-        inside = (log.t >= t0 + k) & (log.t < t0 + k + 1)
-        error = (q - q_des)[inside]
-        rms = [float(np.sqrt(np.mean(error[:, index] ** 2))) for index in sections]
-        summary = command_summary(names, log.t[inside], log.command[inside])
-        rate = max(r for _, _, r, _ in summary)
-        tip_rms = float(np.sqrt(np.mean(tip[inside] ** 2)))
-        rows.append((rms, tip_rms, rate))
-        print(f'{k - int(np.ceil(blend)) + 1:4d}  ' + ' / '.join(f'{1e3 * r:.4f}' for r in rms)
-              + f'  | {1e3 * tip_rms:.3f} | {1e-6 * rate:.2f}', flush=True)
-    worst = np.array([max(r) for r, _, _ in rows])
+          f'{time.perf_counter() - start:.0f} s of compute')
+    rows = per_period(names, log.t[first:], q - q_des, log.command[first:], *learnt, tip)
+    print_periods(names, rows, log.command)
+    if args.true_tip:
+        truth = np.linalg.norm(log.tip[first:] - desired, axis=1)
+        true_rows = per_period(names, log.t[first:], q - q_des, log.command[first:], *learnt,
+                               truth)
+        print('true tip RMS per period, mm (the plant\'s against the desired tip): '
+              + ' '.join(f'{1e3 * row.tip:.2f}' for row in true_rows))
+    worst = np.array([max(row.rms) for row in rows])
     if len(worst) >= 20:
         tens = np.convolve(worst, np.ones(10) / 10, 'valid')
         print(f'worst section, mean over 10 periods: best {1e3 * tens.min():.4f} mm, last '
               f'{1e3 * tens[-1]:.4f} mm ({tens[-1] / tens.min():.2f} x)')
     print('ilc:', dict(loop.ilc.figures()))
     if args.plot:
-        plot(rows, args.plot)
+        plot_periods(args.plot, names, rows, log.command)
     return rows
 
 
@@ -91,26 +104,6 @@ def noisy(plant, start, noise, duration=2.0):
                 sample, q=sample.q + generator.normal(0.0, extra, sample.q.shape))
         return sample
     plant.publish = published
-
-
-def plot(rows, path):
-    """Plot the RMS per section and the tip's per period (mm, log scale) into `path`."""
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-    figure, (sections, tip) = plt.subplots(2, 1, sharex=True, figsize=(7, 6))
-    periods = np.arange(1, len(rows) + 1)
-    for k, values in enumerate(zip(*(r for r, _, _ in rows))):
-        sections.semilogy(periods, 1e3 * np.array(values), label=f'section {k + 1}')
-    tip.semilogy(periods, [1e3 * t for _, t, _ in rows], label='tip (package kinematics)')
-    sections.set_ylabel('RMS per period, mm')
-    tip.set_ylabel('tip RMS, mm')
-    tip.set_xlabel('period')
-    for axes in (sections, tip):
-        axes.grid(True, which='both', alpha=0.3)
-        axes.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
 
 
 if __name__ == '__main__':

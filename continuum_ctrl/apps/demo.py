@@ -1,7 +1,7 @@
 """
 The closed-loop demo over ROS 2: simulator and controller as two processes, recorded here.
 
-    continuum-ctrl demo [--arm continuum|continuum_task|2r|panda|FILE [FILE ...]]
+    continuum-ctrl demo [--arm continuum|continuum_task|continuum_ilc|2r|panda|FILE [FILE ...]]
                         [--duration S] [--out DIR]
                         [--engine builtin|mujoco]
 
@@ -15,6 +15,8 @@ else a continuum arm's last section tip, by the controller's kinematics) and, wh
 simulator captures the tip (`mocap.*`), the true tip's error beside it (the captured tip
 against the controller's `~/tip_desired` at its stamp), and the loop figures,
 and writes into DIR: `closed_loop.png` (desired vs actual positions, and the commands),
+`learning.png` where the loop learns a periodic reference (`ilc.enable`: the RMS error per
+period, also printed, sim/period_report.py),
 `closed_loop.csv` (one row per control tick: time, desired and actual position, effort and
 command per joint; empty command fields before the first command), `closed_loop.mcap` (a
 rosbag2 MCAP bag of `/joint_states`, the commands and `~/state`, for `continuum-ctrl identify`,
@@ -37,7 +39,7 @@ import numpy as np
 
 from continuum_ctrl.apps.launch import start, stop
 from continuum_ctrl.apps.node_pair import check_parameter_file, check_same_message, command_message
-from continuum_ctrl.apps.task_plot import plot_task, task_model, true_tip
+from continuum_ctrl.apps.task_plot import controller_model, plot_task, true_tip
 from continuum_ctrl.params import file_parameters
 from continuum_ctrl.params.launch_description import (arm_files, ARMS, CONTROLLER,
                                                       MOCAP_TOPIC, SIMULATOR, simulation)
@@ -45,6 +47,7 @@ from continuum_ctrl.ros.conversion import REJECT_KINDS
 from continuum_ctrl.ros.recorder import Recorder
 from continuum_ctrl.runtime.lateness import LATE_GAP
 from continuum_ctrl.runtime.node_settings import ControllerNodeSettings, SimulatorNodeSettings
+from continuum_ctrl.sim.period_report import show_periods
 from continuum_ctrl.sim.plant import ENGINES
 from continuum_ctrl.sim.report import plot, print_tables, tip_frame, tip_paths
 
@@ -152,15 +155,14 @@ def last_error(log_paths):
 SETTLED = 5.0
 
 
-def tip_error(controller, out, names, t, q_des, q, truth=None):
+def tip_error(model, frame, out, names, t, q_des, q, truth=None):
     """
     Return ``(frame, tip errors (N,) m, picture or None)`` of the run (None: no tip frame).
 
-    The tip: the task frame, else a continuum arm's last section tip (`report.tip_frame`),
-    by the controller's model; with a task frame the picture `task_space.png` is written,
-    with the true tip (`truth`, task_plot.true_tip) when captured.
+    The tip: the task frame `frame`, else a continuum arm's last section tip
+    (`report.tip_frame`), by the controller's `model`; with a task frame the picture
+    `task_space.png` is written, with the true tip (`truth`, task_plot.true_tip) when captured.
     """
-    model, frame = task_model(list(controller.parameters), controller.name)
     tip = tip_frame(model, frame)
     if tip is None:
         return None
@@ -310,7 +312,8 @@ def report(run, arm, engine, period, controller, out):
     write_csv(out / 'closed_loop.csv', names, t, q_des, q, run.effort, run.command)
     plot(out / 'closed_loop.png', names, t, q_des, q, run.command, period)
     truth = true_tip(run.tips, f'/{CONTROLLER}/tip_desired', MOCAP_TOPIC, t[0], run.end)
-    tip = tip_error(controller, out, names, t, q_des, q, truth)
+    model, settings = controller_model(list(controller.parameters), controller.name)
+    tip = tip_error(model, settings.task.frame, out, names, t, q_des, q, truth)
     _, _, _, late = tick_counts(t, period, run.end)
     print(f'closed loop over ROS 2: {arm}, engine {engine}, {t[-1] - t[0]:.1f} s from '
           f'activation')
@@ -318,6 +321,9 @@ def report(run, arm, engine, period, controller, out):
     print_tables(names, t, q - q_des, run.command, tip[:2] if tip else None)
     if truth is not None:
         print(true_tip_line(truth, run.end))
+    learning = show_periods(out / 'learning.png', settings,
+                            q[0, [names.index(name) for name in model.joint_names]], names, t,
+                            q - q_des, run.command, tip[1] if tip else None)
     diagnostics, plant = run.diagnostics, run.simulator
     rates = [float(d['rate_hz']) for d in diagnostics[1:] if 'rate_hz' in d]
     print(f'loop rate {np.median(rates) if rates else float("nan"):.1f} Hz (median of 1 s '
@@ -336,8 +342,9 @@ def report(run, arm, engine, period, controller, out):
           f'{plant.get("late_commands", "?")}; controller: rejected joint_states '
           f'{sum(int(last.get(f"rejected_{k}", 0)) for k in REJECT_KINDS)}, state '
           f'timeouts {int(figure(diagnostics, "state_timeouts"))}')
-    if tip and tip[2]:
-        print(f'wrote {tip[2]}')
+    for picture in ((tip[2] if tip else None), learning and out / 'learning.png'):
+        if picture:
+            print(f'wrote {picture}')
     print(f'wrote {out / "closed_loop.png"}, {out / "closed_loop.csv"} (CSV: t, q_des_*, q_*, '
           f'effort_*, command_* per joint, SI units), {out / "closed_loop.mcap"} (rosbag2)')
 

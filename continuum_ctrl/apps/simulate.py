@@ -15,7 +15,9 @@ same file: the RMS and largest tracking error, and the worst PMA's (joint's) com
 variation (sum of |change| per second, MPa/s or N m/s) and chatter index (its share of power
 above 10 Hz, control/command_quality.py); then the tip's error (the task frame, else a
 continuum arm's last section tip, by the controller's own kinematics); and writes
-``<out>/<arm>_tracking.png``.
+``<out>/<arm>_tracking.png``. Where the loop learns a periodic reference (`ilc.enable`), it
+prints the same figures per period as well and plots them into ``<out>/<arm>_learning.png``
+(sim/period_report.py).
 """
 
 import argparse
@@ -30,6 +32,7 @@ from continuum_ctrl.params.launch_description import arm_files, ARMS
 from continuum_ctrl.apps.node_pair import node_pair
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
+from continuum_ctrl.sim.period_report import show_periods
 from continuum_ctrl.sim.plant import ENGINES
 from continuum_ctrl.sim.report import plot, print_tables, tip_frame, tip_paths
 
@@ -109,4 +112,8 @@ def main(argv=None):
     image.parent.mkdir(parents=True, exist_ok=True)
     plot(image, names, t, q_des, q, command, loop.period)
     print(f'plot: {image}')
+    learning = image.with_name(f'{path.stem}_learning.png')
+    if show_periods(learning, settings, log.q[first], names, t, q - q_des, command,
+                    None if tip is None else tip[1]):
+        print(f'plot: {learning}')
     return 0

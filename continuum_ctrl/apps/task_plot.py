@@ -19,12 +19,12 @@ from continuum_ctrl.sim.report import tip_paths
 SNAPSHOTS = 4
 
 
-def task_model(params_path, node_name):
-    """Return ``(model, task frame)`` of the controller in `params_path`; frame None if none."""
+def controller_model(params_path, node_name):
+    """Return ``(model, ControllerSettings)`` of the controller in `params_path`."""
     tree, spec = file_parameters(params_path, node_name)
     _, tree = ControllerNodeSettings.split(tree)
     model = load_model(spec)
-    return model, ControllerSettings.parse(tree, model).task.frame
+    return model, ControllerSettings.parse(tree, model)
 
 
 def true_tip(tips, desired_topic, measured_topic, since, until):

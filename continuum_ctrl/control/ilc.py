@@ -41,11 +41,11 @@ table is clipped to ``[-limit, limit]`` per joint.
 
 Safe: it acts only on a repeating reference; a new one resets it (the same one, anchored
 again, keeps it); the trials that overlap the reference's blend (or a tip circle's move
-and ramp) are not learnt. A trial's
-RMS above ``ilc.growth`` times the best one twice running freezes the learning at the best
-trial's table and says so. `ilc.file` (optional) keeps the table between runs, keyed to the
-reference (`Repetition.key`): loaded when the key matches, refused with one line otherwise
-(that file is then left as it is), written after each learnt trial.
+and ramp) are not learnt. A trial's RMS above ``ilc.growth`` times the best one is not
+learnt from, and twice running freezes the learning at the best trial's table and says so.
+`ilc.file` (optional) keeps the table between runs, keyed to the reference
+(`Repetition.key`): loaded when the key matches, refused with one line otherwise (that file
+is then left as it is), written after each learnt trial.
 """
 
 from dataclasses import dataclass
@@ -332,24 +332,30 @@ class IterativeLearning:
         return error
 
     def _still_improving(self, rms):
-        """Keep the best trial's table; freeze at it (and say so) when the error grows."""
+        """
+        Tell whether to learn from a trial of `rms`; keep the best trial's table.
+
+        A trial above ``growth`` times the best is not learnt from (a push's, which does not
+        repeat, learnt, made the next periods worse than without learning: 1.4 mm against
+        0.03 mm on the MuJoCo arm); the second running freezes the learning at the best
+        table and says so.
+        """
         best, _ = self._best
         current = self.tables[self.select[0], :int(self.timing[BINS])].copy()
         if rms < best:
             self._best, self._rising = (rms, current), 0
             return True
-        if rms > self.settings.growth * best:
-            self._rising += 1
-            if self._rising >= 2:
-                self._write(self._best[1])
-                self.state = FROZEN
-                self.events.append(('warn', f'ilc: the trial error grew to {rms:.3g} from '
-                                            f'{best:.3g}: learning frozen at the best '
-                                            f"trial's table"))
-                return False
-        else:
+        if rms <= self.settings.growth * best:
             self._rising = 0
-        return True
+            return True
+        self._rising += 1
+        if self._rising >= 2:
+            self._write(self._best[1])
+            self.state = FROZEN
+            self.events.append(('warn', f'ilc: the trial error grew to {rms:.3g} from '
+                                        f"{best:.3g}: learning frozen at the best trial's "
+                                        'table'))
+        return False
 
     def _learnt_table(self, error):
         """Return the next table (bins, n) from the trial's `error` (bins, n), m or rad."""
@@ -401,7 +407,7 @@ class IterativeLearning:
         if reference.layout() is None:
             q = anchored.q_start
         else:
-            times = np.linspace(0.0, repeats.period, 64, endpoint=False)
+            times = repeats.start + np.linspace(0.0, repeats.period, 64, endpoint=False)
             q = np.mean([reference.sample(s)[0] for s in times], axis=0)
         mass = np.asarray(model.mass_matrix(q), dtype=float)
         stiffness, damping = np.zeros((self.n, self.n)), np.zeros((self.n, self.n))

@@ -11,6 +11,11 @@ of 0.08 Hz, every frequency a multiple of 0.04 Hz) repeats only every 25 s and i
 learnt; one whose lowest frequency and step are multiples of 0.1 Hz or more (10 s) is.
 `Waypoints` (a trajectory or a planned tip path) repeat as a trial: sent again with the same
 points and times, after the measured start the loop prepends (control/reference_manager.py).
+Their times count from the first point sent, and so does the trial (`start`): a stamped
+message reaches the loop a little later each time (``~/joint_trajectory``'s times are the
+stamp's, ros/conversion.py), which moves its points on the loop's clock but not against one
+another; the lead-in from the measured start to the first point, as long as that delay
+leaves it, is not learnt. A single point sent (a move) is not a trial.
 A `tip_circle` (a `TaskReference` on a `TipCircle`, reached by a move from the measured tip:
 control/task_space.py) repeats with its turn once its own ramp is over: on its own clock,
 which starts after the move (`start`), its angle is ``2 pi f (s - ramp / 2)`` from ``s =
@@ -97,10 +102,12 @@ def repetition(reference, longest: float) -> Optional[Repetition]:
         return Repetition(period, True, _key('TipCircle', circle.center, circle.u, circle.v,
                                              [circle.radius, circle.omega, circle.ramp]),
                           start, circle.ramp)
-    if isinstance(reference, Waypoints) and reference.times.size > 1:
-        # the first point is the measured start the loop prepends: not part of the task
+    if isinstance(reference, Waypoints) and reference.times.size > 2:
+        # the first point is the measured start the loop prepends: not part of the task; the
+        # trial's clock starts at the first point sent, on the sender's clock (the stamp)
         _, coefficients = reference.pieces()
         points = np.vstack((coefficients[1:, 0, :], reference.sample(reference.end_time)[0]))
-        return Repetition(reference.end_time - float(reference.times[0]), False,
-                          _key('Waypoints', reference.times - reference.times[0], points))
+        first = float(reference.times[1] - reference.times[0])
+        sent = np.round(reference.times[1:] - reference.times[1], 9)    # the message's ns
+        return Repetition(float(sent[-1]), False, _key('Waypoints', sent, points), first)
     return None

@@ -57,9 +57,10 @@ class NodeDescription:
 
 #: short arm names -> parameter file stems in config/ (`demo --arm`, `simulate --arm`)
 ARMS = {'continuum': 'continuum_3section', 'continuum_task': 'continuum_task',
+        'continuum_ilc': 'continuum_ilc',
         '2r': 'planar_2r', 'panda': 'panda'}
 #: overlays in config/ -> the arm file they are laid over (`arm_files` puts it first)
-OVERLAYS = {'continuum_task': 'continuum_3section'}
+OVERLAYS = {'continuum_task': 'continuum_3section', 'continuum_ilc': 'continuum_3section'}
 
 
 def arm_files(arms):

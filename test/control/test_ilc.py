@@ -138,6 +138,23 @@ def test_the_learning_freezes_at_the_best_table_when_the_error_grows():
     assert rms(errors[-1]) <= 1.3 * min(rms(errors[1:]))
 
 
+def test_a_push_is_not_learnt_and_the_learnt_error_comes_back():
+    """
+    A push in the 5th period: the periods after it are never worse than without learning
+    (learnt from, the push had made the next one twice as bad: 4.0 against 2.0 mm), and
+    they come back to the learnt error. The pushed period's own RMS is the push's and the
+    residue's, whose phases add either way (9.1 against 8.8 mm).
+    """
+    def push(t):
+        return 10.0 if 4.3 <= t < 4.5 else 0.0     # N, once
+
+    learning = learner(settings())
+    learnt, unlearnt = run(learning, 9, push), run(learner(settings(enable=False)), 9, push)
+    assert np.all(rms(learnt[5:]) < rms(unlearnt[5:]))
+    assert learning.state == FROZEN            # the push and the period after: twice running
+    assert rms(learnt[-1]) < 1.2 * rms(learnt[3]) < 0.3 * rms(unlearnt[-1])
+
+
 def test_it_never_acts_on_a_reference_that_does_not_repeat():
     learning = learner(settings(), Hold([0.0]))
     assert not learning.acting
@@ -163,6 +180,9 @@ def test_common_periods_and_the_multisine_line():
     sent = [repetition(Waypoints(times, np.vstack(([start], points[1:]))), 10.0)
             for start in (0.0, 0.001)]
     assert sent[0].key == sent[1].key and not sent[0].periodic
+    late = repetition(Waypoints(times - [0.0, 0.003, 0.003], points), 10.0)    # a stamp 3 ms old
+    assert late.key == sent[0].key and late.start == pytest.approx(0.497)
+    assert late.period == sent[0].period == pytest.approx(0.5)
     assert repetition(Waypoints(times, 2 * points), 10.0).key != sent[0].key
 
 
@@ -183,15 +203,51 @@ def test_the_loop_learns_a_one_hertz_sinusoid_on_the_simulated_arm(fused):
 
 
 def test_a_trajectory_sent_again_learns_per_trial():
-    path = Waypoints([0.0, 0.4, 0.8], [[0.0], [0.01], [0.0]])
+    path = Waypoints([0.0, 0.05, 0.45, 0.85], [[0.0], [0.0], [0.01], [0.0]])
     learning = learner(settings(), path)
     trials = []
     for _ in range(6):
         learning.follow(Anchored(path, 0.0, [0.0], [0.0], 0.0, np.array([-1.0]),
                                  np.array([1.0])))     # sent again: the same key, kept
-        trials.append(rms(run(learning, 1)[0, :800]))
+        trials.append(rms(run(learning, 1)[0, 50:850]))    # from the first point sent on
     assert learning.repeats.periodic is False and len(learning.history) == 6
     assert trials[-1] < 0.2 * trials[0]
+
+
+def test_a_panda_learns_a_stamped_trajectory_sent_again():
+    """
+    The Panda (links 20 % heavier) sent one 2 s trajectory every 2.5 s, each read as the
+    controller node reads a ~/joint_trajectory message stamped 1-3 ms before it arrives
+    (ros/conversion.py) and handed to the runtime: one learning over the trials, the error
+    falling (bench/ilc_trials.py on MuJoCo: 0.0086 to 0.0008 rad over 11 trials).
+    """
+    from types import SimpleNamespace
+    from continuum_ctrl.apps.node_pair import node_pair
+    from continuum_ctrl.ros.conversion import trajectory_arrays
+    from continuum_ctrl.sim.closed_loop import simulate_nodes
+    runtime, plant = node_pair('panda.yaml', {'reference.type': 'hold', 'ilc.enable': True},
+                               {'mismatch.mass_scale': 1.2})
+    names, start = list(runtime.loop.settings.joints), plant.q.copy()
+    times = np.arange(1, 21) * 0.1
+    positions = start + 0.4 * np.outer(np.sin(np.pi * times / 2.0) ** 2, np.ones(7))
+    points = [SimpleNamespace(positions=list(p), velocities=[], accelerations=[],
+                              time_from_start=SimpleNamespace(sec=0, nanosec=0))
+              for p in positions]
+    for point, t in zip(points, times):
+        point.time_from_start.sec, point.time_from_start.nanosec = int(t), round(t % 1 * 1e9)
+    late = iter(np.random.default_rng(5).uniform(0.001, 0.003, 10))
+    arrivals = 1.0 + 2.5 * np.arange(6)
+
+    def send(k, t):
+        if np.any(np.abs(arrivals - t) < 1e-4):
+            stamp = t - next(late)
+            msg = SimpleNamespace(joint_names=names, points=points, header=SimpleNamespace(
+                stamp=SimpleNamespace(sec=int(stamp), nanosec=int(stamp % 1 * 1e9))))
+            runtime.follow(*trajectory_arrays(msg, names, stamp - t), t=t)
+    log = simulate_nodes(runtime, plant, 1.0 + 2.5 * 6, after_tick=send)
+    per = [rms((log.q - log.q_des)[(log.t >= a) & (log.t < a + 2.0)].ravel()) for a in arrivals]
+    assert len(runtime.loop.ilc.history) == 6           # one learning, never started over
+    assert per[-1] < 0.5 * per[1], per        # 0.0037 to 0.0016 rad, learning 4 trials
 
 
 def test_a_tip_circle_learns_per_turn():

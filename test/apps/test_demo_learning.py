@@ -1,0 +1,53 @@
+"""
+`demo --arm continuum_ilc`'s report: the error per period falling as the loop learns.
+
+The arm's two nodes run in one process (the nodes' cycle, sim/closed_loop.py) and the demo's
+own report is made of that run, as of a recording: its printout and `learning.png` beside
+`closed_loop.png`. The processes and DDS around it are test/system/test_demo.py's.
+"""
+
+import numpy as np
+import pytest
+
+from continuum_ctrl.apps.demo import Recording, report
+from continuum_ctrl.apps.node_pair import node_pair
+from continuum_ctrl.params.launch_description import arm_files, simulation
+from continuum_ctrl.sim.closed_loop import simulate_nodes
+
+#: the overlay's blend (3 s) and 5 periods of its 1 Hz sinusoid
+DURATION = 8.1
+
+
+def recording(files):
+    """Return the Recording of the arm of `files` run for DURATION s in one process."""
+    runtime, plant = node_pair(files)
+    log = simulate_nodes(runtime, plant, DURATION)
+    settings = runtime.loop.settings
+    first, order = int(np.argmax(log.active)), settings.order
+    q_des, q, effort = (x[first:][:, order] for x in (log.q_des, log.q, log.effort))
+    figures = {key: str(value) for key, value in runtime.figures()}   # as /diagnostics's
+    return Recording(list(settings.joints), log.t[first:], q_des, q, effort,
+                     log.command[first:], [figures], {}, 0.0, log.t[-1], {})
+
+
+@pytest.mark.slow
+def test_the_demo_prints_and_plots_the_error_per_period_falling(tmp_path, capsys):
+    files = arm_files('continuum_ilc')
+    run = recording(files)
+    report(run, 'continuum_ilc', 'mujoco', 0.002, simulation(files)[0], tmp_path)
+    out = capsys.readouterr().out
+    lines = out.split('learning from repetition, per period:')[1].splitlines()[1:]
+    rows = [line.split('|') for line in lines if line[:4].strip().isdigit()]
+    assert len(rows) == 5, out
+    sections = np.array([[float(v) for v in row[0].split()[1::2]] for row in rows])   # mm
+    tips = np.array([float(row[1]) for row in rows])
+    rates = np.array([float(row[2]) for row in rows])                                   # MPa/s
+    # the 1 Hz error learnt away period by period (0.147 / 0.095 / 0.056 mm and a 9.9 mm tip
+    # in the first, 0.048 / 0.038 / 0.019 mm and 2.0 mm in the fifth), the commands as quiet
+    assert np.all(sections[-1] < 0.5 * sections[0]) and tips[-1] < 0.3 * tips[0], out
+    assert np.all(np.diff(sections.max(axis=1)) < 0.0), out
+    assert np.all(rates < 1.5), out
+    for name in ('learning.png', 'closed_loop.png'):
+        image = tmp_path / name
+        assert image.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and image.stat().st_size > 10_000
+        assert f'{image}' in out
