@@ -132,9 +132,10 @@ def calibrated(args):
                       '--out', str(out)]):
         return
     overlay = yaml.safe_load(out.read_text())['continuum_controller']['ros__parameters']
-    gap = overlay['task']['calibration']['gap']
-    targets(args, {**blind, 'task.calibration.gap': gap},
-            'targets without motion capture, calibrated')
+    calibration = {f'task.calibration.{key}': value
+                   for key, value in overlay['task']['calibration'].items()}
+    targets(args, {**blind, **calibration}, 'targets without motion capture, calibrated')
+    targets(args, calibration, 'targets with motion capture, calibrated')
 
 
 def circle(args, dropout=None):

@@ -185,7 +185,7 @@ def kinematics(args):
     print(f'{len(pairs.tips)} still captured tips paired with joint states ({pairs.moving} '
           f'taken while the tip moved, {pairs.unpaired} without joint states near their stamp '
           'left out)')
-    fit = calibrate(pairs)
+    fit = calibrate(pairs, model, frame)
     print(fit.text())
     refused = fit.refusals(args.min_r2)
     for line in refused:

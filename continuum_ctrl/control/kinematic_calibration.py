@@ -1,32 +1,50 @@
 """
 A calibration of the model's tip kinematics: the gap to the true tip, gravity-aware.
 
-A continuum arm's true tip is not its constant-curvature model's: it sags under gravity, more
-the further it reaches out, and its sections do not bend at constant curvature. With gravity
-along the base's z axis (the arm's axis at rest) the arm looks the same from every bearing,
-so the gap
+A continuum arm's true tip is not its constant-curvature model's: its sections do not bend at
+constant curvature. Each PMA's length is measured, which fixes a section's mean bend; gravity
+then bends the section more where its moment is larger (near the section's base) and less
+further out. Take a section's bending compliance ``c_i / EI_i`` (``EI_i = 3/2 k_i r_i^2 L_i``:
+the model's PMAs' bending stiffness, ``k_i`` their mean stiffness N/m, ``r_i`` their radius,
+``L_i`` the length; ``c_i`` the calibration's share of it, 1 for the model's PMAs). Along the
+backbone, at the middles ``p_k`` of P pieces per section (frames ``R_k``, length ``h_i``),
+the moment of the masses beyond a piece about it (the model's section masses spread evenly,
+its gravity vector ``gamma``)
 
-    g = FK(q) - y                                      [m, base frame; x = FK(q) = (r, phi, z)]
+    M_k = sum_{j > k} m_j (p_j - p_k) x gamma                 [N m, base frame]
 
-depends on how far out (r) and how high (z) the model puts the tip, not on its bearing phi:
-in the tip's cylindrical frame (radial e_r, tangential e_phi, axial e_z)
+bends the piece by ``c_i h_i / EI_i`` times its bending part in the piece's frame, less that
+part's mean over the section (the measured PMA lengths keep the mean bend):
 
-    g = s P_r(s, w) e_r + s P_phi(s, w) e_phi + P_z(s, w) e_z,   s = r / REACH, w = z / REACH
+    mu_k = B R_k^T M_k - mean_{section i}(B R_k^T M_k),   B = diag(1, 1, 0)
+
+and to first order the frame's tip `p_t` (the task frame: the tip of section f) moves by
+``sum_{k in sections <= f} (c_i h_i / EI_i) (R_k mu_k) x (p_t - p_k)``. The gap is
+
+    g(q) = FK(q) - y = -sum_i c_i S_i(q) + P(FK(q))            [m, base frame]
+
+(`sag_design` gives the columns ``-S_i``), linear in the compliances `c` (parameter
+`task.calibration.compliance`, one per section; empty: no sag part). Why this form: the gap of
+a sagging arm depends on the whole shape, not on the tip alone (one tip is reached by many
+shapes, with gaps 2-7 mm apart on the MuJoCo arm), and this is the shape's own mechanics, with
+one number per section, so what a run saw at some poses holds at every other.
+
+`P` is what the sag leaves, a smooth function of the model's tip: with gravity along the
+base's z axis the arm looks the same from every bearing, so it depends on how far out (r) and
+how high (z) the model puts the tip, not on its bearing phi; in the tip's cylindrical frame
+(radial e_r, tangential e_phi, axial e_z)
+
+    P = s P_r(s, w) e_r + s P_phi(s, w) e_phi + P_z(s, w) e_z,   s = r / REACH, w = z / REACH
 
 with P_r, P_phi polynomials of degree d - 1 and P_z of degree d (d: 1 to 3; the factor s
-keeps the gap smooth on the axis, where the bearing has no meaning). It is fitted by ridge
-regression to a recorded run (identify/kinematics.py, `continuum-ctrl identify --fit
-kinematics`). Why this form: it has few coefficients (12 at degree 2), it carries what the
-run saw at one bearing to every other (a lookup table, or a polynomial of x, y and z, has to
-be filled at every bearing and extrapolates badly into a sector the run missed: the held-out
-residual by bearing sector says how well it does), and it is a few multiplications per tick.
-What it cannot hold, a gap that differs between bearings (PMAs that differ from each other),
-shows as the held-out residual, and `identify` refuses a fit the sectors contradict.
+keeps it smooth on the axis, where the bearing has no meaning). Parameter
+`task.calibration.gap` (m): the coefficients of P_r, P_phi, P_z one after the other, each in
+`monomials` order (5, 12 or 22 values for degree 1, 2, 3; empty: none). Both are fitted by
+least squares to a recorded run (identify/kinematics.py, `continuum-ctrl identify --fit
+kinematics`), which keeps the parts whose held-out residual is least.
 
-The task-space correction adds ``g(x)`` to every tip reference (control/tip_correction.py),
-so the true tip, ``x - g(x)``, lands on it. Parameter `task.calibration.gap` (m): the
-coefficients of P_r, P_phi, P_z one after the other, each in `monomials` order (5, 12 or 22
-values for degree 1, 2, 3; empty: none).
+The task-space correction adds ``g(q)`` to every tip reference (control/tip_correction.py),
+so the true tip, ``FK(q) - g(q)``, lands on it.
 """
 
 import math
@@ -36,8 +54,10 @@ import numpy as np
 
 #: the tip's scale in the polynomials, m (the workspace's reach off the axis, about)
 REACH = 0.25
-#: the degrees a calibration may have
+#: the degrees a polynomial part may have
 DEGREES = (1, 2, 3)
+#: pieces per section of the sag's sums (the module doc's P)
+PIECES = 8
 
 
 def monomials(degree: int):
@@ -76,29 +96,92 @@ def design(tips: np.ndarray, degree: int) -> np.ndarray:
                            np.eye(3)[2][None, :, None] * axial[:, None, :]), axis=2)
 
 
-class KinematicCalibration:
-    """The gap map ``g(x)`` (module doc) of `coefficients` (m) in the module doc's order."""
+def frame_section(model, frame) -> int:
+    """Return the section (1..n) whose tip is `frame` (``section{i}_tip``)."""
+    return model.frame_names().index(frame) + 1
 
-    def __init__(self, coefficients):
-        self.coefficients = np.asarray(coefficients, dtype=float).reshape(-1)
-        degree = degree_of(self.coefficients.size)
-        if degree is None:
-            raise ValueError(f'{self.coefficients.size} coefficients are no degree in '
-                             f'{DEGREES} (5, 12 or 22)')
-        self.degree = degree
-        lateral, _, axial = sizes(degree)
-        self._radial = self.coefficients[:lateral].tolist()
-        self._tangential = self.coefficients[lateral:2 * lateral].tolist()
-        self._axial = self.coefficients[2 * lateral:].tolist()
-        self._lateral_terms, self._axial_terms = monomials(degree - 1), monomials(degree)
+
+def sag_design(model, q, frame) -> np.ndarray:
+    """
+    Return the sag's regressors at joints `q` (m): (3, n), the gap per unit compliance ``c_i``.
+
+    `model`: a continuum model (its `backbone_frames` and `spec`), `frame` its task frame
+    (module doc).
+    """
+    spec = model.spec
+    n = spec.sections
+    p, R = model.backbone_frames(q, PIECES)
+    weight = np.repeat(np.asarray(spec.mass, dtype=float) / PIECES, PIECES)[:, None] * \
+        np.asarray(spec.gravity, dtype=float)[None, :]
+    beyond = np.cumsum(weight[::-1], axis=0)[::-1]                 # the weight from k on
+    moment_of = np.cumsum((np.cross(p, weight))[::-1], axis=0)[::-1]
+    # sum_{j > k} (p_j - p_k) x W_j = sum_{j > k} p_j x W_j - p_k x sum_{j > k} W_j
+    after = np.vstack((beyond[1:], np.zeros((1, 3))))
+    moment = np.vstack((moment_of[1:], np.zeros((1, 3)))) - np.cross(p, after)
+    local = np.einsum('kji,kj->ki', R, moment)
+    local[:, 2] = 0.0                                              # torsion: none in the model
+    local = local.reshape(n, PIECES, 3)
+    local -= local.mean(axis=1, keepdims=True)
+    stiffness = np.asarray(spec.stiffness, dtype=float).reshape(n, 3).mean(axis=1)
+    length, radius = np.asarray(spec.length, dtype=float), np.asarray(spec.radius, dtype=float)
+    scale = (length / PIECES) / (1.5 * stiffness * radius ** 2 * length)
+    turn = np.einsum('kij,kj->ki', R, local.reshape(-1, 3)).reshape(n, PIECES, 3)
+    turn *= scale[:, None, None]
+    tip = model.frame_pose(q, frame)[:3, 3]
+    last = frame_section(model, frame)
+    columns = np.zeros((3, n))
+    for i in range(last):
+        columns[:, i] = -np.sum(np.cross(turn[i], tip - p[i * PIECES:(i + 1) * PIECES]),
+                                axis=0)
+    return columns
+
+
+class KinematicCalibration:
+    """
+    The gap ``g(q)`` (module doc): `compliance` (n values, or empty) and `gap` (m, or empty).
+
+    `frame`: the task frame it is of.
+    """
+
+    def __init__(self, frame, gap=(), compliance=()):
+        self.frame = frame
+        self.coefficients = np.asarray(gap, dtype=float).reshape(-1)
+        self.compliance = np.asarray(compliance, dtype=float).reshape(-1)
+        self.degree = None
+        if self.coefficients.size:
+            self.degree = degree_of(self.coefficients.size)
+            if self.degree is None:
+                raise ValueError(f'{self.coefficients.size} coefficients are no degree in '
+                                 f'{DEGREES} (5, 12 or 22)')
+            lateral, _, _ = sizes(self.degree)
+            self._radial = self.coefficients[:lateral].tolist()
+            self._tangential = self.coefficients[lateral:2 * lateral].tolist()
+            self._axial = self.coefficients[2 * lateral:].tolist()
+            self._lateral_terms = monomials(self.degree - 1)
+            self._axial_terms = monomials(self.degree)
 
     @classmethod
-    def of_parameters(cls, gap) -> Optional['KinematicCalibration']:
-        """Return the calibration of `task.calibration.gap`, None when it is empty."""
-        return cls(gap) if len(gap) else None
+    def of_parameters(cls, frame, gap, compliance) -> Optional['KinematicCalibration']:
+        """Return the calibration of `task.calibration.*`, None when both are empty."""
+        return cls(frame, gap, compliance) if len(gap) or len(compliance) else None
 
-    def __call__(self, tip: np.ndarray) -> np.ndarray:
-        """Return the gap (m, (3,)) at the model's tip `tip` (m, base frame): floats, a few us."""
+    def __call__(self, model, q, tip=None) -> np.ndarray:
+        """
+        Return the gap (m, (3,)) at joints `q` (m): `model` the caller thread's own.
+
+        `tip`: the model's tip at `q` where the caller has it (m, base frame).
+        """
+        gap = np.zeros(3)
+        if self.compliance.size:
+            gap += sag_design(model, q, self.frame) @ self.compliance
+        if self.degree is not None:
+            if tip is None:
+                tip = model.frame_pose(q, self.frame)[:3, 3]
+            gap += self.polynomial(tip)
+        return gap
+
+    def polynomial(self, tip: np.ndarray) -> np.ndarray:
+        """Return the polynomial part (m, (3,)) at the model's tip `tip` (m, base frame)."""
         x, y, z = (float(v) for v in tip)
         r = math.hypot(x, y)
         s, w = r / REACH, z / REACH
@@ -110,7 +193,3 @@ class KinematicCalibration:
         cos, sin = (x / r, y / r) if r > 0.0 else (1.0, 0.0)
         return np.array((radial * cos - tangential * sin, radial * sin + tangential * cos,
                          axial))
-
-    def many(self, tips: np.ndarray) -> np.ndarray:
-        """Return the gaps (N, 3) m at the model's `tips` (N, 3) m."""
-        return design(tips, self.degree) @ self.coefficients
