@@ -58,6 +58,8 @@ REACH = 0.25
 DEGREES = (1, 2, 3)
 #: pieces per section of the sag's sums (the module doc's P)
 PIECES = 8
+#: the PMAs' angles about a section's z axis, rad (contract section 1)
+PMA_ANGLES = 2.0 * np.pi * np.arange(3) / 3.0
 
 
 def monomials(degree: int):
@@ -101,52 +103,57 @@ def frame_section(model, frame) -> int:
     return model.frame_names().index(frame) + 1
 
 
-def sag_design(model, q, frame) -> np.ndarray:
+def shape_design(model, q, frame) -> np.ndarray:
     """
-    Return the sag's regressors at joints `q` (m): (3, n), the gap per unit compliance ``c_i``.
+    Return the shape's regressors at joints `q` (m): (3, n + 1) (module doc).
 
-    `model`: a continuum model (its `backbone_frames` and `spec`), `frame` its task frame
-    (module doc).
+    Columns: the frame's gap per unit compliance ``c_i`` of each section, then per unit
+    twist ``t``. `model`: a continuum model (its `backbone_frames` and `spec`), `frame` its
+    task frame.
     """
     spec = model.spec
     n = spec.sections
     p, R = model.backbone_frames(q, PIECES)
     weight = np.repeat(np.asarray(spec.mass, dtype=float) / PIECES, PIECES)[:, None] * \
         np.asarray(spec.gravity, dtype=float)[None, :]
-    beyond = np.cumsum(weight[::-1], axis=0)[::-1]                 # the weight from k on
-    moment_of = np.cumsum((np.cross(p, weight))[::-1], axis=0)[::-1]
     # sum_{j > k} (p_j - p_k) x W_j = sum_{j > k} p_j x W_j - p_k x sum_{j > k} W_j
-    after = np.vstack((beyond[1:], np.zeros((1, 3))))
-    moment = np.vstack((moment_of[1:], np.zeros((1, 3)))) - np.cross(p, after)
-    local = np.einsum('kji,kj->ki', R, moment)
-    local[:, 2] = 0.0                                              # torsion: none in the model
-    local = local.reshape(n, PIECES, 3)
-    local -= local.mean(axis=1, keepdims=True)
+    after = np.vstack((np.cumsum(weight[::-1], axis=0)[::-1][1:], np.zeros((1, 3))))
+    moment = np.vstack((np.cumsum(np.cross(p, weight)[::-1], axis=0)[::-1][1:],
+                        np.zeros((1, 3)))) - np.cross(p, after)
+    local = np.einsum('kji,kj->ki', R, moment)[:, :2].reshape(n, PIECES, 2)
+    local -= local.mean(axis=1, keepdims=True)          # the PMA lengths keep the mean bend
     stiffness = np.asarray(spec.stiffness, dtype=float).reshape(n, 3).mean(axis=1)
-    length, radius = np.asarray(spec.length, dtype=float), np.asarray(spec.radius, dtype=float)
-    scale = (length / PIECES) / (1.5 * stiffness * radius ** 2 * length)
-    turn = np.einsum('kij,kj->ki', R, local.reshape(-1, 3)).reshape(n, PIECES, 3)
-    turn *= scale[:, None, None]
-    tip = model.frame_pose(q, frame)[:3, 3]
-    last = frame_section(model, frame)
-    columns = np.zeros((3, n))
-    for i in range(last):
-        columns[:, i] = -np.sum(np.cross(turn[i], tip - p[i * PIECES:(i + 1) * PIECES]),
-                                axis=0)
+    radius = np.asarray(spec.radius, dtype=float)
+    bend = (1.0 / (1.5 * stiffness * radius ** 2 * PIECES))[:, None, None] * local  # rad
+    # each piece's constant-curvature bend (a, b) about its x and y axes, rad
+    lengths = np.asarray(q, dtype=float).reshape(n, 3)
+    arc = (2.0 / (3.0 * PIECES * radius))[:, None] * np.stack(
+        (lengths @ np.sin(PMA_ANGLES), -lengths @ np.cos(PMA_ANGLES)), axis=1)
+    sections = frame_section(model, frame)                          # those below the frame
+    last = sections * PIECES
+    reach = model.frame_pose(q, frame)[:3, 3] - p[:last]            # piece to the frame's tip
+    turn = np.einsum('kij,kj->ki', R[:last, :, :2], bend[:sections].reshape(-1, 2))
+    columns = np.zeros((3, n + 1))
+    columns[:, :sections] = -np.cross(turn, reach).reshape(sections, PIECES, 3).sum(axis=1).T
+    twist = 0.5 * np.repeat(arc[:sections, 0] * arc[:sections, 1], PIECES)
+    columns[:, n] = -np.sum(np.cross(R[:last, :, 2] * twist[:, None], reach), axis=0)
     return columns
 
 
 class KinematicCalibration:
     """
-    The gap ``g(q)`` (module doc): `compliance` (n values, or empty) and `gap` (m, or empty).
+    The gap ``g(q)`` of the task frame `frame` (module doc).
 
-    `frame`: the task frame it is of.
+    `compliance` (n values, or empty: no shape part), `twist`, `gap` (m, or empty: no
+    polynomial part).
     """
 
-    def __init__(self, frame, gap=(), compliance=()):
+    def __init__(self, frame, gap=(), compliance=(), twist=0.0):
         self.frame = frame
         self.coefficients = np.asarray(gap, dtype=float).reshape(-1)
         self.compliance = np.asarray(compliance, dtype=float).reshape(-1)
+        self.twist = float(twist)
+        self._shape = np.append(self.compliance, self.twist)
         self.degree = None
         if self.coefficients.size:
             self.degree = degree_of(self.coefficients.size)
@@ -161,19 +168,20 @@ class KinematicCalibration:
             self._axial_terms = monomials(self.degree)
 
     @classmethod
-    def of_parameters(cls, frame, gap, compliance) -> Optional['KinematicCalibration']:
-        """Return the calibration of `task.calibration.*`, None when both are empty."""
-        return cls(frame, gap, compliance) if len(gap) or len(compliance) else None
+    def of_parameters(cls, frame, gap, compliance, twist) -> Optional['KinematicCalibration']:
+        """Return the calibration of `task.calibration.*`, None when it has no part."""
+        return cls(frame, gap, compliance, twist) if len(gap) or len(compliance) else None
 
     def __call__(self, model, q, tip=None) -> np.ndarray:
         """
         Return the gap (m, (3,)) at joints `q` (m): `model` the caller thread's own.
 
-        `tip`: the model's tip at `q` where the caller has it (m, base frame).
+        `tip`: the model's tip at `q` where the caller has it (m, base frame). A few
+        hundred us with the shape part, a few us without.
         """
         gap = np.zeros(3)
         if self.compliance.size:
-            gap += sag_design(model, q, self.frame) @ self.compliance
+            gap += shape_design(model, q, self.frame) @ self._shape
         if self.degree is not None:
             if tip is None:
                 tip = model.frame_pose(q, self.frame)[:3, 3]

@@ -129,6 +129,11 @@ FIELDS = {
                                          "share of its PMAs' (continuum arms; "
                                          'control/kinematic_calibration.py; identify --fit '
                                          'kinematics writes it; empty: no sag)'),
+    'task.calibration.twist': Field('number', 0.0, 'the kinematic calibration: the twist of '
+                                    "each eighth of a section as a share of its bend's a b / "
+                                    '2 (a, b its bends about its x and y axes: a two-axis '
+                                    'joint\'s; with task.calibration.compliance)', -100.0,
+                                    100.0),
     'output.mode': Field('string', 'effort', "what ~/commands carries: 'effort' (N or N m) "
                          "or 'pressure' (Pa)", choices=OUTPUT_MODES),
     'output.message': Field('string', 'multiarray', "the message of ~/commands: "
@@ -542,8 +547,11 @@ def _calibration(values, model, frame):
         raise ConfigError('task.calibration.compliance', f'must hold one value per section '
                                                          f'({model.spec.sections}), got '
                                                          f'{len(compliance)}')
+    if values['task.calibration.twist'] and not compliance:
+        raise ConfigError('task.calibration.twist', 'needs task.calibration.compliance (the '
+                                                    'shape it twists)')
     return KinematicCalibration.of_parameters(frame, values['task.calibration.gap'],
-                                              compliance)
+                                              compliance, values['task.calibration.twist'])
 
 
 def read_task(values, model):

@@ -26,7 +26,8 @@ from typing import List
 import numpy as np
 
 from continuum_ctrl.control.kinematic_calibration import (DEGREES, design,
-                                                          KinematicCalibration, sag_design)
+                                                          KinematicCalibration, shape_design,
+                                                          sizes)
 from continuum_ctrl.identify.data import mcap_files
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.params.launch_description import MOCAP_TOPIC
@@ -42,12 +43,13 @@ MAX_PAIR_GAP = 0.05
 #: dynamics too (its sway, the PMAs' lag), which the task-space correction's live part follows
 STILL, SETTLED = 0.002, 0.5
 #: the ridge on the monomials' coefficients, relative (per sample, on the scaled tip), and
-#: on the compliances (per sample, m^2: far below a column's square, 1e-4 m^2 and more; it
-#: only keeps a section beyond the task frame, whose column is zero, at zero)
-RIDGE, SAG_RIDGE = 1e-4, 1e-12
-#: the forms fitted, ``(sag, polynomial degree)`` (control/kinematic_calibration.py)
-FORMS = ((True, 0),) + tuple((True, degree) for degree in DEGREES) + tuple(
-    (False, degree) for degree in DEGREES)
+#: on the shape's (per sample, m^2: far below a column's square, 1e-5 m^2 and more; it only
+#: keeps a section beyond the task frame, whose column is zero, at zero)
+RIDGE, SHAPE_RIDGE = 1e-4, 1e-12
+#: the forms fitted, ``(sag, twist, polynomial degree)`` (control/kinematic_calibration.py)
+FORMS = ((True, False, 0), (True, True, 0)) + tuple(
+    (True, True, degree) for degree in DEGREES) + tuple(
+    (False, False, degree) for degree in DEGREES)
 
 
 @dataclass
@@ -167,46 +169,56 @@ def _still(t, tips):
 
 @dataclass
 class Regressors:
-    """Each sample's columns of the gap: the sag's (N, 3, n) and the model's tips (N, 3) m."""
+    """Each sample's columns of the gap: the shape's (N, 3, n + 1) and the model's tips (N, 3) m."""
 
     frame: str
-    sag: np.ndarray
+    shape: np.ndarray
     tips: np.ndarray
 
     @classmethod
     def of(cls, model, frame, pairs):
         """Return the regressors of `pairs` (TipPairs) for `model`'s `frame`."""
-        return cls(frame, np.array([sag_design(model, q, frame) for q in pairs.joints]),
-                   pairs.tips)
+        shape = [shape_design(model, q, frame) for q in pairs.joints] if hasattr(
+            model, 'backbone_frames') else np.zeros((len(pairs.tips), 3, 0))
+        return cls(frame, np.asarray(shape).reshape(len(pairs.tips), 3, -1), pairs.tips)
+
+    def forms(self):
+        """Return the forms these samples can fit: FORMS, those of the shape if it has one."""
+        return [form for form in FORMS if self.shape.shape[2] or not form[0]]
 
     def columns(self, form, keep=slice(None)):
-        """Return the columns of `form` ``(sag, degree)`` at the samples `keep`, (N, 3, count)."""
-        sag, degree = form
-        parts = ([self.sag[keep]] if sag else []) + ([design(self.tips[keep], degree)]
-                                                     if degree else [])
+        """Return the columns of `form` at the samples `keep`, (N, 3, count)."""
+        sag, twist, degree = form
+        sections = self.shape.shape[2] - 1
+        parts = ([self.shape[keep][:, :, :sections]] if sag else []) + (
+            [self.shape[keep][:, :, sections:]] if twist else []) + (
+            [design(self.tips[keep], degree)] if degree else [])
         return np.concatenate(parts, axis=2)
 
     def fit(self, form, gaps, keep=slice(None)):
         """Return the coefficients of `form` fitted to `gaps` (N, 3) m at the samples `keep`."""
         columns = self.columns(form, keep)
         regressors = columns.reshape(-1, columns.shape[2])
-        sections = self.sag.shape[2] if form[0] else 0
-        ridge = len(columns) * np.diag(np.r_[np.full(sections, SAG_RIDGE),
-                                             np.full(regressors.shape[1] - sections, RIDGE)])
+        shape = regressors.shape[1] - (sum(sizes(form[2])) if form[2] else 0)
+        ridge = len(columns) * np.diag(np.r_[np.full(shape, SHAPE_RIDGE),
+                                             np.full(regressors.shape[1] - shape, RIDGE)])
         return np.linalg.solve(regressors.T @ regressors + ridge,
                                regressors.T @ gaps[keep].reshape(-1))
 
     def calibration(self, form, coefficients):
         """Return the KinematicCalibration of `form`'s `coefficients`."""
-        sections = self.sag.shape[2] if form[0] else 0
-        return KinematicCalibration(self.frame, coefficients[sections:],
-                                    coefficients[:sections])
+        sag, twist, _ = form
+        sections = self.shape.shape[2] - 1 if sag else 0
+        return KinematicCalibration(
+            self.frame, coefficients[sections + twist:], coefficients[:sections],
+            coefficients[sections] if twist else 0.0)
 
 
 def form_name(form):
-    """Return a form's name: 'sag', 'sag + degree 2', 'degree 2'."""
-    sag, degree = form
-    return ' + '.join((['sag'] if sag else []) + ([f'degree {degree}'] if degree else []))
+    """Return a form's name: 'sag', 'sag + twist + degree 2', 'degree 2'."""
+    sag, twist, degree = form
+    return ' + '.join((['sag'] if sag else []) + (['twist'] if twist else []) +
+                      ([f'degree {degree}'] if degree else []))
 
 
 def regions(tips, count=REGIONS):
@@ -256,8 +268,8 @@ class KinematicFit:
                  'residual by form: ' + ', '.join(f'{form_name(f)} {v * 1e3:.2f} mm' for f, v
                                                   in self.by_form.items()) + ')',
                  *([f'compliance by section (of the model\'s PMAs\' bending): ' + ', '.join(
-                     f'{c:.3f}' for c in self.calibration.compliance)]
-                   if self.form[0] else []),
+                     f'{c:.3f}' for c in self.calibration.compliance) +
+                    f'; twist {self.calibration.twist:.3f}'] if self.form[0] else []),
                  f'fit residual {self.fit_rms * 1e3:.3f} mm RMS; held out by bearing sector '
                  f'{self.held_out * 1e3:.3f} mm RMS']
         lines += [f'  region {k + 1}: gap {gap * 1e3:.2f} mm, held-out residual '
@@ -289,7 +301,7 @@ def calibrate(pairs: TipPairs, model, frame) -> KinematicFit:
         raise ConfigError('', f'{pairs.name}: {counts.min()} samples in a region, a held-out '
                               f'region needs {MIN_REGION}')
     regressors = Regressors.of(model, frame, pairs)
-    held = {form: _held_out(regressors, gaps, region, form) for form in FORMS}
+    held = {form: _held_out(regressors, gaps, region, form) for form in regressors.forms()}
     by_form = {form: float(_rms(sse.sum(), len(tips))) for form, sse in held.items()}
     form = min(by_form, key=by_form.get)
     coefficients = regressors.fit(form, gaps)
@@ -314,4 +326,5 @@ def calibration_yaml(fit: KinematicFit, sources) -> str:
         'further --params-file.',
         'continuum_controller:', '  ros__parameters:', '    task:', '      calibration:',
         f'        compliance: [{", ".join(f"{v:.9g}" for v in calibration.compliance)}]',
+        f'        twist: {calibration.twist:.9g}',
         f'        gap: [{", ".join(f"{v:.9g}" for v in calibration.coefficients)}]']) + '\n'
