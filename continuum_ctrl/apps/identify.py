@@ -24,9 +24,10 @@ exit status 1.
 
 ``--fit kinematics`` fits the model's tip kinematics instead (identify/kinematics.py): from
 bags of the joint states and the captured tip (geometry_msgs/PoseStamped on --tip-topic, in
-``task.base_frame``) the gap between the model's tip and the true one, as a gravity-aware
-function of the tip (control/kinematic_calibration.py). It prints the held-out residual by
-bearing sector and writes ``task.calibration.gap`` for the controller's namespace only (the
+``task.base_frame``) the gap between the model's tip and the true one, as the sag under
+gravity and the twist of the arm's shape at the joints, with a polynomial of the tip where it
+holds out better (control/kinematic_calibration.py). It prints the held-out residual by
+bearing sector and writes ``task.calibration.*`` for the controller's namespace only (the
 simulator keeps its truth); a sector whose held-out R^2 is below --min-r2 refuses it (one
 line each, nothing written, exit status 1).
 """

@@ -1,5 +1,5 @@
 """
-A calibration of the model's tip kinematics: the gap to the true tip, gravity-aware.
+A calibration of the model's tip kinematics: the gap to the true tip, from the arm's shape.
 
 A continuum arm's true tip is not its constant-curvature model's: its sections do not bend at
 constant curvature. Each PMA's length is measured, which fixes a section's mean bend; gravity
@@ -19,17 +19,23 @@ part's mean over the section (the measured PMA lengths keep the mean bend):
     mu_k = B R_k^T M_k - mean_{section i}(B R_k^T M_k),   B = diag(1, 1, 0)
 
 and to first order the frame's tip `p_t` (the task frame: the tip of section f) moves by
-``sum_{k in sections <= f} (c_i h_i / EI_i) (R_k mu_k) x (p_t - p_k)``. The gap is
+``sum_{k in sections <= f} (c_i h_i / EI_i) (R_k mu_k) x (p_t - p_k)``. A backbone of
+two-axis joints (a disc stack's universal joints, hinges about x then y) also twists each
+piece about its axis by ``a b / 2`` as it bends by ``a`` and ``b`` about its x and y axes
+(second order in the bend: 0.1 rad over an arm bent 60 degrees); with the twist's share `t`
+(0: an arm that bends without it) the piece turns the tip by ``t (a b / 2) R_k e_z x (p_t -
+p_k)``, ``(a, b)`` its constant-curvature bend. The gap is
 
-    g(q) = FK(q) - y = -sum_i c_i S_i(q) + P(FK(q))            [m, base frame]
+    g(q) = FK(q) - y = sum_i c_i S_i(q) + t T(q) + P(FK(q))      [m, base frame]
 
-(`sag_design` gives the columns ``-S_i``), linear in the compliances `c` (parameter
-`task.calibration.compliance`, one per section; empty: no sag part). Why this form: the gap of
-a sagging arm depends on the whole shape, not on the tip alone (one tip is reached by many
-shapes, with gaps 2-7 mm apart on the MuJoCo arm), and this is the shape's own mechanics, with
-one number per section, so what a run saw at some poses holds at every other.
+(`shape_design` gives the columns ``S_i`` and ``T``), linear in the compliances
+(`task.calibration.compliance`, one per section; empty: no shape part) and the twist
+(`task.calibration.twist`). Why this form: the gap depends on the whole shape, not on the tip
+alone (one tip is reached by many shapes; on the MuJoCo arm the gaps at similar tips differ by
+2-7 mm between bearings and poses), and these are the shape's own mechanics, with one number
+per section and one for the arm, so what a run saw at some poses holds at every other.
 
-`P` is what the sag leaves, a smooth function of the model's tip: with gravity along the
+`P` is what the shape leaves, a smooth function of the model's tip: with gravity along the
 base's z axis the arm looks the same from every bearing, so it depends on how far out (r) and
 how high (z) the model puts the tip, not on its bearing phi; in the tip's cylindrical frame
 (radial e_r, tangential e_phi, axial e_z)
@@ -39,7 +45,7 @@ how high (z) the model puts the tip, not on its bearing phi; in the tip's cylind
 with P_r, P_phi polynomials of degree d - 1 and P_z of degree d (d: 1 to 3; the factor s
 keeps it smooth on the axis, where the bearing has no meaning). Parameter
 `task.calibration.gap` (m): the coefficients of P_r, P_phi, P_z one after the other, each in
-`monomials` order (5, 12 or 22 values for degree 1, 2, 3; empty: none). Both are fitted by
+`monomials` order (5, 12 or 22 values for degree 1, 2, 3; empty: none). All are fitted by
 least squares to a recorded run (identify/kinematics.py, `continuum-ctrl identify --fit
 kinematics`), which keeps the parts whose held-out residual is least.
 
@@ -56,7 +62,7 @@ import numpy as np
 REACH = 0.25
 #: the degrees a polynomial part may have
 DEGREES = (1, 2, 3)
-#: pieces per section of the sag's sums (the module doc's P)
+#: pieces per section of the shape's sums (the module doc's P)
 PIECES = 8
 #: the PMAs' angles about a section's z axis, rad (contract section 1)
 PMA_ANGLES = 2.0 * np.pi * np.arange(3) / 3.0

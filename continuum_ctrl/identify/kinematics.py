@@ -2,7 +2,7 @@
 Kinematic calibration from a recorded run: the model's tip against the captured one.
 
     pairs = read_tip_pairs(path, model, joints, frame, base_frame)   # /joint_states, /mocap/tip
-    fit = calibrate(pairs)                      # KinematicFit: the calibration, held out
+    fit = calibrate(pairs, model, frame)        # KinematicFit: the calibration, held out
     refused = fit.refusals(min_r2)
 
 Each captured tip (geometry_msgs/PoseStamped, stamped at the measurement, in
@@ -10,13 +10,15 @@ Each captured tip (geometry_msgs/PoseStamped, stamped at the measurement, in
 (their header stamps) interpolated there, so the capture's latency pairs no tip with the
 joints of a later instant. The model's tip at those joints less the captured one is the gap.
 Only a still tip's samples are kept (STILL, SETTLED): the calibration is of the static
-kinematics. The gap is fitted as ridge-regularized polynomials of the model's tip's reach and
-height (control/kinematic_calibration.py says why that form). The fit is judged on the
+kinematics. The gap is fitted by least squares as the shape's sag and twist at the joints and
+ridge-regularized polynomials of the model's tip's reach and height
+(control/kinematic_calibration.py says why that form; the forms are FORMS: the shape's parts
+on continuum arms, the polynomial alone on others). The fit is judged on the
 workspace it did not see: the samples are cut into REGIONS sectors of the tip's bearing
 about the base's z axis (equal counts), and each sector's gaps are predicted by the fit to
 the others. Its held-out R^2 is the share of the gap's square the calibration removes there
 (``1 - sum |g - g_fit|^2 / sum |g|^2``: 0 is no better than the model alone); a fit below
-`min_r2` in any sector is contradicted by the data and refused. The degree (1-3) is the one
+`min_r2` in any sector is contradicted by the data and refused. The form kept is the one
 whose held-out residual is least.
 """
 
@@ -238,7 +240,7 @@ class KinematicFit:
     """
     A fitted calibration and its held-out figures.
 
-    `calibration`; `form` (sag, degree); `gap_rms`, `fit_rms` m (all samples: the gap, the
+    `calibration`; `form` (sag, twist, degree); `gap_rms`, `fit_rms` m (all samples: the gap, the
     residual of the fit to all); per region `held_rms` m (its gaps, predicted by the others'
     fit) and `held_r2`; `held_out` m (the RMS over every region's held-out residual);
     `by_form` {form: held_out}.
