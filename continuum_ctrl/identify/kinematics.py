@@ -57,8 +57,9 @@ FORMS = ((True, False, 0), (True, True, 0)) + tuple(
 @dataclass
 class TipPairs:
     """
-    Paired samples of a still tip: the joints `joints` (N, n) m, the model's tips `tips` (N, 3)
-    m there, the gaps `gaps` (N, 3) m.
+    Paired samples of a still tip: the joints, the model's tips there, the gaps.
+
+    `joints` (N, n) m, `tips` (N, 3) m, `gaps` (N, 3) m.
 
     `unpaired`: tips without joint states near their stamp; `moving`: those left out as taken
     while the tip moved (module doc).
@@ -171,7 +172,7 @@ def _still(t, tips):
 
 @dataclass
 class Regressors:
-    """Each sample's columns of the gap: the shape's (N, 3, n + 1) and the model's tips (N, 3) m."""
+    """Each sample's columns of the gap: the shape's (N, 3, n + 1), the model's tips (N, 3) m."""
 
     frame: str
     shape: np.ndarray
@@ -269,7 +270,7 @@ class KinematicFit:
         lines = [f'gap {self.gap_rms * 1e3:.2f} mm RMS; {form_name(self.form)} (held-out '
                  'residual by form: ' + ', '.join(f'{form_name(f)} {v * 1e3:.2f} mm' for f, v
                                                   in self.by_form.items()) + ')',
-                 *([f'compliance by section (of the model\'s PMAs\' bending): ' + ', '.join(
+                 *(['compliance by section (of the model\'s PMAs\' bending): ' + ', '.join(
                      f'{c:.3f}' for c in self.calibration.compliance) +
                     f'; twist {self.calibration.twist:.3f}'] if self.form[0] else []),
                  f'fit residual {self.fit_rms * 1e3:.3f} mm RMS; held out by bearing sector '

@@ -5,9 +5,9 @@ and captured tips (identify/kinematics.py), and the controller that uses it with
 Synthetic bags of the reference arm's model held at poses across the workspace, its tip
 captured with a known gap: the fit recovers a smooth gap of the tip and a gap of the arm's
 shape (sag and twist, which no function of the tip holds), both at poses the bag did not
-have, and refuses one the held-out sectors contradict; bad bags give one line. Then the whole loop in process: the built-in engine's arm
-3 % longer than the controller's model, calibrated from a recorded run, brings its true tip to
-a target without motion capture.
+have, and refuses one the held-out sectors contradict; bad bags give one line. Then the
+whole loop in process: the built-in engine's arm 3 % longer than the controller's model,
+calibrated from a recorded run, brings its true tip to a target without motion capture.
 """
 
 import numpy as np

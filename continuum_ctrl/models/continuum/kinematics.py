@@ -365,8 +365,9 @@ def backbone_points(arm, q, ch, work, body, xi, out):
 @compiled()
 def backbone_frames(arm, q, ch, work, body, xi, points, frames):
     """
-    Fill each section's backbone at `xi`: `points` (n len(xi), 3) [m], `frames` (n len(xi),
-    3, 3), base frame.
+    Fill each section's backbone points and frames at `xi`, base frame.
+
+    `points` (n len(xi), 3) [m], `frames` (n len(xi), 3, 3).
 
     Uses ``body.p``, ``body.dp``, ``body.d2p``, ``body.R``, ``body.kap``, ``body.dkap`` of a
     `Body` as scratch.
