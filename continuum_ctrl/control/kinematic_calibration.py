@@ -28,7 +28,8 @@ p_k)``, ``(a, b)`` its constant-curvature bend. The gap is
 
     g(q) = FK(q) - y = sum_i c_i S_i(q) + t T(q) + P(FK(q))      [m, base frame]
 
-(`shape_design` gives the columns ``S_i`` and ``T``), linear in the compliances
+(`shape_design` gives the columns ``S_i`` and ``T``: the tip's moves per unit ``c_i`` and
+``t``, negated), linear in the compliances
 (`task.calibration.compliance`, one per section; empty: no shape part) and the twist
 (`task.calibration.twist`). Why this form: the gap depends on the whole shape, not on the tip
 alone (one tip is reached by many shapes; on the MuJoCo arm the gaps at similar tips differ by
