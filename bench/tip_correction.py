@@ -24,7 +24,7 @@ the plant's PMA lengths) and the command variation (MPa/s, the worst PMA):
   captures, for the true tip only): the targets with the model alone, then calibrated from a
   60 s bag (`--bag`; recorded in process first when it is not there: 15 tip targets a
   bearing step and a golden-ratio reach apart, identify/calibration_run.py) by
-  `continuum-ctrl identify --fit kinematics`.
+  `continuum-ctrl identify --fit kinematics`; then calibrated with the capture on.
 """
 
 import argparse
@@ -132,9 +132,10 @@ def calibrated(args):
                       '--out', str(out)]):
         return
     overlay = yaml.safe_load(out.read_text())['continuum_controller']['ros__parameters']
-    gap = overlay['task']['calibration']['gap']
-    targets(args, {**blind, 'task.calibration.gap': gap},
-            'targets without motion capture, calibrated')
+    calibration = {f'task.calibration.{key}': value
+                   for key, value in overlay['task']['calibration'].items()}
+    targets(args, {**blind, **calibration}, 'targets without motion capture, calibrated')
+    targets(args, calibration, 'targets with motion capture, calibrated')
 
 
 def circle(args, dropout=None):

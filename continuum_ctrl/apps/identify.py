@@ -24,9 +24,10 @@ exit status 1.
 
 ``--fit kinematics`` fits the model's tip kinematics instead (identify/kinematics.py): from
 bags of the joint states and the captured tip (geometry_msgs/PoseStamped on --tip-topic, in
-``task.base_frame``) the gap between the model's tip and the true one, as a gravity-aware
-function of the tip (control/kinematic_calibration.py). It prints the held-out residual by
-bearing sector and writes ``task.calibration.gap`` for the controller's namespace only (the
+``task.base_frame``) the gap between the model's tip and the true one, as the sag under
+gravity and the twist of the arm's shape at the joints, with a polynomial of the tip where it
+holds out better (control/kinematic_calibration.py). It prints the held-out residual by
+bearing sector and writes ``task.calibration.*`` for the controller's namespace only (the
 simulator keeps its truth); a sector whose held-out R^2 is below --min-r2 refuses it (one
 line each, nothing written, exit status 1).
 """
@@ -185,7 +186,7 @@ def kinematics(args):
     print(f'{len(pairs.tips)} still captured tips paired with joint states ({pairs.moving} '
           f'taken while the tip moved, {pairs.unpaired} without joint states near their stamp '
           'left out)')
-    fit = calibrate(pairs)
+    fit = calibrate(pairs, model, frame)
     print(fit.text())
     refused = fit.refusals(args.min_r2)
     for line in refused:

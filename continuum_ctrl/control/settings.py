@@ -124,6 +124,16 @@ FIELDS = {
                                   "the model's and the true tip as polynomials of the tip's "
                                   'reach and height, m (control/kinematic_calibration.py; '
                                   'identify --fit kinematics writes it; empty: none)'),
+    'task.calibration.compliance': Field('numbers', [], 'the kinematic calibration: each '
+                                         "section's bending compliance under gravity, as a "
+                                         "share of its PMAs' (continuum arms; "
+                                         'control/kinematic_calibration.py; identify --fit '
+                                         'kinematics writes it; empty: no sag)'),
+    'task.calibration.twist': Field('number', 0.0, 'the kinematic calibration: the twist of '
+                                    "each eighth of a section as a share of its bend's a b / "
+                                    '2 (a, b its bends about its x and y axes: a two-axis '
+                                    'joint\'s; with task.calibration.compliance)', -100.0,
+                                    100.0),
     'output.mode': Field('string', 'effort', "what ~/commands carries: 'effort' (N or N m) "
                          "or 'pressure' (Pa)", choices=OUTPUT_MODES),
     'output.message': Field('string', 'multiarray', "the message of ~/commands: "
@@ -528,6 +538,23 @@ class JointVectors:
         return out
 
 
+def _calibration(values, model, frame):
+    """Return the KinematicCalibration of `task.calibration.*` (None: none) for `frame`."""
+    compliance = values['task.calibration.compliance']
+    if compliance and (frame is None or not hasattr(model, 'backbone_frames')):
+        raise ConfigError('task.calibration.compliance', 'is for continuum arms (their '
+                                                         'backbone sags); this arm has none')
+    if compliance and len(compliance) != model.spec.sections:
+        raise ConfigError('task.calibration.compliance', f'must hold one value per section '
+                                                         f'({model.spec.sections}), got '
+                                                         f'{len(compliance)}')
+    if values['task.calibration.twist'] and not compliance:
+        raise ConfigError('task.calibration.twist', 'needs task.calibration.compliance (the '
+                                                    'shape it twists)')
+    return KinematicCalibration.of_parameters(frame, values['task.calibration.gap'],
+                                              compliance, values['task.calibration.twist'])
+
+
 def read_task(values, model):
     """
     Return the `task.*` TaskSettings of the parsed `values` for `model`.
@@ -544,7 +571,7 @@ def read_task(values, model):
     correction = CorrectionSettings(**{
         name: values['task.correction.' + name]
         for name in ('bandwidth', 'timeout', 'max_age', 'outlier', 'max_offset')},
-        calibration=KinematicCalibration.of_parameters(values['task.calibration.gap']))
+        calibration=_calibration(values, model, frame))
     return TaskSettings(frame=frame, correction=correction, **{
         name: values['task.' + name]
         for name in ('base_frame', 'orientation_weight', 'duration', 'max_speed')})

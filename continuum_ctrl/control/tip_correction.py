@@ -39,12 +39,12 @@ After `timeout` it falls back to the model alone: `c` decays to zero at `w` (no 
 IK target), said once in the log (`events`), `fallen_back` true until a sample is accepted
 again.
 
-A kinematic calibration (`task.calibration.gap`, control/kinematic_calibration.py: the gap
-fitted to a recorded run, ``g_cal(x)`` at the model's tip `x`) is the correction's part that
-needs no capture: the offset is ``g_cal(x) + c``, `x` the IK's target (the path point plus the
-offset: where the model's tip goes; without a tip reference, the model's tip at the last
-joints, so that a reference starts from the calibrated tip), and `c` follows the measured
-gap less ``g_cal`` at the sample's tip: with a capture the live part corrects what the
+A kinematic calibration (`task.calibration.*`, control/kinematic_calibration.py: the gap
+fitted to a recorded run, ``g_cal(q)`` at the joints `q`) is the correction's part that needs
+no capture: the offset is ``g_cal(q) + c``, `q` the joints of the last tick (with the joints
+tracking, the IK's solution for the path point plus the offset: a fixed point the ticks
+reach, the gap changing a few per cent of the tip's move), and `c` follows the measured gap
+less ``g_cal`` at the sample's joints: with a capture the live part corrects what the
 calibration missed, without one (never, or after the timeout) `c` is zero and the calibrated
 model alone moves the tip references. `max_offset` and `outlier` then apply to that rest.
 
@@ -69,6 +69,9 @@ HISTORY = 128
 FIT_SECONDS, FIT_SAMPLES, FIT_LEAST = 5.0, 2048, 10
 #: the ridge of the gap map's slope, m: the tip's spread below which the slope is shrunk
 FIT_RIDGE = 2e-3
+#: seconds between evaluations of the calibration's gap (a few hundred us each): at the
+#: fastest tip move (0.25 m/s) the gap, a few per cent of the move, changes 0.2 mm meanwhile
+CALIBRATION_PERIOD = 0.02
 
 
 @dataclass(frozen=True)
@@ -105,8 +108,9 @@ class TipCorrection:
         self.gain = 1.0 - math.exp(-settings.bandwidth * period)
         self.offset = np.zeros(3)
         self._live = np.zeros(3)            # the part measured: on top of the calibration
-        self._calibrated = np.zeros(3)      # the calibration's gap at the last tip
-        #: the loop thread's model copy: the tip at the joints without a tip reference
+        self._calibrated = np.zeros(3)      # the calibration's gap at the last joints
+        self._calibrated_at = -math.inf     # when it was evaluated, s
+        #: the loop thread's model copy: the calibration's gap at the last joints
         self._tick_model = model.for_thread() if settings.calibration is not None else None
         self._times = np.full(HISTORY, -np.inf)
         self._joints = np.zeros((HISTORY, model.n))
@@ -135,27 +139,26 @@ class TipCorrection:
         self._ticks += 1
 
     def wants_tip(self, t: float) -> bool:
-        """Return whether `advance` at `t` (s) wants the model's tip: calibrated or a dropout."""
+        """Return whether `advance` at `t` (s) wants the model's tip: in a dropout."""
         latest = self._latest
-        return self.settings.calibration is not None or latest is not None and \
-            self.settings.max_age < t - latest[1] <= self.settings.timeout
+        return latest is not None and self.settings.max_age < t - latest[1] <= \
+            self.settings.timeout
 
     def advance(self, t: float, offset: np.ndarray, tip: Optional[np.ndarray] = None) -> None:
         """
         Move the correction one tick at `t` (s); write it into `offset` (the task's).
 
-        `tip`: where `wants_tip`, the model's tip now (m), as the IK's target: the
-        calibration's and the gap map's point (None: no tip reference; the gap map is held,
-        the calibration takes the model's tip at the last joints recorded, so that a tip
-        reference starts from the calibrated tip). The correction is the calibration's gap
-        there plus the measured part, which follows the measured gaps less the calibration's.
+        `tip`: where `wants_tip`, the model's tip now (m), as the IK's target: the gap map's
+        point (None: no tip reference; the gap map is held). The correction is the
+        calibration's gap at the last joints recorded plus the measured part, which follows
+        the measured gaps less the calibration's.
         """
         calibration = self.settings.calibration
-        if calibration is not None:
-            at = tip if tip is not None or not self._ticks else self._tick_model.frame_pose(
-                self._joints[(self._ticks - 1) % HISTORY].copy(), self.frame)[:3, 3]
-            if at is not None:
-                self._calibrated = calibration(at)
+        if calibration is not None and self._ticks and t >= self._calibrated_at + \
+                CALIBRATION_PERIOD:
+            self._calibrated = calibration(self._tick_model,
+                                           self._joints[(self._ticks - 1) % HISTORY].copy())
+            self._calibrated_at = t
         target = self._target(t, tip)
         if target is not None:
             self._live += self.gain * (target - self._live)
@@ -204,7 +207,7 @@ class TipCorrection:
         tip = self.model.frame_pose(self._joints[slot].copy(), self.frame)[:3, 3]
         gap = tip - position
         if self.settings.calibration is not None:       # the part the calibration missed
-            gap -= self.settings.calibration(tip)
+            gap -= self.settings.calibration(self.model, self._joints[slot].copy(), tip)
         size = float(np.linalg.norm(gap))
         jump = (math.inf if latest is None or now - latest[1] > self.settings.timeout
                 else float(np.linalg.norm(gap - latest[2])))

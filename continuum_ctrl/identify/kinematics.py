@@ -2,7 +2,7 @@
 Kinematic calibration from a recorded run: the model's tip against the captured one.
 
     pairs = read_tip_pairs(path, model, joints, frame, base_frame)   # /joint_states, /mocap/tip
-    fit = calibrate(pairs)                      # KinematicFit: the calibration, held out
+    fit = calibrate(pairs, model, frame)        # KinematicFit: the calibration, held out
     refused = fit.refusals(min_r2)
 
 Each captured tip (geometry_msgs/PoseStamped, stamped at the measurement, in
@@ -10,13 +10,15 @@ Each captured tip (geometry_msgs/PoseStamped, stamped at the measurement, in
 (their header stamps) interpolated there, so the capture's latency pairs no tip with the
 joints of a later instant. The model's tip at those joints less the captured one is the gap.
 Only a still tip's samples are kept (STILL, SETTLED): the calibration is of the static
-kinematics. The gap is fitted as ridge-regularized polynomials of the model's tip's reach and
-height (control/kinematic_calibration.py says why that form). The fit is judged on the
+kinematics. The gap is fitted by least squares as the shape's sag and twist at the joints and
+ridge-regularized polynomials of the model's tip's reach and height
+(control/kinematic_calibration.py says why that form; the forms are FORMS: the shape's parts
+on continuum arms, the polynomial alone on others). The fit is judged on the
 workspace it did not see: the samples are cut into REGIONS sectors of the tip's bearing
 about the base's z axis (equal counts), and each sector's gaps are predicted by the fit to
 the others. Its held-out R^2 is the share of the gap's square the calibration removes there
 (``1 - sum |g - g_fit|^2 / sum |g|^2``: 0 is no better than the model alone); a fit below
-`min_r2` in any sector is contradicted by the data and refused. The degree (1-3) is the one
+`min_r2` in any sector is contradicted by the data and refused. The form kept is the one
 whose held-out residual is least.
 """
 
@@ -26,7 +28,8 @@ from typing import List
 import numpy as np
 
 from continuum_ctrl.control.kinematic_calibration import (DEGREES, design,
-                                                          KinematicCalibration, sizes)
+                                                          KinematicCalibration, shape_design,
+                                                          sizes)
 from continuum_ctrl.identify.data import mcap_files
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.params.launch_description import MOCAP_TOPIC
@@ -41,20 +44,29 @@ MAX_PAIR_GAP = 0.05
 #: within STILL m (each coordinate) over the last SETTLED s: a moving arm's gap holds its
 #: dynamics too (its sway, the PMAs' lag), which the task-space correction's live part follows
 STILL, SETTLED = 0.002, 0.5
-#: the ridge on the monomials' coefficients, relative (per sample, on the scaled tip)
-RIDGE = 1e-4
+#: the ridge on the monomials' coefficients, relative (per sample, on the scaled tip), and
+#: on the shape's (per sample, m^2: far below a column's square, 1e-5 m^2 and more; it only
+#: keeps a section beyond the task frame, whose column is zero, at zero)
+RIDGE, SHAPE_RIDGE = 1e-4, 1e-12
+#: the forms fitted, ``(sag, twist, polynomial degree)`` (control/kinematic_calibration.py)
+FORMS = ((True, False, 0), (True, True, 0)) + tuple(
+    (True, True, degree) for degree in DEGREES) + tuple(
+    (False, False, degree) for degree in DEGREES)
 
 
 @dataclass
 class TipPairs:
     """
-    Paired samples of a still tip: the model's tips `tips` (N, 3) m, the gaps `gaps` (N, 3) m.
+    Paired samples of a still tip: the joints, the model's tips there, the gaps.
+
+    `joints` (N, n) m, `tips` (N, 3) m, `gaps` (N, 3) m.
 
     `unpaired`: tips without joint states near their stamp; `moving`: those left out as taken
     while the tip moved (module doc).
     """
 
     name: str
+    joints: np.ndarray
     tips: np.ndarray
     gaps: np.ndarray
     unpaired: int = 0
@@ -64,6 +76,7 @@ class TipPairs:
         """Return these pairs and those of the TipPairs `others` as one."""
         runs = [self, *others]
         return TipPairs(', '.join(run.name for run in runs),
+                        np.concatenate([run.joints for run in runs]),
                         np.concatenate([run.tips for run in runs]),
                         np.concatenate([run.gaps for run in runs]),
                         sum(run.unpaired for run in runs), sum(run.moving for run in runs))
@@ -141,7 +154,7 @@ def _pair(source, states, tips, model, frame):
     joints = np.column_stack([np.interp(stamps[keep], t, column) for column in q.T])
     model_tips = np.array([model.frame_pose(row, frame)[:3, 3] for row in joints]).reshape(-1, 3)
     still = _still(stamps[keep], model_tips)
-    return TipPairs(source, model_tips[still], (model_tips - captured)[still],
+    return TipPairs(source, joints[still], model_tips[still], (model_tips - captured)[still],
                     int(np.count_nonzero(~keep)), int(np.count_nonzero(~still)))
 
 
@@ -157,13 +170,58 @@ def _still(t, tips):
     return keep
 
 
-def fit_gap(tips, gaps, degree):
-    """Return the KinematicCalibration of `degree` fitted to `gaps` at `tips` (m, (N, 3))."""
-    regressors = design(tips, degree).reshape(-1, sum(sizes(degree)))
-    ridge = len(tips) * RIDGE * np.eye(regressors.shape[1])
-    coefficients = np.linalg.solve(regressors.T @ regressors + ridge,
-                                   regressors.T @ gaps.reshape(-1))
-    return KinematicCalibration(coefficients)
+@dataclass
+class Regressors:
+    """Each sample's columns of the gap: the shape's (N, 3, n + 1), the model's tips (N, 3) m."""
+
+    frame: str
+    shape: np.ndarray
+    tips: np.ndarray
+
+    @classmethod
+    def of(cls, model, frame, pairs):
+        """Return the regressors of `pairs` (TipPairs) for `model`'s `frame`."""
+        shape = [shape_design(model, q, frame) for q in pairs.joints] if hasattr(
+            model, 'backbone_frames') else np.zeros((len(pairs.tips), 3, 0))
+        return cls(frame, np.asarray(shape).reshape(len(pairs.tips), 3, -1), pairs.tips)
+
+    def forms(self):
+        """Return the forms these samples can fit: FORMS, those of the shape if it has one."""
+        return [form for form in FORMS if self.shape.shape[2] or not form[0]]
+
+    def columns(self, form, keep=slice(None)):
+        """Return the columns of `form` at the samples `keep`, (N, 3, count)."""
+        sag, twist, degree = form
+        sections = self.shape.shape[2] - 1
+        parts = ([self.shape[keep][:, :, :sections]] if sag else []) + (
+            [self.shape[keep][:, :, sections:]] if twist else []) + (
+            [design(self.tips[keep], degree)] if degree else [])
+        return np.concatenate(parts, axis=2)
+
+    def fit(self, form, gaps, keep=slice(None)):
+        """Return the coefficients of `form` fitted to `gaps` (N, 3) m at the samples `keep`."""
+        columns = self.columns(form, keep)
+        regressors = columns.reshape(-1, columns.shape[2])
+        shape = regressors.shape[1] - (sum(sizes(form[2])) if form[2] else 0)
+        ridge = len(columns) * np.diag(np.r_[np.full(shape, SHAPE_RIDGE),
+                                             np.full(regressors.shape[1] - shape, RIDGE)])
+        return np.linalg.solve(regressors.T @ regressors + ridge,
+                               regressors.T @ gaps[keep].reshape(-1))
+
+    def calibration(self, form, coefficients):
+        """Return the KinematicCalibration of `form`'s `coefficients`."""
+        sag, twist, _ = form
+        sections = self.shape.shape[2] - 1 if sag else 0
+        return KinematicCalibration(
+            self.frame, coefficients[sections + twist:], coefficients[:sections],
+            coefficients[sections] if twist else 0.0)
+
+
+def form_name(form):
+    """Return a form's name: 'sag', 'sag + twist + degree 2', 'degree 2'."""
+    sag, twist, degree = form
+    return ' + '.join((['sag'] if sag else []) + (['twist'] if twist else []) +
+                      ([f'degree {degree}'] if degree else []))
 
 
 def regions(tips, count=REGIONS):
@@ -183,21 +241,21 @@ class KinematicFit:
     """
     A fitted calibration and its held-out figures.
 
-    `calibration`; `degree`; `gap_rms`, `fit_rms` m (all samples: the gap, the residual of
-    the fit to all); per region `held_rms` m (its gaps, predicted by the others' fit) and
-    `held_r2`; `held_out` m (the RMS over every region's held-out residual); `by_degree`
-    {degree: held_out}.
+    `calibration`; `form` (sag, twist, degree); `gap_rms`, `fit_rms` m (all samples: the gap, the
+    residual of the fit to all); per region `held_rms` m (its gaps, predicted by the others'
+    fit) and `held_r2`; `held_out` m (the RMS over every region's held-out residual);
+    `by_form` {form: held_out}.
     """
 
     calibration: KinematicCalibration
-    degree: int
+    form: tuple
     gap_rms: float
     fit_rms: float
     region_gap: np.ndarray
     held_rms: np.ndarray
     held_r2: np.ndarray
     held_out: float
-    by_degree: dict
+    by_form: dict
 
     def refusals(self, min_r2) -> List[str]:
         """Return a line per region whose held-out R^2 is below `min_r2` (empty: accepted)."""
@@ -209,9 +267,12 @@ class KinematicFit:
 
     def text(self):
         """Return the fit's report lines."""
-        lines = [f'gap {self.gap_rms * 1e3:.2f} mm RMS; degree {self.degree} (held-out '
-                 f'residual by degree: ' + ', '.join(f'{d}: {v * 1e3:.2f} mm' for d, v in
-                                                     self.by_degree.items()) + ')',
+        lines = [f'gap {self.gap_rms * 1e3:.2f} mm RMS; {form_name(self.form)} (held-out '
+                 'residual by form: ' + ', '.join(f'{form_name(f)} {v * 1e3:.2f} mm' for f, v
+                                                  in self.by_form.items()) + ')',
+                 *(['compliance by section (of the model\'s PMAs\' bending): ' + ', '.join(
+                     f'{c:.3f}' for c in self.calibration.compliance) +
+                    f'; twist {self.calibration.twist:.3f}'] if self.form[0] else []),
                  f'fit residual {self.fit_rms * 1e3:.3f} mm RMS; held out by bearing sector '
                  f'{self.held_out * 1e3:.3f} mm RMS']
         lines += [f'  region {k + 1}: gap {gap * 1e3:.2f} mm, held-out residual '
@@ -220,13 +281,13 @@ class KinematicFit:
         return '\n'.join(lines)
 
 
-def _held_out(tips, gaps, region, degree):
+def _held_out(regressors, gaps, region, form):
     """Return per region the held-out residual's squares summed, (REGIONS,)."""
     sse = np.zeros(REGIONS)
     for k in range(REGIONS):
         out = region == k
-        fitted = fit_gap(tips[~out], gaps[~out], degree)
-        sse[k] = np.sum((gaps[out] - fitted.many(tips[out])) ** 2)
+        coefficients = regressors.fit(form, gaps, ~out)
+        sse[k] = np.sum((gaps[out] - regressors.columns(form, out) @ coefficients) ** 2)
     return sse
 
 
@@ -234,34 +295,39 @@ def _rms(sse, count):
     return np.sqrt(sse / np.maximum(count, 1))
 
 
-def calibrate(pairs: TipPairs) -> KinematicFit:
-    """Fit every degree, keep the least held-out residual's (module doc); ConfigError if thin."""
+def calibrate(pairs: TipPairs, model, frame) -> KinematicFit:
+    """Fit every form, keep the least held-out residual's (module doc); ConfigError if thin."""
     tips, gaps = pairs.tips, pairs.gaps
     region = regions(tips)
     counts = np.bincount(region, minlength=REGIONS)
     if counts.min() < MIN_REGION:
         raise ConfigError('', f'{pairs.name}: {counts.min()} samples in a region, a held-out '
                               f'region needs {MIN_REGION}')
-    held = {degree: _held_out(tips, gaps, region, degree) for degree in DEGREES}
-    by_degree = {d: float(_rms(sse.sum(), len(tips))) for d, sse in held.items()}
-    degree = min(by_degree, key=by_degree.get)
-    calibration = fit_gap(tips, gaps, degree)
+    regressors = Regressors.of(model, frame, pairs)
+    held = {form: _held_out(regressors, gaps, region, form) for form in regressors.forms()}
+    by_form = {form: float(_rms(sse.sum(), len(tips))) for form, sse in held.items()}
+    form = min(by_form, key=by_form.get)
+    coefficients = regressors.fit(form, gaps)
+    residual = gaps - regressors.columns(form) @ coefficients
     gap_sq = np.bincount(region, np.sum(gaps ** 2, axis=1), minlength=REGIONS)
-    fit_rms = float(np.sqrt(np.mean(np.sum((gaps - calibration.many(tips)) ** 2, axis=1))))
-    return KinematicFit(calibration, degree, float(np.sqrt(np.mean(np.sum(gaps ** 2, axis=1)))),
-                        fit_rms, _rms(gap_sq, counts), _rms(held[degree], counts),
-                        1.0 - held[degree] / gap_sq, by_degree[degree], by_degree)
+    return KinematicFit(regressors.calibration(form, coefficients), form,
+                        float(np.sqrt(np.mean(np.sum(gaps ** 2, axis=1)))),
+                        float(np.sqrt(np.mean(np.sum(residual ** 2, axis=1)))),
+                        _rms(gap_sq, counts), _rms(held[form], counts),
+                        1.0 - held[form] / gap_sq, by_form[form], by_form)
 
 
 def calibration_yaml(fit: KinematicFit, sources) -> str:
     """Return the controller's overlay: `task.calibration.*` in its namespace only."""
-    gap = fit.calibration.coefficients
+    calibration = fit.calibration
     return '\n'.join([
         f'# Kinematic calibration by `continuum-ctrl identify --fit kinematics` from '
         f'{", ".join(str(s) for s in sources)}:',
-        f'# degree {fit.degree}, gap {fit.gap_rms * 1e3:.2f} mm RMS, held-out residual '
+        f'# {form_name(fit.form)}, gap {fit.gap_rms * 1e3:.2f} mm RMS, held-out residual '
         f'{fit.held_out * 1e3:.3f} mm RMS (by bearing sector).',
         '# The controller\'s only (not /**: the simulator keeps its truth); give it as a '
         'further --params-file.',
         'continuum_controller:', '  ros__parameters:', '    task:', '      calibration:',
-        f'        gap: [{", ".join(f"{v:.9g}" for v in gap)}]']) + '\n'
+        f'        compliance: [{", ".join(f"{v:.9g}" for v in calibration.compliance)}]',
+        f'        twist: {calibration.twist:.9g}',
+        f'        gap: [{", ".join(f"{v:.9g}" for v in calibration.coefficients)}]']) + '\n'

@@ -145,19 +145,22 @@ def test_a_dropout_holds_the_gap_the_tip_had_where_it_is():
 
 
 def test_a_calibration_is_the_correction_without_capture_and_the_live_part_adds_to_it():
-    """No sample: the calibrated gap at the tip; samples: the measured gap; timeout: back."""
+    """No sample: the calibrated gap at the joints; samples: the measured gap; timeout: back."""
     loop = controller_loop(TASK, {'reference.type': 'hold'}, fused=False)
-    calibration = KinematicCalibration([-0.007, 0.0005, 0.013, 0.003, -0.005])
+    calibration = KinematicCalibration(TIP, [-0.007, 0.0005, 0.013, 0.003, -0.005],
+                                       [0.9, 0.8, 1.1], 1.2)
     settings, period = CorrectionSettings(timeout=0.5, calibration=calibration), loop.period
     correction = TipCorrection(settings, period, loop.model.for_thread(), TIP)
     tip = loop.model.frame_pose(POSE, TIP)[:3, 3]
+    calibrated = calibration(loop.model, POSE)
     offset = np.zeros(3)
-    assert correction.wants_tip(0.0)
+    assert not correction.wants_tip(0.0)
     correction.record(0.0, POSE)
-    correction.advance(0.0, offset)                # no tip reference: the model's tip
-    assert np.allclose(offset, calibration(tip), atol=1e-12)
+    correction.advance(0.0, offset)                # no tip reference: at the last joints
+    assert np.allclose(offset, calibrated, atol=1e-12)
+    assert np.linalg.norm(calibrated - calibration.polynomial(tip)) > 1e-3   # the shape's part
     assert np.linalg.norm(offset) > 5e-3
-    gap = calibration(tip) + np.array([0.002, -0.001, 0.0])     # 2.2 mm the calibration missed
+    gap = calibrated + np.array([0.002, -0.001, 0.0])     # 2.2 mm the calibration missed
     t = 0.0
     for k in range(int(3.0 / period)):             # the live part follows the rest
         t = k * period
@@ -165,19 +168,23 @@ def test_a_calibration_is_the_correction_without_capture_and_the_live_part_adds_
         if k % 4 == 0:
             assert correction.measure(tip - gap, t, t) is None
         correction.advance(t, offset, tip)
-    assert np.linalg.norm(offset - gap) < 0.01 * np.linalg.norm(gap - calibration(tip))
+    assert np.linalg.norm(offset - gap) < 0.01 * np.linalg.norm(gap - calibrated)
     while t < 7.0:                                 # past the timeout: the calibration alone
         t += period
         correction.record(t, POSE)
         correction.advance(t, offset, tip)
     assert correction.fallen_back and 'calibrated' in correction.events[-1][1]
-    assert np.linalg.norm(offset - calibration(tip)) < 0.05e-3
+    assert np.linalg.norm(offset - calibrated) < 0.05e-3
 
 
-def test_a_calibration_of_no_degree_is_one_error_naming_its_key():
-    with pytest.raises(ConfigError, match=r'calibration\.gap.*\(5, 12 or 22 values\), got 7'):
-        controller_loop(TASK, {'reference.type': 'hold', 'task.calibration.gap': [0.0] * 7},
-                        fused=False)
+@pytest.mark.parametrize('overrides, message', [
+    ({'task.calibration.gap': [0.0] * 7}, r'calibration\.gap.*\(5, 12 or 22 values\), got 7'),
+    ({'task.calibration.compliance': [1.0] * 2}, r'calibration\.compliance.*per section \(3\)'),
+    ({'task.calibration.twist': 1.0}, r'calibration\.twist.*needs task\.calibration\.compli'),
+])
+def test_a_calibration_of_the_wrong_size_is_one_error_naming_its_key(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        controller_loop(TASK, {'reference.type': 'hold', **overrides}, fused=False)
 
 
 def test_capture_pairs_with_the_joints_measured_at_its_stamp_not_those_of_its_arrival():

@@ -89,6 +89,13 @@ def test_continuum_frames_and_backbone():
                            rtol=0, atol=1e-15)
         assert np.allclose(points[5 * i + 3], disc_transform(sections, q, i, 0.6)[:3, 3],
                            rtol=0, atol=1e-12)
+    # the frames at the pieces' middles (xi = 0.1, 0.3, ...): the arc form's discs
+    middles, frames = model.backbone_frames(q, 5)
+    assert middles.shape == (15, 3) and frames.shape == (15, 3, 3)
+    for i in range(3):
+        disc = disc_transform(sections, q, i, 0.3)
+        assert np.allclose(middles[5 * i + 1], disc[:3, 3], rtol=0, atol=1e-12)
+        assert np.allclose(frames[5 * i + 1], disc[:3, :3], rtol=0, atol=1e-12)
     assert np.abs(model.frame_jacobian(q, 'section1_tip')[:, 3:]).max() == 0.0
 
 

@@ -362,6 +362,32 @@ def backbone_points(arm, q, ch, work, body, xi, out):
                 out[1 + i * P + k, c] = ob[c] + B[c, 0] * p[0] + B[c, 1] * p[1] + B[c, 2] * p[2]
 
 
+@compiled()
+def backbone_frames(arm, q, ch, work, body, xi, points, frames):
+    """
+    Fill each section's backbone points and frames at `xi`, base frame.
+
+    `points` (n len(xi), 3) [m], `frames` (n len(xi), 3, 3).
+
+    Uses ``body.p``, ``body.dp``, ``body.d2p``, ``body.R``, ``body.kap``, ``body.dkap`` of a
+    `Body` as scratch.
+    """
+    chain(arm, q, ch, work, WITHOUT_DERIVATIVES)
+    P = xi.shape[0]
+    for i in range(arm.length.shape[0]):
+        B, ob = ch.Rb[i], ch.ob[i]
+        for k in range(P):
+            qi = q[3 * i:3 * i + 3]
+            section_point(arm.length[i], arm.radius[i], qi, xi[k], body.p, body.dp, body.d2p,
+                          work)
+            section_rotation(arm.radius[i], qi, xi[k], body.R, body.kap, body.dkap, work)
+            p, R, row = body.p, body.R, i * P + k
+            for c in range(3):
+                points[row, c] = ob[c] + B[c, 0] * p[0] + B[c, 1] * p[1] + B[c, 2] * p[2]
+                for d in range(3):
+                    frames[row, c, d] = B[c, 0] * R[0, d] + B[c, 1] * R[1, d] + B[c, 2] * R[2, d]
+
+
 def section_pose(length, radius, q, xi):
     """Return ``(p, R)``: the disc at `xi` of one section, relative to its base frame [m]."""
     q = np.ascontiguousarray(q, dtype=float)

@@ -22,7 +22,7 @@ from continuum_ctrl.models.base import DynamicsModel
 from continuum_ctrl.models.continuum.data import new_arm, new_data
 from continuum_ctrl.models.continuum.frames import tip_frame_derivative, tip_pose
 from continuum_ctrl.models.continuum.ik_step import ik_bounds, ik_scratch, ik_settings, ik_step
-from continuum_ctrl.models.continuum.kinematics import backbone_points
+from continuum_ctrl.models.continuum.kinematics import backbone_frames, backbone_points
 from continuum_ctrl.models.continuum.modes import CORIOLIS, CQ_ALONE, MASS, MASS_DERIVATIVE
 from continuum_ctrl.models.continuum.params import LIMIT_ONSET
 from continuum_ctrl.models.continuum.paths import path_segment
@@ -350,6 +350,23 @@ class ContinuumModel(DynamicsModel):
         backbone_points(self.arm, self._vector(q), self.data.chain, self.data.section,
                         self.data.body, xi, out)
         return out
+
+    def backbone_frames(self, q, points_per_section):
+        """
+        Return the backbone's frames at the middles of equal pieces: ``(p, R)``, base frame.
+
+        Per section `points_per_section` (P) pieces, their middles at ``xi = (k + 1/2) / P``:
+        positions (n P, 3) [m] and orientations (n P, 3, 3): the section's frame carried
+        along its arc (z along the backbone), as at its tip.
+        """
+        points = int(points_per_section)
+        if points < 1:
+            raise ValueError(f'points_per_section must be >= 1, got {points_per_section}')
+        n = self.spec.sections
+        p, R = np.empty((n * points, 3)), np.empty((n * points, 3, 3))
+        backbone_frames(self.arm, self._vector(q), self.data.chain, self.data.section,
+                        self.data.body, (np.arange(points) + 0.5) / points, p, R)
+        return p, R
 
     def dynamics(self, q, qd):
         """Return ``(M, C, bias)`` from one evaluation; ``bias = C qd + passive + g``."""
