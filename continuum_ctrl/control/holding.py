@@ -25,6 +25,8 @@ import numpy as np
 
 #: how often a task reference refreshes its bounds' gravity, s of its time
 REFRESH = 0.02
+#: rate of a task reference's pull to the bounds' middle in the task's null space, 1/s
+PULL_RATE = 1.0
 
 
 @dataclass(frozen=True)

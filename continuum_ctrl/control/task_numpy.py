@@ -13,7 +13,8 @@ import numpy as np
 import pinocchio as pin
 
 from continuum_ctrl.control.references import minimum_jerk_ramp
-from continuum_ctrl.models.continuum.task_step import goal_layout, NEWTON_STEPS, NEWTON_TOLERANCE
+from continuum_ctrl.models.continuum.task_step import (AIM, goal_layout, HIGH, LOW,
+                                                       NEWTON_STEPS, NEWTON_TOLERANCE, PULL)
 
 
 class NumpyTaskStep:
@@ -27,9 +28,9 @@ class NumpyTaskStep:
         Sample `path` (``path.sample(t)``) at `t` [s] into `state`, `clock` and `sample`.
 
         The arguments of a model's `compiled_task_step` (`goal` a `task_step.new_goal` block,
-        `bounds` rows lower, upper); returns the tip's distance to the path point [m].
+        `bounds` rows LOW, HIGH, AIM, PULL); returns the tip's distance to the path point [m].
         """
-        low, high = bounds[0], bounds[1]
+        low, high = bounds[LOW], bounds[HIGH]
         x, xd, xdd = path.sample(t)
         x = x + goal_layout(goal)[1].offset
         R, w, dw = desired_rotation(goal, t)
@@ -37,6 +38,9 @@ class NumpyTaskStep:
         if not np.isnan(clock[0]):
             dt = t - clock[0]
             q = np.clip(q + dt * qd + 0.5 * dt * dt * qdd, low, high)
+            if np.any(bounds[PULL] > 0.0) and dt > 0.0:
+                pose, J = self.model.frame_kinematics(q, self.frame)
+                q = _null_pull(q, _task(J, pose, x, R, weight)[0], bounds, dt)
         for _ in range(NEWTON_STEPS):
             pose, J = self.model.frame_kinematics(q, self.frame)
             A, e = _task(J, pose, x, R, weight)
@@ -85,6 +89,18 @@ def _task(J, pose, x, R, weight):
     if weight > 0.0:
         e = np.concatenate((e, weight * pin.log3(R @ pose[:3, :3].T)))
     return _rows(J, weight), e
+
+
+def _null_pull(q, A, bounds, dt):
+    """The pull of `bounds` (rows AIM, PULL) in the null space of A, joints inside only."""
+    low, high = bounds[LOW], bounds[HIGH]
+    inside = (q > low) & (q < high)
+    z = np.minimum(1.0, bounds[PULL] * dt) * (bounds[AIM] - q) * inside
+    Af = A[:, inside]
+    H = Af @ Af.T
+    H.flat[::H.shape[0] + 1] += 1e-12
+    dq = z - A.T @ np.linalg.solve(H, A @ z) * inside
+    return np.clip(q + dq, low, high)
 
 
 def _solve(q, A, b, low, high):
