@@ -580,8 +580,8 @@ def read_task(values, model, actuation):
         name: values['task.correction.' + name]
         for name in ('bandwidth', 'timeout', 'max_age', 'outlier', 'max_offset')},
         calibration=_calibration(values, model, frame))
-    return TaskSettings(frame=frame, correction=correction,
-                        holding=HoldingRange.of(actuation, values['task.pressure_margin']), **{
+    holding = HoldingRange.of(actuation, values['task.pressure_margin'])
+    return TaskSettings(frame=frame, correction=correction, holding=holding, **{
         name: values['task.' + name]
         for name in ('base_frame', 'orientation_weight', 'duration', 'max_speed')})
 

@@ -92,7 +92,7 @@ def _task(J, pose, x, R, weight):
 
 
 def _null_pull(q, A, bounds, dt):
-    """The pull of `bounds` (rows AIM, PULL) in the null space of A, joints inside only."""
+    """Return q pulled as `bounds` (rows AIM, PULL) say in A's null space, inner joints only."""
     low, high = bounds[LOW], bounds[HIGH]
     inside = (q > low) & (q < high)
     z = np.minimum(1.0, bounds[PULL] * dt) * (bounds[AIM] - q) * inside

@@ -98,8 +98,8 @@ def test_the_closest_point_is_the_closest_the_pressures_hold(arm):
     assert distance > 0.1
     assert inside(pressures(q), settings, settings.task.holding.margin - 1e-3)
     assert np.max(q) < 0.03
-    plain = TaskSpace(model, TaskSettings(frame=TIP)).closest(np.array([0.0, 0.0, 0.8]),
-                                                             np.full(9, 0.01))
+    plain = TaskSpace(model, TaskSettings(frame=TIP)).closest(
+        np.array([0.0, 0.0, 0.8]), np.full(9, 0.01))
     assert np.allclose(plain[2], 0.04) and not inside(pressures(plain[2]), settings, 0.0)
     assert np.linalg.norm(point - plain[0]) > 0.02
 
