@@ -23,6 +23,8 @@ from typing import Optional, Tuple
 
 import numpy as np
 
+from continuum_ctrl.numerics.jit import compiled
+
 #: how often a task reference refreshes its bounds' gravity, s of its time
 REFRESH = 0.02
 #: rate of a task reference's pull to the bounds' middle in the task's null space, 1/s
@@ -79,11 +81,19 @@ class HoldingBounds:
         `keep` (n,): lengths the bounds are widened to include (a reference's current
         pose, so that a bound never cuts it and the reference never jumps).
         """
-        g = self.model.gravity_vector(q)
-        np.clip((self._low - g) / self._low_slope, self.lower, self.upper, out=out[0])
-        np.clip((self._high - g) / self._high_slope, self.lower, self.upper, out=out[1])
-        np.minimum(out[0], out[1], out=out[0])
-        if keep is not None:
-            np.minimum(out[0], keep, out=out[0])
-            np.maximum(out[1], keep, out=out[1])
+        _fill(self.model.gravity_vector(q), self._low, self._low_slope, self._high,
+              self._high_slope, self.lower, self.upper, self.lower if keep is None else keep,
+              keep is not None, out)
         return out
+
+
+@compiled()
+def _fill(g, low, low_slope, high, high_slope, lower, upper, keep, keeping, out):
+    """`HoldingBounds.at`'s arithmetic: the bounds at gravity `g` (N), into `out` (2, n)."""
+    for k in range(g.shape[0]):
+        a = min(upper[k], max(lower[k], (low[k] - g[k]) / low_slope[k]))
+        b = min(upper[k], max(lower[k], (high[k] - g[k]) / high_slope[k]))
+        a = min(a, b)
+        if keeping:
+            a, b = min(a, keep[k]), max(b, keep[k])
+        out[0, k], out[1, k] = a, b
