@@ -5,8 +5,9 @@ Task-space references: a tip path, followed by inverse kinematics, as a joint re
 tip paths; `TaskReference` turns a path into ``sample(t) -> (q_d, qd_d, qdd_d)``, the interface
 of `continuum_ctrl.control.references`, so the control loop runs it unchanged:
 - ``q_d``: IK from the previous solution (predicted to `t`, then damped least-squares Newton
-  steps on the task error without the null-space pull, so the solution moves by minimum-norm
-  steps, as ``qd_d`` does);
+  steps on the task error, minimum-norm steps as ``qd_d`` is; on PMA arms within the lengths
+  the pressures hold, control/holding.py, and pulled towards their middle in the task's null
+  space at `holding.PULL_RATE`, a drift ``qd_d`` leaves out);
 - ``qd_d = A^+ xd_d``;
 - ``qdd_d``, the exact time derivative of ``qd_d = A^T (A A^T)^-1 xd_d``: ``A^+ (xdd_d -
   Adot qd_d) + (I - A^+ A) Adot^T y`` with ``y = (A A^T)^-1 xd_d`` and ``Adot`` from the
