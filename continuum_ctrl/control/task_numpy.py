@@ -13,8 +13,8 @@ import numpy as np
 import pinocchio as pin
 
 from continuum_ctrl.control.references import minimum_jerk_ramp
-from continuum_ctrl.models.continuum.task_step import (AIM, goal_layout, HIGH, LOW,
-                                                       NEWTON_STEPS, NEWTON_TOLERANCE, PULL)
+from continuum_ctrl.models.continuum.task_step import (goal_layout, HIGH, LOW, NEWTON_STEPS,
+                                                       NEWTON_TOLERANCE, PULL, PULL_BAND)
 
 
 class NumpyTaskStep:
@@ -28,7 +28,7 @@ class NumpyTaskStep:
         Sample `path` (``path.sample(t)``) at `t` [s] into `state`, `clock` and `sample`.
 
         The arguments of a model's `compiled_task_step` (`goal` a `task_step.new_goal` block,
-        `bounds` rows LOW, HIGH, AIM, PULL); returns the tip's distance to the path point [m].
+        `bounds` rows LOW, HIGH, PULL); returns the tip's distance to the path point [m].
         """
         low, high = bounds[LOW], bounds[HIGH]
         x, xd, xdd = path.sample(t)
@@ -38,9 +38,6 @@ class NumpyTaskStep:
         if not np.isnan(clock[0]):
             dt = t - clock[0]
             q = np.clip(q + dt * qd + 0.5 * dt * dt * qdd, low, high)
-            if np.any(bounds[PULL] > 0.0) and dt > 0.0:
-                pose, J = self.model.frame_kinematics(q, self.frame)
-                q = _null_pull(q, _task(J, pose, x, R, weight)[0], bounds, dt)
         for _ in range(NEWTON_STEPS):
             pose, J = self.model.frame_kinematics(q, self.frame)
             A, e = _task(J, pose, x, R, weight)
@@ -60,7 +57,7 @@ class NumpyTaskStep:
             Af, Adf = A[:, free], Ad[:, free]
             rhs = a - Ad @ qd - Af @ (Adf.T @ y)
             qdd[free] = Adf.T @ y + Af.T @ (Hinv @ rhs)
-        state[:] = q, qd, qdd
+        state[:] = q, qd + _null_velocity(q, A, bounds), qdd
         sample[:] = x, xd, xdd
         clock[0] = t
         return float(np.linalg.norm(x - pose[:3, 3]))
@@ -91,16 +88,18 @@ def _task(J, pose, x, R, weight):
     return _rows(J, weight), e
 
 
-def _null_pull(q, A, bounds, dt):
-    """Return q pulled as `bounds` (rows AIM, PULL) say in A's null space, inner joints only."""
+def _null_velocity(q, A, bounds):
+    """Return the pull out of the bounds' ends (rows LOW, HIGH, PULL) in A's null space."""
     low, high = bounds[LOW], bounds[HIGH]
     inside = (q > low) & (q < high)
-    z = np.minimum(1.0, bounds[PULL] * dt) * (bounds[AIM] - q) * inside
+    band = PULL_BAND * (high - low)
+    z = bounds[PULL] * (np.clip(q, low + band, high - band) - q) * inside
+    if not z.any():
+        return z
     Af = A[:, inside]
     H = Af @ Af.T
     H.flat[::H.shape[0] + 1] += 1e-12
-    dq = z - A.T @ np.linalg.solve(H, A @ z) * inside
-    return np.clip(q + dq, low, high)
+    return z - A.T @ np.linalg.solve(H, A @ z) * inside
 
 
 def _solve(q, A, b, low, high):

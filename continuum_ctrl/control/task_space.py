@@ -6,7 +6,7 @@ tip paths; `TaskReference` turns a path into ``sample(t) -> (q_d, qd_d, qdd_d)``
 of `continuum_ctrl.control.references`, so the control loop runs it unchanged:
 - ``q_d``: IK from the previous solution (predicted to `t`, then damped least-squares Newton
   steps on the task error, minimum-norm steps as ``qd_d`` is; on PMA arms within the lengths
-  the pressures hold, control/holding.py, and pulled towards their middle in the task's null
+  the pressures hold, control/holding.py, and pulled out of their ends in the task's null
   space at `holding.PULL_RATE`, a drift ``qd_d`` leaves out);
 - ``qd_d = A^+ xd_d``;
 - ``qdd_d``, the exact time derivative of ``qd_d = A^T (A A^T)^-1 xd_d``: ``A^+ (xdd_d -
@@ -49,8 +49,8 @@ from continuum_ctrl.control.references import MinimumJerk, minimum_jerk_ramp, Re
 from continuum_ctrl.control.task_numpy import NumpyTaskStep
 from continuum_ctrl.control.tip_correction import CorrectionSettings
 from continuum_ctrl.models.continuum.paths import path_segment
-from continuum_ctrl.models.continuum.task_step import (AIM, goal_layout, HIGH, LOW, new_goal,
-                                                       PULL, task_bounds)
+from continuum_ctrl.models.continuum.task_step import (goal_layout, HIGH, LOW, new_goal, PULL,
+                                                       task_bounds)
 
 #: a target farther than this from the closest reachable point is clamped, m
 REACH_TOLERANCE = 1e-5
@@ -320,9 +320,8 @@ class TaskReference(Reference):
         return bool(np.all(self.low >= low) and np.all(self.high <= high))
 
     def _hold(self, holding):
-        """Bounds from `holding` with gravity at ``q_d``, kept to the start; the pull to mid."""
+        """Bounds from `holding` with gravity at ``q_d``, kept to the start; their pull."""
         holding.at(self._state[0], self._bounds[LOW:HIGH + 1], keep=self._start)
-        self._bounds[AIM] = 0.5 * (self._bounds[LOW] + self._bounds[HIGH])
         self._bounds[PULL] = PULL_RATE
 
     @property
