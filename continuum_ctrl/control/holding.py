@@ -78,7 +78,7 @@ class HoldingBounds:
         """
         Fill `out` (2, n) with the lower and upper bounds [m], gravity taken at `q`.
 
-        `keep` (n,): lengths the bounds are widened to include (a reference's current
+        `keep` (n,): lengths the bounds are widened to include (a reference's start
         pose, so that a bound never cuts it and the reference never jumps).
         """
         _fill(self.model.gravity_vector(q), self._low, self._low_slope, self._high,

@@ -7,8 +7,8 @@ of `continuum_ctrl.control.references`, so the control loop runs it unchanged:
 - ``q_d``: IK from the previous solution (predicted to `t`, then damped least-squares Newton
   steps on the task error, minimum-norm steps as ``qd_d`` is; on PMA arms within the lengths
   the pressures hold, control/holding.py, and pulled out of their ends in the task's null
-  space at `holding.PULL_RATE`, a drift ``qd_d`` leaves out);
-- ``qd_d = A^+ xd_d``;
+  space at `holding.PULL_RATE`, a velocity ``qd_d`` includes);
+- ``qd_d = A^+ xd_d`` (plus that pull);
 - ``qdd_d``, the exact time derivative of ``qd_d = A^T (A A^T)^-1 xd_d``: ``A^+ (xdd_d -
   Adot qd_d) + (I - A^+ A) Adot^T y`` with ``y = (A A^T)^-1 xd_d`` and ``Adot`` from the
   model's `frame_jacobian_derivative`;
@@ -334,8 +334,8 @@ class TaskReference(Reference):
         Return ``(q_d, qd_d, qdd_d)`` at `t` (s), joints within their limits.
 
         On PMA arms also within the lengths the pressures hold (control/holding.py), their
-        gravity refreshed at ``q_d`` every `REFRESH` s; a bound never cuts ``q_d`` (a pose
-        beyond it, as a start can be, is held there: no jump).
+        gravity refreshed at ``q_d`` every `REFRESH` s; a bound never cuts the start pose (a
+        start beyond one, as the arm at rest can be, keeps that length allowed: no jump).
         """
         holding = self.task.holding
         if holding is not None and not t - self._refreshed < REFRESH:
