@@ -27,8 +27,6 @@ from continuum_ctrl.numerics.jit import compiled
 
 #: how often a task reference refreshes its bounds' gravity, s of its time
 REFRESH = 0.02
-#: rate of a task reference's pull out of its bounds' ends in the task's null space, 1/s
-PULL_RATE = 1.0
 
 
 @dataclass(frozen=True)

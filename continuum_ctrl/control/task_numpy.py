@@ -13,8 +13,7 @@ import numpy as np
 import pinocchio as pin
 
 from continuum_ctrl.control.references import minimum_jerk_ramp
-from continuum_ctrl.models.continuum.task_step import (goal_layout, HIGH, LOW, NEWTON_STEPS,
-                                                       NEWTON_TOLERANCE, PULL, PULL_BAND)
+from continuum_ctrl.models.continuum.task_step import goal_layout, NEWTON_STEPS, NEWTON_TOLERANCE
 
 
 class NumpyTaskStep:
@@ -28,9 +27,9 @@ class NumpyTaskStep:
         Sample `path` (``path.sample(t)``) at `t` [s] into `state`, `clock` and `sample`.
 
         The arguments of a model's `compiled_task_step` (`goal` a `task_step.new_goal` block,
-        `bounds` rows LOW, HIGH, PULL); returns the tip's distance to the path point [m].
+        `bounds` rows lower, upper); returns the tip's distance to the path point [m].
         """
-        low, high = bounds[LOW], bounds[HIGH]
+        low, high = bounds[0], bounds[1]
         x, xd, xdd = path.sample(t)
         x = x + goal_layout(goal)[1].offset
         R, w, dw = desired_rotation(goal, t)
@@ -57,7 +56,7 @@ class NumpyTaskStep:
             Af, Adf = A[:, free], Ad[:, free]
             rhs = a - Ad @ qd - Af @ (Adf.T @ y)
             qdd[free] = Adf.T @ y + Af.T @ (Hinv @ rhs)
-        state[:] = q, qd + _null_velocity(q, A, bounds), qdd
+        state[:] = q, qd, qdd
         sample[:] = x, xd, xdd
         clock[0] = t
         return float(np.linalg.norm(x - pose[:3, 3]))
@@ -86,20 +85,6 @@ def _task(J, pose, x, R, weight):
     if weight > 0.0:
         e = np.concatenate((e, weight * pin.log3(R @ pose[:3, :3].T)))
     return _rows(J, weight), e
-
-
-def _null_velocity(q, A, bounds):
-    """Return the pull out of the bounds' ends (rows LOW, HIGH, PULL) in A's null space."""
-    low, high = bounds[LOW], bounds[HIGH]
-    inside = (q > low) & (q < high)
-    band = PULL_BAND * (high - low)
-    z = bounds[PULL] * (np.clip(q, low + band, high - band) - q) * inside
-    if not z.any():
-        return z
-    Af = A[:, inside]
-    H = Af @ Af.T
-    H.flat[::H.shape[0] + 1] += 1e-12
-    return z - A.T @ np.linalg.solve(H, A @ z) * inside
 
 
 def _solve(q, A, b, low, high):

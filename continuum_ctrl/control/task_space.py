@@ -5,10 +5,10 @@ Task-space references: a tip path, followed by inverse kinematics, as a joint re
 tip paths; `TaskReference` turns a path into ``sample(t) -> (q_d, qd_d, qdd_d)``, the interface
 of `continuum_ctrl.control.references`, so the control loop runs it unchanged:
 - ``q_d``: IK from the previous solution (predicted to `t`, then damped least-squares Newton
-  steps on the task error, minimum-norm steps as ``qd_d`` is; on PMA arms within the lengths
-  the pressures hold, control/holding.py, and pulled out of their ends in the task's null
-  space at `holding.PULL_RATE`, a velocity ``qd_d`` includes);
-- ``qd_d = A^+ xd_d`` (plus that pull);
+  steps on the task error without the null-space pull, so the solution moves by minimum-norm
+  steps, as ``qd_d`` does; on PMA arms within the lengths the pressures hold,
+  control/holding.py);
+- ``qd_d = A^+ xd_d``;
 - ``qdd_d``, the exact time derivative of ``qd_d = A^T (A A^T)^-1 xd_d``: ``A^+ (xdd_d -
   Adot qd_d) + (I - A^+ A) Adot^T y`` with ``y = (A A^T)^-1 xd_d`` and ``Adot`` from the
   model's `frame_jacobian_derivative`;
@@ -43,14 +43,13 @@ import warnings
 import numpy as np
 import pinocchio as pin
 
-from continuum_ctrl.control.holding import HoldingRange, PULL_RATE, REFRESH
+from continuum_ctrl.control.holding import HoldingRange, REFRESH
 from continuum_ctrl.control.ik import InverseKinematics
 from continuum_ctrl.control.references import MinimumJerk, minimum_jerk_ramp, Reference, Waypoints
 from continuum_ctrl.control.task_numpy import NumpyTaskStep
 from continuum_ctrl.control.tip_correction import CorrectionSettings
 from continuum_ctrl.models.continuum.paths import path_segment
-from continuum_ctrl.models.continuum.task_step import (goal_layout, HIGH, LOW, new_goal, PULL,
-                                                       task_bounds)
+from continuum_ctrl.models.continuum.task_step import goal_layout, new_goal
 
 #: a target farther than this from the closest reachable point is clamped, m
 REACH_TOLERANCE = 1e-5
@@ -296,13 +295,13 @@ class TaskReference(Reference):
         self.clamp_distance = float(clamp_distance)
         self.clamped = self.clamp_distance > 0.0
         self.low, self.high = task.ik.lower, task.ik.upper
-        self._bounds = task_bounds(self.low, self.high)     # no pull without holding bounds
+        self._bounds = np.ascontiguousarray(np.vstack((self.low, self.high)))
         self._state = np.zeros((3, self.n))             # q_d, qd_d, qdd_d of the last sample
         self._state[0] = np.clip(np.asarray(q_start, dtype=float), self.low, self.high)
         self._start = self._state[0].copy()
         self._refreshed = -np.inf                       # when the bounds' gravity was, s
         if task.holding is not None:
-            self._hold(task.holding)
+            task.holding.at(self._start, self._bounds, keep=self._start)
         self._clock = np.full(1, np.nan)                # time of the last sample, s
         self._sample = np.zeros((3, 3))                 # the path's x, xd, xdd there
         self._out = tuple(_read_only(row) for row in self._state)
@@ -319,11 +318,6 @@ class TaskReference(Reference):
         """Return whether the IK's joint limits (which every sample keeps) lie in the bounds."""
         return bool(np.all(self.low >= low) and np.all(self.high <= high))
 
-    def _hold(self, holding):
-        """Bounds from `holding` with gravity at ``q_d``, kept to the start; their pull."""
-        holding.at(self._state[0], self._bounds[LOW:HIGH + 1], keep=self._start)
-        self._bounds[PULL] = PULL_RATE
-
     @property
     def target(self):
         """Return the path's tip position at the last sample, m (None before the first)."""
@@ -339,7 +333,7 @@ class TaskReference(Reference):
         """
         holding = self.task.holding
         if holding is not None and not t - self._refreshed < REFRESH:
-            self._hold(holding)
+            holding.at(self._state[0], self._bounds, keep=self._start)
             self._refreshed = t
         self._offset[:] = self.task.offset
         self.tip_error = self._step(float(t), self._path, self.goal, self.task.weight,

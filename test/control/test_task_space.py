@@ -231,7 +231,7 @@ def test_compiled_sample_equals_the_numpy_sample(task, case):
                                                        0.0, -0.3]), TIP)
     low = np.full(9, 0.002)
     holding = TaskSpace(task.model, TaskSettings(frame=TIP, duration=0.5, holding=HoldingRange(
-        (0.0,) * 9, (66.5,) * 9, (0.0,) * 9, 0.1)))       # bounds and a pull to their middle
+        (0.0,) * 9, (66.5,) * 9, (0.0,) * 9, 0.1)))       # the pressures' bounds
     make = {
         'circle': lambda: task.circle(np.full(9, 0.013), 0.03, [0.2, 0.1, 1.0], 0.2),
         'move': lambda: task.to_target(q0, tip + [0.03, -0.02, -0.01]),

@@ -26,8 +26,7 @@ from continuum_ctrl.models.continuum.kinematics import backbone_frames, backbone
 from continuum_ctrl.models.continuum.modes import CORIOLIS, CQ_ALONE, MASS, MASS_DERIVATIVE
 from continuum_ctrl.models.continuum.params import LIMIT_ONSET
 from continuum_ctrl.models.continuum.paths import path_segment
-from continuum_ctrl.models.continuum.task_step import (new_goal, task_bounds, task_scratch,
-                                                       task_step)
+from continuum_ctrl.models.continuum.task_step import new_goal, task_scratch, task_step
 from continuum_ctrl.numerics.cholesky import cholesky, solve_factored
 from continuum_ctrl.numerics.jit import compiled, entry_point
 
@@ -329,8 +328,7 @@ class ContinuumModel(DynamicsModel):
         kernel = entry_point(task_step, self.arm, self.memory, sec, 0.0,
                              path_segment(0.0, np.zeros(3))[None], new_goal(np.eye(3)), 0.0,
                              np.zeros((3, n)), np.full(1, np.nan),
-                             task_bounds(*self.joint_limits()), T, J, Jdot, np.zeros((3, 3)),
-                             buf)
+                             np.vstack(self.joint_limits()), T, J, Jdot, np.zeros((3, 3)), buf)
         arm, memory = self.arm, self.memory
 
         def step(t, path, goal, weight, state, clock, bounds, sample):

@@ -24,10 +24,6 @@ from continuum_ctrl.numerics.so3 import exp3, log3
 
 #: Newton steps per task sample at most, and the task error they stop at (m; rad times weight)
 NEWTON_STEPS, NEWTON_TOLERANCE = 4, 1e-10
-#: rows of a task sample's bounds (3, n): lower and upper bound, the pull's rate [1/s] (0: none)
-LOW, HIGH, PULL = range(3)
-#: share of a joint's bounds' span, at either end, out of which the pull moves it
-PULL_BAND = 0.2
 
 #: the orientation of a move: the start orientation R0 (3, 3), the body-frame rotation vector
 #: `axis` (3,) [rad] reached at its end, the move's `duration` (1,) [s]; and the `offset` (3,)
@@ -84,13 +80,6 @@ def task_layout(memory, n):
     at, dq = take(memory, at, (n,))
     at, z = take(memory, at, (n,))
     return at, TaskWork(e, v, a, y, rhs, H, Rd, Rt, E, sw, A, Ad, free, dq, z)
-
-
-def task_bounds(low, high, pull=0.0):
-    """Return the bounds (3, n) of `task_step`: rows LOW, HIGH, PULL [1/s]."""
-    bounds = np.zeros((3, len(low)))
-    bounds[LOW], bounds[HIGH], bounds[PULL] = low, high, pull
-    return bounds
 
 
 def task_scratch(n):
@@ -166,44 +155,6 @@ def _min_norm(A, m, q, low, high, b, free, dq, y, H):
 
 
 @compiled()
-def _null_velocity(A, m, q, low, high, rate, z, y, H):
-    """
-    Fill `z` with the pull out of the bounds' ends in A's null space [m/s]; return whether any.
-
-    ``rate (edge - q)`` towards the band `PULL_BAND` of the span in from the nearer bound (0
-    farther in), over the joints strictly within their bounds (those at one hold):
-    ``z_f - A_f^T (A_f A_f^T)^-1 A_f z_f``. `y` (m,), `H` (m, m): scratch.
-    """
-    n = q.shape[0]
-    pulled = False
-    for k in range(n):
-        band = PULL_BAND * (high[k] - low[k])
-        edge = min(high[k] - band, max(low[k] + band, q[k]))
-        z[k] = rate[k] * (edge - q[k]) if low[k] < q[k] < high[k] else 0.0
-        pulled = pulled or z[k] != 0.0
-    if not pulled:
-        return False
-    for a in range(m):
-        acc = 0.0
-        for k in range(n):
-            acc += A[a, k] * z[k]
-        y[a] = acc
-        for c in range(a + 1):
-            h = 0.0
-            for k in range(n):
-                if low[k] < q[k] < high[k]:
-                    h += A[a, k] * A[c, k]
-            H[a, c] = h
-        H[a, a] += 1e-12
-    cholesky_solve(H, y, m)
-    for k in range(n):
-        if low[k] < q[k] < high[k]:
-            for r in range(m):
-                z[k] -= A[r, k] * y[r]
-    return True
-
-
-@compiled()
 def task_step(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, J, Jdot,
               sample, buf):
     """
@@ -217,17 +168,14 @@ def task_step(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, 
     none), ``qd_d = A^+ xd_d`` and ``qdd_d = A^+ (xdd_d - Adot qd_d) + Adot^T y`` (the exact
     derivative of ``A^T (A A^T)^-1 v``, ``Adot`` from `frames.derivative_from_chain`), all over
     the joints free to move (`_min_norm`); written back into `state` and `clock`. `weight` > 0
-    adds the orientation rows (`_task_rows`); `bounds` rows LOW, HIGH, PULL (n,): the
-    joints' bounds, and a pull at rate PULL [1/s] in the task's null space of joints near
-    them (`_null_velocity`, added to ``qd_d``, so the next sample's prediction moves ``q_d``
-    by it; its acceleration is not in ``qdd_d``; none at a zero rate); `T`,
+    adds the orientation rows (`_task_rows`); `bounds` rows: lower, upper limits (n,); `T`,
     `J`, `Jdot`: the frame's pose, Jacobian and its rate there; `buf`: scratch of
     `task_scratch(n)` floats. Returns the tip's distance to the path point [m].
     """
     n = state.shape[1]
     data = layout(memory, arm.length.shape[0])[1]
     ch, work = data.chain, data.section
-    low, high, rate = bounds[LOW], bounds[HIGH], bounds[PULL]
+    low, high = bounds[0], bounds[1]
     q, qd, qdd = state[0], state[1], state[2]
     x, xd, xdd = sample[0], sample[1], sample[2]
     m = 6 if weight > 0.0 else 3
@@ -270,11 +218,8 @@ def task_step(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, 
     frame_from_chain(ch, sec, T, J)
     _task_rows(T, J, x, Rd, weight, m, A, e, Rt)
     clock[0] = t
-    pulled = False
     for k in range(n):
         qdd[k] = 0.0
-        pulled = pulled or rate[k] > 0.0
-    pulled = pulled and _null_velocity(A, m, q, low, high, rate, dq, y, H)
     if _min_norm(A, m, q, low, high, v, free, qd, y, H):
         derivative_from_chain(arm, data, q, qd, sec, J, Jdot)
         for k in range(n):              # z = Adot_f^T y
@@ -295,7 +240,4 @@ def task_step(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, 
                 for r in range(m):
                     acc += A[r, k] * rhs[r]
                 qdd[k] = acc
-    if pulled:
-        for k in range(n):
-            qd[k] += dq[k]
     return math.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2])
