@@ -12,7 +12,11 @@ and ``mu`` shrinks, one that does not is retried with ``mu`` grown and the null-
 null-space projection of a pull towards mid-stroke, ``nullspace_gain (q_mid - q)``. Joint
 limits (``[0, l_max]`` for PMAs, the URDF's for rigid arms) are kept by an active set: a
 joint at a limit that the step would push beyond leaves the task, and every step ends
-clipped to the limits, so no iterate ever leaves them.
+clipped to the limits, so no iterate ever leaves them. With `holding` (a
+`control.holding.HoldingBounds`: PMA arms) `solve` keeps the lengths the pressures can hold
+instead: its bounds, with gravity at the start, then again at each descent's end until they
+stay (a fixed point: the pose found is held by its own gravity), and the pull goes to their
+middle; an unreachable target's closest point is then the closest the pressures hold.
 
 `InverseKinematics.step` is one such step from the previous solution, the per-tick update of
 a controller (compiled in one call where the model offers `compiled_ik_step`, as continuum
@@ -30,7 +34,13 @@ import warnings
 import numpy as np
 import pinocchio as pin
 
-from continuum_ctrl.models.continuum.ik_step import ik_bounds, ik_settings, MU, PULL_FACTOR
+from continuum_ctrl.models.continuum.ik_step import (ik_bounds, ik_settings, LOWER, MID, MU,
+                                                     PULL_FACTOR, UPPER)
+
+#: descents of `solve` at most, each within the holding bounds at the last one's end
+HOLDING_ROUNDS = 4
+#: the holding bounds have stayed when no bound moved more than this, m
+HOLDING_SETTLED = 1e-7
 
 
 @dataclass(frozen=True)
@@ -49,7 +59,7 @@ class InverseKinematics:
 
     def __init__(self, model, frame, orientation_weight=0.0, damping=1e-5,
                  nullspace_gain=0.1, tolerance=1e-6, rotation_tolerance=1e-6,
-                 max_iterations=200, restarts=8):
+                 max_iterations=200, restarts=8, holding=None):
         if frame not in model.frame_names():
             raise model.frame_error(frame)
         if not orientation_weight >= 0.0 or not np.isfinite(orientation_weight):
@@ -73,6 +83,7 @@ class InverseKinematics:
         self._bounds = ik_bounds(self.lower, self.upper, self._mid, self._pull, self._max_step)
         self._settings = ik_settings(self.damping)
         self._identity = np.eye(3)
+        self.holding = holding
 
     def _check(self, position, rotation):
         position = np.asarray(position, dtype=float)
@@ -97,12 +108,13 @@ class InverseKinematics:
         return e, J[:3], float(np.linalg.norm(e)), 0.0
 
     def _step(self, q, e, A, mu=1.0, pull=1.0):
-        """One damped least-squares step from q on task (e, A), kept within the limits."""
+        """One damped least-squares step from q on task (e, A), kept within the bounds."""
         n = q.shape[0]
+        low, high = self._bounds[LOWER], self._bounds[UPPER]
         g = A.T @ e
-        free = ~(((q <= self.lower) & (g < 0.0)) | ((q >= self.upper) & (g > 0.0)))
+        free = ~(((q <= low) & (g < 0.0)) | ((q >= high) & (g > 0.0)))
         lam2 = mu * (self.damping ** 2 + float(e @ e))
-        z = pull * self._pull * (self._mid - q)
+        z = pull * self._pull * (self._bounds[MID] - q)
         dq = np.zeros(n)
         for _ in range(n):
             Af = A[:, free]
@@ -112,13 +124,13 @@ class InverseKinematics:
             dq[:] = 0.0
             dq[free] = z[free] + Af.T @ y
             dq *= min(1.0, float(np.min(self._max_step / np.maximum(np.abs(dq), 1e-300))))
-            beyond = free & (((q + dq) < self.lower) | ((q + dq) > self.upper))
+            beyond = free & (((q + dq) < low) | ((q + dq) > high))
             if not beyond.any():
                 break
             free &= ~beyond
             if not free.any():
                 break
-        return np.clip(q + dq, self.lower, self.upper)
+        return np.clip(q + dq, low, high)
 
     def step(self, q, position, rotation=None):
         """
@@ -155,7 +167,7 @@ class InverseKinematics:
         The oracle the compiled step is tested against, and `step` of models without one.
         """
         position, rotation = self._check(position, rotation)
-        q = np.clip(np.asarray(q, dtype=float), self.lower, self.upper)
+        q = np.clip(np.asarray(q, dtype=float), self._bounds[LOWER], self._bounds[UPPER])
         e, A, _, _ = self._errors(q, position, rotation)
         return self._step(q, e, A)
 
@@ -169,7 +181,15 @@ class InverseKinematics:
         """
         position, rotation = self._check(position, rotation)
         q = self._mid.copy() if q0 is None else np.asarray(q0, dtype=float)
-        best = self._descend(np.clip(q, self.lower, self.upper), position, rotation)
+        try:
+            return self._search(np.clip(q, self.lower, self.upper), position, rotation)
+        finally:            # `step` and `numpy_step` keep the joint limits alone
+            self._bounds[LOWER], self._bounds[UPPER], self._bounds[MID] = (
+                self.lower, self.upper, self._mid)
+
+    def _search(self, q, position, rotation):
+        """`solve` from `q`: a descent, then the restarts while none converged."""
+        best = self._descend(q, position, rotation)
         starts = np.random.default_rng(0)
         low = np.where(np.isfinite(self.lower), self.lower, -np.pi)
         high = np.where(np.isfinite(self.upper), self.upper, np.pi)
@@ -183,7 +203,25 @@ class InverseKinematics:
         return best
 
     def _descend(self, q, position, rotation):
-        """Levenberg-Marquardt descent from q; return an `IKResult`."""
+        """
+        Descend from q within the joint limits, or the holding bounds; return an `IKResult`.
+
+        The holding bounds take gravity at `q`, then at each descent's end until they stay.
+        """
+        if self.holding is None:
+            return self._descend_within(q, position, rotation)
+        bounds = self._bounds[LOWER:UPPER + 1]
+        self.holding.at(q, bounds)
+        for _ in range(HOLDING_ROUNDS):
+            self._bounds[MID] = 0.5 * (bounds[0] + bounds[1])
+            result = self._descend_within(np.clip(q, bounds[0], bounds[1]), position, rotation)
+            q, before = result.q, bounds.copy()
+            if np.max(np.abs(self.holding.at(q, bounds) - before)) <= HOLDING_SETTLED:
+                break
+        return result
+
+    def _descend_within(self, q, position, rotation):
+        """Levenberg-Marquardt descent from q within the current bounds; an `IKResult`."""
         use_rotation = self.orientation_weight > 0.0 and rotation is not None
         propose = self._proposer(position, rotation if use_rotation else None)
         mu, pull = 1.0, 1.0

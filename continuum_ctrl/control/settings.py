@@ -21,6 +21,7 @@ import numpy as np
 from continuum_ctrl.actuation.pressure_map import ActuationMap
 from continuum_ctrl.control.computed_torque import PASSIVE_AT
 from continuum_ctrl.control.gains import validate_gain
+from continuum_ctrl.control.holding import HoldingRange
 from continuum_ctrl.control.ilc import IlcSettings
 from continuum_ctrl.control.kinematic_calibration import degree_of, KinematicCalibration
 from continuum_ctrl.control.reference_specs import (PREFIX, reference_checks, REFERENCE_TYPES,
@@ -104,6 +105,10 @@ FIELDS = {
                            'a tip circle, s', 1e-3, 600.0),
     'task.max_speed': Field('number', 0.05, 'largest peak tip speed of a move to a target, '
                             'm/s (0: no limit; the move then lasts task.duration)', 0.0, 10.0),
+    'task.pressure_margin': Field('number', 0.1, "share of each PMA's force range "
+                                  '(output.p_min to p_max) the IK keeps free on both sides: '
+                                  'its poses need pressures the arm can hold with room to '
+                                  'correct (output.mode pressure)', 0.0, 0.45),
     'task.correction.bandwidth': Field('number', 2.0, 'rad/s of the correction of the tip '
                                        'references on the measured tip ~/tip_measured (0: '
                                        'none); an order below the joint loop\'s',
@@ -372,7 +377,7 @@ class ControllerSettings:
                   else np.asarray(model.effort_limits(), dtype=float).copy())
         rate = (vec.to_model(values['limits.effort_rate']) if 'limits.effort_rate' in values
                 else np.full(vec.n, np.inf))
-        task = read_task(values, model)
+        task = read_task(values, model, actuation)
         return cls(
             joints=vec.joints, order=vec.order,
             state_timeout=values['state_timeout'], safe_mode=values['safe_mode'],
@@ -555,9 +560,12 @@ def _calibration(values, model, frame):
                                               compliance, values['task.calibration.twist'])
 
 
-def read_task(values, model):
+def read_task(values, model, actuation):
     """
     Return the `task.*` TaskSettings of the parsed `values` for `model`.
+
+    `actuation`: the `output.*` ActuationMap (None: no pressures), whose force range the
+    IK's poses keep (`task.pressure_margin`).
 
     `task.frame` defaults to the last section tip of a continuum arm (a model with a
     backbone) and to None (no task space) for other arms; a frame the model does not have is
@@ -572,7 +580,8 @@ def read_task(values, model):
         name: values['task.correction.' + name]
         for name in ('bandwidth', 'timeout', 'max_age', 'outlier', 'max_offset')},
         calibration=_calibration(values, model, frame))
-    return TaskSettings(frame=frame, correction=correction, **{
+    holding = HoldingRange.of(actuation, values['task.pressure_margin'])
+    return TaskSettings(frame=frame, correction=correction, holding=holding, **{
         name: values['task.' + name]
         for name in ('base_frame', 'orientation_weight', 'duration', 'max_speed')})
 

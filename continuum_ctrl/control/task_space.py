@@ -6,7 +6,8 @@ tip paths; `TaskReference` turns a path into ``sample(t) -> (q_d, qd_d, qdd_d)``
 of `continuum_ctrl.control.references`, so the control loop runs it unchanged:
 - ``q_d``: IK from the previous solution (predicted to `t`, then damped least-squares Newton
   steps on the task error without the null-space pull, so the solution moves by minimum-norm
-  steps, as ``qd_d`` does);
+  steps, as ``qd_d`` does; on PMA arms within the lengths the pressures hold,
+  control/holding.py);
 - ``qd_d = A^+ xd_d``;
 - ``qdd_d``, the exact time derivative of ``qd_d = A^T (A A^T)^-1 xd_d``: ``A^+ (xdd_d -
   Adot qd_d) + (I - A^+ A) Adot^T y`` with ``y = (A A^T)^-1 xd_d`` and ``Adot`` from the
@@ -42,6 +43,7 @@ import warnings
 import numpy as np
 import pinocchio as pin
 
+from continuum_ctrl.control.holding import HoldingRange, REFRESH
 from continuum_ctrl.control.ik import InverseKinematics
 from continuum_ctrl.control.references import MinimumJerk, minimum_jerk_ramp, Reference, Waypoints
 from continuum_ctrl.control.task_numpy import NumpyTaskStep
@@ -66,7 +68,9 @@ class TaskSettings:
     tip messages; `orientation_weight`: weight of the orientation error, m/rad (0: position
     only); `duration`: shortest tip move, s; `max_speed`: largest peak tip speed of a move,
     m/s (0: no limit); `correction`: the `task.correction.*` settings of the correction on a
-    measured tip (control/tip_correction.py).
+    measured tip (control/tip_correction.py); `holding`: the PMAs' force range the IK's poses
+    keep (`task.pressure_margin`, control/holding.py; None: the joint limits alone, as on
+    rigid arms).
     """
 
     frame: Optional[str] = None
@@ -75,6 +79,7 @@ class TaskSettings:
     duration: float = 2.0
     max_speed: float = 0.05
     correction: CorrectionSettings = CorrectionSettings()
+    holding: Optional[HoldingRange] = None
 
 
 class TipCircle:
@@ -154,7 +159,10 @@ class TaskSpace:
         self.reach = reach
         self.settings = settings
         self.frame = settings.frame
-        self.ik = InverseKinematics(model, settings.frame, settings.orientation_weight)
+        #: the joint bounds the pressures hold on this model (None: the joint limits alone)
+        self.holding = None if settings.holding is None else settings.holding.bounds(model)
+        self.ik = InverseKinematics(model, settings.frame, settings.orientation_weight,
+                                    holding=self.holding)
         self.weight = settings.orientation_weight
         self.compiled_step = model.compiled_task_step(settings.frame)
         self.step = self.compiled_step
@@ -290,6 +298,10 @@ class TaskReference(Reference):
         self._bounds = np.ascontiguousarray(np.vstack((self.low, self.high)))
         self._state = np.zeros((3, self.n))             # q_d, qd_d, qdd_d of the last sample
         self._state[0] = np.clip(np.asarray(q_start, dtype=float), self.low, self.high)
+        self._start = self._state[0].copy()
+        self._refreshed = -np.inf                       # when the bounds' gravity was, s
+        if task.holding is not None:
+            task.holding.at(self._start, self._bounds, keep=self._start)
         self._clock = np.full(1, np.nan)                # time of the last sample, s
         self._sample = np.zeros((3, 3))                 # the path's x, xd, xdd there
         self._out = tuple(_read_only(row) for row in self._state)
@@ -312,7 +324,17 @@ class TaskReference(Reference):
         return None if np.isnan(self._clock[0]) else self._sample[0] - self._offset
 
     def sample(self, t):
-        """Return ``(q_d, qd_d, qdd_d)`` at `t` (s), joints within their limits."""
+        """
+        Return ``(q_d, qd_d, qdd_d)`` at `t` (s), joints within their limits.
+
+        On PMA arms also within the lengths the pressures hold (control/holding.py), their
+        gravity refreshed at ``q_d`` every `REFRESH` s; a bound never cuts the start pose (a
+        start beyond one, as the arm at rest can be, keeps that length allowed: no jump).
+        """
+        holding = self.task.holding
+        if holding is not None and not t - self._refreshed < REFRESH:
+            holding.at(self._state[0], self._bounds, keep=self._start)
+            self._refreshed = t
         self._offset[:] = self.task.offset
         self.tip_error = self._step(float(t), self._path, self.goal, self.task.weight,
                                     self._state, self._clock, self._bounds, self._sample)

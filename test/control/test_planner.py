@@ -134,10 +134,12 @@ def test_unreachable_circle_is_planned_off_the_tick_then_followed():
     held = np.clip(log.measured[first], low, high)
     assert np.array_equal(log.q_des[first], held)           # the measured pose, held
     # the move out towards the circle's start is followed, until the pressures saturate at
-    # the reach's edge (some 1.1 s in: the PMAs near full stroke need more than p_max)
-    out = slice(first, int(round(1.0 / loop.period)))
+    # the reach's edge (some 0.95 s in, at 0.5 m/s: the IK's poses hold with 10 % of the
+    # pressure range to spare at rest, control/holding.py, which the move's own forces take;
+    # before it kept the strokes alone, its edge farther out, 1.1 s in)
+    out = slice(first, int(round(0.95 / loop.period)))
     desired, measured = tips(loop.model, log.q_des[out]), tips(loop.model, log.q[out])
-    assert np.linalg.norm(desired[-1, :2]) > 0.25
+    assert np.linalg.norm(desired[-1, :2]) > 0.24
     assert np.max(np.linalg.norm(measured - desired, axis=1)) < 3e-3
 
 

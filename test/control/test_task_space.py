@@ -10,6 +10,7 @@ import pytest
 
 from continuum_ctrl import load_model
 from continuum_ctrl.control.loop import ControlLoop
+from continuum_ctrl.control.holding import HoldingRange
 from continuum_ctrl.control.settings import ControllerSettings
 from continuum_ctrl.control.task_numpy import desired_rotation, NumpyTaskStep
 from continuum_ctrl.control.task_space import TaskSettings, TaskSpace
@@ -218,7 +219,8 @@ def numpy_twin(make):
     return compiled, numpy
 
 
-@pytest.mark.parametrize('case', ['circle', 'move', 'waypoints', 'limits', 'orientation'])
+@pytest.mark.parametrize('case', ['circle', 'move', 'waypoints', 'limits', 'orientation',
+                                  'holding'])
 def test_compiled_sample_equals_the_numpy_sample(task, case):
     """The one-call compiled sample (continuum arms) is TaskReference's NumPy method."""
     q0 = np.array([0.01, 0.02, 0.015, 0.012, 0.008, 0.01, 0.02, 0.01, 0.013])
@@ -228,6 +230,8 @@ def test_compiled_sample_equals_the_numpy_sample(task, case):
     goal = task.model.frame_pose(q0 + 1e-3 * np.array([1.0, -0.5, -0.5, 0.0, 0.5, -0.5, 0.3,
                                                        0.0, -0.3]), TIP)
     low = np.full(9, 0.002)
+    holding = TaskSpace(task.model, TaskSettings(frame=TIP, duration=0.5, holding=HoldingRange(
+        (0.0,) * 9, (66.5,) * 9, (0.0,) * 9, 0.1)))       # the pressures' bounds
     make = {
         'circle': lambda: task.circle(np.full(9, 0.013), 0.03, [0.2, 0.1, 1.0], 0.2),
         'move': lambda: task.to_target(q0, tip + [0.03, -0.02, -0.01]),
@@ -235,6 +239,7 @@ def test_compiled_sample_equals_the_numpy_sample(task, case):
             [[0.01, 0.0, 0.0], [0.01, 0.02, -0.005], [0.0, 0.01, 0.0]])),
         'limits': lambda: task.to_target(low, task.pose(low)[:3, 3] + [0.0, 0.0, -0.01]),
         'orientation': lambda: weighted.to_target(q0, goal[:3, 3], goal[:3, :3]),
+        'holding': lambda: holding.to_target(q0, tip + [0.03, -0.02, -0.01]),
     }[case]
     compiled, numpy = numpy_twin(make)
     assert compiled.target is None

@@ -17,7 +17,6 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from continuum_ctrl import load_model
 from continuum_ctrl.control.ik import InverseKinematics
-from continuum_ctrl.params import read_yaml
 from continuum_ctrl.params.launch_description import arm_files
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -99,13 +98,6 @@ def diagnosis(watch, goal):
             f"{', '.join(f'{key} {figures[key]}' for key in keys)}")
 
 
-def saturated(command):
-    """Return whether a PMA's pressure command (Pa) sits at 0 or at the file's p_max."""
-    p_max = read_yaml(arm_files('continuum_3section')[0])['/**']['ros__parameters'][
-        'output']['p_max']
-    return bool(np.any((command <= 0.0) | (command >= p_max)))
-
-
 def hold_file(tmp_path):
     """The task config with a held reference (the tip waits for ~/tip_target)."""
     return params_file(tmp_path, CONFIG, continuum_controller={
@@ -152,13 +144,9 @@ def test_tip_pose_and_shape_agree_with_fk_and_a_reachable_target_is_reached(tmp_
               f'mm, max {error.max() * 1e3:.3f} mm; ' + diagnosis(watch, goal))
         _, q_des, _, _ = rec.states[-1]
         assert np.linalg.norm(watch.tip(q_des) - goal) <= 2e-4, diagnosis(watch, goal)
-        if np.max(error) > 2e-3 and saturated(rec.commands[-1][-1]):
-            # The IK keeps the joints' length limits, not the pressures' (docs/task-space.md,
-            # limits): of the target's redundant poses, the one it ends on after the move
-            # varies with the ticks' timing, and some (1 run in 4-10 here) need a PMA below
-            # 0 kPa or above p_max under gravity; the arm then stops 0.9-7 mm short.
-            pytest.xfail('the IK chose a pose the pressures cannot hold: ' +
-                         diagnosis(watch, goal))
+        # of the target's redundant poses the IK keeps one the pressures hold with room
+        # (control/holding.py); before, 1 run in 4-10 ended on one needing a PMA below 0 kPa
+        # or above p_max, 0.9-7 mm short with that PMA's command at the bound
         assert np.max(error) <= 2e-3, diagnosis(watch, goal)
         sphere = watch.shapes[-1].markers[2]
         assert sphere.action == Marker.ADD
