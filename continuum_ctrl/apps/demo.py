@@ -30,6 +30,7 @@ names the engine that ran.
 import argparse
 import csv
 import dataclasses
+import os
 import sys
 from pathlib import Path
 
@@ -244,6 +245,10 @@ class Recording:
     tips: dict
 
 
+class NotThisPair(RuntimeError):
+    """The recording is not of this controller and its simulator (the reason)."""
+
+
 def parse_args(argv):
     """Return the demo's command-line arguments."""
     parser = argparse.ArgumentParser(prog='continuum-ctrl demo', description=__doc__.split(
@@ -280,16 +285,26 @@ def record(rec, nodes, logs, processes, duration):
     simulator starts only once the recorder hears the waiting controller, so the recording
     begins before activation whatever the order of DDS discovery (started together, the
     recorder missed the activation and the blend in some MuJoCo runs). None: they did not
-    start.
+    start. NotThisPair: the controller went active before its simulator was started (another
+    node's joint_states on this domain), or a node exited during the run.
     """
     processes += start(nodes[:1], outputs=logs[:1])
     started = rec.wait(lambda: rec.status is not None, START_TIMEOUT, processes)
+    if started and rec.active_since is not None:
+        raise NotThisPair(
+            "the controller went active before its simulator started: another node publishes "
+            f"joint_states on ROS_DOMAIN_ID {os.environ.get('ROS_DOMAIN_ID', '0')} (a test or "
+            "another run); its figures would be that arm's: use a free domain")
     if started:
         processes += start(nodes[1:], outputs=logs[1:])
         started = rec.wait(lambda: rec.active_since is not None, START_TIMEOUT, processes)
     if not started:
         return None
     rec.run(duration)
+    exited = [node.name for node, p in zip(nodes, processes) if p.poll() is not None]
+    if exited:
+        raise NotThisPair(f"{', '.join(exited)} exited during the run: what was recorded "
+                          'is not this pair (see its log)')
     # a loaded machine sends the last ticks' ~/state rows late: wait for them, and for both
     # nodes' diagnostics that cover the end (the loop's skipped deadlines, the totals)
     end = rec.active_since + duration
@@ -367,7 +382,11 @@ def main(argv=None):
     try:
         with Recorder(bag=True, priority=priority,
                       message=command_message(controller_files)) as rec:
-            run = record(rec, nodes, logs, processes, args.duration)
+            try:
+                run = record(rec, nodes, logs, processes, args.duration)
+            except NotThisPair as exc:
+                print(f'continuum-ctrl demo: error: {exc} (logs in {out})', file=sys.stderr)
+                return 1
             if run is None:
                 return start_failure(logs, out)
             stop(processes)
