@@ -3,6 +3,7 @@ Issue 39's acceptance matrix: tracking, command variation and tip error on arms 
 
     ./run shell python bench/quiet_loop.py [--nodes] [--duration 8] [--cases NAME,...]
                                            [--plants NAME,...] [--set KEY=YAML ...]
+                                           [--valves LAG DEAD] [--friction N]
 
 Each case runs `config/continuum_3section.yaml`'s controller against a simulated arm with the
 mismatch options (stiffness x 1.2, damping x 1.25, area x 1.1, a 15 kPa dead zone) and the
@@ -23,6 +24,12 @@ file's valves, on the MuJoCo disc stack at 4 and 8 discs and on the built-in int
   friction per PMA (3 % of the full 66.5 N; ``friction``, ``friction_1hz``,
   ``friction_hold``); ``stiff_friction`` and ``stiff_friction_hold``: the same with the
   bank 4 times stiffer, which a 0.5 ms plant step allows.
+
+``--valves LAG DEAD`` (s) puts every case behind slower valves (the simulator's ``actuator.*``)
+and sets the controller's compensation as docs/valves.md advises (``output.time_constant`` the
+lag, ``output.delay`` the dead time plus TRANSPORT); ``--friction N`` adds N of break-away
+friction per PMA (one Maxwell-slip element as stiff as a 2 ms step allows against the soft
+corner's 22.5 N s/m), unknown to the controller unless ``--set`` gives ``output.friction``.
 
 In process (default) the cases run the two nodes' cycle without ROS (sim/closed_loop.py);
 ``--nodes`` runs them through the demo's two node processes (`continuum-ctrl demo`, a
@@ -63,6 +70,11 @@ SOFT_CORNER = {'mismatch.stiffness_scale': 0.8, 'mismatch.damping_scale': 0.75,
 #: a bent pose held: section 1 bends towards PMA 1, 2 and 3 each a third of a turn on, m
 HOLD = {'reference.amplitude': [0.0],
         'reference.center': [0.020, 0.008, 0.011, 0.011, 0.020, 0.008, 0.008, 0.011, 0.020]}
+#: s: the transport from the controller's command to the valves that ``--valves`` adds to
+#: their dead time for ``output.delay`` (docs/valves.md)
+TRANSPORT = 0.005
+#: N/m: the friction element's stiffness for ``--friction`` (2 ms times it is 20 N s/m)
+FRICTION_STIFFNESS = 1e4
 #: (simulator overrides, controller overrides) per case
 CASES = {
     'exact': ({}, {}),
@@ -165,14 +177,26 @@ def main(argv=None):
     parser.add_argument('--plants', default=','.join(PLANTS))
     parser.add_argument('--set', action='append', default=[], metavar='KEY=YAML',
                         help="a controller parameter for every case, e.g. 'gains.kd=[20]'")
+    parser.add_argument('--valves', type=float, nargs=2, metavar=('LAG', 'DEAD'),
+                        help="the plant's valves, s, and the controller's compensation for them")
+    parser.add_argument('--friction', type=float, default=0.0, metavar='N',
+                        help='break-away friction per PMA, N (0: none)')
     args = parser.parse_args(argv)
     chosen = {key: yaml.safe_load(value) for key, value in
               (item.split('=', 1) for item in args.set)}
+    added = {}
+    if args.valves:
+        lag, dead = args.valves
+        added = {'actuator.time_constant': lag, 'actuator.delay': dead}
+        chosen = {'output.time_constant': lag, 'output.delay': dead + TRANSPORT, **chosen}
+    if args.friction:
+        added.update({'pma.friction.breakaway': [args.friction],
+                      'pma.friction.stiffness': [FRICTION_STIFFNESS]})
     print('case plant: per section RMS (late half) / max (late half) mm, peak-to-peak from 2 s '
           'mm, worst PMA MPa/s, chatter index; the tip RMS (late half) / max (late half)')
     for case in args.cases.split(','):
         simulator, controller = CASES[case]
-        controller = {**chosen, **controller}
+        simulator, controller = {**simulator, **added}, {**chosen, **controller}
         for label in args.plants.split(','):
             if args.nodes:
                 with tempfile.TemporaryDirectory() as out:
