@@ -130,6 +130,19 @@ def test_a_saved_table_reloads_and_learns_nothing_new(tmp_path):
     assert not np.any(other.tables)
 
 
+def test_a_table_at_its_bound_is_clipped_and_said_once():
+    # the stiffer plant needs 0.6 N at 1 Hz: a 0.2 N bound clips it, 50 N does not
+    bounded = learner(settings())
+    bounded.limit = np.array([0.2])
+    run(bounded, 6)
+    assert np.abs(bounded.tables).max() == pytest.approx(0.2)
+    told = [level for level, text in bounded.events if 'ilc.limit' in text]
+    assert told == ['warn']
+    free = learner(settings())
+    run(free, 6)
+    assert not any('ilc.limit' in text for _, text in free.events)
+
+
 def test_the_learning_freezes_at_the_best_table_when_the_error_grows():
     learning = learner(settings(lead=0.5, growth=1.2))     # half a period late: a sign flip
     errors = run(learning, 12)
