@@ -104,13 +104,18 @@ def main():
     for fraction in args.ki_fractions:
         if fraction is not None:
             controller['gains.ki_inertial'] = (fraction * kp_kd).tolist()
+            if fraction == 0.0:                 # the payload estimate learns from the integral
+                controller['adapt.time_constant'] = 0.0
+            else:
+                controller.pop('adapt.time_constant', None)
         label = '' if fraction is None else f'ki {fraction:.4g} kp kd  '
         for case in args.case:
             rms, rate, worst = measure(path, args.engine, args.duration, case, controller,
                                        simulator)
+            per_joint = ' '.join(f'{r:.1e}' for r in rms)
             print(f'{label}{case:<8} worst RMS {np.max(rms):.2e} rad (joint '
                   f'{np.argmax(rms) + 1})  max {worst:.4f} rad  variation worst '
-                  f'{np.max(rate):.1f} N m/s  RMS per joint {' '.join(f"{r:.1e}" for r in rms)}')
+                  f'{np.max(rate):.1f} N m/s  RMS per joint {per_joint}')
 
 
 if __name__ == '__main__':
