@@ -5,11 +5,16 @@ Links heavier or lighter than the URDF, or a payload at the hand the controller 
 
     python bench/rigid_payload.py [--arm panda] [--engine mujoco] [--duration 8]
         [--case nominal|heavy|light|payload ...] [--set KEY=VALUE ...] [--plant KEY=VALUE ...]
+        [--ki-fractions F ...] [--identify SECONDS]
 
-Per case: the RMS error per joint over 2 s to the end after activation (rad), the worst
-joint's command variation (N m/s) and the largest error. `--set` overrides controller keys,
-`--plant` the simulator's (a state whose age varies from tick to tick, as through the nodes:
-``--plant publish_rate_hz=700 sensor.jitter=0.001``).
+Per case: the RMS error per joint over 2 s to the end after activation (rad, the plant's true
+joints against the reference), the worst joint's command variation (N m/s) and the largest
+error. `--set` overrides controller keys, `--plant` the simulator's (a state whose age varies
+from tick to tick, as through the nodes: ``--plant publish_rate_hz=700 sensor.jitter=0.001``;
+sensor noise: ``noise.position=2.0e-5 noise.velocity=2.0e-3``). `--ki-fractions`: each case
+at each `gains.ki_inertial` = F kp kd (its range is 0 to 1/4). `--identify`: first a run of
+that many seconds with the payload under a slow multisine, `identify --fit payload` on it
+(docs/rigid-payload.md), then the cases with the fitted payload given to the controller.
 """
 
 import argparse
@@ -18,10 +23,13 @@ import yaml
 
 import numpy as np
 
-from continuum_ctrl.apps.node_pair import controller_runtime, plant_of
+from continuum_ctrl.apps.node_pair import controller_loop, controller_runtime, plant_of
+from continuum_ctrl.control.command_quality import variation_rate
+from continuum_ctrl.identify.data import Run
+from continuum_ctrl.identify.rigid import identify_payload
+from continuum_ctrl.identify.setup import read_setup
 from continuum_ctrl.params.launch_description import arm_config
 from continuum_ctrl.sim.closed_loop import simulate_nodes
-from continuum_ctrl.control.command_quality import variation_rate
 
 #: the simulator's overrides of each case
 CASES = {
@@ -31,6 +39,9 @@ CASES = {
     'payload': {'payload.mass': 3.0, 'payload.frame': 'panda_hand',
                 'payload.offset': [0.0, 0.0, 0.1]},
 }
+#: the excitation `identify --fit payload` wants of a loaded arm (docs/rigid-payload.md)
+SLOW = {'reference.type': 'multisine', 'reference.amplitude': [0.3],
+        'reference.band': [0.1, 0.5], 'reference.components': 4}
 
 
 def measure(path, engine, duration, case, controller, simulator=None):
@@ -46,6 +57,21 @@ def measure(path, engine, duration, case, controller, simulator=None):
     rms = np.sqrt(np.mean(error ** 2, axis=0))
     rate = variation_rate(log.t[start:], log.command[start:])
     return rms, rate, float(np.max(np.abs(error)))
+
+
+def identified(path, engine, duration, controller, simulator):
+    """Return the controller's ``model.payload.*`` fitted to a `duration` s run with it."""
+    loop = controller_loop(path, {**controller, **SLOW})
+    plant = plant_of(path, {'engine': engine, **CASES['payload'], **simulator})
+    log = simulate_nodes(loop, plant, duration)
+    command = np.empty_like(log.command)
+    command[:, loop.settings.order] = log.command
+    run = Run('payload', log.t, log.measured, log.t.copy(), command)
+    result, payload, refused = identify_payload([run], read_setup(path), 'panda_hand')
+    print(f"identified over {duration:g} s: {payload['mass']:.4f} kg at "
+          f"{np.round(payload['offset'], 4).tolist()} m, held-out R^2 "
+          f"{result.r2_test_all:.4f}{'; REFUSED: ' + '; '.join(refused) if refused else ''}")
+    return {f'model.payload.{key}': value for key, value in payload.items()}
 
 
 def _values(items):
@@ -65,14 +91,31 @@ def main():
     parser.add_argument('--case', nargs='+', default=list(CASES), choices=list(CASES))
     parser.add_argument('--set', nargs='*', default=[], help='controller KEY=VALUE')
     parser.add_argument('--plant', nargs='*', default=[], help='simulator KEY=VALUE')
+    parser.add_argument('--ki-fractions', nargs='+', type=float, default=[None],
+                        help='gains.ki_inertial as these fractions of kp kd')
+    parser.add_argument('--identify', type=float, default=0.0, metavar='SECONDS')
     args = parser.parse_args()
     controller, simulator = _values(args.set), _values(args.plant)
     path = arm_config(args.arm)
-    for case in args.case:
-        rms, rate, worst = measure(path, args.engine, args.duration, case, controller,
-                                   simulator)
-        print(f'{case:<8} RMS rad {np.array2string(rms, precision=4)}  max {worst:.4f} rad  '
-              f'variation worst {np.max(rate):.1f} N m/s')
+    if args.identify:
+        controller.update(identified(path, args.engine, args.identify, controller, simulator))
+    gains = controller_loop(path, controller).settings        # per-joint gains, model order
+    kp_kd = (gains.kp * gains.kd)[gains.order]
+    for fraction in args.ki_fractions:
+        if fraction is not None:
+            controller['gains.ki_inertial'] = (fraction * kp_kd).tolist()
+            if fraction == 0.0:                 # the payload estimate learns from the integral
+                controller['adapt.time_constant'] = 0.0
+            else:
+                controller.pop('adapt.time_constant', None)
+        label = '' if fraction is None else f'ki {fraction:.4g} kp kd  '
+        for case in args.case:
+            rms, rate, worst = measure(path, args.engine, args.duration, case, controller,
+                                       simulator)
+            per_joint = ' '.join(f'{r:.1e}' for r in rms)
+            print(f'{label}{case:<8} worst RMS {np.max(rms):.2e} rad (joint '
+                  f'{np.argmax(rms) + 1})  max {worst:.4f} rad  variation worst '
+                  f'{np.max(rate):.1f} N m/s  RMS per joint {per_joint}')
 
 
 if __name__ == '__main__':
