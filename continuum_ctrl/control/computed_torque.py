@@ -140,7 +140,12 @@ def _acceleration(kp, kd, n):
     if kp.ndim == 1 and kd.ndim == 1:
         kernel = diagonal_acceleration     # through its dispatcher: it checks the arrays' types
         kp, kd = (np.ascontiguousarray(k, dtype=float) for k in (kp, kd))
-        kernel(kp, kd, v, v, v, v, v, term)        # compiled (or loaded) now, not in a tick
+        # compiled (or loaded) now, not in a tick: for references of writable arrays and for
+        # those that hand out read-only views (a task-space reference), a type of their own
+        fixed = v.view()
+        fixed.flags.writeable = False
+        kernel(kp, kd, v, v, v, v, v, term)
+        kernel(kp, kd, v, v, fixed, fixed, fixed, term)
 
         def acceleration(q, qd, q_des, qd_des, qdd_des):
             kernel(kp, kd, q, qd, q_des, qd_des, qdd_des, v)
