@@ -39,9 +39,9 @@ from continuum_ctrl.tuning.engine_plant import engine_plant
 from continuum_ctrl.tuning.linear_loop import LoopOptions, Mode, VELOCITY_PATHS
 from continuum_ctrl.tuning.nominal_check import file_gains
 from continuum_ctrl.tuning.proposal import (best_of, corners, Design, exactly, Requirement,
-                                            rigid_corners, Setup, survey, uniform)
+                                            rigid_corners, Setup, uniform)
 from continuum_ctrl.tuning.reference_poses import least_bandwidth, poses_of
-from continuum_ctrl.tuning.search import Family, PMA, RIGID, search
+from continuum_ctrl.tuning.search import every_case, Family, PMA, RIGID, search
 
 #: the gains that may be given as explicit candidates (one value for every joint), units
 GRID = {'kp': '1/s^2', 'kd': '1/s', 'ki': 'N/(m s)', 'velocity_filter': 's'}
@@ -390,8 +390,8 @@ def tune_file(params, **options):
     requirement = Requirement(args.gain_margin, args.phase_margin, 1e-3 * args.delay_margin,
                               args.bandwidth or least_bandwidth(settings.reference))
     shipped = file_gains(settings)
-    rigid = settings.actuation is None
-    rows = survey(setup, shipped, errors, requirement, exact=False)
+    ranges = PMA if settings.actuation is not None else RIGID
+    rows = every_case(setup, shipped, errors, requirement, ranges)
     current = Design(shipped, exactly(setup, shipped, errors, requirement, rows), requirement)
     if args.no_search:
         return Tuning(header, current, None, settings.joints)
@@ -405,8 +405,8 @@ def tune_file(params, **options):
                                    for values in itertools.product(*grid)],
                            errors, requirement)
     else:
-        start, w0 = Family.of(shipped, RIGID if rigid else PMA)
-        if rigid and not shipped.inertial:  # its ki in force units: ki_inertial proposed
+        start, w0 = Family.of(shipped, ranges)
+        if ranges.inertial and not shipped.inertial:    # ki in force units: ki_inertial
             start = dataclasses.replace(start, ratio=math.sqrt(RIGID.ratio[0] * RIGID.ratio[1]))
         proposal = search(setup, errors, requirement, start, w0, rows)
     return Tuning(header, current, proposal, settings.joints)

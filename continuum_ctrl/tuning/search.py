@@ -81,6 +81,10 @@ class Ranges:
 
     `inertial`: the integral in acceleration units (``gains.ki_inertial``, 1/s^3, the ratio
     in 1/s), capped at control.settings.INERTIAL_RANGE kp kd, its documented range.
+    `exact`: every case in the working set, assessed with exact margins (a rigid arm's box
+    is small and its loop about 5n states; its integral makes the loop conditionally
+    stable, ``ki < kp kd / a`` for an arm `a` times heavier, a low gain margin the loci do
+    not give: searched on the loci, the Panda's ki_inertial went to 3.3 dB of it).
     """
 
     w: Tuple[float, float] = W_RANGE
@@ -88,6 +92,7 @@ class Ranges:
     damping: Tuple[float, float] = DAMPING_RANGE
     ratio: Tuple[float, float] = RATIO_RANGE
     inertial: bool = False
+    exact: bool = False
 
 
 #: a PMA arm's ranges (the constants above)
@@ -96,7 +101,7 @@ PMA = Ranges()
 #: process but its commands chattered through the nodes, docs/rigid-payload.md), kd free
 #: (critical damping at kp 900 is 60), damping 0.7-1.5, ki_inertial / kp 0.5-30 1/s (the
 #: shipped Panda file's 5), within kp kd / 4
-RIGID = Ranges((5.0, 30.0), math.inf, (0.7, 1.5), (0.5, 30.0), True)
+RIGID = Ranges((5.0, 30.0), math.inf, (0.7, 1.5), (0.5, 30.0), True, True)
 
 
 @dataclass(frozen=True)
@@ -149,7 +154,7 @@ class _Scores:
         key = (family, round(w, 9))
         if key not in self.seen:
             rows = assess(self.setup, family.gains(self.setup.model, w), self.errors,
-                          self.requirement, False, self.working, SEARCH_POINTS)
+                          self.requirement, family.ranges.exact, self.working, SEARCH_POINTS)
             self.seen[key] = (self.requirement.score(rows[0].margins),
                               min(row.margins.bandwidth for row in rows))
         return self.seen[key]
@@ -247,16 +252,26 @@ def _search_on(scores, start, w0, least):
     return max([(family, w), (start, w0)], key=merit)
 
 
+def every_case(setup, gains, errors, requirement, ranges):
+    """Return the rows of `gains`, worst first: `survey`'s, or with `ranges.exact` all exact."""
+    if ranges.exact:
+        return assess(setup, gains, errors, requirement)
+    return survey(setup, gains, errors, requirement, exact=False)
+
+
 def _rounds(setup, errors, requirement, start, w0, rows=None):
     """Return the Design of the search on growing working sets (module doc)."""
-    rows = rows or survey(setup, start.gains(setup.model, w0), errors, requirement, False)
+    rows = rows or every_case(setup, start.gains(setup.model, w0), errors, requirement,
+                              start.ranges)
     # the nominal arm always: the search must not trade it for the box's corners
     working = sorted(set(index(rows[:WORKING_SET], errors)) | {(0, 0)})
+    if start.ranges.exact:
+        working = [(p, e) for p in range(len(setup.poses)) for e in range(len(errors))]
     least = _floor(setup, errors, requirement, start)
     for _ in range(ROUNDS):
         family, w = _search_on(_Scores(setup, errors, requirement, working), start, w0, least)
         gains = family.gains(setup.model, w)
-        rows = survey(setup, gains, errors, requirement, exact=False)
+        rows = every_case(setup, gains, errors, requirement, start.ranges)
         worst = index(rows[:1], errors)[0]
         if requirement.shortfall(rows[0].margins) >= 1.0 or worst in working:
             break
