@@ -23,7 +23,8 @@ far the loop gain must fall for the loop to turn stable:
   60 ms valves against runs in process, and it predicts `config/identify_excitation.yaml`'s
   loop unstable at 4.5 Hz even at half the loop gain while it runs quiet (0.2 MPa/s on the
   nominal builtin arm; docs/tuning.md). Only a loop still unstable at the gain 3 dB lower
-  is refused (the shipped file behind 100 ms valves is, at 0.7 of its gain it stays so).
+  is refused. The shipped file behind 100 or 150 ms valves is warned (at 3 dB less gain it
+  is stable), with kp 1500 behind 100 ms it is refused.
 
 Loops the tuner does not model (full gain matrices) are not checked.
 """
@@ -124,7 +125,8 @@ def check_gains(loop):
                 f'tick, {hz:.1f} Hz')
         tolerance = REFUSE_DB[s.actuation is None]
         if _clearly_unstable(systems[worst], tolerance):
-            beyond = f' and {tolerance:g} dB of loop gain either way' if tolerance else ''
+            beyond = (f', and still with the loop gain {tolerance:g} dB lower or higher'
+                      if tolerance else '')
             raise ConfigError('gains', f'{what}{beyond}: refused before the arm moves; lower '
                                        'them or run `continuum-ctrl tune` (docs/tuning.md)')
         return (f'{what}: the arm may chatter or be lost; run `continuum-ctrl tune` '
