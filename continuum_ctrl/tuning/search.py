@@ -183,10 +183,10 @@ def _peak(scores, family, low, high):
 def _shape(scores, family, w):
     """Return the family of the best score at `w`: its damping, then its ratio, chosen."""
     for name in ('damping', 'ratio'):
-        bounds = getattr(family.ranges, name)
         def score(x, name=name):
             return -scores(replace(family, **{name: math.exp(x)}), w)[0]
-        found = minimize_scalar(score, bounds=tuple(math.log(b) for b in bounds),
+        found = minimize_scalar(score, bounds=tuple(math.log(b) for b in
+                                                    getattr(family.ranges, name)),
                                 method='bounded',
                                 options={'maxiter': ITERATIONS, 'xatol': 0.02})
         candidate = replace(family, **{name: math.exp(found.x)})

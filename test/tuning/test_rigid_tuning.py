@@ -34,7 +34,7 @@ DURATION, EARLY, LATE = 8.0, (1.5, 3.5), (6.0, 8.0)
 
 
 def predicted_edge():
-    """Return the force-unit ki (N m/(rad s), every joint) where the nominal loop turns unstable."""
+    """Return the force-unit ki (N m/(rad s), every joint) where the nominal loop loses it."""
     loop = controller_loop(PANDA, dict(FORCE_UNITS, **{'gains.ki': [1.0] * 7}))
     setup = nominal_check._setup(loop)
     gains = nominal_check.file_gains(loop.settings)
