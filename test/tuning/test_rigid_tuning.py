@@ -88,7 +88,6 @@ def test_the_shipped_files_configure(files):
     assert controller_loop(files) is not None
 
 
-@pytest.mark.slow
 def test_tune_proposes_rigid_gains_within_the_documented_range():
     tuning = tune_file([config_path(PANDA)], poses=2)
     design = tuning.proposal
