@@ -100,8 +100,9 @@ def _clearly_unstable(system, tolerance_db):
 def _plant_words(settings):
     """Return the words naming the plant the check assumes."""
     if settings.actuation is None:
-        return (f'the nominal arm (effort held over the tick, velocities through a '
-                f'{settings.velocity_filter:g} s filter)')
+        filtered = settings.velocity_filter
+        return ('the nominal arm (effort held over the tick, velocities measured'
+                + (f' through a {filtered:g} s filter)' if filtered else ')'))
     return (f'the nominal arm behind the valves output.time_constant '
             f'{settings.compensation[0]:g} s, output.delay {settings.compensation[1]:g} s')
 
