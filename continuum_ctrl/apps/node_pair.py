@@ -50,10 +50,15 @@ def controller_runtime(paths, overrides=None, fused=True, check=True):
     node, tree = ControllerNodeSettings.split(tree)
     model = load_model(spec)
     loop = ControlLoop(model, ControllerSettings.parse(tree, model), node.period, fused=fused)
-    warning = check_gains(loop) if check else None      # as the controller node's configure
+    runtime = ControllerRuntime(loop, node)
+    try:
+        warning = check_gains(loop) if check else None  # as the controller node's configure
+    except ConfigError:
+        runtime.close()                     # refused: its planner's process, its workers
+        raise
     if warning:
         logging.getLogger('continuum_ctrl').warning(warning)
-    return ControllerRuntime(loop, node)
+    return runtime
 
 
 def controller_loop(paths, overrides=None, fused=True, check=True):
