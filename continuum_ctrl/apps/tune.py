@@ -2,7 +2,8 @@
 `continuum-ctrl tune PARAMS.yaml`: the loop's margins over a box of plant errors, and gains.
 
     continuum-ctrl tune PARAMS.yaml [--poses 4] [--stiffness 0.2] [--damping 0.25]
-        [--area 0.1] [--mass 0.2] [--valves LAG DEAD] [--measurement-delay S] [--unstamped]
+        [--area 0.1] [--mass 0.2] [--payload KG] [--payload-frame F] [--payload-offset X Y Z]
+        [--valves LAG DEAD] [--measurement-delay S] [--unstamped]
         [--velocity measured|differenced|kalman] [--position-noise M] [--force-noise N]
         [--bias-noise N] [--mode-frequency HZ] [--mode-damping Z]
         [--gain-margin DB] [--phase-margin DEG] [--delay-margin MS]
@@ -17,7 +18,10 @@ gains is searched (tuning.proposal) for the largest bandwidth that keeps the mar
 pose and corner; the gains are printed as a parameter-file overlay, which `--write` saves (pass
 it after PARAMS.yaml: later files win). The velocity path is the file's: the Kalman observer
 with `observer.type: kalman` (its noises, or the `--*-noise` options; `velocity_filter` is then
-unused and not searched), else the measured velocities. See docs/tuning.md.
+unused and not searched), else the measured velocities. A rigid arm's file (effort output)
+is tuned alike: no valves (its effort held over the tick; `--valves` a drive's lag), a box
+of every link's mass (`--mass`, default +-0.3) and a payload at a frame (`--payload*`), and
+`kp`, `kd`, `ki_inertial` proposed (tuning.search.RIGID). See docs/tuning.md.
 """
 
 import argparse
@@ -44,7 +48,8 @@ from continuum_ctrl.tuning.reference_poses import least_bandwidth, poses_of
 from continuum_ctrl.tuning.search import every_case, Family, PMA, RIGID, search
 
 #: the gains that may be given as explicit candidates (one value for every joint), units
-GRID = {'kp': '1/s^2', 'kd': '1/s', 'ki': 'N/(m s)', 'velocity_filter': 's'}
+GRID = {'kp': '1/s^2', 'kd': '1/s', 'ki': 'N/(m s) (rigid arms: gains.ki_inertial, 1/s^3)',
+        'velocity_filter': 's'}
 #: s the file's own loop holds the simulator's engine at a pose before it is linearized
 HOLD = 3.0
 #: the mass error's default share: PMA arms, rigid arms (links 0.7-1.3 of the URDF's: the

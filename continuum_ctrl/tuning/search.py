@@ -7,7 +7,8 @@ The continuous search for gains: a family by bandwidth and damping, pushed to it
 The family, one value for every joint: ``kp = w^2`` (1/s^2), ``kd = 2 zeta w`` (1/s),
 ``ki = ratio kp`` (N/(m s)); `w` (rad/s) is the natural frequency of the law's error dynamics
 ``e'' + kd e' + kp e = 0``, `zeta` their damping; kd at most KD_MAX. The velocity filter
-stays the start's.
+stays the start's. What is searched is the family's `Ranges`: PMA (these) or RIGID (a rigid
+arm's, its integral ``gains.ki_inertial`` within kp kd / 4, every case exact).
 
 On a working set of cases (pose, plant error; the worst of the start's survey), from the
 loci (tuning.proposal.SEARCH_POINTS):

@@ -3,7 +3,8 @@ The managed controller through its lifecycle services, with real node processes.
 
 unconfigured -> inactive -> active -> inactive -> finalized: no command before activation,
 the safe command on deactivation and nothing after it; a configure that fails on a bad
-parameter leaves the node unconfigured, alive, with the reason in its log.
+parameter, or on gains its check predicts unstable, leaves the node unconfigured, alive,
+with the reason in its log.
 """
 
 from pathlib import Path
