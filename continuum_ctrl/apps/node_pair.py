@@ -38,25 +38,32 @@ def node_parameters(paths, node, overrides=None):
     return tree, tree.pop('model')
 
 
-def controller_runtime(paths, overrides=None, fused=True):
+def controller_runtime(paths, overrides=None, fused=True, check=True):
     """
     Return the ControllerRuntime the controller node builds from `paths` (plus overrides).
 
     `fused` False: the loop without its fused tick (`ControlLoop`'s option), not compiled.
+    `check` False: without the configure check (the tuner assesses the gains itself), so
+    gains it would refuse are still built.
     """
     tree, spec = node_parameters(paths, CONTROLLER, overrides)
     node, tree = ControllerNodeSettings.split(tree)
     model = load_model(spec)
     loop = ControlLoop(model, ControllerSettings.parse(tree, model), node.period, fused=fused)
-    warning = check_gains(loop)             # as the controller node's configure
+    runtime = ControllerRuntime(loop, node)
+    try:
+        warning = check_gains(loop) if check else None  # as the controller node's configure
+    except ConfigError:
+        runtime.close()                     # refused: its planner's process, its workers
+        raise
     if warning:
         logging.getLogger('continuum_ctrl').warning(warning)
-    return ControllerRuntime(loop, node)
+    return runtime
 
 
-def controller_loop(paths, overrides=None, fused=True):
-    """Return the ControlLoop of `controller_runtime(paths, overrides, fused)`."""
-    return controller_runtime(paths, overrides, fused).loop
+def controller_loop(paths, overrides=None, fused=True, check=True):
+    """Return the ControlLoop of `controller_runtime(paths, overrides, fused, check)`."""
+    return controller_runtime(paths, overrides, fused, check).loop
 
 
 def plant_settings(paths, overrides=None, drop=()):
@@ -71,9 +78,13 @@ def plant_of(paths, overrides=None, drop=()):
     return Plant(plant_settings(paths, overrides, drop))
 
 
-def node_pair(paths, controller=None, simulator=None):
-    """Return ``(ControllerRuntime, Plant)`` of the nodes reading `paths`, overrides applied."""
-    return controller_runtime(paths, controller), plant_of(paths, simulator)
+def node_pair(paths, controller=None, simulator=None, check=True):
+    """
+    Return ``(ControllerRuntime, Plant)`` of the nodes reading `paths`, overrides applied.
+
+    `check` False: without the configure check (`controller_runtime`).
+    """
+    return controller_runtime(paths, controller, check=check), plant_of(paths, simulator)
 
 
 def command_message(path: Any, node: str = CONTROLLER) -> str:

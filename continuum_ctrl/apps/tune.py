@@ -2,7 +2,8 @@
 `continuum-ctrl tune PARAMS.yaml`: the loop's margins over a box of plant errors, and gains.
 
     continuum-ctrl tune PARAMS.yaml [--poses 4] [--stiffness 0.2] [--damping 0.25]
-        [--area 0.1] [--mass 0.2] [--valves LAG DEAD] [--measurement-delay S] [--unstamped]
+        [--area 0.1] [--mass 0.2] [--payload KG] [--payload-frame F] [--payload-offset X Y Z]
+        [--valves LAG DEAD] [--measurement-delay S] [--unstamped]
         [--velocity measured|differenced|kalman] [--position-noise M] [--force-noise N]
         [--bias-noise N] [--mode-frequency HZ] [--mode-damping Z]
         [--gain-margin DB] [--phase-margin DEG] [--delay-margin MS]
@@ -17,7 +18,10 @@ gains is searched (tuning.proposal) for the largest bandwidth that keeps the mar
 pose and corner; the gains are printed as a parameter-file overlay, which `--write` saves (pass
 it after PARAMS.yaml: later files win). The velocity path is the file's: the Kalman observer
 with `observer.type: kalman` (its noises, or the `--*-noise` options; `velocity_filter` is then
-unused and not searched), else the measured velocities. See docs/tuning.md.
+unused and not searched), else the measured velocities. A rigid arm's file (effort output)
+is tuned alike: no valves (its effort held over the tick; `--valves` a drive's lag), a box
+of every link's mass (`--mass`, default +-0.3) and a payload at a frame (`--payload*`), and
+`kp`, `kd`, `ki_inertial` proposed (tuning.search.RIGID). See docs/tuning.md.
 """
 
 import argparse
@@ -36,16 +40,24 @@ from continuum_ctrl.params import ConfigError
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.plant import ENGINES
 from continuum_ctrl.tuning.engine_plant import engine_plant
-from continuum_ctrl.tuning.linear_loop import Gains, LoopOptions, Mode, VELOCITY_PATHS
+from continuum_ctrl.tuning.linear_loop import LoopOptions, Mode, VELOCITY_PATHS
+from continuum_ctrl.tuning.nominal_check import file_gains
 from continuum_ctrl.tuning.proposal import (best_of, corners, Design, exactly, Requirement,
-                                            Setup, survey, uniform)
+                                            rigid_corners, Setup, uniform)
 from continuum_ctrl.tuning.reference_poses import least_bandwidth, poses_of
-from continuum_ctrl.tuning.search import Family, search
+from continuum_ctrl.tuning.search import every_case, Family, PMA, RIGID, search
 
 #: the gains that may be given as explicit candidates (one value for every joint), units
-GRID = {'kp': '1/s^2', 'kd': '1/s', 'ki': 'N/(m s)', 'velocity_filter': 's'}
+GRID = {'kp': '1/s^2', 'kd': '1/s', 'ki': 'N/(m s) (rigid arms: gains.ki_inertial, 1/s^3)',
+        'velocity_filter': 's'}
 #: s the file's own loop holds the simulator's engine at a pose before it is linearized
 HOLD = 3.0
+#: the mass error's default share: PMA arms, rigid arms (links 0.7-1.3 of the URDF's: the
+#: Panda's example-robot-data inertias are approximate; issue 52 measured x0.75 and x1.3)
+PMA_MASS, RIGID_MASS = 0.2, 0.3
+#: kg and m: a rigid arm's default payload (where the file names adapt.payload_frame) and its
+#: centre in that frame, a part held 10 cm out of the hand (bench/rigid_payload.py's)
+DEFAULT_PAYLOAD, PAYLOAD_OFFSET = 3.0, (0.0, 0.0, 0.1)
 
 
 def held_engine(params, simulator, pose, period):
@@ -77,13 +89,14 @@ def _share(value, key):
 def _format(rows, requirement, count):
     """Return the table of `rows` (the first `count`; 0: all) as lines."""
     lines = [f"{'pose':>4} {'t s':>5} {'stiff':>5} {'damp':>5} {'area':>5} {'mass':>5} "
-             f"{'GM dB':>6} {'low dB':>6} {'PM deg':>6} {'DM ms':>6} {'cross Hz':>8} "
-             f"{'BW Hz':>6} {'chatter Hz':>10} {'ok':>3}"]
+             f"{'load kg':>7} {'GM dB':>6} {'low dB':>6} {'PM deg':>6} {'DM ms':>6} "
+             f"{'cross Hz':>8} {'BW Hz':>6} {'chatter Hz':>10} {'ok':>3}"]
     for row in rows[:count or len(rows)]:
         m, e = row.margins, row.error
         low = 20.0 * math.log10(m.gain_low) if m.gain_low > 0.0 else -math.inf
         lines.append(f'{row.pose:>4} {row.time:>5.2f} {e.stiffness:>5.2f} {e.damping:>5.2f} '
-                     f'{e.area:>5.2f} {e.mass:>5.2f} {m.gain_db:>6.2f} {low:>6.1f} '
+                     f'{e.area:>5.2f} {e.mass:>5.2f} {e.payload:>7.2f} {m.gain_db:>6.2f} '
+                     f'{low:>6.1f} '
                      f'{m.phase:>6.1f} {1e3 * m.delay:>6.2f} {m.crossover:>8.2f} '
                      f'{m.bandwidth:>6.2f} {m.chatter:>10.1f} '
                      f"{'yes' if requirement.shortfall(m) >= 1.0 else 'NO':>3}")
@@ -93,18 +106,24 @@ def _format(rows, requirement, count):
 
 
 def overlay(gains, joints):
-    """Return the parameter-file overlay of `gains` (one value per joint) as YAML text."""
+    """
+    Return the parameter-file overlay of `gains` (one value per joint) as YAML text.
+
+    An integral in acceleration units is ``gains.ki_inertial``, with ``gains.ki`` 0 (the
+    two units of one integral exclude each other).
+    """
     def values(array):
-        return '[' + ', '.join(f'{float(v):.6g}' for v in array) + ']'
+        return '[' + ', '.join(f'{float(v):.6g}' for v in np.broadcast_to(array, (n,))) + ']'
     n = len(joints)
+    integral = ([f'      ki: {values(0.0)}', f'      ki_inertial: {values(gains.ki)}']
+                if gains.inertial else [f'      ki: {values(gains.ki)}'])
     return '\n'.join([
         'continuum_controller:',
         '  ros__parameters:',
         f'    velocity_filter: {gains.velocity_filter:g}',
         '    gains:',
-        f'      kp: {values(np.broadcast_to(gains.kp, (n,)))}',
-        f'      kd: {values(np.broadcast_to(gains.kd, (n,)))}',
-        f'      ki: {values(np.broadcast_to(gains.ki, (n,)))}', ''])
+        f'      kp: {values(gains.kp)}',
+        f'      kd: {values(gains.kd)}', *integral, ''])
 
 
 def summary(label, rows, requirement):
@@ -128,9 +147,23 @@ def _arguments(argv):
                              'files win)')
     parser.add_argument('--poses', type=int, default=4,
                         help='reference samples over one period (default 4)')
-    for name, default in (('stiffness', 0.2), ('damping', 0.25), ('area', 0.1), ('mass', 0.2)):
+    for name, default in (('stiffness', 0.2), ('damping', 0.25), ('area', 0.1)):
         parser.add_argument(f'--{name}', type=float, default=default,
-                            help=f'plant {name} error, a share (default +-{default:g})')
+                            help=f'PMA arms: plant {name} error, a share (default '
+                                 f'+-{default:g})')
+    parser.add_argument('--mass', type=float,
+                        help='plant mass error, a share: every link alike (default +-0.2 on '
+                             'PMA arms, +-0.3 on rigid arms)')
+    parser.add_argument('--payload', type=float,
+                        help='rigid arms: a payload the model lacks, kg, in the box with none '
+                             '(default 3 where the file names adapt.payload_frame, else 0)')
+    parser.add_argument('--payload-frame',
+                        help="rigid arms: the URDF frame carrying it (default: the file's "
+                             'adapt.payload_frame)')
+    parser.add_argument('--payload-offset', type=float, nargs=3, default=list(PAYLOAD_OFFSET),
+                        metavar=('X', 'Y', 'Z'),
+                        help="rigid arms: its centre in that frame, m (default 0 0 0.1: a "
+                             "part 10 cm out of the hand)")
     parser.add_argument('--plant', choices=('model', 'engine'), default='model',
                         help="the controller's model with the error box (default), or the "
                              "simulator's engine linearized (its own mismatch; of the box, "
@@ -140,7 +173,8 @@ def _arguments(argv):
                              "file's)")
     parser.add_argument('--valves', type=float, nargs=2, metavar=('LAG', 'DEAD'),
                         help="the plant's valve lag and dead time, s (default: the "
-                             "simulator's actuator.*, else the controller's output.*)")
+                             "simulator's actuator.*, else the controller's output.*; rigid "
+                             'arms: a lag of the drives, default none)')
     parser.add_argument('--measurement-delay', type=float, default=0.0,
                         help='age of the measurement, s, in whole control periods (default 0)')
     parser.add_argument('--unstamped', action='store_true',
@@ -199,7 +233,10 @@ def file_observer(loop, **noises):
 def _check_arguments(args):
     """Refuse out-of-range plant errors, poses, margins and grid values (ConfigError)."""
     for key in ('stiffness', 'damping', 'area', 'mass'):
-        _share(getattr(args, key), f'--{key}')
+        if getattr(args, key) is not None:
+            _share(getattr(args, key), f'--{key}')
+    if args.payload is not None and args.payload < 0.0:
+        raise ConfigError('--payload', f'must be >= 0 kg, got {args.payload}')
     if args.poses < 1:
         raise ConfigError('--poses', f'must be >= 1, got {args.poses}')
     for key in ('gain_margin', 'phase_margin', 'delay_margin'):
@@ -231,16 +268,45 @@ def _header(args, loop, engine, valves, velocity, observer, mode, cases):
             f'+-{args.area:g}, mass +-{args.mass:g}: {cases} cases x {args.poses} poses')
 
 
+def _rigid_header(args, loop, valves, velocity, payload, cases):
+    """Return the line that says what the tuner linearizes, for a rigid arm."""
+    frame, offset = payload
+    return (f"{' '.join(map(str, args.params))}: {loop.model.n} joints at "
+            f'{1.0 / loop.period:g} Hz, effort held over the tick; drives {valves[0]:g} s '
+            f'lag, {valves[1]:g} s dead time; measurement {args.measurement_delay * 1e3:g} ms '
+            f'old; velocity {velocity} through a {loop.settings.velocity_filter:g} s filter; '
+            f'errors mass +-{args.mass:g} (every link), payload 0 or {args.payload:g} kg'
+            + (f' at {frame} {list(offset)} m' if args.payload else '')
+            + f': {cases} cases x {args.poses} poses')
+
+
+def _rigid_box(args, loop):
+    """Fill the rigid defaults of `args`; return ((frame, offset) of the payload, errors)."""
+    adapt = loop.settings.adapt
+    frame = args.payload_frame or (adapt[0] if adapt else None)
+    if args.payload is None:
+        args.payload = DEFAULT_PAYLOAD if frame else 0.0
+    if args.payload and frame not in loop.model.frame_names():
+        raise ConfigError('--payload-frame', f'must name a frame of the URDF to carry '
+                                             f'--payload, got {frame!r}')
+    if args.mass is None:
+        args.mass = RIGID_MASS
+    return (frame, tuple(args.payload_offset)), rigid_corners(args.mass, args.payload)
+
+
 def _setup(args):
     """Return ``(Setup, errors, header line, ControlLoop)`` of the options `args`."""
-    loop = controller_loop(args.params)
+    loop = controller_loop(args.params, check=False)    # gains configure refuses, tuned
     plant = plant_settings(args.params, {'engine': args.engine} if args.engine else None)
     settings, period = loop.settings, loop.period
-    if settings.actuation is None:
-        raise ConfigError('output.mode', "the tuner models PMA valves: needs 'pressure'")
+    rigid = settings.actuation is None
     if np.ndim(settings.kp) != 1 or np.ndim(settings.kd) != 1:
         raise ConfigError('gains.kp', 'the tuner takes diagonal gains (n values)')
+    if rigid and args.plant == 'engine':
+        raise ConfigError('--plant', "'engine' linearizes a PMA arm's simulator; a rigid arm's "
+                                     'plant is its model with the mass and payload box')
     valves = tuple(args.valves) if args.valves else (
+        (0.0, 0.0) if rigid else
         plant.actuator[:2] if any(plant.actuator[:2]) else settings.compensation)
     for value in valves:
         if value < 0.0:
@@ -261,6 +327,14 @@ def _setup(args):
     options = LoopOptions(period, valves, int(round(ticks)), not args.unstamped, velocity,
                           mode)
     poses = poses_of(loop, plant.initial, args.poses)
+    if rigid:
+        payload, errors = _rigid_box(args, loop)
+        setup = Setup(loop.model, None, settings.compensation, period, poses, options,
+                      settings.passive, payload=payload)
+        return setup, errors, _rigid_header(args, loop, valves, velocity, payload,
+                                            len(errors)), loop
+    if args.mass is None:
+        args.mass = PMA_MASS
     engines = None
     if args.plant == 'engine':
         if args.valves or mode:
@@ -320,22 +394,25 @@ def tune_file(params, **options):
     settings = loop.settings
     requirement = Requirement(args.gain_margin, args.phase_margin, 1e-3 * args.delay_margin,
                               args.bandwidth or least_bandwidth(settings.reference))
-    shipped = Gains(settings.kp, settings.kd, settings.ki, settings.velocity_filter)
-    rows = survey(setup, shipped, errors, requirement, exact=False)
+    shipped = file_gains(settings)
+    ranges = PMA if settings.actuation is not None else RIGID
+    rows = every_case(setup, shipped, errors, requirement, ranges)
     current = Design(shipped, exactly(setup, shipped, errors, requirement, rows), requirement)
     if args.no_search:
         return Tuning(header, current, None, settings.joints)
     if any(getattr(args, name) for name in GRID):
         defaults = (float(np.mean(settings.kp)), float(np.mean(settings.kd)),
-                    float(np.mean(settings.ki)), settings.velocity_filter)
+                    float(np.mean(shipped.ki)), settings.velocity_filter)
         grid = [getattr(args, name) or [value] for name, value in zip(GRID, defaults)]
         if setup.observer:          # the velocity filter is not in the observer's loop
             grid[3] = [settings.velocity_filter]
-        proposal = best_of(setup, [uniform(setup.model, *values)
+        proposal = best_of(setup, [uniform(setup.model, *values, inertial=shipped.inertial)
                                    for values in itertools.product(*grid)],
                            errors, requirement)
     else:
-        start, w0 = Family.of(shipped)
+        start, w0 = Family.of(shipped, ranges)
+        if ranges.inertial and not shipped.inertial:    # ki in force units: ki_inertial
+            start = dataclasses.replace(start, ratio=math.sqrt(RIGID.ratio[0] * RIGID.ratio[1]))
         proposal = search(setup, errors, requirement, start, w0, rows)
     return Tuning(header, current, proposal, settings.joints)
 

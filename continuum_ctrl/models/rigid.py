@@ -146,6 +146,13 @@ class RigidModel(DynamicsModel):
         model.data = self.model.createData()
         return model
 
+    def with_payload(self, frame, mass, offset):
+        """Return this arm carrying a ball of `mass` kg at `offset` (m) in `frame` (a copy)."""
+        model = pin.Model(self.model)
+        add_payload(model, frame, mass, offset)
+        order = np.arange(self.n) if self._order is None else self._order
+        return RigidModel(model, self.joint_names, order)
+
     def _in(self, x):
         """Return `x` as a float64 array in Pinocchio's joint order."""
         x = np.asarray(x, dtype=float)

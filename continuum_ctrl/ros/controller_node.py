@@ -202,7 +202,12 @@ class ControllerNode(ControllerSubscriptions, LifecycleNode):
                           model_spec=self.params.model)
         loop = ControlLoop(self.model, settings, node.period, planner)
         loop.stop(0.0)                      # no control before activation
-        warning = check_gains(loop)         # the gains' margins behind the file's own valves
+        try:                                # the gains' margins behind the file's own valves
+            warning = check_gains(loop)
+        except ConfigError:                 # refused: nothing of the loop left running
+            planner.close()
+            loop.ilc.close()
+            raise
         if warning:
             self.get_logger().warning(warning)
         if self.command_out is None:        # made once, kept over cleanup (see `_release`)

@@ -31,7 +31,13 @@ control tick of `period` s, taken just before the tick:
   the force, linearized by central differences of the real `Compensation.effort` (the lead
   acts on the feed-forward only and drops out); the valve model (actuation.valves, linear
   without a slew limit) advanced by a tick, its weights from unit inputs; the integral
-  (control.integral) ``i' = i - ki period e_m``, added to the next ticks' force.
+  (control.integral) ``i' = i - Ki period e_m``, added to the next ticks' force (``Ki``
+  diag(ki), or ``M(q_d) diag(ki)`` with ``gains.ki_inertial``: `Gains.integral`).
+
+A rigid arm (effort output, no actuation) is the same loop without valves (zero lag and dead
+time: the effort held over the tick) and without compensation: per joint a double integrator
+``s M e'' = u`` behind the hold, for a mass error `s` (PlantError.mass, every link's mass and
+inertia alike, as the simulator's ``mismatch.mass_scale``).
 
 Left out: the clamps (at p_min a PMA vents and its channel's gain drops to 0; p_max), the rate
 limit, the dead zone (an offset), a slew limit of the valves, the sensor noise.
@@ -60,22 +66,38 @@ LEAST_FORCE = 1.0
 
 @dataclass(frozen=True)
 class Gains:
-    """The gains tuned: kp (1/s^2), kd (1/s), ki (N/(m s)), per joint (n,); velocity_filter, s."""
+    """
+    The gains tuned: kp (1/s^2), kd (1/s), ki, per joint (n,); velocity_filter, s.
+
+    `ki` in force units, N/(m s) or N m/(rad s) (``gains.ki``), or with `inertial` in
+    acceleration units through the model's M(q), 1/s^3 (``gains.ki_inertial``, rigid arms).
+    """
 
     kp: np.ndarray
     kd: np.ndarray
     ki: np.ndarray
     velocity_filter: float
+    inertial: bool = False
+
+    def integral(self, pose):
+        """Return the integral's force gain at `pose` (n, n): diag(ki), or M(q_d) diag(ki)."""
+        ki = np.diag(np.broadcast_to(self.ki, (pose.mass.shape[0],)))
+        return pose.mass @ ki if self.inertial else ki
 
 
 @dataclass(frozen=True)
 class PlantError:
-    """The true arm against the model: stiffness, damping, PMA area and mass scales (1: none)."""
+    """
+    The true arm against the model: stiffness, damping, PMA area and mass scales (1: none).
+
+    `payload` (kg): a point mass the model lacks (rigid arms; where, the tuner's Setup says).
+    """
 
     stiffness: float = 1.0
     damping: float = 1.0
     area: float = 1.0
     mass: float = 1.0
+    payload: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -486,7 +508,7 @@ class LoopSystem:
         Ae, Be, Ce, De = (control.estimate[0], None, None, None) if kalman else estimator(
             options.velocity, control.gains.velocity_filter, T, n)
         d, pending = options.measurement_delay, control.pending
-        ki = np.broadcast_to(control.gains.ki, (n,))
+        ki = control.gains.integral(pose)
         lay = _state_layout(n, Phi.shape[0], shift, d, Ae.shape[0], control.compensated,
                             pending, bool(np.any(ki)))
         N = lay.size
@@ -544,7 +566,7 @@ class LoopSystem:
             integral = lay['integral']
             K[:, integral] += np.eye(n)
             A[integral, integral] = np.eye(n)
-            A[integral] -= T * np.diag(ki) @ fed_back
+            A[integral] -= T * ki @ fed_back
         return cls(A + Bu @ K, Bv, K, T, lay)
 
 

@@ -103,6 +103,8 @@ class Setup:
     passive: str = 'reference'
     plants: Optional[Sequence[DiscretePlant]] = None
     observer: Optional[object] = None
+    #: (frame, offset m) where a PlantError's `payload` hangs (rigid arms), or None
+    payload: Optional[Tuple[str, Tuple[float, float, float]]] = None
     #: what does not change with the gains, kept: the model's plants discretized, by (pose,
     #: PlantError), and the Controllers that `controllers` blends, by ('basis', pose)
     discretized: dict = field(default_factory=dict, compare=False, repr=False)
@@ -139,8 +141,11 @@ class Setup:
         if self.plants:
             return self.plants[p]
         if (p, error) not in self.discretized:
-            self.discretized[p, error] = continuous_plant(self.poses[p][1], error,
-                                                          self.options)
+            pose = self.poses[p][1]
+            if error.payload:           # the loaded arm linearized at the same sample
+                pose = Pose.of(self.model.with_payload(self.payload[0], error.payload,
+                                                       self.payload[1]), pose.sample)
+            self.discretized[p, error] = continuous_plant(pose, error, self.options)
         return self.discretized[p, error]
 
 
@@ -164,11 +169,27 @@ def corners(stiffness, damping, area, mass):
     return errors
 
 
-def uniform(model, kp, kd, ki, velocity_filter):
-    """Return Gains with one value for every joint of `model`."""
+def rigid_corners(mass, payload):
+    """
+    Return a rigid arm's nominal PlantError, then its box: mass 1 -+ `mass`, payload 0 or kg.
+
+    The mass scales every link's mass and inertia alike (the simulator's
+    ``mismatch.mass_scale``); the `payload` is a point mass at the Setup's frame, its inertia
+    and gravity at each pose exact (Pinocchio), on the joints it rides on.
+    """
+    scales = sorted({1.0 - mass, 1.0 + mass})
+    loads = sorted({0.0, payload})
+    errors = [PlantError()]
+    errors += [PlantError(mass=s, payload=p) for s in scales for p in loads
+               if (s, p) != (1.0, 0.0)]
+    return errors
+
+
+def uniform(model, kp, kd, ki, velocity_filter, inertial=False):
+    """Return Gains with one value for every joint of `model` (`inertial`: ki in 1/s^3)."""
     n = model.n
     return Gains(np.full(n, float(kp)), np.full(n, float(kd)), np.full(n, float(ki)),
-                 float(velocity_filter))
+                 float(velocity_filter), inertial)
 
 
 def assess(setup, gains, errors, requirement=Requirement(), exact=True,

@@ -7,7 +7,8 @@ The continuous search for gains: a family by bandwidth and damping, pushed to it
 The family, one value for every joint: ``kp = w^2`` (1/s^2), ``kd = 2 zeta w`` (1/s),
 ``ki = ratio kp`` (N/(m s)); `w` (rad/s) is the natural frequency of the law's error dynamics
 ``e'' + kd e' + kp e = 0``, `zeta` their damping; kd at most KD_MAX. The velocity filter
-stays the start's.
+stays the start's. What is searched is the family's `Ranges`: PMA (these) or RIGID (a rigid
+arm's, its integral ``gains.ki_inertial`` within kp kd / 4, every case exact).
 
 On a working set of cases (pose, plant error; the worst of the start's survey), from the
 loci (tuning.proposal.SEARCH_POINTS):
@@ -36,9 +37,12 @@ it is searched (`Design.missed` says which margins it misses).
 from dataclasses import dataclass, replace
 import math
 
+from typing import Tuple
+
 import numpy as np
 from scipy.optimize import minimize_scalar
 
+from continuum_ctrl.control.settings import INERTIAL_RANGE
 from continuum_ctrl.tuning.proposal import (assess, Design, exactly, index, SEARCH_POINTS,
                                             survey, uniform, WORKING_SET)
 
@@ -72,27 +76,66 @@ REACH = 0.8
 
 
 @dataclass(frozen=True)
+class Ranges:
+    """
+    What the family searches: `w` (rad/s), `kd_max` (1/s), `damping`, `ratio` ki / kp.
+
+    `inertial`: the integral in acceleration units (``gains.ki_inertial``, 1/s^3, the ratio
+    in 1/s), capped at control.settings.INERTIAL_RANGE kp kd, its documented range.
+    `exact`: every case in the working set, assessed with exact margins (a rigid arm's box
+    is small and its loop about 5n states; its integral makes the loop conditionally
+    stable, ``ki < kp kd / a`` for an arm `a` times heavier, a low gain margin the loci do
+    not give: searched on the loci, the Panda's ki_inertial went to 3.3 dB of it).
+    """
+
+    w: Tuple[float, float] = W_RANGE
+    kd_max: float = KD_MAX
+    damping: Tuple[float, float] = DAMPING_RANGE
+    ratio: Tuple[float, float] = RATIO_RANGE
+    inertial: bool = False
+    exact: bool = False
+
+
+#: a PMA arm's ranges (the constants above)
+PMA = Ranges()
+#: a rigid arm's: kp 25 to 900 1/s^2 (kp 900 on the Panda held a 3 kg payload to 3-4 mrad in
+#: process but its commands chattered through the nodes, docs/rigid-payload.md), kd free
+#: (critical damping at kp 900 is 60), damping 0.7-1.5, ki_inertial / kp 0.5-30 1/s (the
+#: shipped Panda file's 5), within kp kd / 4
+RIGID = Ranges((5.0, 30.0), math.inf, (0.7, 1.5), (0.5, 30.0), True, True)
+
+
+@dataclass(frozen=True)
 class Family:
-    """The gains' shape: `damping` (zeta), `ratio` ki / kp (N s/m), `velocity_filter` (s)."""
+    """
+    The gains' shape: `damping` (zeta), `ratio` ki / kp (N s/m), `velocity_filter` (s).
+
+    `ranges`: what is searched (PMA or RIGID).
+    """
 
     damping: float
     ratio: float
     velocity_filter: float
+    ranges: Ranges = PMA
 
     @classmethod
-    def of(cls, gains):
+    def of(cls, gains, ranges=PMA):
         """Return the Family of `gains` (their mean over joints) and its w (rad/s)."""
         w = math.sqrt(float(np.mean(gains.kp)))
         family = cls(float(np.mean(gains.kd)) / (2.0 * w),
                      float(np.mean(gains.ki)) / float(np.mean(gains.kp)),
-                     gains.velocity_filter)
+                     gains.velocity_filter, ranges)
         return family, w
 
     def gains(self, model, w):
-        """Return the Gains of this family at natural frequency `w` (rad/s); kd <= KD_MAX."""
+        """Return the Gains of this family at natural frequency `w` (rad/s) (`Ranges`)."""
+        ranges = self.ranges
         kp = w * w
-        return uniform(model, kp, min(2.0 * self.damping * w, KD_MAX), self.ratio * kp,
-                       self.velocity_filter)
+        kd = min(2.0 * self.damping * w, ranges.kd_max)
+        ki = self.ratio * kp
+        if ranges.inertial:
+            ki = min(ki, INERTIAL_RANGE * kp * kd)
+        return uniform(model, kp, kd, ki, self.velocity_filter, ranges.inertial)
 
 
 def _clip(value, bounds):
@@ -112,7 +155,7 @@ class _Scores:
         key = (family, round(w, 9))
         if key not in self.seen:
             rows = assess(self.setup, family.gains(self.setup.model, w), self.errors,
-                          self.requirement, False, self.working, SEARCH_POINTS)
+                          self.requirement, family.ranges.exact, self.working, SEARCH_POINTS)
             self.seen[key] = (self.requirement.score(rows[0].margins),
                               min(row.margins.bandwidth for row in rows))
         return self.seen[key]
@@ -140,10 +183,11 @@ def _peak(scores, family, low, high):
 
 def _shape(scores, family, w):
     """Return the family of the best score at `w`: its damping, then its ratio, chosen."""
-    for name, bounds in (('damping', DAMPING_RANGE), ('ratio', RATIO_RANGE)):
+    for name in ('damping', 'ratio'):
         def score(x, name=name):
             return -scores(replace(family, **{name: math.exp(x)}), w)[0]
-        found = minimize_scalar(score, bounds=tuple(math.log(b) for b in bounds),
+        found = minimize_scalar(score, bounds=tuple(math.log(b) for b in
+                                                    getattr(family.ranges, name)),
                                 method='bounded',
                                 options={'maxiter': ITERATIONS, 'xatol': 0.02})
         candidate = replace(family, **{name: math.exp(found.x)})
@@ -165,7 +209,7 @@ def _along(scores, family, grid):
 def _floor(setup, errors, requirement, family):
     """Return the least w (rad/s) of W_RANGE whose nominal arm reaches the least bandwidth."""
     scores = _Scores(setup, errors, requirement, [(0, 0)])
-    low, high = W_RANGE
+    low, high = family.ranges.w
     if not requirement.bandwidth or scores(family, low)[1] >= requirement.bandwidth:
         return low
     if scores(family, high)[1] < requirement.bandwidth:
@@ -178,8 +222,8 @@ def _floor(setup, errors, requirement, family):
 
 
 def _more_integral(scores, family, w):
-    """Return `family` with the largest ratio up to RATIO_RANGE that still meets (it does)."""
-    low, high = family.ratio, RATIO_RANGE[1]
+    """Return `family` with the largest ratio of its range that still meets (it does)."""
+    low, high = family.ratio, family.ranges.ratio[1]
     if scores.met(replace(family, ratio=high), w):
         return replace(family, ratio=high)
     for _ in range(HALVINGS):
@@ -191,14 +235,15 @@ def _more_integral(scores, family, w):
 
 def _search_on(scores, start, w0, least):
     """Return ``(family, w)``: the best on the scores' working set (module doc, 1-3)."""
-    grid = list(np.geomspace(least, W_RANGE[1], SCAN))
-    family = replace(start, damping=_clip(start.damping, DAMPING_RANGE),
-                     ratio=_clip(start.ratio, RATIO_RANGE))
+    ranges = start.ranges
+    grid = list(np.geomspace(least, ranges.w[1], SCAN))
+    family = replace(start, damping=_clip(start.damping, ranges.damping),
+                     ratio=_clip(start.ratio, ranges.ratio))
     w = _along(scores, family, grid)
     family = _shape(scores, family, w)
     step = grid[1] / grid[0]
     w = _along(scores, family, [x for x in (w / step, w, w * step, w * step * step)
-                                if W_RANGE[0] <= x <= W_RANGE[1]] or [w])
+                                if ranges.w[0] <= x <= ranges.w[1]] or [w])
     if scores.met(family, w):               # the integral sets the bandwidth: as much as met
         family = _more_integral(scores, family, w)
 
@@ -208,16 +253,26 @@ def _search_on(scores, start, w0, least):
     return max([(family, w), (start, w0)], key=merit)
 
 
+def every_case(setup, gains, errors, requirement, ranges):
+    """Return the rows of `gains`, worst first: `survey`'s, or with `ranges.exact` all exact."""
+    if ranges.exact:
+        return assess(setup, gains, errors, requirement)
+    return survey(setup, gains, errors, requirement, exact=False)
+
+
 def _rounds(setup, errors, requirement, start, w0, rows=None):
     """Return the Design of the search on growing working sets (module doc)."""
-    rows = rows or survey(setup, start.gains(setup.model, w0), errors, requirement, False)
+    rows = rows or every_case(setup, start.gains(setup.model, w0), errors, requirement,
+                              start.ranges)
     # the nominal arm always: the search must not trade it for the box's corners
     working = sorted(set(index(rows[:WORKING_SET], errors)) | {(0, 0)})
+    if start.ranges.exact:
+        working = [(p, e) for p in range(len(setup.poses)) for e in range(len(errors))]
     least = _floor(setup, errors, requirement, start)
     for _ in range(ROUNDS):
         family, w = _search_on(_Scores(setup, errors, requirement, working), start, w0, least)
         gains = family.gains(setup.model, w)
-        rows = survey(setup, gains, errors, requirement, exact=False)
+        rows = every_case(setup, gains, errors, requirement, start.ranges)
         worst = index(rows[:1], errors)[0]
         if requirement.shortfall(rows[0].margins) >= 1.0 or worst in working:
             break
@@ -246,7 +301,7 @@ def search(setup, errors, requirement, start, w0, rows=None):
         return replace(design, rows=exactly(setup, design.gains, errors, requirement,
                                             design.rows))
     relaxed = requirement.scaled(REACH * reach)
-    fast = _rounds(setup, held, relaxed, *Family.of(design.gains), rows)
+    fast = _rounds(setup, held, relaxed, *Family.of(design.gains, start.ranges), rows)
     gains = design.gains
     if fast.stable and relaxed.shortfall(fast.rows[0].margins) >= 1.0:
         gains, rows = fast.gains, fast.rows

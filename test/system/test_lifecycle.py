@@ -3,7 +3,8 @@ The managed controller through its lifecycle services, with real node processes.
 
 unconfigured -> inactive -> active -> inactive -> finalized: no command before activation,
 the safe command on deactivation and nothing after it; a configure that fails on a bad
-parameter leaves the node unconfigured, alive, with the reason in its log.
+parameter, or on gains its check predicts unstable, leaves the node unconfigured, alive,
+with the reason in its log.
 """
 
 from pathlib import Path
@@ -96,4 +97,18 @@ def test_a_failing_configure_leaves_the_node_unconfigured_and_alive(tmp_path):
         assert state(rec) == State.PRIMARY_STATE_INACTIVE
     text = (Path(tmp_path) / f'{controller(path)[0].name}.log').read_text()
     assert "configure failed: parameter 'gains.kp'" in text
+    assert 'Traceback' not in text
+
+
+def test_configure_refuses_gains_predicted_unstable_with_one_line(tmp_path):
+    # the 2R arm's integral at 1000 N m/(rad s), kp 100, kd 20: a pole at 3.2 Hz outside
+    path = params_file(tmp_path, 'planar_2r.yaml', continuum_controller={
+        'autostart': False, 'gains': {'ki': [1000.0, 1000.0]}})
+    with launched(tmp_path, controller(path)) as (rec, processes, _):
+        assert not change(rec, Transition.TRANSITION_CONFIGURE)
+        assert state(rec) == State.PRIMARY_STATE_UNCONFIGURED
+        rec.run(QUIET)
+        assert not rec.commands and processes[0].poll() is None
+    text = (Path(tmp_path) / f'{controller(path)[0].name}.log').read_text()
+    assert "configure failed: parameter 'gains': the gains are predicted unstable" in text
     assert 'Traceback' not in text
