@@ -106,7 +106,9 @@ def shadowed(overrides, bad_state=None, params=PARAMS):
     overrides = {'reference.blend_time': 0.3, **overrides}
     lengths_only = overrides.pop('lengths only', False)     # states without velocities
     sparse = overrides.pop('sparse', False)
-    fused = controller_loop(params, overrides)
+    # the two ticks compared, stable or not: some cases are loops configure refuses (a 2.5 Hz
+    # sinusoid loses the arm, 8 mm RMS, as the check predicts; 150 ms of predicted delay)
+    fused = controller_loop(params, overrides, check=False)
     python = ControlLoop(fused.model.for_thread(), fused.settings, fused.period, fused=False)
     plant = plant_of(params, PLANTS[params])
     period = fused.period
