@@ -286,7 +286,8 @@ def record(rec, nodes, logs, processes, duration):
     begins before activation whatever the order of DDS discovery (started together, the
     recorder missed the activation and the blend in some MuJoCo runs). None: they did not
     start. NotThisPair: the controller went active before its simulator was started (another
-    node's joint_states on this domain), or a node exited during the run.
+    node's joint_states on this domain), a node exited during the run, or another node
+    publishes joint_states beside the simulator (discovered after the start).
     """
     processes += start(nodes[:1], outputs=logs[:1])
     started = rec.wait(lambda: rec.status is not None, START_TIMEOUT, processes)
@@ -305,6 +306,13 @@ def record(rec, nodes, logs, processes, duration):
     if exited:
         raise NotThisPair(f"{', '.join(exited)} exited during the run: what was recorded "
                           'is not this pair (see its log)')
+    # a publisher discovered only after the controller first reported escapes the check above
+    publishers = rec.node.count_publishers('/joint_states')
+    if publishers > 1:
+        raise NotThisPair(
+            f'{publishers} nodes publish joint_states on ROS_DOMAIN_ID '
+            f"{os.environ.get('ROS_DOMAIN_ID', '0')}, not only this simulator (a test or "
+            'another run); its figures may be another arm\'s: use a free domain')
     # a loaded machine sends the last ticks' ~/state rows late: wait for them, and for both
     # nodes' diagnostics that cover the end (the loop's skipped deadlines, the totals)
     end = rec.active_since + duration

@@ -58,6 +58,8 @@ def test_the_demo_refuses_a_controller_active_before_its_simulator(tmp_path):
         rclpy.shutdown(context=context)
     assert done.returncode == 1, done.stdout + done.stderr
     line = done.stderr.strip().splitlines()[-1]
-    assert 'went active before its simulator started' in line, done.stderr
-    assert 'another node publishes joint_states on ROS_DOMAIN_ID' in line
+    # found as it went active, or (the foreign publisher discovered later) after the run
+    assert ('went active before its simulator started' in line and
+            'another node publishes joint_states on ROS_DOMAIN_ID' in line or
+            'nodes publish joint_states on ROS_DOMAIN_ID' in line), done.stderr
     assert not (Path(tmp_path) / 'closed_loop.csv').exists()
