@@ -52,8 +52,14 @@ def text(result, setup, sources):
     return '\n'.join(lines)
 
 
+def _real(value, digits=6):
+    """Return `value` as a YAML float literal (2642.0, not 2642: rcl refuses mixed lists)."""
+    text = f'{value:.{digits}g}'
+    return text if any(c in text for c in '.eEn') else text + '.0'
+
+
 def _format(values, digits=6):
-    return '[' + ', '.join(f'{v:.{digits}g}' for v in values) + ']'
+    return '[' + ', '.join(_real(v, digits) for v in values) + ']'
 
 
 #: what a parameter file takes for each fitted key: (lowest value, strictly above it)
@@ -103,7 +109,7 @@ def fitted_yaml(result, sources):
         opened = namespace
         unit = estimates[0].unit
         if estimates[0].index is None:
-            value, error = f'{estimates[0].value:.6g}', f'{estimates[0].se:.3g}'
+            value, error = _real(estimates[0].value), f'{estimates[0].se:.3g}'
         else:
             value = _format([e.value for e in estimates])
             error = _format([e.se for e in estimates], 3)
