@@ -249,6 +249,12 @@ class NotThisPair(RuntimeError):
     """The recording is not of this controller and its simulator (the reason)."""
 
 
+def _foreign_states():
+    """Return the end of a NotThisPair line for joint_states from other nodes."""
+    return (f"publishes joint_states on ROS_DOMAIN_ID {os.environ.get('ROS_DOMAIN_ID', '0')} "
+            "(a test or another run); its figures would be another arm's: use a free domain")
+
+
 def parse_args(argv):
     """Return the demo's command-line arguments."""
     parser = argparse.ArgumentParser(prog='continuum-ctrl demo', description=__doc__.split(
@@ -292,10 +298,8 @@ def record(rec, nodes, logs, processes, duration):
     processes += start(nodes[:1], outputs=logs[:1])
     started = rec.wait(lambda: rec.status is not None, START_TIMEOUT, processes)
     if started and rec.active_since is not None:
-        raise NotThisPair(
-            "the controller went active before its simulator started: another node publishes "
-            f"joint_states on ROS_DOMAIN_ID {os.environ.get('ROS_DOMAIN_ID', '0')} (a test or "
-            "another run); its figures would be that arm's: use a free domain")
+        raise NotThisPair('the controller went active before its simulator started: another '
+                          f'node {_foreign_states()}')
     if started:
         processes += start(nodes[1:], outputs=logs[1:])
         started = rec.wait(lambda: rec.active_since is not None, START_TIMEOUT, processes)
@@ -309,10 +313,8 @@ def record(rec, nodes, logs, processes, duration):
     # a publisher discovered only after the controller first reported escapes the check above
     publishers = rec.node.count_publishers('/joint_states')
     if publishers > 1:
-        raise NotThisPair(
-            f'{publishers} nodes publish joint_states on ROS_DOMAIN_ID '
-            f"{os.environ.get('ROS_DOMAIN_ID', '0')}, not only this simulator (a test or "
-            'another run); its figures may be another arm\'s: use a free domain')
+        raise NotThisPair(f'of {publishers} nodes, more than this simulator '
+                          f'{_foreign_states()}')
     # a loaded machine sends the last ticks' ~/state rows late: wait for them, and for both
     # nodes' diagnostics that cover the end (the loop's skipped deadlines, the totals)
     end = rec.active_since + duration
@@ -348,8 +350,7 @@ def report(run, arm, engine, period, controller, out):
                             q[0, [names.index(name) for name in model.joint_names]], names, t,
                             q - q_des, run.command, tip[1] if tip else None)
     diagnostics, plant = run.diagnostics, run.simulator
-    rates = [float(d['rate_hz']) for d in diagnostics[1:] if 'rate_hz' in d]
-    print(f'loop rate {np.median(rates) if rates else float("nan"):.1f} Hz (median of 1 s '
+    print(f'loop rate {_median(diagnostics, "rate_hz"):.1f} Hz (median of 1 s '
           f'windows), period p99 {figure(diagnostics, "run_period_p99_us"):.0f} us, compute '
           f'p99 {figure(diagnostics, "run_compute_p99_us"):.0f} us, late ticks {late} of '
           f'{len(t)} recorded, joint_states age at the tick (its receipt to the tick) '
