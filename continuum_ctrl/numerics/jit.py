@@ -25,6 +25,13 @@ A module-level kernel that objects call through gets a `cached_entry_point`: the
 it in their constructors, so it is compiled (or loaded) once per process, before the first
 real-time call.
 
+Numba keys a kernel's cache on its own file's source only, so a caller compiled with a
+callee of another file (the fused tick and the model kernels it calls) would be loaded
+stale after an edit to the callee alone (a `git pull`, a symlinked install). The package's
+kernels are therefore cached under a stamp that also holds `kernel_sources_digest`, a
+hash of every file of the package that compiles kernels (`PackageKernelLocator`): any edit
+to one recompiles them all, as the warm step then does.
+
 Numba rewrites a kernel's cache index (one file for all its signatures) by read, modify and
 replace, without a lock: two processes saving two signatures of one kernel at once can lose
 one, or file both under one data file name. Processes that compile side by side (the warm
@@ -43,9 +50,12 @@ rather than to hang.
 
 import contextlib
 import functools
+import hashlib
+from pathlib import Path
 import sys
 
 from numba import njit, typeof
+from numba.core import caching
 from numba.core.cpu import CPUTargetOptions
 
 try:
@@ -80,6 +90,64 @@ def on_compile(say):
     """Announce the process's first compilation by ``say(COMPILE_NOTICE)`` (a log call)."""
     _notice['say'] = say
 
+
+#: the package's directory: the kernels under it are cached by `PackageKernelLocator`
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+
+
+@functools.cache
+def kernel_sources_digest(root=PACKAGE_ROOT):
+    """Return a SHA-256 (hex) of the path and text of every file under `root` with kernels."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(root).rglob('*.py')):
+        text = path.read_bytes()
+        if b'compiled(' in text:
+            digest.update(path.relative_to(root).as_posix().encode() + b'\0' + text + b'\0')
+    return digest.hexdigest()
+
+
+class PackageKernelLocator(getattr(caching, '_CacheLocator', object)):
+    """
+    Numba's own locator of a package kernel's cache, its stamp the file's and the package's.
+
+    The stamp Numba keeps in the index is ``(its own stamp, kernel_sources_digest(root))``;
+    the directory and the file names are the ones Numba would use.
+    """
+
+    #: the directory whose kernels it locates
+    root = PACKAGE_ROOT
+
+    def __init__(self, numba_locator):
+        self._numba = numba_locator
+
+    def ensure_cache_path(self):
+        self._numba.ensure_cache_path()
+
+    def get_cache_path(self):
+        return self._numba.get_cache_path()
+
+    def get_disambiguator(self):
+        return self._numba.get_disambiguator()
+
+    def get_source_stamp(self):
+        return self._numba.get_source_stamp(), kernel_sources_digest(self.root)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if not Path(py_file).resolve().is_relative_to(cls.root):
+            return None
+        for numba_class in NUMBA_LOCATORS:
+            found = numba_class.from_function(py_func, py_file)
+            if found is not None:
+                return cls(found)
+        return None
+
+
+#: the locators Numba tries, in its order, after this package's (none: a Numba without them,
+#: whose caches then key on each kernel's own file only)
+NUMBA_LOCATORS = tuple(getattr(getattr(caching, 'CacheImpl', None), '_locator_classes', ()))
+if NUMBA_LOCATORS:
+    caching.CacheImpl._locator_classes.insert(0, PackageKernelLocator)
 
 #: whether `lock_cache` can lock here
 CACHE_LOCKS = IndexDataCacheFile is not None and all(
