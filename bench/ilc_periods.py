@@ -22,12 +22,12 @@ import dataclasses
 import time
 
 import numpy as np
-import yaml
 
 from continuum_ctrl.apps.node_pair import node_pair
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.period_report import learnt_period, per_period, plot_periods, print_periods
 from continuum_ctrl.sim.report import tip_frame, tip_paths
+from continuum_ctrl.params import load_yaml
 
 from quiet_loop import CONFIG, LENGTHS, MISMATCH, PLANTS
 
@@ -52,7 +52,7 @@ def periods(argv=None):
                              "error per period against the desired tip")
     args = parser.parse_args(argv)
     controller = {'reference.frequency': [1.0], 'ilc.enable': not args.off,
-                  **{k: yaml.safe_load(v) for k, v in (s.split('=', 1) for s in args.set)}}
+                  **{k: load_yaml(v) for k, v in (s.split('=', 1) for s in args.set)}}
     pushes = {'push.size': [args.push_size] * len(args.push), 'push.start': args.push} \
         if args.push \
         else {}

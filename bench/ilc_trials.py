@@ -20,12 +20,12 @@ from types import SimpleNamespace
 import time
 
 import numpy as np
-import yaml
 
 from continuum_ctrl.apps.node_pair import node_pair
 from continuum_ctrl.ros.conversion import trajectory_arrays
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.report import variation_rate
+from continuum_ctrl.params import load_yaml
 
 CONFIG = 'panda.yaml'
 #: the excursion's amplitude per joint, rad, and the trial's points' times, s
@@ -62,7 +62,7 @@ def trials(argv=None):
     parser.add_argument('--set', action='append', default=[], metavar='KEY=YAML')
     args = parser.parse_args(argv)
     controller = {'reference.type': 'hold', 'ilc.enable': not args.off,
-                  **{k: yaml.safe_load(v) for k, v in (s.split('=', 1) for s in args.set)}}
+                  **{k: load_yaml(v) for k, v in (s.split('=', 1) for s in args.set)}}
     runtime, plant = node_pair(CONFIG, controller, {'engine': args.engine,
                                                     'mismatch.mass_scale': 1.2})
     loop = runtime.loop

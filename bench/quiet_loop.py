@@ -52,6 +52,7 @@ from continuum_ctrl import load_model
 from continuum_ctrl.apps.node_pair import node_pair
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.report import command_summary, groups, summary, tip_frame, tip_paths
+from continuum_ctrl.params import load_yaml
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config' / 'continuum_3section.yaml'
 MISMATCH = {'mismatch.stiffness_scale': 1.2, 'mismatch.damping_scale': 1.25,
@@ -145,7 +146,7 @@ def _nest(tree, dotted, value):
 
 def through_nodes(plant_overrides, simulator, controller, duration, out):
     """Run one case through the demo's node processes; return what `figures` returns."""
-    tree = yaml.safe_load(CONFIG.read_text())
+    tree = load_yaml(CONFIG.read_text())
     for key, value in {**MISMATCH, **plant_overrides, **simulator}.items():
         _nest(tree['continuum_simulator']['ros__parameters'], key, value)
     for key, value in controller.items():
@@ -182,7 +183,7 @@ def main(argv=None):
     parser.add_argument('--friction', type=float, default=0.0, metavar='N',
                         help='break-away friction per PMA, N (0: none)')
     args = parser.parse_args(argv)
-    chosen = {key: yaml.safe_load(value) for key, value in
+    chosen = {key: load_yaml(value) for key, value in
               (item.split('=', 1) for item in args.set)}
     added = {}
     if args.valves:

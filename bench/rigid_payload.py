@@ -37,7 +37,7 @@ from continuum_ctrl.control.command_quality import variation_rate
 from continuum_ctrl.identify.data import Run
 from continuum_ctrl.identify.rigid import identify_payload
 from continuum_ctrl.identify.setup import read_setup
-from continuum_ctrl.params import nest
+from continuum_ctrl.params import load_yaml, nest
 from continuum_ctrl.params.launch_description import arm_config, CONTROLLER, SIMULATOR
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING
 from continuum_ctrl.sim.closed_loop import simulate_nodes
@@ -168,7 +168,7 @@ def _values(items):
     values = {}
     for item in items:
         key, _, value = item.partition('=')
-        values[key] = yaml.safe_load(f'[{value}]' if ',' in value else value)
+        values[key] = load_yaml(f'[{value}]' if ',' in value else value)
     return values
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from continuum_ctrl.params import ConfigError
+from continuum_ctrl.params import ConfigError, load_yaml
 from continuum_ctrl.params.files import check_readable
 from continuum_ctrl.params.launch_description import (config_path, CONTROLLER,
                                                       NodeDescription, PACKAGE)
@@ -113,7 +113,7 @@ class Commissioning:
     def overlays(self):
         """Write the quiet loop's two overlays into the report directory; return their paths."""
         excitation = config_path(EXCITATION)
-        tree = yaml.safe_load(Path(excitation).read_text())
+        tree = load_yaml(Path(excitation).read_text())
         tree[CONTROLLER]['ros__parameters'].pop('reference', None)
         safe = self.report / 'safe_loop.yaml'
         safe.write_text('# commission: the quiet loop on the file\'s own reference\n'
@@ -209,7 +209,7 @@ class Commissioning:
         if status != 0:
             raise StepFailed('identify', 'the fit was refused (the lines above say why; '
                                          f'the run is kept in {self.bag})')
-        return yaml.safe_dump(valves_for_controller(yaml.safe_load(fitted.read_text())))
+        return yaml.safe_dump(valves_for_controller(load_yaml(fitted.read_text())))
 
     def tune(self, fitted_text):
         """Return the gains overlay for the fitted plant: `--gains`, else tuned (StepFailed)."""
@@ -219,7 +219,7 @@ class Commissioning:
         plant = self.report / 'fitted_complete.yaml'
         plant.write_text(tuned_file(self.nominal.read_text(), fitted_text, '',
                                     ['commission: the nominal file with the fitted values']))
-        output = yaml.safe_load(fitted_text)['/**']['ros__parameters']['output']
+        output = load_yaml(fitted_text)['/**']['ros__parameters']['output']
         return tune_gains(plant, (output['time_constant'], output['delay']),
                           self.report / 'gains.yaml')
 

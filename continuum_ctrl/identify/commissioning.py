@@ -29,6 +29,7 @@ from continuum_ctrl.control.command_quality import (CHATTER_CUTOFF_HZ, chatter_i
 from continuum_ctrl.params.fields import flatten, nest
 from continuum_ctrl.params.launch_description import CONTROLLER
 from continuum_ctrl.sim.report import summary
+from continuum_ctrl.params import load_yaml
 
 #: a step stops when a command channel's chatter index over the last WINDOW s exceeds this
 CHATTER_LIMIT = 0.1
@@ -170,10 +171,10 @@ def tuned_file(nominal_text, fitted_text, gains_text, header):
     section, which a node reads over ``/**``: there they win over the nominal file's, and a
     simulator given the file keeps its plant. `header`: comment lines (without '#') on top.
     """
-    fitted = yaml.safe_load(fitted_text) or {}
-    tree = nest({**flatten(yaml.safe_load(nominal_text) or {}),
+    fitted = load_yaml(fitted_text) or {}
+    tree = nest({**flatten(load_yaml(nominal_text) or {}),
                  **flatten({CONTROLLER: fitted.get('/**', {})}),
-                 **flatten(yaml.safe_load(gains_text) or {})})
+                 **flatten(load_yaml(gains_text) or {})})
     comments = ''.join(f'# {line}\n' for line in header)
     return comments + yaml.safe_dump(tree, sort_keys=False, default_flow_style=None)
 

@@ -18,10 +18,10 @@ from continuum_ctrl.params.errors import ConfigError
 from continuum_ctrl.params.fields import Field, flatten, nest, Reader, REQUIRED
 from continuum_ctrl.params.schema import Check, Schema
 from continuum_ctrl.params.files import (check_readable, config_dirs, config_path,
-                                         file_parameters, model_spec, node_parameters,
-                                         read_text, read_yaml)
+                                         file_parameters, load_yaml, model_spec,
+                                         node_parameters, read_text, read_yaml)
 
 __all__ = ['Check', 'ConfigError', 'Field', 'flatten', 'nest', 'Reader', 'REQUIRED', 'Schema',
            'check_readable',
-           'config_dirs', 'config_path', 'file_parameters', 'model_spec', 'node_parameters',
-           'read_text', 'read_yaml']
+           'config_dirs', 'config_path', 'file_parameters', 'load_yaml', 'model_spec',
+           'node_parameters', 'read_text', 'read_yaml']

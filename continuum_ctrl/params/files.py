@@ -6,6 +6,9 @@ mapping. A node gets the sections whose name matches it (``/**``, ``/*``, ``name
 ``/name``, ``/ns/name``, with rcl's ``*`` and ``**`` wildcards) merged in file order, later
 keys winning, as rcl merges them; `file_parameters` returns that merged tree. Every reader of
 parameter files in the package (nodes, `load_model`, CLI commands) goes through this module.
+
+A number in exponent form without a dot (``1e-3``, ``2E5``) is a float, as rcl (and YAML
+1.2) read it; PyYAML's safe loader follows YAML 1.1 and reads it as a string (`load_yaml`).
 """
 
 import re
@@ -57,12 +60,26 @@ def read_text(path: PathLike, what: str = 'file', key: str = '') -> str:
                                f'at offset {exc.start}: {kind}?)') from None
 
 
+class _ParameterLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with YAML 1.2's exponent floats (``1e-3``), as rcl reads them."""
+
+
+_ParameterLoader.add_implicit_resolver(
+    'tag:yaml.org,2002:float', re.compile(r'^[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+$'),
+    list('-+0123456789.'))
+
+
+def load_yaml(text: str) -> Any:
+    """Parse YAML text as a parameter file's (exponent floats as rcl reads them); YAMLError."""
+    return yaml.load(text, Loader=_ParameterLoader)
+
+
 def read_yaml(path: PathLike) -> Dict[str, Any]:
     """Read a YAML file into a mapping; a missing, unreadable or malformed file: ConfigError."""
     path = Path(path)
     text = read_text(path, 'parameter file')
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         where = getattr(exc, 'problem_mark', None)
         line = f' (line {where.line + 1})' if where is not None else ''

@@ -63,8 +63,9 @@ def _setup(loop):
     settings = loop.settings
     if np.ndim(settings.kp) != 1 or np.ndim(settings.kd) != 1:
         return None
-    middle = np.where(np.isfinite(0.5 * (loop.low + loop.high)),
-                      0.5 * (loop.low + loop.high), 0.0)
+    bounded = np.isfinite(loop.low) & np.isfinite(loop.high)      # else the middle is 0
+    middle = np.where(bounded, 0.5 * (np.where(bounded, loop.low, 0.0)
+                                      + np.where(bounded, loop.high, 0.0)), 0.0)
     if settings.reference.needs_task_space:         # no IK at configure: the middle, at rest
         poses = [(0.0, Pose.of(loop.model, (middle, np.zeros_like(middle),
                                             np.zeros_like(middle))))]

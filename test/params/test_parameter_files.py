@@ -101,6 +101,18 @@ def test_an_unreadable_file_is_one_config_error_naming_it(kind, reason, read, tm
     assert '\n' not in str(error.value)
 
 
+def test_exponent_numbers_are_floats_as_rcl_reads_them(tmp_path):
+    # PyYAML (YAML 1.1) reads 3e-3 as a string; rcl and YAML 1.2 as a number
+    path = tmp_path / 'overlay.yaml'
+    path.write_text('continuum_controller:\n  ros__parameters:\n    velocity_filter: 3e-3\n'
+                    '    gains: {kp: [2E5, -1.5e+2, .5e1]}\n    name: "1e-3"\n'
+                    '    frame: e3\n')
+    values = file_parameters([config_path('panda.yaml'), path], 'continuum_controller')[0]
+    assert values['velocity_filter'] == 0.003
+    assert values['gains']['kp'] == [2e5, -150.0, 5.0]
+    assert values['name'] == '1e-3' and values['frame'] == 'e3'
+
+
 #: a small table of two namespaces, one per-joint vector and a rule across keys
 TABLE = Schema({
     'mode': Field('string', 'effort', 'mode', choices=('effort', 'pressure')),
