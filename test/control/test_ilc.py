@@ -13,7 +13,7 @@ reference's frequency, which the test computes and compares.
 import numpy as np
 import pytest
 
-from continuum_ctrl.control.ilc import FROZEN, IlcSettings, IterativeLearning, LEARNING, PAUSED
+from continuum_ctrl.control.ilc import FROZEN, IlcSettings, IterativeLearning, LEARNING
 from continuum_ctrl.control.reference_manager import Anchored
 from continuum_ctrl.control.references import Hold, Multisine, Sinusoid, Waypoints
 from continuum_ctrl.control.repetition import common_period, repetition
