@@ -6,6 +6,7 @@ Learning from repetition: a feed-forward force per joint indexed by the time in 
     learning.follow(anchored)            # each new reference (the loop's `reference` setter)
     learning.now = t; law adds learning.add(total)     # the Python tick; the compiled
     learning.record(t, at, q, q_des, qd_des)     # the compiled ticks: `ilc_force`, `ilc_record`
+    learning.fade(t, until)              # each tick, after the loop's saturation guard
     learning.step()                      # off the loop thread: learn a finished trial
 
 A reference that repeats (control/repetition.py) is learnt per period (a sinusoid, a
