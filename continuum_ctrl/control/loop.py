@@ -380,6 +380,7 @@ class ControlLoop:
                 if fused(t, sent) == DONE:
                     supervisor.failing = False
                     self.saturation.watch(t)
+                    self.ilc.fade(t, self.saturation.until)
                     return self.command
                 problem = 'a non-finite effort'
             except Exception as exc:  # noqa: B902 - any failure must end in the safe command
@@ -418,6 +419,7 @@ class ControlLoop:
         if self.ilc.acting:
             self.ilc.record(t, self.measured_at, self.sample, self.q_des, self.qd_des)
         self.saturation.watch(t)
+        self.ilc.fade(t, self.saturation.until)
         return self.output(area)
 
     def _area_at(self, q):

@@ -50,8 +50,13 @@ def learner(ilc_settings, reference=None):
     return learning
 
 
-def run(learning, periods, disturbance=None):
-    """Run the closed loop over `periods` s; return the error (periods, ticks per period)."""
+def run(learning, periods, disturbance=None, until=None):
+    """
+    Run the closed loop over `periods` s; return the error (periods, ticks per period).
+
+    `until(t)`: the end of the loop's saturation hold at `t` (s), as the loop hands it to
+    `fade` after each tick.
+    """
     mass, damping, stiffness = PLANT
     reference = learning._anchored.reference
     x = np.array(reference.sample(0.0)[0])
@@ -70,6 +75,8 @@ def run(learning, periods, disturbance=None):
             total += disturbance(t)
         learning.record(t, t, x, q_des, qd_des)
         errors.flat[k] = (q_des - x)[0]
+        if until is not None:
+            learning.fade(t, until(t))
         integral += KI * (q_des - x)[0] * TICK
         for _ in range(10):         # the plant, 10 semi-implicit steps per tick
             v = v + TICK / 10 * (total - stiffness * x - damping * v) / mass
@@ -151,21 +158,47 @@ def test_the_learning_freezes_at_the_best_table_when_the_error_grows():
     assert rms(errors[-1]) <= 1.3 * min(rms(errors[1:]))
 
 
-def test_a_push_is_not_learnt_and_the_learnt_error_comes_back():
+def push(t):
+    return 10.0 if 4.3 <= t < 4.5 else 0.0     # N, once, in the 5th period
+
+
+def test_a_push_is_skipped_and_the_learning_resumes():
     """
     A push in the 5th period: the periods after it are never worse than without learning
-    (learnt from, the push had made the next one twice as bad: 4.0 against 2.0 mm), and
-    they come back to the learnt error. The pushed period's own RMS is the push's and the
-    residue's, whose phases add either way (9.1 against 8.8 mm).
+    (learnt from, the push had made the next one twice as bad: 4.0 against 2.0 mm); its
+    period and the next, far above the best, are skipped (not frozen: a table frozen then
+    stays at the 5th period's error), and the learning resumes below it.
     """
-    def push(t):
-        return 10.0 if 4.3 <= t < 4.5 else 0.0     # N, once
-
     learning = learner(settings())
-    learnt, unlearnt = run(learning, 9, push), run(learner(settings(enable=False)), 9, push)
+    learnt, unlearnt = run(learning, 12, push), run(learner(settings(enable=False)), 12, push)
     assert np.all(rms(learnt[5:]) < rms(unlearnt[5:]))
-    assert learning.state == FROZEN            # the push and the period after: twice running
-    assert rms(learnt[-1]) < 1.2 * rms(learnt[3]) < 0.3 * rms(unlearnt[-1])
+    said = [text for _, text in learning.events]
+    assert sum('learning paused' in text for text in said) == 2     # skipped; best table back
+    assert sum('learning resumed' in text for text in said) == 1
+    assert learning.state == LEARNING
+    assert rms(learnt[-1]) < 0.3 * rms(learnt[3]) < 0.1 * rms(unlearnt[-1])
+
+
+def test_a_saturated_trial_fades_the_table_and_is_skipped():
+    """
+    While the loop's saturation hold lasts (to 4.6 s) the table adds nothing, then comes
+    back over 0.5 s; the trials it faded are skipped without putting back the best table,
+    and the next, clean, resumes the learning from the table it had.
+    """
+    learning = learner(settings())
+    shares = []
+
+    def until(t):
+        shares.append(learning.timing[-1])     # the share the tick at `t` added
+        return 4.6 if t >= 4.3 else -np.inf
+    errors = run(learning, 10, push, until)
+    assert shares[4200] == shares[5200] == 1.0
+    assert shares[4400] == 0.0 and shares[4850] == pytest.approx(0.5, abs=0.01)
+    said = [text for _, text in learning.events]
+    assert [text for text in said if 'saturated' in text or 'table' in text] == [
+        'ilc: a disturbed trial (the effort saturated): not learnt from, learning paused']
+    assert sum('learning resumed' in text for text in said) == 1
+    assert learning.state == LEARNING and rms(errors[-1]) < 0.5 * rms(errors[3])
 
 
 def test_it_never_acts_on_a_reference_that_does_not_repeat():
