@@ -2,7 +2,8 @@
 What the loop learns while its effort sits at a bound, and just after: nothing.
 
     guard = SaturationGuard(loop)
-    guard.configure(hold, error) # s (0: off), m or rad; before the integral and observer change
+    guard.configure(hold, error, gain)  # s (0: off), m or rad, the gains' factor (1: kept);
+                                        # before the integral and observer change
     guard.watch(t)               # each active tick, after the effort is limited
 
 A push or a dropped load larger than the arm can hold drives the effort to its bounds; the
@@ -23,6 +24,15 @@ at rest, and there the integral must learn (its own anti-windup holds it at the 
 there, lengths-only tracking on bench/quiet_loop.py's arm 20 % off peaked at 0.51-1.01 mm
 rather than 0.37-0.40 mm, and with an `error` of 2 mm its `end_stops` case (errors up to
 2.4 mm) tracked 27 % worse in section 1; with 3 mm it is unchanged.
+
+Through the same episode the law's gains are softened: `gains.kp` times `gain`, `gains.kd`
+times its square root (the error's damping ratio kept), scaled in place likewise. Section 1's
+PMAs carry 55 kg of generalized inertia, so ``M Kp`` at the file's gains spends the whole
+effort range on 2.4 mm of error: a push's release met at full gain is braked at the opposite
+bound. Softened to 0.1, the 20 N push on the MuJoCo arm settled in 1.81 s holding and 1.86 s
+during the sinusoid, not 2.03 and 2.41 s (docs/safety.md). Not to zero: the arm's pressures
+alone do not hold a bent pose under gravity on the disc stack (held at the loop's pressures it
+wandered by 9 mm), so some feedback must stay.
 """
 
 import numpy as np
@@ -35,22 +45,24 @@ class SaturationGuard:
         self._loop = loop
         self.hold = 0.0
         self.error = 0.0
+        self.gain = 1.0
         #: the end of the current episode's hold (s; -inf: none)
         self.until = -np.inf
         #: episodes begun since the loop was built
         self.episodes = 0
-        self._kept = None           # (ki, gate) as configured, while held
+        self._kept = None           # (ki, gate, kp, kd) as configured, while held
 
-    def configure(self, hold: float, error: float) -> None:
+    def configure(self, hold: float, error: float, gain: float = 1.0) -> None:
         """
-        Take the hold time `hold` (s, >= 0) and the `error` (m or rad), releasing what is held.
+        Take `hold` (s, >= 0), `error` (m or rad) and the law's `gain` factor, releasing all.
 
         Called before the loop replaces its integral's gains and (maybe) its observer: the
-        gains and gate held are given back to the arrays that had them.
+        gains and gate held are given back to the arrays that had them (the law's, unless
+        `ComputedTorqueLaw.set_gains` has replaced them).
         """
         if self._kept is not None:
             self._release()
-        self.hold, self.error = float(hold), float(error)
+        self.hold, self.error, self.gain = float(hold), float(error), float(gain)
         self.until = -np.inf
 
     def watch(self, t: float) -> None:
@@ -77,16 +89,21 @@ class SaturationGuard:
 
     def _freeze(self):
         loop = self._loop
-        ki, observer = loop.integral.ki, loop.observer
+        ki, observer, law = loop.integral.ki, loop.observer, loop.law
         gate = observer.gate if observer is not None else np.zeros(0)
-        self._kept = (ki.copy(), gate.copy())
+        self._kept = (ki.copy(), gate.copy(), (law.kp, law.kp.copy()), (law.kd, law.kd.copy()))
         ki[:] = 0.0
         gate[:] = 0.0
+        law.kp[:] *= self.gain
+        law.kd[:] *= np.sqrt(self.gain)
         self.episodes += 1
 
     def _release(self):
         loop = self._loop
-        ki, gate = self._kept
+        ki, gate, *gains = self._kept
+        for (softened, kept), now in zip(gains, (loop.law.kp, loop.law.kd)):
+            if softened is now:
+                softened[:] = kept
         loop.integral.ki[:] = ki
         if loop.observer is not None:
             loop.observer.gate[:] = gate

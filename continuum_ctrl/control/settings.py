@@ -233,6 +233,10 @@ FIELDS = {
     'limits.saturation_error': Field('number', 0.0, 'the error beyond which a joint at an '
                                      'effort bound, its reference inside the joint limits, '
                                      'starts limits.saturation_hold, m or rad (0: any)', 0.0),
+    'limits.saturation_gain': Field('number', 1.0, 'factor on gains.kp during '
+                                    'limits.saturation_hold (gains.kd: its square root); a '
+                                    "push's release met softly (1: the gains kept)", 0.0, 1.0,
+                                    strict_low=True),
 }
 
 
@@ -337,9 +341,9 @@ class ControllerSettings:
     actuation: Optional[ActuationMap]
     effort_limit: np.ndarray
     effort_rate: np.ndarray
-    #: s for which learning stays held after a tick at an effort bound with an error beyond
-    #: m or rad (control/saturation.py)
-    saturation: Tuple[float, float] = (0.0, 0.0)
+    #: s for which learning stays held (and the gains softened) after a tick at an effort
+    #: bound with an error beyond m or rad, and the gains' factor then (control/saturation.py)
+    saturation: Tuple[float, float, float] = (0.0, 0.0, 1.0)
     compensation: Tuple[float, float] = (0.0, 0.0)
     #: the learnt stiffness's window (s; 0: none) and swing floor (m or rad)
     learn: Tuple[float, float] = (0.0, 2e-3)
@@ -387,7 +391,8 @@ class ControllerSettings:
                                            else ki_inertial, effort, actuation),
             reference=_reference(values, vec, model, task),
             mode=mode, actuation=actuation, effort_limit=effort, effort_rate=rate,
-            saturation=(values['limits.saturation_hold'], values['limits.saturation_error']),
+            saturation=(values['limits.saturation_hold'], values['limits.saturation_error'],
+                        values['limits.saturation_gain']),
             compensation=(values['output.time_constant'], values['output.delay']),
             learn=(values['gains.learn_window'], values['gains.learn_floor']),
             friction=_friction(values, vec), task=task,

@@ -145,10 +145,12 @@ def test_a_20_n_push_on_the_mujoco_arm_gets_a_bounded_answer(reference):
 
     What the loop bounds: the command's slew (`limits.effort_rate`); the observer's bias
     (under 5 N; ungated it learnt 119 N in 0.2 s) and the integral, neither learning from the
-    push (`limits.saturation_hold`); every error is back under 0.1 mm 2.1 s after the push
-    start holding, 2.5 s during the sinusoid (measured 2.03 and 2.41 s; without the hold 2.47 s
-    and beyond 4.5 s), and during the sinusoid no PMA's pressure touches both bounds within
-    0.5 s.
+    push, and the gains softened (`limits.saturation_*`): every error is back under 0.1 mm
+    within 2 s of the push start (measured 1.81 s holding, 1.86 s during the sinusoid; with
+    the gains kept 2.03 and 2.41 s; pushed later in the sinusoid's cycle, up to 2.17 s:
+    docs/safety.md), and during the sinusoid no PMA's pressure touches both
+    bounds within 0.5 s. Holding, section 1's springs store at the release what its braking
+    bound absorbs over the way back (docs/safety.md): it touches both.
     """
     loop, log, biases = pushed_run(reference, START + 2.8)
     t, error = log.t, log.q - log.q_des
@@ -157,10 +159,10 @@ def test_a_20_n_push_on_the_mujoco_arm_gets_a_bounded_answer(reference):
     assert np.max(np.abs(biases)) < 5.0
     assert np.max(np.abs(error[(t > START) & (t < START + 0.3)])) > 0.01      # it was pushed
     assert loop.saturation.episodes > 0
+    assert np.all(loop.law.kp == loop.settings.kp)        # the gains given back
+    assert np.max(np.abs(error[t > START + 2.0])) < 1e-4
     if reference is HOLD:
-        assert np.max(np.abs(error[t > START + 2.1])) < 1e-4
         return
-    assert np.max(np.abs(error[t > START + 2.5])) < 1e-4
     window = log.command[(t >= START) & (t < START + 0.5)]
     actuation = loop.settings.actuation
     low = np.any(window <= actuation.p_min + 1.0, axis=0)
