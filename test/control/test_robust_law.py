@@ -45,7 +45,9 @@ def _tracking(controller, plant):
 
 
 OFF = tuple(MISMATCH.items())
-CLASSICAL = (('law.passive', 'measured'), ('gains.ki', [0.0]))
+#: the control case keeps its gains through saturation: it saturates all along on this arm,
+#: and the file's guard (limits.saturation_gain) would soften them and its noise with them
+CLASSICAL = (('law.passive', 'measured'), ('gains.ki', [0.0]), ('limits.saturation_gain', 1.0))
 WITHOUT_INTEGRAL = (('gains.ki', [0.0]),)
 
 
