@@ -17,11 +17,11 @@ themselves live beside what they configure: the loop's in `control.settings`, th
 from continuum_ctrl.params.errors import ConfigError
 from continuum_ctrl.params.fields import Field, flatten, nest, Reader, REQUIRED
 from continuum_ctrl.params.schema import Check, Schema
-from continuum_ctrl.params.files import (check_readable, config_dirs, config_path,
-                                         file_parameters, load_yaml, model_spec,
+from continuum_ctrl.params.files import (check_declarable, check_readable, config_dirs,
+                                         config_path, file_parameters, load_yaml, model_spec,
                                          node_parameters, read_text, read_yaml)
 
 __all__ = ['Check', 'ConfigError', 'Field', 'flatten', 'nest', 'Reader', 'REQUIRED', 'Schema',
-           'check_readable',
+           'check_declarable', 'check_readable',
            'config_dirs', 'config_path', 'file_parameters', 'load_yaml', 'model_spec',
            'node_parameters', 'read_text', 'read_yaml']

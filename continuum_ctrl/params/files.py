@@ -92,6 +92,21 @@ def read_yaml(path: PathLike) -> Dict[str, Any]:
     return data
 
 
+def check_declarable(data: Dict[str, Any], path: Any) -> None:
+    """
+    Refuse a parameter file rcl reads but a node cannot declare from: an empty list.
+
+    rcl parses ``key: []`` without complaint; the node then fails to declare a parameter of
+    no type, with a traceback. ConfigError names the key.
+    """
+    for section, params in _sections(data, path).items():
+        for key, value in flatten(params).items():
+            if isinstance(value, list) and not value:
+                raise ConfigError(key, f"an empty list in section '{section}' of '{path}', "
+                                       f'which ROS 2 cannot type: leave the key out or give '
+                                       f'it values')
+
+
 def _sections(data: Dict[str, Any], path: Any) -> Dict[str, Dict[str, Any]]:
     """Return the ``ros__parameters`` of each node section; a malformed one is an error."""
     sections = {}

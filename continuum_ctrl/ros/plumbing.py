@@ -23,7 +23,7 @@ import rclpy.logging
 from rclpy.duration import Duration
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
-from continuum_ctrl.params import ConfigError, read_yaml
+from continuum_ctrl.params import check_declarable, ConfigError, read_yaml
 
 #: default executor kind, see `make_executor`
 EXECUTOR = 'events'
@@ -184,9 +184,12 @@ def params_files(args: Sequence[str]) -> List[str]:
 
 
 def check_params_files(args: Sequence[str]) -> None:
-    """Read every ``--params-file`` of `args`; a missing or malformed one is a ConfigError."""
+    """
+    Read every ``--params-file`` of `args`; a missing, malformed or undeclarable one (an
+    empty list) is a ConfigError.
+    """
     for path in params_files(args):
-        read_yaml(path)
+        check_declarable(read_yaml(path), path)
 
 
 def spin(node_class: Callable[[], Any], argv: Optional[Sequence[str]] = None,

@@ -36,8 +36,11 @@ CORPUS = {
     'not_utf8': (HERE / 'not_utf8.yaml', 'not_utf8.yaml', 'any'),
     'directory': (HERE, 'bad_inputs', 'any'),
     'unreadable': (UNREADABLE, 'unreadable.yaml', 'any'),
+    'empty_list': (HERE / 'empty_list.yaml', "'output.deadzone'", 'declared'),
 }
 ALL = ('any', 'symbolic', 'continuum')
+#: what the nodes read besides: parameters they declare (an empty list rcl takes)
+NODES = ALL + ('declared',)
 
 
 def a_run(out):
@@ -50,12 +53,12 @@ def a_run(out):
 #: entry point -> (command line for an input and an output directory, kinds it reads, marks)
 ENTRY_POINTS = {
     'controller_node': (lambda arg, out: [find_executable('controller_node'), '--ros-args',
-                                          '--params-file', str(arg)], ALL, [pytest.mark.ros]),
+                                          '--params-file', str(arg)], NODES, [pytest.mark.ros]),
     'simulator_node': (lambda arg, out: [find_executable('simulator_node'), '--ros-args',
-                                         '--params-file', str(arg)], ALL, [pytest.mark.ros]),
-    'demo': (lambda arg, out: ['demo', '--arm', str(arg), '--out', str(out)], ALL,
+                                         '--params-file', str(arg)], NODES, [pytest.mark.ros]),
+    'demo': (lambda arg, out: ['demo', '--arm', str(arg), '--out', str(out)], NODES,
              [pytest.mark.ros]),
-    'launch': (lambda arg, out: ['launch', 'simulation', '--params-file', str(arg)], ALL,
+    'launch': (lambda arg, out: ['launch', 'simulation', '--params-file', str(arg)], NODES,
                [pytest.mark.ros]),
     'simulate': (lambda arg, out: ['simulate', '--arm', str(arg), '--duration', '0.1',
                                    '--out', str(out)], ALL, []),
