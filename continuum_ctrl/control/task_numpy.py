@@ -89,7 +89,7 @@ def _task(J, pose, x, R, weight):
 
 
 def _descent(q, A, e, low, high):
-    """The steepest descent of ``|e - A dq|`` over the joints free to move that way."""
+    """Return the steepest descent of ``|e - A dq|`` over the joints free to move that way."""
     dq = A.T @ e
     dq[((q <= low) & (dq < 0.0)) | ((q >= high) & (dq > 0.0))] = 0.0
     step = A @ dq

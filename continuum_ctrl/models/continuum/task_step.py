@@ -157,12 +157,13 @@ def _min_norm(A, m, q, low, high, b, free, dq, y, H):
 @compiled()
 def _descent(A, m, q, low, high, e, dq):
     """
-    The steepest descent of ``|e - A dq|`` over the joints free to move that way, ``dq``.
+    Write into ``dq`` the steepest descent of ``|e - A dq|`` over the joints free to move.
 
-    Scaled to the minimum along it. The Newton step when `_min_norm` holds every joint: a
-    straight arm with all its PMAs at their lower bound (vented, or at rest under gravity)
-    cannot follow a tip path out and down to first order (the tip falls only as the square
-    of the bend), so no exact step exists, but this one bends it, and the next ones follow.
+    Only the joints free to move that way, scaled to the minimum along it: the Newton step
+    when `_min_norm` holds every joint. A straight arm with all its PMAs at their lower
+    bound (vented, or a start the holding bounds keep) cannot follow a tip path out and down
+    to first order (the tip falls only as the square of the bend), so no exact step exists,
+    but this one bends it, and the next ones follow.
     """
     n = q.shape[0]
     for k in range(n):
