@@ -1,7 +1,7 @@
 """
-The task-space correction on a captured tip, in process (issue 50's acceptance cases).
+The task-space correction on a captured tip (issue 50's acceptance cases).
 
-    python bench/tip_correction.py [targets|circle|dropout|timeout|calibrated ...]
+    python bench/tip_correction.py [targets|circle|dropout|timeout|calibrated ...] [--nodes]
                                    [--discs 8] [--bandwidth W] [--bag calib.mcap]
 
 The nodes' loop and plant of `continuum_task` (the overlay on continuum_3section.yaml: its
@@ -22,24 +22,39 @@ the plant's PMA lengths) and the command variation (MPa/s, the worst PMA):
 - timeout: the capture stops for good at a target: the log lines and the error after.
 - calibrated: without motion capture (the controller's correction off; the plant still
   captures, for the true tip only): the targets with the model alone, then calibrated from a
-  60 s bag (`--bag`; recorded in process first when it is not there: 15 tip targets a
+  60 s bag (`--bag`; recorded first when it is not there: 15 tip targets a
   bearing step and a golden-ratio reach apart, identify/calibration_run.py) by
   `continuum-ctrl identify --fit kinematics`; then calibrated with the capture on.
+
+With `--nodes` every case runs through the controller and simulator node processes over DDS
+(the demo's start and recording, apps/demo.py `record`; a free ROS_DOMAIN_ID): the true tip
+is the simulator's `~/tip_true` (its capture without noise, latency or dropouts), the
+model's tip its kinematics at the joints of `~/state`, the path point `~/tip_desired`; tip
+targets go to `~/tip_target`, and the calibration bag is the recording's (/joint_states,
+/mocap/tip; through the nodes too). Figures on a loaded machine vary from run to run.
 """
 
 import argparse
 from pathlib import Path
+from types import SimpleNamespace
 import tempfile
 import time
 
+from geometry_msgs.msg import PoseStamped
 import yaml
 
 import numpy as np
 
-from continuum_ctrl.apps import identify
-from continuum_ctrl.apps.node_pair import node_pair
+from continuum_ctrl import load_model
+from continuum_ctrl.apps import demo, identify
+from continuum_ctrl.apps.launch import stop
+from continuum_ctrl.apps.node_pair import command_message, node_pair
 from continuum_ctrl.identify.calibration_run import bent_tip, record_calibration, workspace_tour
-from continuum_ctrl.params.launch_description import arm_files
+from continuum_ctrl.params.fields import nest
+from continuum_ctrl.params.launch_description import (arm_files, CONTROLLER, SIMULATOR,
+                                                      simulation, TRUTH_TOPIC)
+from continuum_ctrl.ros.recorder import Recorder
+from continuum_ctrl.ros.task_messages import TipPose
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.report import command_summary
 
@@ -50,16 +65,28 @@ PLANT = {'engine': 'mujoco', 'mismatch.stiffness_scale': 1.2, 'mismatch.damping_
          'mocap.rate_hz': 120.0, 'mocap.noise': 2e-4, 'mocap.latency': 0.01}
 #: seconds after a move's end at which a target's error is taken
 SETTLE = 3.0
-#: the circle's dropout starts here, s
+#: the circle's dropout starts here, s of the plant's time
 DROPOUT = 13.0
+#: seconds of the calibration bag
+CALIBRATION = 60.0
 
 
 class Run:
-    """One in-process run: the loop, the plant, what it logged (true and model tips)."""
+    """
+    One in-process run: the loop, the plant, what it logged (true and model tips).
+
+    `actions`: ``(s, tip target)`` pairs; `log.t` (s from the start), `log.tip` (the true
+    tip, m), `log.command`; `model_tip` and `target` (the path point, NaN before the first
+    tip reference) at `log.t`; `events` ``(t, text)``; `plant_start` (s: the capture's
+    origin on `log.t`).
+    """
+
+    plant_start = 0.0
 
     def __init__(self, controller, plant, duration, actions=()):
         self.runtime, self.plant = node_pair(arm_files('continuum_task'), controller, plant)
         self.model = self.runtime.loop.model
+        self.names = list(self.runtime.loop.settings.joints)
         self.targets = []
         self.actions = sorted(actions, key=lambda a: a[0])
         self.events = []
@@ -72,7 +99,7 @@ class Run:
 
     def _after(self, k, t):
         while self.actions and self.actions[0][0] <= t:
-            self.actions.pop(0)[1](self.runtime)
+            self.runtime.request_tip_target(self.actions.pop(0)[1])
         self.events += [(t, text) for _, text in self.runtime.drain_events()]
         target = self.runtime.tip_target()
         self.targets.append(np.full(3, np.nan) if target is None else target.copy())
@@ -84,10 +111,100 @@ class Run:
 
     def variation(self, since):
         """Return the worst PMA's command variation, MPa/s, from `since` s."""
-        keep = self.log.t >= since
-        names = list(self.runtime.loop.settings.joints)
-        return max(v for _, _, v, _ in command_summary(names, self.log.t[keep],
+        keep = (self.log.t >= since) & np.all(np.isfinite(self.log.command), axis=1)
+        return max(v for _, _, v, _ in command_summary(self.names, self.log.t[keep],
                                                        self.log.command[keep])) * 1e-6
+
+    def move_end(self, sent, goal):
+        """Return when the path point reached `goal` after `sent` (s; the move's end)."""
+        reached = (self.log.t >= sent) & (np.linalg.norm(self.target - goal, axis=1) < 1e-6)
+        return float(self.log.t[np.flatnonzero(reached)[0]])
+
+
+class NodeRun(Run):
+    """
+    One run through the node processes, as `continuum-ctrl demo` runs them (apps/demo.py).
+
+    The same figures as `Run`, from the recording: `log.t` s from the controller's
+    activation, the true tip the simulator's ``~/tip_true`` (noiseless), the model's tip its
+    kinematics at the joints of ``~/state``, the path point ``~/tip_desired``, both
+    interpolated at the states' stamps; `events` the controller's log lines. Tip targets are
+    published on ``~/tip_target``; `bag`: a path to write the rosbag2 recording to. The
+    nodes' logs and the arrays (`run.npz`) stay in `out`, for a look at a run gone wrong.
+    """
+
+    def __init__(self, controller, plant, duration, actions=(), bag=None):
+        out = Path(tempfile.mkdtemp(prefix='tip_correction_'))
+        overlay = out / 'overrides.yaml'
+        overlay.write_text(yaml.safe_dump({CONTROLLER: {'ros__parameters': nest(controller)},
+                                           SIMULATOR: {'ros__parameters': nest(plant)}}))
+        files = arm_files('continuum_task') + (overlay,)
+        nodes = simulation(files)
+        self.model = load_model(list(files), CONTROLLER)
+        logs = [open(out / f'{node.name}.log', 'w') for node in nodes]
+        processes = []
+        start = time.perf_counter()
+        try:
+            with Recorder(bag=bag is not None, priority=demo.node_timing(files)[1],
+                          message=command_message(files)) as rec:
+                target = rec.node.create_publisher(PoseStamped, f'/{CONTROLLER}/tip_target',
+                                                   10)
+                pose = TipPose('base')
+                sends = [(at, lambda r, g=goal: target.publish(pose.fill(_at(g), time.time())))
+                         for at, goal in actions]
+                run = demo.record(rec, nodes, logs, processes, duration, sends)
+                stop(processes)
+                if run is None:
+                    raise RuntimeError(f'the nodes did not start: logs in {out}')
+                if bag is not None:
+                    rec.write_bag(bag)
+        finally:
+            stop(processes)
+            for log in logs:
+                log.close()
+        self.wall = time.perf_counter() - start
+        self.names, self.out = run.names, out
+        self._arrays(run)
+        np.savez(out / 'run.npz', t=self.log.t, tip=self.log.tip, model_tip=self.model_tip,
+                 target=self.target, q_des=run.q_des, q=run.q, command=run.command)
+        self.events = [(np.nan, line) for line in
+                       (out / f'{CONTROLLER}.log').read_text(errors='replace').splitlines()]
+
+    def _arrays(self, run):
+        """Fill `log`, `model_tip` and `target` from the demo's Recording `run`."""
+        origin = run.t[0]
+        order = [run.names.index(name) for name in self.model.joint_names]
+        truth, desired = (run.tips[topic] for topic in (TRUTH_TOPIC,
+                                                        f'/{CONTROLLER}/tip_desired'))
+        self.plant_start = truth[0][0] - origin
+        self.log = SimpleNamespace(t=run.t - origin, tip=_along(truth, run.t),
+                                   command=run.command)
+        self.model_tip = np.array([self.model.frame_pose(q, TIP)[:3, 3]
+                                   for q in run.q[:, order]])
+        self.target = _along(desired, run.t)
+
+
+def _at(position):
+    """Return the 4x4 pose at `position` (m), unrotated."""
+    pose = np.eye(4)
+    pose[:3, 3] = position
+    return pose
+
+
+def _along(samples, t):
+    """Return the positions of `samples` ((stamp s, (3,)) pairs) at `t` (s), NaN outside."""
+    if not samples:
+        return np.full((len(t), 3), np.nan)
+    stamps = np.array([stamp for stamp, _ in samples])
+    points = np.array([point for _, point in samples])
+    out = np.column_stack([np.interp(t, stamps, points[:, i]) for i in range(3)])
+    out[(t < stamps[0]) | (t > stamps[-1])] = np.nan
+    return out
+
+
+def runner(args):
+    """Return the run's class: through the node processes (`--nodes`) or in process."""
+    return NodeRun if args.nodes else Run
 
 
 def targets(args, controller=None, label='targets'):
@@ -97,21 +214,36 @@ def targets(args, controller=None, label='targets'):
     probe = node_pair(arm_files('continuum_task'), controller, {})[0].loop.model
     goals = [bent_tip(probe, TIP, r, a) for r, a in zip(args.radii, args.angles)]
     starts = [1.0, 10.0, 19.0]
-    actions = [(s, lambda rt, g=g: rt.request_tip_target(g)) for s, g in zip(starts, goals)]
-    run = Run(controller, {**PLANT, 'mujoco.discs': args.discs}, 28.0, actions)
+    run = runner(args)(controller, {**PLANT, 'mujoco.discs': args.discs}, 28.0,
+                       list(zip(starts, goals)))
     true, model = run.errors()
     t = run.log.t
-    print(f'{label} ({run.wall:.0f} s wall):')
-    moves = [(at, float(text.split(' over ')[1].split()[0])) for at, text in run.events
-             if text.startswith('moving the tip to')]
-    for start, goal, (installed, duration) in zip(starts, goals, moves):
-        end = installed + duration
+    print(f"{label} ({run.wall:.0f} s wall{getattr(run, 'out', '') and f', in {run.out}'}):")
+    for start, goal in zip(starts, goals):
+        end = run.move_end(start, goal)
         at = np.flatnonzero(t >= end + SETTLE)[0]
         span = (t >= end + SETTLE) & (t < end + SETTLE + 2.0)
-        print(f'  {np.hypot(*goal[:2]) * 1e3:.0f} mm off the axis, a {duration:.2f} s move: '
-              f'{SETTLE:g} s after its end true {true[at] * 1e3:.3f} mm (largest over 2 s '
-              f'{true[span].max() * 1e3:.3f}), model {model[at] * 1e3:.3f} mm')
+        print(f'  {np.hypot(*goal[:2]) * 1e3:.0f} mm off the axis, the move ended '
+              f'{end - start:.2f} s after the target was sent: {SETTLE:g} s after its end true '
+              f'{true[at] * 1e3:.3f} mm (largest over 2 s {true[span].max() * 1e3:.3f}), '
+              f'model {model[at] * 1e3:.3f} mm')
     print(f'  command variation {run.variation(1.0):.3f} MPa/s (worst PMA, from 1 s)')
+
+
+def record_bag(args, bag):
+    """Record the 60 s calibration bag: 15 tip targets touring the workspace (module doc)."""
+    controller = {'reference.type': 'hold', 'task.max_speed': 0.25}
+    plant = {**PLANT, 'mujoco.discs': args.discs}
+    runtime, plant_now = node_pair(arm_files('continuum_task'), controller, plant)
+    goals = workspace_tour(runtime.loop.model, TIP, 15)
+    start = time.perf_counter()
+    if args.nodes:
+        dwell = (CALIBRATION - 1.0) / len(goals)
+        NodeRun(controller, plant, CALIBRATION,
+                [(1.0 + k * dwell, goal) for k, goal in enumerate(goals)], bag)
+    else:
+        record_calibration(runtime, plant_now, CALIBRATION, bag, goals)
+    print(f'recorded {bag} ({CALIBRATION:g} s, {time.perf_counter() - start:.0f} s wall)')
 
 
 def calibrated(args):
@@ -120,13 +252,7 @@ def calibrated(args):
     targets(args, blind, 'targets without motion capture, the model alone')
     bag = Path(args.bag or Path(tempfile.mkdtemp()) / 'calibration.mcap')
     if not bag.exists():
-        controller = {'reference.type': 'hold', 'task.max_speed': 0.25}
-        runtime, plant = node_pair(arm_files('continuum_task'), controller,
-                                   {**PLANT, 'mujoco.discs': args.discs})
-        start = time.perf_counter()
-        record_calibration(runtime, plant, 60.0, bag,
-                           workspace_tour(runtime.loop.model, TIP, 15))
-        print(f'recorded {bag} (60 s, {time.perf_counter() - start:.0f} s wall)')
+        record_bag(args, bag)
     out = bag.with_suffix('.yaml')
     if identify.main([str(arm_files('continuum_task')[0]), str(bag), '--fit', 'kinematics',
                       '--out', str(out)]):
@@ -148,7 +274,7 @@ def circle(args, dropout=None):
     plant = {**PLANT, 'mujoco.discs': args.discs}
     if dropout is not None:
         plant['mocap.dropouts'] = list(dropout)
-    return Run(controller, plant, 20.0)
+    return runner(args)(controller, plant, 20.0)
 
 
 def circle_figures(args):
@@ -168,17 +294,21 @@ def dropout(args):
     Run the circle with a 2 s capture dropout from 13 s, against the undisturbed circle.
 
     From 13 s the gap is steady along the circle: before, it still grows as the arm settles
-    after its move (7 to 10 mm from 9 to 13 s), which no map of the pose can hold.
+    after its move (7 to 10 mm from 9 to 13 s), which no map of the pose can hold. 13 s of
+    the plant's time (`mocap.dropouts`); the runs are compared at the same time from the
+    controller's activation, where their circles are in phase.
     """
     plain = circle(args)
     lost = circle(args, (DROPOUT, 2.0))
     t = plain.log.t
-    window = (t >= DROPOUT) & (t < DROPOUT + 5.0)
-    change = np.abs(lost.errors()[0] - plain.errors()[0])
-    during = change[(t >= DROPOUT) & (t < DROPOUT + 2.0)].max()
-    print(f'dropout of 2 s at {DROPOUT:g} s: true error changed by at most {during * 1e3:.3f} '
+    start = DROPOUT + lost.plant_start
+    window = (t >= start) & (t < start + 5.0)
+    lost_error = np.interp(t, lost.log.t, lost.errors()[0])
+    change = np.abs(lost_error - plain.errors()[0])
+    during = change[(t >= start) & (t < start + 2.0)].max()
+    print(f'dropout of 2 s at {start:.2f} s: true error changed by at most {during * 1e3:.3f} '
           f'mm during it, {change[window].max() * 1e3:.3f} mm over the 5 s from it; its RMS '
-          f'{np.sqrt(np.mean(lost.errors()[0][window] ** 2)) * 1e3:.3f} mm against '
+          f'{np.sqrt(np.mean(lost_error[window] ** 2)) * 1e3:.3f} mm against '
           f'{np.sqrt(np.mean(plain.errors()[0][window] ** 2)) * 1e3:.3f} undisturbed')
 
 
@@ -188,13 +318,13 @@ def timeout(args):
                   'task.max_speed': 0.25}
     probe = node_pair(arm_files('continuum_task'), controller, {})[0].loop.model
     goal = bent_tip(probe, TIP, 0.35, 0.0)
-    run = Run(controller, {**PLANT, 'mujoco.discs': args.discs, 'mocap.dropouts': [8.0, 100.0]},
-              14.0, [(1.0, lambda rt: rt.request_tip_target(goal))])
+    run = runner(args)(controller, {**PLANT, 'mujoco.discs': args.discs,
+                                    'mocap.dropouts': [8.0, 100.0]}, 14.0, [(1.0, goal)])
     true, model = run.errors()
     lines = [text for _, text in run.events if 'tip measurement' in text]
     print(f'timeout: {len(lines)} log line(s): {lines}; true error at 7.9 s '
-          f'{true[np.flatnonzero(run.log.t >= 7.9)[0]] * 1e3:.3f} mm, at the end '
-          f'{true[-1] * 1e3:.3f} mm (model {model[-1] * 1e3:.3f} mm)')
+          f'{true[np.flatnonzero(run.log.t >= 7.9 + run.plant_start)[0]] * 1e3:.3f} mm, at '
+          f'the end {true[-1] * 1e3:.3f} mm (model {model[-1] * 1e3:.3f} mm)')
 
 
 CASES = {'targets': targets, 'circle': circle_figures, 'dropout': dropout, 'timeout': timeout,
@@ -205,6 +335,8 @@ def main():
     """Run the cases asked for (default: all)."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('cases', nargs='*', default=list(CASES), help=' | '.join(CASES))
+    parser.add_argument('--nodes', action='store_true',
+                        help="through the node processes (the demo's), not in process")
     parser.add_argument('--discs', type=int, default=8)
     parser.add_argument('--bandwidth', type=float, default=2.0)
     parser.add_argument('--bag', help='calibrated: the calibration bag (recorded when absent)')

@@ -32,6 +32,7 @@ import csv
 import dataclasses
 import os
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -283,9 +284,12 @@ def start_failure(logs, out):
     return 1
 
 
-def record(rec, nodes, logs, processes, duration):
+def record(rec, nodes, logs, processes, duration, actions=()):
     """
     Start the nodes, record `duration` s from activation into `rec`; a Recording or None.
+
+    `actions`: ``(s after activation, callable(rec))`` pairs, called in time order while
+    recording (a tip target sent, say).
 
     The controller goes active (and anchors its reference) on the first joint states: the
     simulator starts only once the recorder hears the waiting controller, so the recording
@@ -305,7 +309,11 @@ def record(rec, nodes, logs, processes, duration):
         started = rec.wait(lambda: rec.active_since is not None, START_TIMEOUT, processes)
     if not started:
         return None
-    rec.run(duration)
+    begun = time.monotonic()
+    for at, action in sorted(actions, key=lambda pair: pair[0]):
+        rec.run(max(begun + at - time.monotonic(), 0.0))
+        action(rec)
+    rec.run(max(begun + duration - time.monotonic(), 0.0))
     exited = [node.name for node, p in zip(nodes, processes) if p.poll() is not None]
     if exited:
         raise NotThisPair(f"{', '.join(exited)} exited during the run: what was recorded "
