@@ -33,8 +33,10 @@ the last accepted gap (while that one is younger than `timeout`), is an outlier;
 rejected and counted. A jump that OUTLIER_STREAK samples in a row repeat (each within
 `outlier` of the one before) is the gap's own and is taken: after a fast move the arm's gap
 can stand 10-30 mm from the one taken during it, and every sample was refused until the
-timeout (through the nodes: the true tip 30 mm off for 3 s). Between `max_age` and `timeout` after the last accepted sample (a
-dropout) the correction is held: as the gap map of the last FIT_SECONDS of samples, an
+timeout (through the nodes: the true tip 30 mm off for 3 s).
+
+Between `max_age` and `timeout` after the last accepted sample (a dropout) the correction is
+held: as the gap map of the last FIT_SECONDS of samples, an
 affine fit of the gap against the model's tip (``g = a + B (x - x_mean)``, ridge-regularized
 so that samples at one pose give ``B = 0``, the last gap held), evaluated where the model's
 tip is now; a tip that moves during the dropout (a circle) keeps the gap it had there.
