@@ -35,6 +35,7 @@ targets go to `~/tip_target`, and the calibration bag is the recording's (/joint
 """
 
 import argparse
+import math
 from pathlib import Path
 from types import SimpleNamespace
 import tempfile
@@ -126,23 +127,24 @@ class Run:
                           summary(self.names, self.joint_error[keep]))
 
     def move_end(self, sent, goal):
-        """Return when the path point reached `goal` after `sent` (s; the move's end)."""
+        """Return when the path point reached `goal` after `sent` (s; the move's end; NaN: not)."""
         reached = (self.log.t >= sent) & (np.linalg.norm(self.target - goal, axis=1) < 1e-6)
-        return float(self.log.t[np.flatnonzero(reached)[0]])
+        return float(self.log.t[reached][0]) if reached.any() else math.nan
 
 
 class NodeRun(Run):
     """
     One run through the node processes, as `continuum-ctrl demo` runs them (apps/demo.py).
 
-    The same figures as `Run`, from the recording: `log.t` s from the controller's
-    activation, the true tip the simulator's ``~/tip_true`` (noiseless), the model's tip its
-    kinematics at the joints of ``~/state``, the path point ``~/tip_desired``, both
-    interpolated at the states' stamps; `events` the controller's log lines. Tip targets are
-    published on ``~/tip_target``; `bag`: a path to write the rosbag2 recording to;
-    `dropout`: ``(start, duration)`` s of a capture dropout from the controller's activation
-    (set on the running simulator: its `mocap.dropouts` count from its own start, which
-    comes 0.1-3 s before the activation on a loaded machine). The
+    The same figures as `Run`, from the recording: `log.t` s from the controller's activation
+    or, with tip targets (`actions`), from when its planner served (seconds later under load:
+    the targets wait for it, and the actions count from it); the true tip the simulator's
+    ``~/tip_true`` (noiseless), the model's tip its kinematics at the joints of ``~/state``,
+    the path point ``~/tip_desired``, both interpolated at the states' stamps; `events` the
+    controller's log lines. Tip targets are published on ``~/tip_target``; `bag`: a path to
+    write the rosbag2 recording to; `dropout`: ``(start, duration)`` s of a capture dropout
+    from the activation (set on the running simulator: its `mocap.dropouts` count from its
+    own start, which comes 0.1-3 s before the activation on a loaded machine). The
     nodes' logs and the arrays (`run.npz`) stay in `out`, for a look at a run gone wrong.
     """
 
@@ -167,7 +169,8 @@ class NodeRun(Run):
                          for at, goal in actions]
                 if dropout is not None:
                     sends.append((dropout[0], _lose(rec.node, dropout[1])))
-                run = demo.record(rec, nodes, logs, processes, duration, sends)
+                ready = _planner_ready(rec) if actions else None
+                run = demo.record(rec, nodes, logs, processes, duration, sends, ready)
                 stop(processes)
                 if run is None:
                     raise RuntimeError(f'the nodes did not start: logs in {out}')
@@ -179,15 +182,14 @@ class NodeRun(Run):
                 log.close()
         self.wall = time.perf_counter() - start
         self.names, self.out = run.names, out
-        self._arrays(run)
+        self._arrays(run, ready.at if ready else run.t[0])
         np.savez(out / 'run.npz', t=self.log.t, tip=self.log.tip, model_tip=self.model_tip,
                  target=self.target, q_des=run.q_des, q=run.q, command=run.command)
         self.events = [(np.nan, line) for line in
                        (out / f'{CONTROLLER}.log').read_text(errors='replace').splitlines()]
 
-    def _arrays(self, run):
-        """Fill `log`, `model_tip` and `target` from the demo's Recording `run`."""
-        origin = run.t[0]
+    def _arrays(self, run, origin):
+        """Fill `log`, `model_tip` and `target` from the demo's Recording `run`; t0 `origin`."""
         order = [run.names.index(name) for name in self.model.joint_names]
         truth, desired = (run.tips[topic] for topic in (TRUTH_TOPIC,
                                                         f'/{CONTROLLER}/tip_desired'))
@@ -198,6 +200,21 @@ class NodeRun(Run):
                                    for q in run.q[:, order]])
         self.target = _along(desired, run.t)
         self.joint_error = run.q - run.q_des
+
+
+def _planner_ready(rec):
+    """
+    Return ``ready()``: whether the controller's planner serves (its IK process started).
+
+    ``ready.at``: when it first held (s, the recording's clock). Under load the IK process
+    starts seconds after the activation, and tip targets wait for it.
+    """
+    def ready():
+        if rec.diagnostics and rec.diagnostics[-1].get('planner_ready') == '1':
+            ready.at = ready.at or time.time()
+        return bool(ready.at)
+    ready.at = 0.0
+    return ready
 
 
 def _lose(node, seconds):
@@ -245,6 +262,10 @@ def targets(args, controller=None, label='targets'):
     print(f"{label} ({run.wall:.0f} s wall{getattr(run, 'out', '') and f', in {run.out}'}):")
     for start, goal in zip(starts, goals):
         end = run.move_end(start, goal)
+        if not end + SETTLE + 2.0 <= t[-1]:
+            print(f'  {np.hypot(*goal[:2]) * 1e3:.0f} mm off the axis: the move did not end '
+                  f'{SETTLE + 2.0:g} s before the run did (a loaded machine: run it again)')
+            continue
         at = np.flatnonzero(t >= end + SETTLE)[0]
         span = (t >= end + SETTLE) & (t < end + SETTLE + 2.0)
         print(f'  {np.hypot(*goal[:2]) * 1e3:.0f} mm off the axis, the move ended '
