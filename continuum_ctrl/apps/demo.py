@@ -32,6 +32,7 @@ import csv
 import dataclasses
 import os
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -283,9 +284,14 @@ def start_failure(logs, out):
     return 1
 
 
-def record(rec, nodes, logs, processes, duration):
+def record(rec, nodes, logs, processes, duration, actions=(), ready=None):
     """
     Start the nodes, record `duration` s from activation into `rec`; a Recording or None.
+
+    `actions`: ``(s after activation, callable(rec))`` pairs, called in time order while
+    recording (a tip target sent, say). `ready`: a condition awaited (START_TIMEOUT) after
+    the activation; the actions' times and the `duration` then count from when it held
+    (the recording still starts at the activation).
 
     The controller goes active (and anchors its reference) on the first joint states: the
     simulator starts only once the recorder hears the waiting controller, so the recording
@@ -305,7 +311,13 @@ def record(rec, nodes, logs, processes, duration):
         started = rec.wait(lambda: rec.active_since is not None, START_TIMEOUT, processes)
     if not started:
         return None
-    rec.run(duration)
+    if ready is not None and not rec.wait(ready, START_TIMEOUT, processes):
+        return None
+    begun, origin = time.monotonic(), (rec.active_since if ready is None else time.time())
+    for at, action in sorted(actions, key=lambda pair: pair[0]):
+        rec.run(max(begun + at - time.monotonic(), 0.0))
+        action(rec)
+    rec.run(max(begun + duration - time.monotonic(), 0.0))
     exited = [node.name for node, p in zip(nodes, processes) if p.poll() is not None]
     if exited:
         raise NotThisPair(f"{', '.join(exited)} exited during the run: what was recorded "
@@ -317,7 +329,7 @@ def record(rec, nodes, logs, processes, duration):
                           f'{_foreign_states()}')
     # a loaded machine sends the last ticks' ~/state rows late: wait for them, and for both
     # nodes' diagnostics that cover the end (the loop's skipped deadlines, the totals)
-    end = rec.active_since + duration
+    end = origin + duration
     rec.run(TAIL_WAIT, until=lambda: (rec.states[-1][0] >= end and
                                       max(rec.diagnostic_stamps, default=0) >= end and
                                       max(rec.sim_diagnostic_stamps, default=0) >= end))

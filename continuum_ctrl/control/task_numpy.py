@@ -42,7 +42,8 @@ class NumpyTaskStep:
             A, e = _task(J, pose, x, R, weight)
             if float(np.max(np.abs(e))) <= NEWTON_TOLERANCE:
                 break
-            q = np.clip(q + _solve(q, A, e, low, high)[0], low, high)
+            dq, free = _solve(q, A, e, low, high)[:2]
+            q = np.clip(q + (dq if free.any() else _descent(q, A, e, low, high)), low, high)
         else:
             pose, J = self.model.frame_kinematics(q, self.frame)
             A, e = _task(J, pose, x, R, weight)
@@ -85,6 +86,15 @@ def _task(J, pose, x, R, weight):
     if weight > 0.0:
         e = np.concatenate((e, weight * pin.log3(R @ pose[:3, :3].T)))
     return _rows(J, weight), e
+
+
+def _descent(q, A, e, low, high):
+    """Return the steepest descent of ``|e - A dq|`` over the joints free to move that way."""
+    dq = A.T @ e
+    dq[((q <= low) & (dq < 0.0)) | ((q >= high) & (dq > 0.0))] = 0.0
+    step = A @ dq
+    size = float(step @ step)
+    return dq * (float(e @ step) / size if size > 0.0 else 0.0)
 
 
 def _solve(q, A, b, low, high):

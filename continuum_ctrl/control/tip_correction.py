@@ -30,8 +30,13 @@ correction moves the IK target slowly: 2 rad/s by default, which takes a 20 mm g
 The capture's samples: one older than `max_age` on arrival, or not newer than the last
 accepted, is stale; one whose gap is beyond `max_offset`, or moves more than `outlier` from
 the last accepted gap (while that one is younger than `timeout`), is an outlier; both are
-rejected and counted. Between `max_age` and `timeout` after the last accepted sample (a
-dropout) the correction is held: as the gap map of the last FIT_SECONDS of samples, an
+rejected and counted. A jump that OUTLIER_STREAK samples in a row repeat (each within
+`outlier` of the one before) is the gap's own and is taken: after a fast move the arm's gap
+can stand 10-30 mm from the one taken during it, and every sample was refused until the
+timeout (through the nodes: the true tip 30 mm off for 3 s).
+
+Between `max_age` and `timeout` after the last accepted sample (a dropout) the correction is
+held: as the gap map of the last FIT_SECONDS of samples, an
 affine fit of the gap against the model's tip (``g = a + B (x - x_mean)``, ridge-regularized
 so that samples at one pose give ``B = 0``, the last gap held), evaluated where the model's
 tip is now; a tip that moves during the dropout (a circle) keeps the gap it had there.
@@ -69,6 +74,9 @@ HISTORY = 128
 FIT_SECONDS, FIT_SAMPLES, FIT_LEAST = 5.0, 2048, 10
 #: the ridge of the gap map's slope, m: the tip's spread below which the slope is shrunk
 FIT_RIDGE = 2e-3
+#: jumped samples in a row, each within `outlier` of the one before, that are taken as the
+#: gap's move (42 ms at 120 Hz); a spike, or a marker swapped for a few frames, is shorter
+OUTLIER_STREAK = 5
 #: seconds between evaluations of the calibration's gap (a few hundred us each): at the
 #: fastest tip move (0.25 m/s) the gap, a few per cent of the move, changes 0.2 mm meanwhile
 CALIBRATION_PERIOD = 0.02
@@ -119,6 +127,8 @@ class TipCorrection:
         self._samples = np.full((FIT_SAMPLES, 7), np.nan)   # arrival, model's tip, gap
         self._count = 0
         self._map: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None
+        self._jumped: Optional[np.ndarray] = None   # the last jumped gap refused, m
+        self._streak = 0                            # jumped samples in a row that agree
         self.accepted = 0
         self.rejected = {'stale': 0, 'outlier': 0}
         self.fallen_back = False
@@ -212,16 +222,25 @@ class TipCorrection:
         jump = (math.inf if latest is None or now - latest[1] > self.settings.timeout
                 else float(np.linalg.norm(gap - latest[2])))
         if size > self.settings.max_offset or (math.isfinite(jump) and
-                                               jump > self.settings.outlier):
+                                               jump > self.settings.outlier and
+                                               not self._moved(gap)):
             return self._reject('outlier', f'{size * 1e3:.1f} mm from the model\'s tip, '
                                            f'{jump * 1e3:.1f} mm from the last')
         self._latest = (stamp, now, gap)
+        self._jumped, self._streak = None, 0
         self._keep(now, tip, gap)
         self.accepted += 1
         if self.fallen_back:
             self.fallen_back = False
             self.events.append(('info', 'tip measurements again: correcting the kinematics'))
         return None
+
+    def _moved(self, gap):
+        """Return whether the jumped `gap` is the OUTLIER_STREAK-th in a row that agree."""
+        last = self._jumped
+        agrees = last is not None and float(np.linalg.norm(gap - last)) <= self.settings.outlier
+        self._jumped, self._streak = gap, (self._streak + 1 if agrees else 1)
+        return self._streak >= OUTLIER_STREAK
 
     def _keep(self, now, tip, gap):
         """Keep an accepted sample and fit the gap map to the last FIT_SECONDS (module doc)."""

@@ -318,8 +318,17 @@ def calibrate(pairs: TipPairs, model, frame) -> KinematicFit:
 
 
 def calibration_yaml(fit: KinematicFit, sources) -> str:
-    """Return the controller's overlay: `task.calibration.*` in its namespace only."""
+    """
+    Return the controller's overlay: `task.calibration.*` in its namespace only.
+
+    Only the parts of the form fitted: ROS cannot declare an empty list (rclpy refused the
+    whole file, and the controller node did not start).
+    """
     calibration = fit.calibration
+    shape = [f'        compliance: [{", ".join(f"{v:.9g}" for v in calibration.compliance)}]',
+             f'        twist: {calibration.twist:.9g}'] if len(calibration.compliance) else []
+    gap = [f'        gap: [{", ".join(f"{v:.9g}" for v in calibration.coefficients)}]'] \
+        if len(calibration.coefficients) else []
     return '\n'.join([
         f'# Kinematic calibration by `continuum-ctrl identify --fit kinematics` from '
         f'{", ".join(str(s) for s in sources)}:',
@@ -328,6 +337,4 @@ def calibration_yaml(fit: KinematicFit, sources) -> str:
         '# The controller\'s only (not /**: the simulator keeps its truth); give it as a '
         'further --params-file.',
         'continuum_controller:', '  ros__parameters:', '    task:', '      calibration:',
-        f'        compliance: [{", ".join(f"{v:.9g}" for v in calibration.compliance)}]',
-        f'        twist: {calibration.twist:.9g}',
-        f'        gap: [{", ".join(f"{v:.9g}" for v in calibration.coefficients)}]']) + '\n'
+        *shape, *gap]) + '\n'

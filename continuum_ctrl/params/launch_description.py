@@ -26,6 +26,8 @@ DEFAULT_PARAMS = 'continuum_3section.yaml'
 #: the simulator's motion-capture topic (`mocap.topic`'s default): the controller's
 #: `~/tip_measured` is remapped to it in simulation
 MOCAP_TOPIC = '/mocap/tip'
+#: the simulator's true tip (its capture without noise, latency or dropouts)
+TRUTH_TOPIC = f'/{SIMULATOR}/tip_true'
 
 
 @dataclass(frozen=True)

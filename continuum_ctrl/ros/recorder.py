@@ -22,7 +22,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from continuum_ctrl.identify.bag import BagWriter
 from continuum_ctrl.ros.conversion import stamp_seconds
-from continuum_ctrl.params.launch_description import MOCAP_TOPIC
+from continuum_ctrl.params.launch_description import MOCAP_TOPIC, TRUTH_TOPIC
 from continuum_ctrl.ros.fast_publish import FORMS
 from continuum_ctrl.ros.plumbing import single_threaded_executor
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING
@@ -48,8 +48,9 @@ class Recorder:
     (`message`); `diagnostics`: dicts of the controller's latest
     figures (strings as published); `sim_diagnostics` likewise for the simulator;
     `diagnostic_stamps`, `sim_diagnostic_stamps`: their header stamps (s); `tips`: topic ->
-    (stamp s, position m) of the controller's ``~/tip_desired`` and of the motion capture
-    (MOCAP_TOPIC, the controller's ``~/tip_measured`` in simulation). With
+    (stamp s, position m) of the controller's ``~/tip_desired``, of the motion capture
+    (MOCAP_TOPIC, the controller's ``~/tip_measured`` in simulation) and of the simulator's
+    true tip (TRUTH_TOPIC). With
     ``record=False`` only /diagnostics is heard (light, for benchmarks). With ``bag=True``
     `messages` also keeps ``(topic, type, message, receive time ns, send time ns)`` of
     `~/state`, `~/commands`, `/joint_states`, `/diagnostics` and the tips for `write_bag`
@@ -90,7 +91,7 @@ class Recorder:
             self.command_type = FORMS[message].msg_type
             self.node.create_subscription(self.command_type, f'/{controller}/commands',
                                           self._command, DEPTH)
-            for topic in (f'/{controller}/tip_desired', MOCAP_TOPIC):
+            for topic in (f'/{controller}/tip_desired', MOCAP_TOPIC, TRUTH_TOPIC):
                 self.tips[topic] = []
                 self.node.create_subscription(PoseStamped, topic, self._tip(topic), DEPTH)
         # only a bag needs the message info (the send time), which the events executor lacks

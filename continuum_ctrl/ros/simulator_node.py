@@ -28,6 +28,9 @@
   engine's true tip, `mocap.frame`, in the base frame `mocap.frame_id`, with noise,
   latency and dropouts), stamped at the measurement, published once its latency has
   passed (on the plant's timer: up to one period later).
+- pub `~/tip_true` (geometry_msgs/PoseStamped, reliable, keep last 10; with the capture):
+  the same tip without noise, latency or dropouts, stamped at the measurement: the
+  simulator's ground truth, for benchmarks and tests (bench/tip_correction.py --nodes).
 - pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands, commands that went stale
   (`stale_commands`: no newer command within `command_timeout`), stamped commands dropped as
   late (`late_commands`), the sensor's samples lost (`dropped_samples`, by `sensor.drop`),
@@ -109,7 +112,7 @@ class SimulatorNode(Node):
         self.command_input = CommandInput(settings.vectors.joints, settings.message)
         self.create_subscription(FORMS[settings.message].msg_type, 'commands',
                                  self._on_command, QoSProfile(depth=10), raw=True)
-        self.capture = self.tip_pub = None
+        self.capture = self.tip_pub = self.truth_pub = None
         self._capture(settings)
         self.timer = self.create_timer(1.0 / settings.publish_rate_hz, self._tick)
         # the sample held back by `sensor.jitter`, and the one-shot timer that sends it
@@ -138,7 +141,9 @@ class SimulatorNode(Node):
         self.capture = TipCapture(mocap, self.plant) if mocap.rate_hz > 0.0 else None
         if self.capture is not None and self.tip_pub is None:
             self.tip_pub = self.create_publisher(PoseStamped, mocap.topic, QoSProfile(depth=10))
-        self.tip_msg = TipPose(mocap.frame_id)
+            self.truth_pub = self.create_publisher(PoseStamped, '~/tip_true',
+                                                   QoSProfile(depth=10))
+        self.tip_msg, self.truth_msg = TipPose(mocap.frame_id), TipPose(mocap.frame_id)
 
     def _on_change(self, settings, names):
         previous = self.node_settings.realtime_priority
@@ -202,7 +207,9 @@ class SimulatorNode(Node):
             self.plant.reset()
         self._step_time += time.perf_counter() - start
         if self.capture is not None:
-            self.capture.take()
+            truth = self.capture.take()
+            if truth is not None:
+                self.truth_pub.publish(self.truth_msg.fill(truth, self.plant.t))
             for tip in self.capture.due(t):
                 self.tip_pub.publish(self.tip_msg.fill(tip.pose, tip.stamp))
         if self._held is not None:                  # still held: it goes out first

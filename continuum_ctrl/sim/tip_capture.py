@@ -2,7 +2,7 @@
 Motion capture of the simulated arm's tip: the true tip measured as a tracking system does.
 
     capture = TipCapture(MocapSettings.of(values), plant)   # None when mocap.rate_hz is 0
-    capture.take()                   # after each plant advance: measure when one is due
+    truth = capture.take()           # after each plant advance: measure when one is due
     for sample in capture.due(t): ...     # the samples whose latency has passed by t (s)
 
 The simulator's `mocap.*` settings: `rate_hz` (0: no capture), `frame` (default: the last
@@ -24,7 +24,7 @@ capture there only adds noise, latency and dropouts.
 
 import collections
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, NamedTuple, Tuple
+from typing import Any, Dict, Iterator, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -147,26 +147,33 @@ class TipCapture:
         self.count = 0                      # samples due so far
         self.taken = self.dropped = 0
 
-    def take(self) -> None:
-        """Measure the tip when a sample is due at the plant's time (after an advance)."""
+    def take(self) -> Optional[np.ndarray]:
+        """
+        Measure the tip when a sample is due at the plant's time (after an advance).
+
+        Return the true pose (4, 4) when one was due, dropouts included, without noise or
+        latency (the simulator's ground truth, for benchmarks), else None.
+        """
         t = self.plant.t
         if t is None:
-            return
+            return None
         if self.origin is None:
             self.origin = t
         period = 1.0 / self.settings.rate_hz
         if t + 1e-9 < self.origin + self.count * period:
-            return
+            return None
         self.count = int((t + 1e-9 - self.origin) / period) + 1
+        truth = self.measure()
         elapsed = t - self.origin
         if any(start <= elapsed < end for start, end in self.settings.dropouts):
             self.dropped += 1
-            return
-        pose = self.measure()
+            return truth
+        pose = truth.copy()
         if self.settings.noise > 0.0:
             pose[:3, 3] += self.rng.normal(0.0, self.settings.noise, 3)
         self.queue.append(TipSample(pose, t, t + self.settings.latency))
         self.taken += 1
+        return truth
 
     def due(self, t: float) -> Iterator[TipSample]:
         """Yield the samples published by `t` (s), oldest first."""

@@ -5,7 +5,9 @@ import pytest
 
 from continuum_ctrl import load_model
 from continuum_ctrl.control.settings import ControllerSettings
+from continuum_ctrl.control.task_numpy import NumpyTaskStep
 from continuum_ctrl.control.task_space import TaskSettings, TaskSpace
+from continuum_ctrl.identify.calibration_run import bent_tip
 from continuum_ctrl.params import file_parameters
 from continuum_ctrl.params.launch_description import arm_files
 from continuum_ctrl.runtime.node_settings import ControllerNodeSettings
@@ -102,6 +104,32 @@ def test_the_closest_point_is_the_closest_the_pressures_hold(arm):
         np.array([0.0, 0.0, 0.8]), np.full(9, 0.01))
     assert np.allclose(plain[2], 0.04) and not inside(pressures(plain[2]), settings, 0.0)
     assert np.linalg.norm(point - plain[0]) > 0.02
+
+
+@pytest.mark.parametrize('start', [0.0, 0.002])
+def test_a_tip_move_leaves_an_arm_with_every_pma_at_its_lower_bound(arm, start):
+    """
+    From the straight arm with every PMA at its lower bound (vented: 0 mm; at 2 mm the start
+    is the holding bound, kept) the tip reaches a target 250 mm off the axis, compiled and
+    in the NumPy oracle.
+
+    No exact Newton step exists there (the tip falls only as the square of the bend, so
+    going out and down needs a PMA shorter than its bound): the active set held every joint
+    and the reference never moved. Through the nodes, a state timeout vented the arm and
+    every tip target after it ended 250 mm off.
+    """
+    model, settings, _ = arm
+    task = TaskSpace(model, settings.task)
+    goal = bent_tip(model, TIP, 0.25, 0.0)
+    for oracle in (False, True):
+        reference = task.to_target(np.full(9, start), goal)
+        if oracle:
+            reference._step, reference._path = NumpyTaskStep(model, TIP), reference.path
+        end = reference.path.duration + 0.3
+        for t in np.arange(0.0, end, 0.002):
+            reference.sample(t)
+        q = np.array(reference.sample(end)[0])
+        assert np.linalg.norm(task.tip(q) - goal) < 1e-6, (oracle, q)
 
 
 def test_rigid_arms_keep_their_joint_limits():

@@ -12,6 +12,7 @@ calibrated from a recorded run, brings its true tip to a target without motion c
 
 import numpy as np
 import pytest
+import rclpy
 import yaml
 
 from continuum_ctrl.apps import cli
@@ -19,7 +20,7 @@ from continuum_ctrl.apps.node_pair import node_pair
 from continuum_ctrl.control.kinematic_calibration import KinematicCalibration
 from continuum_ctrl.identify.bag import BagWriter, stamp
 from continuum_ctrl.identify.calibration_run import bent_tip, record_calibration, workspace_tour
-from continuum_ctrl.params.launch_description import arm_files
+from continuum_ctrl.params.launch_description import arm_files, CONTROLLER
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 
 TIP = 'section3_tip'
@@ -77,7 +78,28 @@ def calibration_of(out):
     """Return the KinematicCalibration of the overlay `out` writes."""
     keys = yaml.safe_load(out.read_text())['continuum_controller']['ros__parameters'][
         'task']['calibration']
-    return KinematicCalibration(TIP, keys['gap'], keys['compliance'], keys['twist'])
+    return KinematicCalibration(TIP, keys.get('gap', []), keys.get('compliance', []),
+                                keys.get('twist', 0.0))
+
+
+def declared_by_ros(out):
+    """
+    Return the parameters a node named as the controller declares from the overlay `out`.
+
+    As the controller node does (its overrides declared from `--params-file`): rclpy refuses
+    a whole file that holds an empty list, and the node then never starts.
+    """
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = rclpy.create_node(
+            CONTROLLER, context=context, automatically_declare_parameters_from_overrides=True,
+            cli_args=['--ros-args', '--params-file', str(out)])
+        names = {name for name in node._parameters if name.startswith('task.')}
+        node.destroy_node()
+        return names
+    finally:
+        rclpy.shutdown(context=context)
 
 
 def gaps(model, calibration, q):
@@ -92,6 +114,9 @@ def test_the_fit_recovers_the_gap_at_poses_the_bag_did_not_have(model, tmp_path,
     status, out, printed, err = identify(tmp_path, capsys, bag)
     assert status == 0, err
     fitted = calibration_of(out)
+    # the controller node takes the overlay (the fitted form's keys alone)
+    assert declared_by_ros(out) == ({'task.calibration.compliance', 'task.calibration.twist'}
+                                    if truth is SHAPE else {'task.calibration.gap'})
     # at poses it never saw, the fitted gap is the true one within a fraction of a mm
     others, _ = poses(model, 20, seed=3)
     assert np.abs(gaps(model, fitted, others) - gaps(model, truth, others)).max() < 0.3e-3

@@ -155,6 +155,35 @@ def _min_norm(A, m, q, low, high, b, free, dq, y, H):
 
 
 @compiled()
+def _descent(A, m, q, low, high, e, dq):
+    """
+    Write into ``dq`` the steepest descent of ``|e - A dq|`` over the joints free to move.
+
+    Only the joints free to move that way, scaled to the minimum along it: the Newton step
+    when `_min_norm` holds every joint. A straight arm with all its PMAs at their lower
+    bound (vented, or a start the holding bounds keep) cannot follow a tip path out and down
+    to first order (the tip falls only as the square of the bend), so no exact step exists,
+    but this one bends it, and the next ones follow.
+    """
+    n = q.shape[0]
+    for k in range(n):
+        d = 0.0
+        for r in range(m):
+            d += A[r, k] * e[r]
+        dq[k] = 0.0 if (q[k] <= low[k] and d < 0.0) or (q[k] >= high[k] and d > 0.0) else d
+    along, size = 0.0, 0.0
+    for r in range(m):
+        ad = 0.0
+        for k in range(n):
+            ad += A[r, k] * dq[k]
+        along += e[r] * ad
+        size += ad * ad
+    scale = along / size if size > 0.0 else 0.0
+    for k in range(n):
+        dq[k] *= scale
+
+
+@compiled()
 def task_step(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, J, Jdot,
               sample, buf):
     """
@@ -211,7 +240,8 @@ def task_step(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, 
             big = max(big, abs(e[r]))
         if big <= NEWTON_TOLERANCE:
             break
-        _min_norm(A, m, q, low, high, e, free, dq, y, H)
+        if not _min_norm(A, m, q, low, high, e, free, dq, y, H):
+            _descent(A, m, q, low, high, e, dq)
         for k in range(n):
             q[k] = min(high[k], max(low[k], q[k] + dq[k]))
     chain(arm, q, ch, work, WITH_DERIVATIVES)
