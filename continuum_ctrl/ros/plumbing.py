@@ -184,10 +184,7 @@ def params_files(args: Sequence[str]) -> List[str]:
 
 
 def check_params_files(args: Sequence[str]) -> None:
-    """
-    Read every ``--params-file`` of `args`; a missing, malformed or undeclarable one (an
-    empty list) is a ConfigError.
-    """
+    """Read every ``--params-file`` of `args`; missing, malformed or undeclarable: ConfigError."""
     for path in params_files(args):
         check_declarable(read_yaml(path), path)
 
