@@ -186,6 +186,17 @@ def true_tip_line(truth, end):
             f'{error.max() * 1e3:.3f} mm{last}, against ~/tip_desired')
 
 
+def learning_line(diagnostics):
+    """Return the line of the loop's own learning figures at the end (/diagnostics' ilc_*)."""
+    last = next((d for d in reversed(diagnostics) if 'ilc_state' in d), {})
+    if not last:
+        return 'learning (/diagnostics): no ilc figures heard'
+    return (f"learning (/diagnostics at the end): {last['ilc_state']}, "
+            f"{last.get('ilc_trials', '?')} trials measured, the last trial's RMS "
+            f"{float(last.get('ilc_trial_rms', 'nan')) * 1e3:.4f} mm or mrad, trend "
+            f"{float(last.get('ilc_trend', 'nan')):.3f} (last / previous)")
+
+
 def default_engine(simulator):
     """Return 'mujoco' for a continuum arm whose files name no engine, else None (theirs)."""
     tree, model = file_parameters(list(simulator.parameters), SIMULATOR)
@@ -350,6 +361,8 @@ def report(run, arm, engine, period, controller, out):
                             q[0, [names.index(name) for name in model.joint_names]], names, t,
                             q - q_des, run.command, tip[1] if tip else None)
     diagnostics, plant = run.diagnostics, run.simulator
+    if learning:
+        print(learning_line(diagnostics))
     print(f'loop rate {_median(diagnostics, "rate_hz"):.1f} Hz (median of 1 s '
           f'windows), period p99 {figure(diagnostics, "run_period_p99_us"):.0f} us, compute '
           f'p99 {figure(diagnostics, "run_compute_p99_us"):.0f} us, late ticks {late} of '

@@ -53,6 +53,8 @@ def per_period(joint_names, t, error, command, start, period, tip=None) -> List[
     """
     Return a `PeriodRow` per whole period of the run from `start` s after ``t[0]``.
 
+    A period with fewer than two samples (a recording's hole) has NaN figures.
+
     `error`, `command` (N, n) in the order of `joint_names` at the times `t` (s); `tip`: the
     tip's errors (N,) m, or None.
     """
@@ -61,6 +63,11 @@ def per_period(joint_names, t, error, command, start, period, tip=None) -> List[
     begin = t[0] + start
     while begin + period <= t[-1] + 1e-9:
         inside = (t >= begin) & (t < begin + period)
+        if np.count_nonzero(inside) < 2:        # a hole in a recording through the nodes
+            rows.append(PeriodRow([np.nan] * len(sections), None if tip is None else np.nan,
+                                  np.nan))
+            begin += period
+            continue
         rms = [float(np.sqrt(np.mean(error[inside][:, index] ** 2))) for index in sections]
         rate = max(r for _, _, r, _ in command_summary(joint_names, t[inside], command[inside]))
         rows.append(PeriodRow(rms, None if tip is None else
