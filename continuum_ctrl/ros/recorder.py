@@ -219,6 +219,22 @@ class Recorder:
             return np.zeros(0), np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0))
         return tuple(np.array(column) for column in zip(*rows))
 
+    def samples(self, names, since, until):
+        """
+        Return ``(stamps s, positions (N, len(names)))`` of the kept /joint_states in `names`.
+
+        Those stamped `since` to `until` (s), in stamp order: the sensor's samples at the
+        time they held (``bag=True`` keeps them; else none).
+        """
+        rows = [(stamp_seconds(msg.header.stamp), msg) for topic, _, msg, _, _ in
+                self.messages or () if topic == '/joint_states']
+        rows = sorted(((s, m) for s, m in rows if since <= s <= until and
+                       set(names) <= set(m.name)), key=lambda row: row[0])
+        positions = [np.asarray(m.position)[[list(m.name).index(name) for name in names]]
+                     for _, m in rows]
+        return (np.array([s for s, _ in rows]),
+                np.array(positions).reshape(len(rows), len(names)))
+
     def write_bag(self, path):
         """
         Write the kept messages as a rosbag2 MCAP file, in send order.
