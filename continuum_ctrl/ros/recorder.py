@@ -223,17 +223,17 @@ class Recorder:
         """
         Return ``(stamps s, positions (N, len(names)))`` of the kept /joint_states in `names`.
 
-        Those stamped `since` to `until` (s), in stamp order: the sensor's samples at the
-        time they held (``bag=True`` keeps them; else none).
+        Those stamped `since` to `until` (s), in stamp order, one per stamp: the sensor's
+        samples at the time they held (``bag=True`` keeps them; else none).
         """
         rows = [(stamp_seconds(msg.header.stamp), msg) for topic, _, msg, _, _ in
                 self.messages or () if topic == '/joint_states']
         rows = sorted(((s, m) for s, m in rows if since <= s <= until and
                        set(names) <= set(m.name)), key=lambda row: row[0])
-        positions = [np.asarray(m.position)[[list(m.name).index(name) for name in names]]
-                     for _, m in rows]
-        return (np.array([s for s, _ in rows]),
-                np.array(positions).reshape(len(rows), len(names)))
+        stamps, first = np.unique([s for s, _ in rows], return_index=True)   # one per stamp
+        positions = [np.asarray(rows[k][1].position)[[list(rows[k][1].name).index(name)
+                                                      for name in names]] for k in first]
+        return stamps, np.array(positions).reshape(len(stamps), len(names))
 
     def write_bag(self, path):
         """
