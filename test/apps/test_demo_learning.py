@@ -14,6 +14,7 @@ from continuum_ctrl.apps.task_plot import controller_model
 from continuum_ctrl.apps.node_pair import node_pair
 from continuum_ctrl.params.launch_description import arm_files, simulation
 from continuum_ctrl.sim.closed_loop import simulate_nodes
+from continuum_ctrl.sim.period_report import per_period
 from continuum_ctrl.sim.report import tip_frame
 
 #: the overlay's blend (3 s) and 5 periods of its 1 Hz sinusoid
@@ -77,3 +78,16 @@ def test_through_the_nodes_the_periods_compare_the_samples_with_the_reference_at
     _, error, _, tips = sampled_errors(run, model, tip_frame(model, None), order)
     assert np.sqrt(np.mean(error ** 2)) < 1e-6 and np.max(tips) < 1e-5      # interpolation
     assert np.sqrt(np.mean((run.q - run.q_des) ** 2)) > 5e-5          # what the rows say
+
+
+def test_a_period_the_recording_lost_is_a_gap_in_the_table_not_a_failure():
+    # under load a recording through the nodes lost a whole second of rows: that period has
+    # no figures, the others theirs
+    names = ['section1_pma1', 'section1_pma2', 'section1_pma3']
+    t = np.arange(0.0, 4.001, 0.002)
+    t = t[(t < 2.0) | (t >= 3.0)]
+    error = np.full((len(t), 3), 1e-5)
+    command = np.outer(np.sin(t), np.ones(3)) * 1e5
+    rows = per_period(names, t, error, command, 1.0, 1.0, np.full(len(t), 1e-4))
+    assert len(rows) == 3 and np.all(np.isnan(rows[1].rms)) and np.isnan(rows[1].tip)
+    assert rows[0].rms == pytest.approx([1e-5]) and rows[2].tip == pytest.approx(1e-4)
