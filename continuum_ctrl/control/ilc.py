@@ -74,6 +74,8 @@ OFF, WAITING, LEARNING, PAUSED, FROZEN = 'off', 'waiting', 'learning', 'paused',
 RECOVERY = 0.5
 #: learnt trials after a resume within which a pause is the learning's own growth: frozen
 RELAPSE = 3
+#: the share of a trial's times (bins) that must hold a recorded error for it to be learnt
+FILLED = 0.9
 
 
 @compiled()
@@ -317,8 +319,13 @@ class IterativeLearning:
         if not self.acting or finished < 0 or finished == self._learnt:
             return False
         self._learnt = finished
+        if finished < self._first:
+            return False
         error = self._error(finished % 2)
-        if error is None or finished < self._first:
+        if error is None:       # ticks missed (a starved loop, states lost): said, not learnt
+            self.events.append(('info', f'ilc: trial {finished} not learnt from: under '
+                                        f'{FILLED:.0%} of its times recorded (ticks or '
+                                        'states missed)'))
             return False
         rms = float(np.sqrt(np.mean(error ** 2)))
         self.history.append(rms)
@@ -342,7 +349,7 @@ class IterativeLearning:
         counts = self.counts[buffer, :bins].copy()
         sums = self.records[buffer, :bins].copy()
         filled = counts > 0.0
-        if np.count_nonzero(filled) < 0.9 * bins:
+        if np.count_nonzero(filled) < FILLED * bins:
             return None
         index = np.arange(bins)
         error = np.empty((bins, self.n))
