@@ -196,7 +196,8 @@ def sampled_errors(run, model, frame, order):
     the wait for the tick), which at the 1 Hz sinusoid's 44 mm/s read as 0.11 mm per section
     where the arm was 0.02 mm off. So the sensor's samples are compared with the reference at
     their stamps (interpolated between the ticks; their noise included), with the latest
-    command sent by then. In one process (no samples) the rows are the plant's own. `frame`:
+    command sent by then (the first samples may be heard seconds after the activation, `t[0]`,
+    where the periods start). In one process (no samples) the rows are the plant's own. `frame`:
     the tip's (None: no tip), `order`: the model's joints in the row's.
     """
     t, q_des, q = run.t, run.q_des, run.q
@@ -389,7 +390,7 @@ def report(run, arm, engine, period, controller, out):
     order = [names.index(name) for name in model.joint_names]
     at, error, command, tips = sampled_errors(run, model, tip[0] if tip else None, order)
     learning = show_periods(out / 'learning.png', settings, q[0, order], names, at, error,
-                            command, tips)
+                            command, tips, origin=t[0])
     diagnostics, plant = run.diagnostics, run.simulator
     if learning:
         if run.samples is not None:

@@ -91,3 +91,14 @@ def test_a_period_the_recording_lost_is_a_gap_in_the_table_not_a_failure():
     rows = per_period(names, t, error, command, 1.0, 1.0, np.full(len(t), 1e-4))
     assert len(rows) == 3 and np.all(np.isnan(rows[1].rms)) and np.isnan(rows[1].tip)
     assert rows[0].rms == pytest.approx([1e-5]) and rows[2].tip == pytest.approx(1e-4)
+
+
+def test_samples_heard_late_keep_the_periods_of_the_reference():
+    # the recorder heard the sensor's samples 1.95 s after the activation (DDS matched its
+    # subscription late): the periods still start where the reference's do
+    names = ['section1_pma1']
+    t = np.arange(1.95, 6.001, 0.002)
+    error = np.floor(t)[:, None] * 1e-5                 # each period its own error
+    command = np.sin(t)[:, None] * 1e5
+    rows = per_period(names, t, error, command, 3.0, 1.0, origin=0.0)
+    assert [row.rms[0] for row in rows] == pytest.approx([3e-5, 4e-5, 5e-5])
