@@ -34,6 +34,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Optional, Tuple
 
 import yaml
 
@@ -187,6 +188,43 @@ def true_tip_line(truth, end):
             f'{error.max() * 1e3:.3f} mm{last}, against ~/tip_desired')
 
 
+def sampled_errors(run, model, frame, order):
+    """
+    Return ``(t, error, command, tip errors or None)`` for the period table of `run`.
+
+    Through the nodes a ``~/state`` row pairs the reference at the tick with the estimate at
+    the time of the sample the tick used, 2-4 ms earlier (the sensor's delay, the transport,
+    the wait for the tick), which at the 1 Hz sinusoid's 44 mm/s read as 0.11 mm per section
+    where the arm was 0.02 mm off. So the sensor's samples are compared with the reference at
+    their stamps (interpolated between the ticks; their noise included), with the latest
+    command sent by then (the first samples may be heard seconds after the activation, `t[0]`,
+    where the periods start). In one process (no samples) the rows are the plant's own. `frame`:
+    the tip's (None: no tip), `order`: the model's joints in the row's.
+    """
+    t, q_des, q = run.t, run.q_des, run.q
+    if run.samples is not None and len(run.samples[0]) > 1:
+        stamps, measured = run.samples
+        inside = (stamps >= t[0]) & (stamps <= t[-1])
+        t, q = stamps[inside], measured[inside]
+        q_des = np.column_stack([np.interp(t, run.t, column) for column in run.q_des.T])
+        command = align(run.t, run.command, t)
+    else:
+        command = run.command
+    tips = None if frame is None else tip_paths(model, frame, q_des[:, order], q[:, order])[2]
+    return t, q - q_des, command, tips
+
+
+def learning_line(diagnostics):
+    """Return the line of the loop's own learning figures at the end (/diagnostics' ilc_*)."""
+    last = next((d for d in reversed(diagnostics) if 'ilc_state' in d), {})
+    if not last:
+        return 'learning (/diagnostics): no ilc figures heard'
+    return (f"learning (/diagnostics at the end): {last['ilc_state']}, "
+            f"{last.get('ilc_trials', '?')} trials measured, the last trial's RMS "
+            f"{float(last.get('ilc_trial_rms', 'nan')) * 1e3:.4f} mm or mrad, trend "
+            f"{float(last.get('ilc_trend', 'nan')):.3f} (last / previous)")
+
+
 def default_engine(simulator):
     """Return 'mujoco' for a continuum arm whose files name no engine, else None (theirs)."""
     tree, model = file_parameters(list(simulator.parameters), SIMULATOR)
@@ -230,7 +268,8 @@ class Recording:
     `command` aligned to `t` (NaN before the first); `diagnostics`, `simulator`: the
     controller's /diagnostics windows and the simulator's last ones (figures by key, as
     published); `skipped`: the deadlines the loop skipped while recorded; `tips`: the
-    desired and captured tips (`Recorder.tips`).
+    desired and captured tips (`Recorder.tips`); `samples`: the sensor's ``(stamps s,
+    positions)`` (`Recorder.samples`; None: not recorded, as in one process).
     """
 
     names: list
@@ -244,6 +283,7 @@ class Recording:
     skipped: float
     end: float
     tips: dict
+    samples: Optional[Tuple[np.ndarray, np.ndarray]] = None
 
 
 class NotThisPair(RuntimeError):
@@ -340,7 +380,8 @@ def record(rec, nodes, logs, processes, duration, actions=(), ready=None):
                      list(rec.diagnostics),
                      dict(rec.sim_diagnostics[-1]) if rec.sim_diagnostics else {},
                      rec.grown('run_missed_deadlines', rec.active_since, end), end,
-                     {topic: list(samples) for topic, samples in rec.tips.items()})
+                     {topic: list(samples) for topic, samples in rec.tips.items()},
+                     rec.samples(rec.joint_names, rec.active_since, end))
 
 
 def report(run, arm, engine, period, controller, out):
@@ -358,10 +399,17 @@ def report(run, arm, engine, period, controller, out):
     print_tables(names, t, q - q_des, run.command, tip[:2] if tip else None)
     if truth is not None:
         print(true_tip_line(truth, run.end))
-    learning = show_periods(out / 'learning.png', settings,
-                            q[0, [names.index(name) for name in model.joint_names]], names, t,
-                            q - q_des, run.command, tip[1] if tip else None)
+    order = [names.index(name) for name in model.joint_names]
+    at, error, command, tips = sampled_errors(run, model, tip[0] if tip else None, order)
+    learning = show_periods(out / 'learning.png', settings, q[0, order], names, at, error,
+                            command, tips, origin=t[0])
     diagnostics, plant = run.diagnostics, run.simulator
+    if learning:
+        if run.samples is not None:
+            print('(the periods: the sensor\'s samples, their noise included, against the '
+                  'reference at their stamps; the table above pairs the estimate at its sample '
+                  "with the reference at the tick, 2-4 ms later)")
+        print(learning_line(diagnostics))
     print(f'loop rate {_median(diagnostics, "rate_hz"):.1f} Hz (median of 1 s '
           f'windows), period p99 {figure(diagnostics, "run_period_p99_us"):.0f} us, compute '
           f'p99 {figure(diagnostics, "run_compute_p99_us"):.0f} us, late ticks {late} of '

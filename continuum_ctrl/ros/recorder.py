@@ -220,6 +220,22 @@ class Recorder:
             return np.zeros(0), np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0))
         return tuple(np.array(column) for column in zip(*rows))
 
+    def samples(self, names, since, until):
+        """
+        Return ``(stamps s, positions (N, len(names)))`` of the kept /joint_states in `names`.
+
+        Those stamped `since` to `until` (s), in stamp order, one per stamp: the sensor's
+        samples at the time they held (``bag=True`` keeps them; else none).
+        """
+        rows = [(stamp_seconds(msg.header.stamp), msg) for topic, _, msg, _, _ in
+                self.messages or () if topic == '/joint_states']
+        rows = sorted(((s, m) for s, m in rows if since <= s <= until and
+                       set(names) <= set(m.name)), key=lambda row: row[0])
+        stamps, first = np.unique([s for s, _ in rows], return_index=True)   # one per stamp
+        positions = [np.asarray(rows[k][1].position)[[list(rows[k][1].name).index(name)
+                                                      for name in names]] for k in first]
+        return stamps, np.array(positions).reshape(len(stamps), len(names))
+
     def write_bag(self, path):
         """
         Write the kept messages as a rosbag2 MCAP file, in send order.

@@ -49,18 +49,27 @@ def learnt_period(settings, q0) -> Optional[Tuple[float, float]]:
         repeats.period
 
 
-def per_period(joint_names, t, error, command, start, period, tip=None) -> List[PeriodRow]:
+def per_period(joint_names, t, error, command, start, period, tip=None,
+               origin=None) -> List[PeriodRow]:
     """
-    Return a `PeriodRow` per whole period of the run from `start` s after ``t[0]``.
+    Return a `PeriodRow` per whole period of the run from `start` s after `origin`.
+
+    A period with fewer than two samples (a recording's hole) has NaN figures.
 
     `error`, `command` (N, n) in the order of `joint_names` at the times `t` (s); `tip`: the
-    tip's errors (N,) m, or None.
+    tip's errors (N,) m, or None; `origin`: the activation (s; default ``t[0]``), where the
+    reference's clock starts: samples heard from later on keep their periods.
     """
     rows = []
     sections = list(groups(joint_names).values())
-    begin = t[0] + start
+    begin = (t[0] if origin is None else origin) + start
     while begin + period <= t[-1] + 1e-9:
         inside = (t >= begin) & (t < begin + period)
+        if np.count_nonzero(inside) < 2:        # a hole in a recording through the nodes
+            rows.append(PeriodRow([np.nan] * len(sections), None if tip is None else np.nan,
+                                  np.nan))
+            begin += period
+            continue
         rms = [float(np.sqrt(np.mean(error[inside][:, index] ** 2))) for index in sections]
         rate = max(r for _, _, r, _ in command_summary(joint_names, t[inside], command[inside]))
         rows.append(PeriodRow(rms, None if tip is None else
@@ -107,14 +116,16 @@ def plot_periods(path, joint_names, rows, command) -> None:
     plt.close(figure)
 
 
-def show_periods(path, settings, q0, joint_names, t, error, command, tip=None) -> bool:
+def show_periods(path, settings, q0, joint_names, t, error, command, tip=None,
+                 origin=None) -> bool:
     """
     Print and plot (into `path`) the run's periods where its loop learns; return whether.
 
     `settings`, `q0`: as `learnt_period`; the rest as `per_period`, from the activation on.
     """
     learnt = learnt_period(settings, q0)
-    rows = [] if learnt is None else per_period(joint_names, t, error, command, *learnt, tip)
+    rows = [] if learnt is None else per_period(joint_names, t, error, command, *learnt, tip,
+                                                origin)
     if not rows:
         return False
     print_periods(joint_names, rows, command)

@@ -311,3 +311,22 @@ def test_a_tip_circle_learns_per_turn():
     assert repeats.start > 0.0 and repeats.settle > 0.0     # the move to the circle, its ramp
     per = [rms((log.q - log.q_des)[(log.t >= k) & (log.t < k + 1)].ravel()) for k in (3, 7)]
     assert per[1] < 0.3 * per[0]
+
+
+def test_a_trial_with_single_states_missed_is_learnt_and_one_with_a_hole_is_said():
+    # through the nodes a tick now and then takes no new state (two arrived between two
+    # ticks): a quarter of trial 1's times unrecorded, one at a time, is interpolated over
+    # and learnt; a starved loop's 50 ms without a tick in trial 2 is not learnt, and said
+    learning = learner(settings())
+    reference = learning._anchored.reference
+    ticks = int(round(1.0 / TICK))
+    for k in range(4 * ticks):
+        t = k * TICK
+        if (ticks <= k < 2 * ticks and k % 4 == 0) or 2.3 <= t < 2.35:
+            continue
+        q_des, qd_des, _ = reference.sample(t)
+        learning.record(t, t, q_des + 1e-4, q_des, qd_des)
+        learning.step()
+    said = [text for _, text in learning.events if 'not learnt' in text]
+    assert len(said) == 1 and 'trial 2 not learnt from: 50 ms' in said[0], learning.events
+    assert learning.history == [pytest.approx(1e-4)] * 2
