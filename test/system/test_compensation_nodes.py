@@ -26,9 +26,12 @@ PREDICTED = 0.01
 #: noise), a floor for the node pair's own no-valve figure
 NO_VALVES_RMS = 0.21e-3
 #: the compensation on measured states at the gains its figures were measured with (kp 700,
-#: kd 40: the file's former ones; without the valve model the file's observer cannot run)
+#: kd 40: the file's former ones; without the valve model the file's observer cannot run),
+#: kept through saturation (the file's guard softens the uncompensated loop, which
+#: saturates: the guard's effect, not the valves', as in test/control/test_compensation.py)
 MEASURED_STATES = {'observer': {'type': 'none'},
-                   'gains': {'kp': [700.0] * 9, 'kd': [40.0] * 9}}
+                   'gains': {'kp': [700.0] * 9, 'kd': [40.0] * 9},
+                   'limits': {'saturation_gain': 1.0}}
 
 
 def closed_loop(tmp_path, lag, delay, time_constant, predicted):
