@@ -230,10 +230,17 @@ def undisturbed(run):
 
 
 def largest_step(run, since, until):
-    """Return the largest change of any PMA's command between two ticks in a span (Pa)."""
+    """
+    Return the largest change of any PMA's command per tick in a span (Pa).
+
+    Between two commands the listener heard, over the ticks their send times span: a
+    listener that missed commands (a late receiver beside the controller) would otherwise
+    read several ticks' change as one step.
+    """
     t, u = run.commands()
     span = (t >= since) & (t <= until)
-    return float(np.abs(np.diff(u[span], axis=0)).max())
+    ticks = np.maximum(np.rint(np.diff(t[span]) * _controller['rate_hz']), 1.0)
+    return float((np.abs(np.diff(u[span], axis=0)) / ticks[:, None]).max())
 
 
 def whole(rms):
