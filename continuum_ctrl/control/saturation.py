@@ -37,7 +37,7 @@ wandered by 9 mm), so some feedback must stay.
 
 import numpy as np
 
-from continuum_ctrl.numerics.jit import compiled
+from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 
 
 @compiled()
@@ -54,6 +54,9 @@ def saturated_beyond(effort, low, high, q, q_des, q_low, q_high, error):
                 and abs(q[k] - q_des[k]) > error):
             return True
     return False
+
+
+_saturated_beyond = cached_entry_point(saturated_beyond, *(np.zeros(1),) * 7, 0.0)
 
 
 class SaturationGuard:
@@ -83,7 +86,7 @@ class SaturationGuard:
         self.hold, self.error, self.gain = float(hold), float(error), float(gain)
         self.until = -np.inf
         if self.hold > 0.0:         # compiled or loaded here, not at the first active tick
-            saturated_beyond(*[np.zeros(1)] * 7, 0.0)
+            self._saturated_beyond = _saturated_beyond()
 
     def watch(self, t: float) -> None:
         """Hold or release the learning after the active tick at `t` (s)."""
@@ -100,8 +103,8 @@ class SaturationGuard:
         """Tell whether a joint's effort is at a bound with its error beyond `error`."""
         loop = self._loop
         low, high = loop._effort_range
-        return saturated_beyond(loop.effort, low, high, loop.q, loop.q_des, loop.low, loop.high,
-                                self.error)
+        return self._saturated_beyond(loop.effort, low, high, loop.q, loop.q_des, loop.low,
+                                      loop.high, self.error)
 
     def _freeze(self):
         loop = self._loop
