@@ -28,17 +28,16 @@ import subprocess
 import sys
 import tempfile
 
-import yaml
-
 import numpy as np
 
-from continuum_ctrl.apps.node_pair import controller_loop, controller_runtime, plant_of
+from continuum_ctrl.apps.node_pair import (controller_loop, controller_runtime, overrides_file,
+                                           plant_of)
 from continuum_ctrl.control.command_quality import variation_rate
 from continuum_ctrl.identify.data import Run
 from continuum_ctrl.identify.rigid import identify_payload
 from continuum_ctrl.identify.setup import read_setup
-from continuum_ctrl.params import load_yaml, nest
-from continuum_ctrl.params.launch_description import arm_config, CONTROLLER, SIMULATOR
+from continuum_ctrl.params import load_yaml
+from continuum_ctrl.params.launch_description import arm_config
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 
@@ -77,9 +76,7 @@ def demo(paths, engine, duration, controller, simulator, out):
     ``(t from activation, s; q_des; q; command)``, joints in the CSV's order.
     """
     out.mkdir(parents=True, exist_ok=True)
-    overlay = out / 'case.yaml'
-    overlay.write_text(yaml.safe_dump({CONTROLLER: {'ros__parameters': nest(controller)},
-                                       SIMULATOR: {'ros__parameters': nest(simulator)}}))
+    overlay = overrides_file(out / 'case.yaml', controller, simulator)
     subprocess.run([sys.executable, '-m', 'continuum_ctrl.apps.cli', 'demo', '--arm',
                     *map(str, paths), str(overlay), '--engine', engine, '--duration',
                     str(duration), '--out', str(out)], check=True, stdout=subprocess.DEVNULL)

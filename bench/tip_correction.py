@@ -51,9 +51,8 @@ import numpy as np
 from continuum_ctrl import load_model
 from continuum_ctrl.apps import demo, identify
 from continuum_ctrl.apps.launch import stop
-from continuum_ctrl.apps.node_pair import command_message, node_pair
+from continuum_ctrl.apps.node_pair import command_message, node_pair, overrides_file
 from continuum_ctrl.identify.calibration_run import bent_tip, record_calibration, workspace_tour
-from continuum_ctrl.params.fields import nest
 from continuum_ctrl.params.launch_description import (arm_files, CONTROLLER, SIMULATOR,
                                                       simulation, TRUTH_TOPIC)
 from continuum_ctrl.ros.recorder import Recorder
@@ -150,9 +149,7 @@ class NodeRun(Run):
 
     def __init__(self, controller, plant, duration, actions=(), bag=None, dropout=None):
         out = Path(tempfile.mkdtemp(prefix='tip_correction_'))
-        overlay = out / 'overrides.yaml'
-        overlay.write_text(yaml.safe_dump({CONTROLLER: {'ros__parameters': nest(controller)},
-                                           SIMULATOR: {'ros__parameters': nest(plant)}}))
+        overlay = overrides_file(out / 'overrides.yaml', controller, plant)
         files = arm_files('continuum_task') + (overlay,)
         nodes = simulation(files)
         self.model = load_model(list(files), CONTROLLER)

@@ -16,6 +16,8 @@ import logging
 from pathlib import Path
 from typing import Any, Sequence
 
+import yaml
+
 from continuum_ctrl.control.loop import ControlLoop
 from continuum_ctrl.control.settings import ControllerSettings, FIELDS as LOOP_FIELDS
 from continuum_ctrl.numerics.jit import kernels_deferred
@@ -85,6 +87,19 @@ def node_pair(paths, controller=None, simulator=None, check=True):
     `check` False: without the configure check (`controller_runtime`).
     """
     return controller_runtime(paths, controller, check=check), plant_of(paths, simulator)
+
+
+def overrides_file(path, controller=None, simulator=None):
+    """
+    Write the dotted overrides of each node as a parameter file at `path`; return `path`.
+
+    The node processes' way to take what `node_pair` takes as arguments: given as a further
+    ``--params-file`` after the arm's files.
+    """
+    path = Path(path)
+    path.write_text(yaml.safe_dump({CONTROLLER: {'ros__parameters': nest(controller or {})},
+                                    SIMULATOR: {'ros__parameters': nest(simulator or {})}}))
+    return path
 
 
 def command_message(path: Any, node: str = CONTROLLER) -> str:
