@@ -36,7 +36,7 @@ import numpy as np
 
 from continuum_ctrl.control.observer import Observer
 from continuum_ctrl.apps.node_pair import controller_loop, node_pair, plant_settings
-from continuum_ctrl.params import ConfigError
+from continuum_ctrl.params import ConfigError, real_list, real_literal
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.plant import ENGINES
 from continuum_ctrl.tuning.engine_plant import engine_plant
@@ -113,14 +113,14 @@ def overlay(gains, joints):
     two units of one integral exclude each other).
     """
     def values(array):
-        return '[' + ', '.join(f'{float(v):.6g}' for v in np.broadcast_to(array, (n,))) + ']'
+        return real_list(np.broadcast_to(array, (n,)))
     n = len(joints)
     integral = ([f'      ki: {values(0.0)}', f'      ki_inertial: {values(gains.ki)}']
                 if gains.inertial else [f'      ki: {values(gains.ki)}'])
     return '\n'.join([
         'continuum_controller:',
         '  ros__parameters:',
-        f'    velocity_filter: {gains.velocity_filter:g}',
+        f'    velocity_filter: {real_literal(gains.velocity_filter)}',
         '    gains:',
         f'      kp: {values(gains.kp)}',
         f'      kd: {values(gains.kd)}', *integral, ''])

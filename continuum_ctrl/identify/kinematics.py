@@ -31,7 +31,7 @@ from continuum_ctrl.control.kinematic_calibration import (DEGREES, design,
                                                           KinematicCalibration, shape_design,
                                                           sizes)
 from continuum_ctrl.identify.data import mcap_files
-from continuum_ctrl.params import ConfigError
+from continuum_ctrl.params import ConfigError, real_list, real_literal
 from continuum_ctrl.params.launch_description import MOCAP_TOPIC
 
 #: fewest paired samples a fit takes, and per held-out region
@@ -325,9 +325,10 @@ def calibration_yaml(fit: KinematicFit, sources) -> str:
     whole file, and the controller node did not start).
     """
     calibration = fit.calibration
-    shape = [f'        compliance: [{", ".join(f"{v:.9g}" for v in calibration.compliance)}]',
-             f'        twist: {calibration.twist:.9g}'] if len(calibration.compliance) else []
-    gap = [f'        gap: [{", ".join(f"{v:.9g}" for v in calibration.coefficients)}]'] \
+    shape = [f'        compliance: {real_list(calibration.compliance, 9)}',
+             f'        twist: {real_literal(calibration.twist, 9)}'] \
+        if len(calibration.compliance) else []
+    gap = [f'        gap: {real_list(calibration.coefficients, 9)}'] \
         if len(calibration.coefficients) else []
     return '\n'.join([
         f'# Kinematic calibration by `continuum-ctrl identify --fit kinematics` from '

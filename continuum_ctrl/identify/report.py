@@ -9,6 +9,7 @@ nominal one, so its values win.
 from pathlib import Path
 
 from continuum_ctrl.identify.excitation import CHATTER_FREQUENCY, CHATTER_SHARE, poorly_pinned
+from continuum_ctrl.params import real_list, real_literal
 
 #: parameter-file keys in the order they are written, with their namespace path
 KEYS = ('model.sections.stiffness', 'model.sections.damping', 'output.area',
@@ -50,16 +51,6 @@ def text(result, setup, sources):
                      'little (docs/valves.md)')
     lines.extend(result.details)
     return '\n'.join(lines)
-
-
-def _real(value, digits=6):
-    """Return `value` as a YAML float literal (2642.0, not 2642: rcl refuses mixed lists)."""
-    text = f'{value:.{digits}g}'
-    return text if any(c in text for c in '.eEn') else text + '.0'
-
-
-def _format(values, digits=6):
-    return '[' + ', '.join(_real(v, digits) for v in values) + ']'
 
 
 #: what a parameter file takes for each fitted key: (lowest value, strictly above it)
@@ -109,10 +100,10 @@ def fitted_yaml(result, sources):
         opened = namespace
         unit = estimates[0].unit
         if estimates[0].index is None:
-            value, error = _real(estimates[0].value), f'{estimates[0].se:.3g}'
+            value, error = real_literal(estimates[0].value), f'{estimates[0].se:.3g}'
         else:
-            value = _format([e.value for e in estimates])
-            error = _format([e.se for e in estimates], 3)
+            value = real_list([e.value for e in estimates])
+            error = real_list([e.se for e in estimates], 3)
         lines.append('    ' + '  ' * len(namespace) + f'{leaf}: {value}  # standard error '
                      f'{error} {unit}')
     return '\n'.join(lines) + '\n'

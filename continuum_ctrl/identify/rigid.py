@@ -30,7 +30,7 @@ from scipy.linalg import qr
 
 from continuum_ctrl.models.fields import RIGID_SCHEMA
 from continuum_ctrl.models.rigid import payload_at, payload_inertia
-from continuum_ctrl.params import ConfigError, file_parameters
+from continuum_ctrl.params import ConfigError, file_parameters, real_list, real_literal
 from continuum_ctrl.params.launch_description import CONTROLLER
 from continuum_ctrl.identify.defaults import MIN_R2, RIGID_FIT
 from continuum_ctrl.identify.fit import (_correlation_time, COND_LIMIT, Estimate, HELD_OUT,
@@ -330,7 +330,6 @@ def _contradictions(result, prepared, full, min_r2):
 def payload_yaml(payload, result, sources):
     """Return the fitted file: the controller's model.payload, in its own section only."""
     mass = result.estimates[0]
-    offset = ', '.join(f'{v:.6g}' for v in payload['offset'])
     return '\n'.join([
         f'# Fitted by `continuum-ctrl identify --fit payload` from '
         f'{", ".join(str(s) for s in sources)}.',
@@ -338,6 +337,6 @@ def payload_yaml(payload, result, sources):
         "# the controller's section only, so a simulator reading the same files keeps its own.",
         'continuum_controller:', '  ros__parameters:', '    model:', '      payload:',
         f"        frame: {payload['frame']}",
-        f"        mass: {payload['mass']:.6g}  # kg; the fit's part: standard error "
+        f"        mass: {real_literal(payload['mass'])}  # kg; the fit's part: standard error "
         f'{mass.se:.3g} kg',
-        f'        offset: [{offset}]  # m, in the frame', ''])
+        f"        offset: {real_list(payload['offset'])}  # m, in the frame", ''])

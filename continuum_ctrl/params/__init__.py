@@ -19,9 +19,10 @@ from continuum_ctrl.params.fields import Field, flatten, nest, Reader, REQUIRED
 from continuum_ctrl.params.schema import Check, Schema
 from continuum_ctrl.params.files import (check_declarable, check_readable, config_dirs,
                                          config_path, file_parameters, load_yaml, model_spec,
-                                         node_parameters, read_text, read_yaml)
+                                         node_parameters, read_text, read_yaml,
+                                         real_list, real_literal)
 
 __all__ = ['Check', 'ConfigError', 'Field', 'flatten', 'nest', 'Reader', 'REQUIRED', 'Schema',
            'check_declarable', 'check_readable',
            'config_dirs', 'config_path', 'file_parameters', 'load_yaml', 'model_spec',
-           'node_parameters', 'read_text', 'read_yaml']
+           'node_parameters', 'read_text', 'read_yaml', 'real_list', 'real_literal']

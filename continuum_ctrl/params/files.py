@@ -74,6 +74,22 @@ def load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_ParameterLoader)
 
 
+def real_literal(value: float, digits: int = 6) -> str:
+    """
+    Return `value` as a YAML float literal to `digits` significant digits.
+
+    ``900.0``, not ``900``, which rcl types an integer: refused for a double parameter, and
+    in a list of doubles.
+    """
+    text = f'{float(value):.{digits}g}'
+    return text if any(c in text for c in '.eEn') else text + '.0'
+
+
+def real_list(values: Sequence[float], digits: int = 6) -> str:
+    """Return `values` as a YAML flow list of float literals (`real_literal`)."""
+    return '[' + ', '.join(real_literal(v, digits) for v in values) + ']'
+
+
 def read_yaml(path: PathLike) -> Dict[str, Any]:
     """Read a YAML file into a mapping; a missing, unreadable or malformed file: ConfigError."""
     path = Path(path)

@@ -6,7 +6,8 @@ import shutil
 import pytest
 
 from continuum_ctrl.params import (Check, config_path, ConfigError, Field, file_parameters,
-                                   model_spec, node_parameters, read_yaml, Reader, Schema)
+                                   load_yaml, model_spec, node_parameters, read_yaml, Reader,
+                                   real_list, real_literal, Schema)
 from support.unreadable import unreadable
 
 
@@ -111,6 +112,14 @@ def test_exponent_numbers_are_floats_as_rcl_reads_them(tmp_path):
     assert values['velocity_filter'] == 0.003
     assert values['gains']['kp'] == [2e5, -150.0, 5.0]
     assert values['name'] == '1e-3' and values['frame'] == 'e3'
+
+
+@pytest.mark.parametrize('value', [900, 0, -0.0, 2642.0, 1e-9, -3.5e21, 0.1 + 0.2, 123456789])
+def test_a_written_float_reads_back_a_float_of_its_digits(value):
+    # rcl types `900` an integer: a double parameter, or a list mixing it with floats, refused
+    read = load_yaml(f'a: {real_literal(value)}\nb: {real_list([value, 1.5, value], 9)}')
+    assert type(read['a']) is float and read['a'] == pytest.approx(value, rel=1e-5, abs=0)
+    assert all(type(v) is float for v in read['b']) and read['b'][0] == pytest.approx(value)
 
 
 #: a small table of two namespaces, one per-joint vector and a rule across keys

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.apps.node_pair import controller_loop, node_pair, plant_settings
-from continuum_ctrl.params import ConfigError
+from continuum_ctrl.params import ConfigError, load_yaml
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.apps.tune import file_observer, held_engine, main, overlay, poses_of
 from continuum_ctrl.tuning.linear_loop import (estimator, Gains, LoopOptions, LoopSystem,
@@ -240,8 +240,11 @@ def test_the_observers_loop_is_quiet_inside_its_predicted_margins_and_not_outsid
 
 def test_the_overlay_gives_every_joint_its_gains(tmp_path):
     loop = setup()[1]
-    text = overlay(shipped(loop), loop.settings.joints)
-    assert 'kd: [' + ', '.join(['40'] * 9) + ']' in text and 'velocity_filter: 0.01' in text
+    tree = load_yaml(overlay(shipped(loop), loop.settings.joints))
+    values = tree['continuum_controller']['ros__parameters']
+    assert values['gains']['kd'] == [40.0] * 9 and values['velocity_filter'] == 0.01
+    # every value a float, as a double parameter must be: rcl refuses `40` there
+    assert all(type(v) is float for gains in values['gains'].values() for v in gains)
 
 
 @pytest.mark.parametrize('argv, key', [
