@@ -108,22 +108,25 @@ def stamped_rms(bag):
     Return the RMS per joint (rad) of the bag's joint states against the reference at their stamps.
 
     The reference: the controller's ``~/state``, interpolated between its active ticks;
-    from 2 s after the first.
+    from 2 s after the first. Joints are paired by name, in the ``~/state`` order.
     """
     from mcap.reader import make_reader
     from mcap_ros2.decoder import DecoderFactory
-    ticks, states = [], []
+    ticks, states, names = [], [], {}
     with open(bag, 'rb') as handle:
         reader = make_reader(handle, decoder_factories=[DecoderFactory()])
         for _, channel, _, msg in reader.iter_decoded_messages(
                 topics=['/joint_states', '/continuum_controller/state']):
             stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
             if channel.topic == '/joint_states':
+                names.setdefault('sensor', list(msg.name))
                 states.append((stamp, msg.position))
             elif msg.header.frame_id in CONTROLLING:
+                names.setdefault('reference', list(msg.joint_names))
                 ticks.append((stamp, msg.points[0].positions))
     tick_t, q_des = (np.array(x) for x in zip(*sorted(ticks)))
     state_t, q = (np.array(x) for x in zip(*sorted(states)))
+    q = q[:, [names['sensor'].index(name) for name in names['reference']]]
     inside = (state_t >= tick_t[0] + 2.0) & (state_t <= tick_t[-1])
     error = q[inside] - np.column_stack([np.interp(state_t[inside], tick_t, q_des[:, j])
                                          for j in range(q_des.shape[1])])
