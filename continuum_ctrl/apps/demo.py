@@ -16,12 +16,14 @@ simulator captures the tip (`mocap.*`), the true tip's error beside it (the capt
 against the controller's `~/tip_desired` at its stamp), and the loop figures,
 and writes into DIR: `closed_loop.png` (desired vs actual positions, and the commands),
 `learning.png` where the loop learns a periodic reference (`ilc.enable`: the RMS error per
-period, also printed, sim/period_report.py),
+period, also printed, sim/period_report.py, of the arm's true positions from the simulator's
+`~/joint_states_true`),
 `closed_loop.csv` (one row per control tick: time, desired and actual position, effort and
 command per joint; empty command fields before the first command), `closed_loop.mcap` (a
-rosbag2 MCAP bag of `/joint_states`, the commands and `~/state`, for `continuum-ctrl identify`,
-Foxglove and `ros2 bag info`) and the nodes' logs. `--engine` sets the simulator's `engine`
-over the file's (through DIR/engine.yaml, a parameter file given after it). Without it a
+rosbag2 MCAP bag of `/joint_states`, the true ones, the commands and `~/state`, for
+`continuum-ctrl identify`, Foxglove and `ros2 bag info`) and the nodes' logs. `--engine` sets
+the simulator's `engine` over the file's (through DIR/engine.yaml, a parameter file given
+after it). Without it a
 continuum arm whose file names no engine runs on MuJoCo (an arm the controller's equations did
 not build, in real time beside the controller here), any other as its file says; the printout
 names the engine that ran.
@@ -45,7 +47,8 @@ from continuum_ctrl.apps.node_pair import check_parameter_file, check_same_messa
 from continuum_ctrl.apps.task_plot import controller_model, plot_task, true_tip
 from continuum_ctrl.params import file_parameters
 from continuum_ctrl.params.launch_description import (arm_files, ARMS, CONTROLLER,
-                                                      MOCAP_TOPIC, SIMULATOR, simulation)
+                                                      JOINT_TRUTH_TOPIC, MOCAP_TOPIC,
+                                                      SIMULATOR, simulation)
 from continuum_ctrl.ros.conversion import REJECT_KINDS
 from continuum_ctrl.ros.recorder import Recorder
 from continuum_ctrl.runtime.lateness import LATE_GAP
@@ -188,6 +191,29 @@ def true_tip_line(truth, end):
             f'{error.max() * 1e3:.3f} mm{last}, against ~/tip_desired')
 
 
+#: what the period table compares with the reference, by `period_source`'s kind
+PERIOD_SOURCES = {
+    'truth': "the arm's true positions (the simulator's ~/joint_states_true, no noise or "
+             'delay) against the reference at their stamps; the tip by the controller\'s '
+             'kinematics from them',
+    'samples': "the sensor's samples (/joint_states), their noise included, against the "
+               'reference at their stamps; the tip by the controller\'s kinematics from them',
+}
+
+
+def period_source(run):
+    """
+    Return ``(kind, (stamps s, positions) or None)`` of what the period table compares.
+
+    'truth': the simulator's true joint states, when recorded; else 'samples': the sensor's;
+    else ``(None, None)``: the ``~/state`` rows (one process: the plant's own).
+    """
+    for kind, recorded in (('truth', run.truth), ('samples', run.samples)):
+        if recorded is not None and len(recorded[0]) > 1:
+            return kind, recorded
+    return None, None
+
+
 def sampled_errors(run, model, frame, order):
     """
     Return ``(t, error, command, tip errors or None)`` for the period table of `run`.
@@ -195,15 +221,17 @@ def sampled_errors(run, model, frame, order):
     Through the nodes a ``~/state`` row pairs the reference at the tick with the estimate at
     the time of the sample the tick used, 2-4 ms earlier (the sensor's delay, the transport,
     the wait for the tick), which at the 1 Hz sinusoid's 44 mm/s read as 0.11 mm per section
-    where the arm was 0.02 mm off. So the sensor's samples are compared with the reference at
-    their stamps (interpolated between the ticks; their noise included), with the latest
-    command sent by then (the first samples may be heard seconds after the activation, `t[0]`,
-    where the periods start). In one process (no samples) the rows are the plant's own. `frame`:
-    the tip's (None: no tip), `order`: the model's joints in the row's.
+    where the arm was 0.02 mm off. So the arm's true positions (else the sensor's samples,
+    their noise included: `period_source`) are compared with the reference at their stamps
+    (interpolated between the ticks), with the latest command sent by then (the first samples
+    may be heard seconds after the activation, `t[0]`, where the periods start). In one
+    process (neither) the rows are the plant's own. `frame`: the tip's (None: no tip),
+    `order`: the model's joints in the row's.
     """
     t, q_des, q = run.t, run.q_des, run.q
-    if run.samples is not None and len(run.samples[0]) > 1:
-        stamps, measured = run.samples
+    _, recorded = period_source(run)
+    if recorded is not None:
+        stamps, measured = recorded
         inside = (stamps >= t[0]) & (stamps <= t[-1])
         t, q = stamps[inside], measured[inside]
         q_des = np.column_stack([np.interp(t, run.t, column) for column in run.q_des.T])
@@ -269,7 +297,8 @@ class Recording:
     controller's /diagnostics windows and the simulator's last ones (figures by key, as
     published); `skipped`: the deadlines the loop skipped while recorded; `tips`: the
     desired and captured tips (`Recorder.tips`); `samples`: the sensor's ``(stamps s,
-    positions)`` (`Recorder.samples`; None: not recorded, as in one process).
+    positions)`` (`Recorder.samples`; None: not recorded, as in one process); `truth`: the
+    simulator's true joint states alike (JOINT_TRUTH_TOPIC).
     """
 
     names: list
@@ -284,6 +313,7 @@ class Recording:
     end: float
     tips: dict
     samples: Optional[Tuple[np.ndarray, np.ndarray]] = None
+    truth: Optional[Tuple[np.ndarray, np.ndarray]] = None
 
 
 class NotThisPair(RuntimeError):
@@ -381,7 +411,8 @@ def record(rec, nodes, logs, processes, duration, actions=(), ready=None):
                      dict(rec.sim_diagnostics[-1]) if rec.sim_diagnostics else {},
                      rec.grown('run_missed_deadlines', rec.active_since, end), end,
                      {topic: list(samples) for topic, samples in rec.tips.items()},
-                     rec.samples(rec.joint_names, rec.active_since, end))
+                     rec.samples(rec.joint_names, rec.active_since, end),
+                     rec.samples(rec.joint_names, rec.active_since, end, JOINT_TRUTH_TOPIC))
 
 
 def report(run, arm, engine, period, controller, out):
@@ -405,10 +436,10 @@ def report(run, arm, engine, period, controller, out):
                             command, tips, origin=t[0])
     diagnostics, plant = run.diagnostics, run.simulator
     if learning:
-        if run.samples is not None:
-            print('(the periods: the sensor\'s samples, their noise included, against the '
-                  'reference at their stamps; the table above pairs the estimate at its sample '
-                  "with the reference at the tick, 2-4 ms later)")
+        kind, _ = period_source(run)
+        if kind is not None:
+            print(f'(the periods: {PERIOD_SOURCES[kind]}; the table above pairs the estimate '
+                  'at its sample with the reference at the tick, 2-4 ms later)')
         print(learning_line(diagnostics))
     print(f'loop rate {_median(diagnostics, "rate_hz"):.1f} Hz (median of 1 s '
           f'windows), period p99 {figure(diagnostics, "run_period_p99_us"):.0f} us, compute '

@@ -28,6 +28,8 @@ DEFAULT_PARAMS = 'continuum_3section.yaml'
 MOCAP_TOPIC = '/mocap/tip'
 #: the simulator's true tip (its capture without noise, latency or dropouts)
 TRUTH_TOPIC = f'/{SIMULATOR}/tip_true'
+#: the simulator's true joint states (the plant's state without the sensor's traits)
+JOINT_TRUTH_TOPIC = f'/{SIMULATOR}/joint_states_true'
 
 
 @dataclass(frozen=True)

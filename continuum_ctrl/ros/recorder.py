@@ -22,7 +22,8 @@ from trajectory_msgs.msg import JointTrajectory
 
 from continuum_ctrl.identify.bag import BagWriter
 from continuum_ctrl.ros.conversion import stamp_seconds
-from continuum_ctrl.params.launch_description import MOCAP_TOPIC, TRUTH_TOPIC
+from continuum_ctrl.params.launch_description import (JOINT_TRUTH_TOPIC, MOCAP_TOPIC,
+                                                      TRUTH_TOPIC)
 from continuum_ctrl.ros.fast_publish import FORMS
 from continuum_ctrl.ros.plumbing import single_threaded_executor
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING
@@ -53,7 +54,8 @@ class Recorder:
     true tip (TRUTH_TOPIC). With
     ``record=False`` only /diagnostics is heard (light, for benchmarks). With ``bag=True``
     `messages` also keeps ``(topic, type, message, receive time ns, send time ns)`` of
-    `~/state`, `~/commands`, `/joint_states`, `/diagnostics` and the tips for `write_bag`
+    `~/state`, `~/commands`, `/joint_states`, the simulator's true ones (JOINT_TRUTH_TOPIC),
+    `/diagnostics` and the tips for `write_bag`
     (written after the run, so recording costs the loop nothing). `priority`: the SCHED_FIFO
     priority of the recorder's threads while `run` records (0: normal scheduling), below the
     recorded nodes' own.
@@ -82,9 +84,10 @@ class Recorder:
         self.messages = [] if bag else None
         self.tips = {}
         if bag:     # typed: raw subscriptions repeat their callback under the EventsExecutor
-            self.node.create_subscription(JointState, '/joint_states', self._keep(
-                '/joint_states', 'sensor_msgs/msg/JointState'), QoSProfile(
-                    depth=DEPTH, reliability=ReliabilityPolicy.BEST_EFFORT))
+            for topic in ('/joint_states', JOINT_TRUTH_TOPIC):
+                self.node.create_subscription(JointState, topic, self._keep(
+                    topic, 'sensor_msgs/msg/JointState'), QoSProfile(
+                        depth=DEPTH, reliability=ReliabilityPolicy.BEST_EFFORT))
         if record:
             self.node.create_subscription(JointTrajectory, f'/{controller}/state', self._state,
                                           DEPTH)
@@ -220,15 +223,16 @@ class Recorder:
             return np.zeros(0), np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0))
         return tuple(np.array(column) for column in zip(*rows))
 
-    def samples(self, names, since, until):
+    def samples(self, names, since, until, kept='/joint_states'):
         """
-        Return ``(stamps s, positions (N, len(names)))`` of the kept /joint_states in `names`.
+        Return ``(stamps s, positions (N, len(names)))`` of the kept `kept` states in `names`.
 
         Those stamped `since` to `until` (s), in stamp order, one per stamp: the sensor's
-        samples at the time they held (``bag=True`` keeps them; else none).
+        samples at the time they held, or with JOINT_TRUTH_TOPIC the simulator's true states
+        (``bag=True`` keeps them; else none).
         """
         rows = [(stamp_seconds(msg.header.stamp), msg) for topic, _, msg, _, _ in
-                self.messages or () if topic == '/joint_states']
+                self.messages or () if topic == kept]
         rows = sorted(((s, m) for s, m in rows if since <= s <= until and
                        set(names) <= set(m.name)), key=lambda row: row[0])
         stamps, first = np.unique([s for s, _ in rows], return_index=True)   # one per stamp

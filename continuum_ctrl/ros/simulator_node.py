@@ -31,6 +31,11 @@
 - pub `~/tip_true` (geometry_msgs/PoseStamped, reliable, keep last 10; with the capture):
   the same tip without noise, latency or dropouts, stamped at the measurement: the
   simulator's ground truth, for benchmarks and tests (bench/tip_correction.py --nodes).
+- pub `~/joint_states_true` (sensor_msgs/JointState, reliable, keep last 10, as
+  `joint_states`; while it has a subscriber): the plant's exact positions and velocities
+  (`joint_states`' names, no effort) at each publication of `joint_states`, lost ones
+  included, stamped at the plant's time: no noise, quantisation, delay or loss (sim/plant.py
+  `Plant.truth`). The ground truth of the arm itself, for the demo's error per period.
 - pub `/diagnostics` (~1 Hz): steps, overruns, rejected commands, commands that went stale
   (`stale_commands`: no newer command within `command_timeout`), stamped commands dropped as
   late (`late_commands`), the sensor's samples lost (`dropped_samples`, by `sensor.drop`),
@@ -108,6 +113,10 @@ class SimulatorNode(Node):
         self.msg.velocity = [0.0] * n
         self.msg.effort = [0.0] * n
         self.pub = self.create_publisher(JointState, 'joint_states', QoSProfile(depth=10))
+        self.truth_state = JointState(name=self.msg.name, position=[0.0] * n,
+                                      velocity=[0.0] * n)
+        self.truth_state_pub = self.create_publisher(JointState, '~/joint_states_true',
+                                                     QoSProfile(depth=10))
         self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.command_input = CommandInput(settings.vectors.joints, settings.message)
         self.create_subscription(FORMS[settings.message].msg_type, 'commands',
@@ -214,6 +223,8 @@ class SimulatorNode(Node):
                 self.tip_pub.publish(self.tip_msg.fill(tip.pose, tip.stamp))
         if self._held is not None:                  # still held: it goes out first
             self._send_held()
+        if self.truth_state_pub.get_subscription_count():
+            self._send_truth(t)
         sample = self.plant.publish(t)
         if sample is None:
             return
@@ -230,6 +241,15 @@ class SimulatorNode(Node):
         if self._held is not None:
             (sample, effort), self._held = self._held, None
             self._send(sample, effort, self._now())
+
+    def _send_truth(self, due):
+        """Publish the plant's exact state beside the sample due at `due` (s)."""
+        stamp, q, qd = self.plant.truth(due)
+        msg = self.truth_state
+        msg.header.stamp = Time(nanoseconds=round(stamp * 1e9)).to_msg()
+        set_doubles(msg.position, q)
+        set_doubles(msg.velocity, qd)
+        self.truth_state_pub.publish(msg)
 
     def _send(self, sample, effort, now):
         """Publish `sample` with `effort` at `now` (s); a `publish` stamp is `now`."""

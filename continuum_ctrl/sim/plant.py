@@ -727,6 +727,15 @@ class Plant:
         """Return what the sensor reads now, ``(q, qd)`` (model order; qd None without)."""
         return self.sensor.read()
 
+    def truth(self, due):
+        """
+        Return ``(time s, q, qd)``: the plant's exact state (model order) and its time.
+
+        The simulator's ground truth beside the sensor's sample due at `due` (s): no noise,
+        no delay, no loss; its time is the plant's (`due` before the clock starts).
+        """
+        return (due if self.t is None else self.t), self.q, self.qd
+
     def publish(self, due):
         """
         Return the sensor's sample published at `due` (s), None when it is lost.

@@ -9,7 +9,7 @@ own report is made of that run, as of a recording: its printout and `learning.pn
 import numpy as np
 import pytest
 
-from continuum_ctrl.apps.demo import Recording, report, sampled_errors
+from continuum_ctrl.apps.demo import Recording, period_source, report, sampled_errors
 from continuum_ctrl.apps.task_plot import controller_model
 from continuum_ctrl.apps.node_pair import node_pair
 from continuum_ctrl.params.launch_description import arm_files, simulation
@@ -78,6 +78,22 @@ def test_through_the_nodes_the_periods_compare_the_samples_with_the_reference_at
     _, error, _, tips = sampled_errors(run, model, tip_frame(model, None), order)
     assert np.sqrt(np.mean(error ** 2)) < 1e-6 and np.max(tips) < 1e-5      # interpolation
     assert np.sqrt(np.mean((run.q - run.q_des) ** 2)) > 5e-5          # what the rows say
+
+
+def test_the_periods_take_the_arms_true_positions_over_the_noisy_samples():
+    # recorded beside the sensor's 20 um noise, the simulator's true joint states are the
+    # arm's error: the table reads them, not the noise
+    names = ['section1_pma1', 'section1_pma2', 'section1_pma3']
+    t = np.arange(0.0, 2.0, 0.002)
+    q_des = 0.2 + 0.007 * np.sin(2.0 * np.pi * t)[:, None] * np.ones(3)
+    noisy = q_des + 2e-5 * np.random.default_rng(2).standard_normal(q_des.shape)
+    run = Recording(names, t, q_des, noisy, np.zeros_like(q_des), np.zeros_like(q_des),
+                    [], {}, 0.0, t[-1], {}, (t, noisy), (t[::2], q_des[::2] + 1e-6))
+    assert period_source(run)[0] == 'truth'
+    at, error, _, _ = sampled_errors(run, None, None, [0, 1, 2])
+    assert np.array_equal(at, t[::2]) and np.allclose(error, 1e-6)
+    run.truth = None                                        # not recorded: the samples
+    assert np.sqrt(np.mean(sampled_errors(run, None, None, [0, 1, 2])[1] ** 2)) > 1.5e-5
 
 
 def test_a_period_the_recording_lost_is_a_gap_in_the_table_not_a_failure():

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from continuum_ctrl.params.launch_description import JOINT_TRUTH_TOPIC
 from continuum_ctrl.runtime.controller_runtime import CONTROLLING
 from support.command_bounds import worst_chatter, worst_variation
 from support.ros_nodes import stall_of, unstalled
@@ -138,7 +139,8 @@ def test_demo_runs_the_continuum_arm_and_writes_its_outputs(demo_runs):
     late = data[:, 0] > data[0, 0] + 1.5
     rms = np.sqrt(np.mean((q[late] - q_des[late]) ** 2, axis=0))
     assert np.all(rms < 0.5 * AMPLITUDE), rms
-    # the rosbag2 MCAP bag of the same run reads back: joint states, commands and ~/state
+    # the rosbag2 MCAP bag of the same run reads back: joint states (the sensor's and the
+    # simulator's true ones), commands and ~/state
     from mcap.reader import make_reader
 
     from continuum_ctrl.identify.data import Joints, read_diagnostics, read_mcap
@@ -148,8 +150,8 @@ def test_demo_runs_the_continuum_arm_and_writes_its_outputs(demo_runs):
     with open(tmp_path / 'closed_loop.mcap', 'rb') as f:
         summary = make_reader(f).get_summary()
     assert {c.topic for c in summary.channels.values()} == {
-        '/joint_states', '/continuum_controller/commands', '/continuum_controller/state',
-        '/diagnostics'}
+        '/joint_states', JOINT_TRUTH_TOPIC, '/continuum_controller/commands',
+        '/continuum_controller/state', '/diagnostics'}
     assert summary.statistics.message_count > 1500
     # the controller's figures read back from the bag, the command's among them, and the
     # printout's per section, computed from the recorded commands (CSV)
