@@ -27,15 +27,19 @@ class NumpyTaskStep:
         Sample `path` (``path.sample(t)``) at `t` [s] into `state`, `clock` and `sample`.
 
         The arguments of a model's `compiled_task_step` (`goal` a `task_step.new_goal` block,
-        `bounds` rows lower, upper); returns the tip's distance to the path point [m].
+        `bounds` rows lower, upper limits, catch-up speeds); returns the tip's distance to the
+        path point [m].
         """
         low, high = bounds[0], bounds[1]
         x, xd, xdd = path.sample(t)
         x = x + goal_layout(goal)[1].offset
         R, w, dw = desired_rotation(goal, t)
         q, qd, qdd = state
+        previous = None         # a sample after the previous one: its move within the speeds
         if not np.isnan(clock[0]):
             dt = t - clock[0]
+            if dt > 0.0:
+                previous, budget = q.copy(), bounds[2] * dt
             q = np.clip(q + dt * qd + 0.5 * dt * dt * qdd, low, high)
         for _ in range(NEWTON_STEPS):
             pose, J = self.model.frame_kinematics(q, self.frame)
@@ -44,9 +48,10 @@ class NumpyTaskStep:
                 break
             dq, free = _solve(q, A, e, low, high)[:2]
             q = np.clip(q + (dq if free.any() else _descent(q, A, e, low, high)), low, high)
-        else:
-            pose, J = self.model.frame_kinematics(q, self.frame)
-            A, e = _task(J, pose, x, R, weight)
+        if previous is not None:
+            q = previous + _share(q - previous, budget) * (q - previous)
+        pose, J = self.model.frame_kinematics(q, self.frame)
+        A, e = _task(J, pose, x, R, weight)
         v = np.concatenate((xd, weight * w)) if weight > 0.0 else xd
         qd, free, y, Hinv = _solve(q, A, v, low, high)
         qdd = np.zeros(q.shape[0])
@@ -57,6 +62,9 @@ class NumpyTaskStep:
             Af, Adf = A[:, free], Ad[:, free]
             rhs = a - Ad @ qd - Af @ (Adf.T @ y)
             qdd[free] = Adf.T @ y + Af.T @ (Hinv @ rhs)
+        share = _share(qd, bounds[2])
+        if share < 1.0:
+            qd, qdd = share * qd, np.zeros_like(qdd)
         state[:] = q, qd, qdd
         sample[:] = x, xd, xdd
         clock[0] = t
@@ -97,7 +105,13 @@ def _descent(q, A, e, low, high):
     return dq * (float(e @ step) / size if size > 0.0 else 0.0)
 
 
-def _solve(q, A, b, low, high):
+def _share(dq, budget):
+    """Return the largest share (0-1) of the change `dq` that moves no joint k over budget[k]."""
+    over = np.abs(dq) > budget
+    return float(np.min(budget[over] / np.abs(dq[over]), initial=1.0))
+
+
+def _solve(q, A, b, low, high, damping2=1e-12):
     """
     Minimum-norm ``dq`` with ``A dq = b`` over the joints free to move that way.
 
@@ -112,7 +126,7 @@ def _solve(q, A, b, low, high):
     for _ in range(n):
         Af = A[:, free]
         H = Af @ Af.T
-        H.flat[::H.shape[0] + 1] += 1e-12
+        H.flat[::H.shape[0] + 1] += damping2
         Hinv = np.linalg.inv(H)
         y = Hinv @ b
         dq[:] = 0.0

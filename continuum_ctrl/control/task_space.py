@@ -7,7 +7,8 @@ of `continuum_ctrl.control.references`, so the control loop runs it unchanged:
 - ``q_d``: IK from the previous solution (predicted to `t`, then damped least-squares Newton
   steps on the task error without the null-space pull, so the solution moves by minimum-norm
   steps, as ``qd_d`` does; on PMA arms within the lengths the pressures hold,
-  control/holding.py);
+  control/holding.py; each joint at most `task.catch_up` of its range per second off the
+  prediction, so a path the arm cannot follow to first order is caught up, not jumped to);
 - ``qd_d = A^+ xd_d``;
 - ``qdd_d``, the exact time derivative of ``qd_d = A^T (A A^T)^-1 xd_d``: ``A^+ (xdd_d -
   Adot qd_d) + (I - A^+ A) Adot^T y`` with ``y = (A A^T)^-1 xd_d`` and ``Adot`` from the
@@ -67,7 +68,9 @@ class TaskSettings:
     `frame`: the frame the task controls (None: no task space); `base_frame`: the frame_id of
     tip messages; `orientation_weight`: weight of the orientation error, m/rad (0: position
     only); `duration`: shortest tip move, s; `max_speed`: largest peak tip speed of a move,
-    m/s (0: no limit); `correction`: the `task.correction.*` settings of the correction on a
+    m/s (0: no limit); `catch_up`: the fastest the IK's correction moves a joint off its
+    predicted path, in shares of its range per second; `correction`: the `task.correction.*`
+    settings of the correction on a
     measured tip (control/tip_correction.py); `holding`: the PMAs' force range the IK's poses
     keep (`task.pressure_margin`, control/holding.py; None: the joint limits alone, as on
     rigid arms).
@@ -78,6 +81,7 @@ class TaskSettings:
     orientation_weight: float = 0.0
     duration: float = 2.0
     max_speed: float = 0.05
+    catch_up: float = 5.0
     correction: CorrectionSettings = CorrectionSettings()
     holding: Optional[HoldingRange] = None
 
@@ -295,7 +299,9 @@ class TaskReference(Reference):
         self.clamp_distance = float(clamp_distance)
         self.clamped = self.clamp_distance > 0.0
         self.low, self.high = task.ik.lower, task.ik.upper
-        self._bounds = np.ascontiguousarray(np.vstack((self.low, self.high)))
+        span = self.high - self.low         # the catch-up speeds: none for an unbounded joint
+        speed = np.where(np.isfinite(span), task.settings.catch_up * span, np.inf)
+        self._bounds = np.ascontiguousarray(np.vstack((self.low, self.high, speed)))
         self._state = np.zeros((3, self.n))             # q_d, qd_d, qdd_d of the last sample
         self._state[0] = np.clip(np.asarray(q_start, dtype=float), self.low, self.high)
         self._start = self._state[0].copy()

@@ -320,7 +320,8 @@ class ContinuumModel(DynamicsModel):
 
         Called ``step(t, path, goal, weight, state, clock, bounds, sample)``: `t` and
         `weight` floats, the rest C-contiguous float64 arrays (`path` a `paths` table, `goal`
-        a `task_step.new_goal` block); returns the tip error [m].
+        a `task_step.new_goal` block, `bounds` rows lower, upper limits and catch-up speeds);
+        returns the tip error [m].
         """
         sec = self._section(frame)
         n = self.n
@@ -328,7 +329,8 @@ class ContinuumModel(DynamicsModel):
         kernel = entry_point(task_step, self.arm, self.memory, sec, 0.0,
                              path_segment(0.0, np.zeros(3))[None], new_goal(np.eye(3)), 0.0,
                              np.zeros((3, n)), np.full(1, np.nan),
-                             np.vstack(self.joint_limits()), T, J, Jdot, np.zeros((3, 3)), buf)
+                             np.vstack((*self.joint_limits(), np.full(n, np.inf))), T, J, Jdot,
+                             np.zeros((3, 3)), buf)
         arm, memory = self.arm, self.memory
 
         def step(t, path, goal, weight, state, clock, bounds, sample):

@@ -34,9 +34,10 @@ Goal = namedtuple('Goal', 'R0 axis duration offset')
 #: scratch of one sample for n joints: task error e, task velocity v and acceleration a,
 #: ``y = (A A^T)^-1 v`` and a right-hand side `rhs` (6,); the Cholesky factor H (6, 6); the
 #: desired, relative and ramped rotations Rd, Rt, E (3, 3) and the ramped rotation vector sw
-#: (3,); the task Jacobian A and its rate Ad (6, n); free-joint mask `free`, Newton step dq
-#: and ``z = Adot_f^T y`` (n,)
-TaskWork = namedtuple('TaskWork', 'e v a y rhs H Rd Rt E sw A Ad free dq z')
+#: (3,); the task Jacobian A and its rate Ad (6, n); free-joint mask `free`, Newton step dq,
+#: ``z = Adot_f^T y``, the previous sample's solution `p` and how far this sample may move
+#: each joint from it, `budget` (n,)
+TaskWork = namedtuple('TaskWork', 'e v a y rhs H Rd Rt E sw A Ad free dq z p budget')
 
 
 @also_compiled
@@ -79,7 +80,9 @@ def task_layout(memory, n):
     at, free = take(memory, at, (n,))
     at, dq = take(memory, at, (n,))
     at, z = take(memory, at, (n,))
-    return at, TaskWork(e, v, a, y, rhs, H, Rd, Rt, E, sw, A, Ad, free, dq, z)
+    at, p = take(memory, at, (n,))
+    at, budget = take(memory, at, (n,))
+    return at, TaskWork(e, v, a, y, rhs, H, Rd, Rt, E, sw, A, Ad, free, dq, z, p, budget)
 
 
 def task_scratch(n):
@@ -107,10 +110,13 @@ def _task_rows(T, J, x, Rd, weight, m, A, e, Rt):
 
 
 @compiled()
-def _min_norm(A, m, q, low, high, b, free, dq, y, H):
+def _min_norm(A, m, q, low, high, b, free, dq, y, H, damping2):
     """
     Minimum-norm ``dq`` with ``A_f dq_f = b`` over the joints `free` to move that way.
 
+    Damped by `damping2` (``A_f A_f^T + damping2 I``; 1e-12 for an exact solution): the
+    Newton steps pass the squared task error, as Levenberg-Marquardt does, so that a target
+    at the edge of the reach (a singular ``A``) is approached, not overshot by a huge step.
     Joints at a limit that the solution would push beyond are held (active set, ``free`` 0).
     Leaves ``y = (A_f A_f^T)^-1 b`` and the Cholesky factor of ``A_f A_f^T`` in `H`; returns
     False (and ``dq = 0``) when every joint is held.
@@ -128,7 +134,7 @@ def _min_norm(A, m, q, low, high, b, free, dq, y, H):
                 for k in range(n):
                     h += A[a, k] * free[k] * A[c, k]
                 H[a, c] = h
-            H[a, a] += 1e-12
+            H[a, a] += damping2
         cholesky_solve(H, y, m)
         for k in range(n):
             d = 0.0
@@ -184,6 +190,16 @@ def _descent(A, m, q, low, high, e, dq):
 
 
 @compiled()
+def share_within(dq, budget):
+    """Return the largest share (0-1) of the change `dq` that moves no joint k over budget[k]."""
+    share = 1.0
+    for k in range(dq.shape[0]):
+        if abs(dq[k]) > budget[k]:
+            share = min(share, budget[k] / abs(dq[k]))
+    return share
+
+
+@compiled()
 def task_step(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, J, Jdot,
               sample, buf):
     """
@@ -196,8 +212,13 @@ def task_step(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, 
     predicted to `t` (`state` rows q, qd, qdd, the previous sample at ``clock[0]``, NaN for
     none), ``qd_d = A^+ xd_d`` and ``qdd_d = A^+ (xdd_d - Adot qd_d) + Adot^T y`` (the exact
     derivative of ``A^T (A A^T)^-1 v``, ``Adot`` from `frames.derivative_from_chain`), all over
-    the joints free to move (`_min_norm`); written back into `state` and `clock`. `weight` > 0
-    adds the orientation rows (`_task_rows`); `bounds` rows: lower, upper limits (n,); `T`,
+    the joints free to move (`_min_norm`); written back into `state` and `clock`. No joint
+    moves faster than its catch-up speed, from the previous sample or in ``qd_d`` (the whole
+    change scaled, so it keeps its direction; ``qdd_d`` is then 0): where the path outruns
+    what the arm reaches to first order (a straight arm asked to lower its tip), the
+    near-singular system's step and ``qd_d`` would jump the reference by tens of mm in one
+    sample. `weight` > 0 adds the orientation rows
+    (`_task_rows`); `bounds` rows: lower, upper limits, catch-up speeds [m/s] (n,); `T`,
     `J`, `Jdot`: the frame's pose, Jacobian and its rate there; `buf`: scratch of
     `task_scratch(n)` floats. Returns the tip's distance to the path point [m].
     """
@@ -211,7 +232,7 @@ def task_step(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, 
     # views as locals: Numba 0.68 loses loop writes through a field of a layout made here
     w = task_layout(buf, n)[1]
     e, v, a, y, rhs, H, Rd, Rt, A, Ad = w.e, w.v, w.a, w.y, w.rhs, w.H, w.Rd, w.Rt, w.A, w.Ad
-    E, sw, free, dq, z = w.E, w.sw, w.free, w.dq, w.z
+    E, sw, free, dq, z, p, budget = w.E, w.sw, w.free, w.dq, w.z, w.p, w.budget
     path_sample(path, t, x, xd, xdd)
     g = goal_layout(goal)[1]
     for c in range(3):
@@ -228,29 +249,38 @@ def task_step(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, 
             v[3 + i], a[3 + i] = weight * ds * turn, weight * dds * turn
             for j in range(3):
                 Rd[i, j] = R0[i, 0] * E[0, j] + R0[i, 1] * E[1, j] + R0[i, 2] * E[2, j]
+    bounded = False             # a sample after the previous one: its move within the speeds
     if not math.isnan(clock[0]):
         dt = t - clock[0]
+        bounded = dt > 0.0
         for k in range(n):
+            p[k], budget[k] = q[k], bounds[2, k] * dt
             q[k] = min(high[k], max(low[k], q[k] + dt * qd[k] + 0.5 * dt * dt * qdd[k]))
     for _ in range(NEWTON_STEPS):
         tip_frame(arm, q, ch, work, sec, T, J)
         _task_rows(T, J, x, Rd, weight, m, A, e, Rt)
-        big = 0.0
+        big, ee = 0.0, 0.0
         for r in range(m):
-            big = max(big, abs(e[r]))
+            big, ee = max(big, abs(e[r])), ee + e[r] * e[r]
         if big <= NEWTON_TOLERANCE:
             break
-        if not _min_norm(A, m, q, low, high, e, free, dq, y, H):
+        if not _min_norm(A, m, q, low, high, e, free, dq, y, H, 1e-12):
             _descent(A, m, q, low, high, e, dq)
         for k in range(n):
             q[k] = min(high[k], max(low[k], q[k] + dq[k]))
+    if bounded:
+        for k in range(n):
+            dq[k] = q[k] - p[k]
+        share = share_within(dq, budget)
+        for k in range(n):
+            q[k] = p[k] + share * dq[k]
     chain(arm, q, ch, work, WITH_DERIVATIVES)
     frame_from_chain(ch, sec, T, J)
     _task_rows(T, J, x, Rd, weight, m, A, e, Rt)
     clock[0] = t
     for k in range(n):
         qdd[k] = 0.0
-    if _min_norm(A, m, q, low, high, v, free, qd, y, H):
+    if _min_norm(A, m, q, low, high, v, free, qd, y, H, 1e-12):
         derivative_from_chain(arm, data, q, qd, sec, J, Jdot)
         for k in range(n):              # z = Adot_f^T y
             acc = 0.0
@@ -270,4 +300,9 @@ def task_step(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, 
                 for r in range(m):
                     acc += A[r, k] * rhs[r]
                 qdd[k] = acc
+    share = share_within(qd, bounds[2])
+    if share < 1.0:                     # catching up: qd_d within the speeds, no qdd_d
+        for k in range(n):
+            qd[k] *= share
+            qdd[k] = 0.0
     return math.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2])
