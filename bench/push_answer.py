@@ -44,7 +44,7 @@ def pushed(controller, start, size=20.0, after=2.8):
 
 
 def figures(loop, log, start):
-    """Return the push's figures (module doc) as a dict."""
+    """Return what the module doc lists of one push, as a dict."""
     t, error = log.t, np.abs(log.q - log.q_des)
     actuation = loop.settings.actuation
     window = (t >= start) & (t < start + WINDOW)
