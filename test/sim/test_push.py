@@ -148,9 +148,10 @@ def test_a_20_n_push_on_the_mujoco_arm_gets_a_bounded_answer(reference):
     push, and the gains softened (`limits.saturation_*`): every error is back under 0.1 mm
     within 2 s of the push start (measured 1.81 s holding, 1.86 s during the sinusoid; with
     the gains kept 2.03 and 2.41 s; pushed later in the sinusoid's cycle, up to 2.17 s:
-    docs/safety.md), and during the sinusoid no PMA's pressure touches both
-    bounds within 0.5 s. Holding, section 1's springs store at the release what its braking
-    bound absorbs over the way back (docs/safety.md): it touches both.
+    docs/safety.md), and when pushed at 5 s in the sinusoid no PMA's pressure touches both
+    bounds within 0.5 s. Holding, six PMAs touch both: the loop resists the push at one and
+    brakes the return at the other (braking short of it avoids that at a cost in time:
+    docs/safety.md, bench/push_answer.py).
     """
     loop, log, biases = pushed_run(reference, START + 2.8)
     t, error = log.t, log.q - log.q_des
