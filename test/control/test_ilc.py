@@ -334,10 +334,12 @@ def test_a_trial_with_single_states_missed_is_learnt_and_one_with_a_hole_is_said
     assert learning.history == [pytest.approx(1e-4)] * 2
 
 
-
 def drift(per_period):
-    """From the 6th period a repeating force (N) the learnt table does not fit, growing
-    `per_period` x per period: a plant that drifted (1: it then holds steady)."""
+    """
+    Return a repeating force (N) the learnt table does not fit, from the 6th period on.
+
+    It grows `per_period` x per period: a plant that drifted (1: it then holds steady).
+    """
     return lambda t: 0.0 if t < 5.0 else \
         0.5 * per_period ** (t // 1.0 - 5.0) * np.sin(2.0 * np.pi * t + 1.0)
 
