@@ -45,8 +45,9 @@ again, keeps it); the trials that overlap the reference's blend (or a tip circle
 and ramp) are not learnt. While the loop's saturation guard holds (a push: the effort at a
 bound far from the reference) the table is faded out, and comes back after (`fade`). A
 disturbed trial (faded, or its RMS above ``ilc.growth`` times the best) is skipped and
-pauses the learning; a trial back near the best resumes it; two disturbed running put back
-the best trial's table; growing again soon after a resume freezes it (`_clean`). Each
+pauses the learning; two disturbed running put back the best trial's table; a trial back
+near the best, or two clean ones running that agree (the plant may have drifted from the
+best table), resume it; growing again soon after a resume freezes it (`_clean`). Each
 decision is said (the loop's log) and shown (`ilc_state`).
 `ilc.file` (optional) keeps the table between runs, keyed to the reference
 (`Repetition.key`): loaded when the key matches, refused with one line otherwise (that file
@@ -67,7 +68,8 @@ from continuum_ctrl.numerics.jit import cached_entry_point, compiled
 #: the share of the table added (0-1: faded while the loop's effort saturates)
 ORIGIN, PERIOD, WIDTH, ACTING, BINS, PERIODIC, SHARE = range(7)
 #: ilc states, as /diagnostics gives them: paused (disturbed trials skipped, resumes when a
-#: trial is back near the learnt error) and frozen (until the reference changes)
+#: trial is back near the learnt error or the error holds steady) and frozen (until the
+#: reference changes)
 OFF, WAITING, LEARNING, PAUSED, FROZEN = 'off', 'waiting', 'learning', 'paused', 'frozen'
 #: s: the table comes back linearly over this after the loop's saturation hold ends (`fade`;
 #: over 1 s, the period after a push on the MuJoCo arm was 1.5 x that with 0.5 s)
@@ -248,6 +250,7 @@ class IterativeLearning:
         self._rising = 0                # disturbed trials running
         self._rising_saturated = False  # the run of disturbed trials had a faded one
         self._restored = False          # the best table was put back since the reset
+        self._steady = np.inf           # paused: the last clean trial's RMS under this table
         self._since_resume = 0          # trials learnt since the last resume
         self._saturated: set = set()    # the trials `fade` faded, not yet stepped
         self._bounded = False           # the table has reached its bound (said once)
@@ -326,6 +329,7 @@ class IterativeLearning:
             return False
         error, hole = self._error(finished % 2)
         if error is None:       # ticks missed (a starved loop, states lost): said, not learnt
+            self._steady = np.inf
             self.events.append(('info', f'ilc: trial {finished} not learnt from: '
                                         f'{hole * 1e3:.0f} ms of it not recorded (ticks or '
                                         'states missed)'))
@@ -400,32 +404,42 @@ class IterativeLearning:
         without learning (1.4 mm against 0.03 mm on the MuJoCo arm). The first pauses the
         learning; two running, neither faded, also put back the best trial's table, which a
         table learnt just before the error grew may have spoilt. A clean trial (at most
-        ``growth`` times the best) resumes it. A pause within `RELAPSE` learnt trials of a
-        resume after a table was put back is the learning's own growth: frozen at the best
-        table until the reference changes.
+        ``growth`` times the best) resumes it; so do two running, neither faded, under one
+        table, whose RMS agree within ``growth`` (`_steady`): the disturbance has passed, and
+        the plant has drifted from the best table (through the nodes, after a noise burst,
+        the trials held at 1.8 x the best for good). Their RMS is then the best. A pause
+        within `RELAPSE` learnt trials of a resume after a table was put back is the
+        learning's own growth: frozen at the best table until the reference changes.
         """
         best, _ = self._best
-        if not saturated and rms <= self.settings.growth * best:
-            if rms < best:
-                current = self.tables[self.select[0], :int(self.timing[BINS])].copy()
-                self._best = (rms, current)
+        growth = self.settings.growth
+        held = (not saturated and self.state == PAUSED and rms > growth * best
+                and max(rms, self._steady) <= growth * min(rms, self._steady))
+        if not saturated and (rms <= growth * best or held):
+            if rms < best or held:
+                self._best = (rms, self.tables[self.select[0], :int(self.timing[BINS])].copy())
             if self.state == PAUSED:
                 self.state, self._since_resume = LEARNING, 0
-                self.events.append(('info', f'ilc: the trial error is back at {rms:.3g} '
-                                            f'(learnt {best:.3g}): learning resumed'))
-            self._rising = 0
+                self.events.append(('info', f'ilc: the trial error holds at {rms:.3g} (the '
+                                            f'trial before {self._steady:.3g}, learnt '
+                                            f'{best:.3g}): learning resumed from there'
+                                    if held else
+                                    f'ilc: the trial error is back at {rms:.3g} '
+                                    f'(learnt {best:.3g}): learning resumed'))
+            self._rising, self._steady = 0, np.inf
             return True
         self._rising += 1
         self._rising_saturated = saturated or (self._rising > 1 and self._rising_saturated)
-        if self.state == LEARNING:
-            self.state = PAUSED
+        self._steady = np.inf if saturated else rms
+        if self.state == LEARNING:      # under a table that may be spoilt: not yet steady
+            self.state, self._steady = PAUSED, np.inf
             why = 'the effort saturated' if saturated else f'{rms:.3g} against {best:.3g}'
             self.events.append(('info', f'ilc: a disturbed trial ({why}): not learnt from, '
                                         'learning paused'))
         if self._rising == 2 and not self._rising_saturated and self._best[1] is not None:
             relapse = self._restored and self._since_resume <= RELAPSE
             self._write(self._best[1])
-            self._restored, self._since_resume = True, 0
+            self._restored, self._since_resume, self._steady = True, 0, np.inf
             if relapse:
                 self.state = FROZEN
                 self.events.append(('warn', f'ilc: the trial error grew again under learning '

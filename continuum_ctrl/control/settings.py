@@ -212,7 +212,8 @@ FIELDS = {
                       "valves' lag is undone too)", 0.0, 1.0),
     'ilc.growth': Field('number', 1.5, 'ilc: a trial\'s RMS above this times the best is not '
                         'learnt from and pauses the learning (two running: back to the best '
-                        "trial's table); the first trial within it resumes the learning",
+                        "trial's table); the first trial within it, or two running within "
+                        'it of each other, resume the learning',
                         1.0, strict_low=True),
     'ilc.longest_period': Field('number', 10.0, 'ilc: the longest period (or trial) learnt, s',
                                 0.0, 120.0, strict_low=True),

@@ -10,10 +10,12 @@ error from one period to the next contracts by ``|Q (1 - gain Z_model G_plant)|`
 reference's frequency, which the test computes and compares.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 
-from continuum_ctrl.control.ilc import FROZEN, IlcSettings, IterativeLearning, LEARNING
+from continuum_ctrl.control.ilc import FROZEN, IlcSettings, IterativeLearning, LEARNING, PAUSED
 from continuum_ctrl.control.reference_manager import Anchored
 from continuum_ctrl.control.references import Hold, Multisine, Sinusoid, Waypoints
 from continuum_ctrl.control.repetition import common_period, repetition
@@ -330,3 +332,52 @@ def test_a_trial_with_single_states_missed_is_learnt_and_one_with_a_hole_is_said
     said = [text for _, text in learning.events if 'not learnt' in text]
     assert len(said) == 1 and 'trial 2 not learnt from: 50 ms' in said[0], learning.events
     assert learning.history == [pytest.approx(1e-4)] * 2
+
+
+def drift(per_period):
+    """
+    Return a repeating force (N) the learnt table does not fit, from the 6th period on.
+
+    It grows `per_period` x per period: a plant that drifted (1: it then holds steady).
+    """
+    return lambda t: 0.0 if t < 5.0 else \
+        0.5 * per_period ** (t // 1.0 - 5.0) * np.sin(2.0 * np.pi * t + 1.0)
+
+
+@pytest.mark.parametrize('per_period, resumes', [(1.0, True), (2.0, False)])
+def test_a_pause_resumes_when_its_error_holds_steady_not_while_it_grows(per_period, resumes):
+    """
+    The drifted plant's error jumps far above ``growth`` x the best and, steady, never comes
+    back near it (before: paused for good). Two clean trials running that agree within
+    ``growth`` resume the learning, which learns the new force away; an error growing 2 x
+    per period (above ``growth``) keeps it paused.
+    """
+    learning = learner(settings())
+    errors = run(learning, 12 if resumes else 9, drift(per_period))
+    said = [text for _, text in learning.events]
+    held = [text for text in said if 'holds at' in text]
+    assert rms(errors[7]) > 5 * rms(errors[4])      # 7 x: far above growth x the best
+    if resumes:
+        assert held and 'learning resumed from there' in held[0], said
+        assert learning.state == LEARNING
+        assert rms(errors[-1]) < 0.3 * rms(errors[7])
+    else:
+        assert learning.state == PAUSED and not any('resumed' in text for text in said), said
+
+
+def test_growing_soon_after_a_steady_resume_still_freezes():
+    # resumed at the drifted plant's steady error (trial 8), the learning then goes wrong
+    # (its lead half a period late from 9 s: a sign flip) and grows within 3 learnt trials:
+    # frozen at the table it resumed with, not resumed again
+    learning = learner(settings())
+    steady = drift(1.0)
+
+    def wrong_after_the_resume(t):
+        if t >= 9.0 and learning.settings.lead == 0.0:
+            learning.settings = dataclasses.replace(learning.settings, lead=0.5)
+        return steady(t)
+    errors = run(learning, 13, wrong_after_the_resume)
+    said = [text for _, text in learning.events]
+    assert ['holds at' in said[-3], 'learning paused' in said[-2], 'frozen' in said[-1]] == \
+        [True] * 3, said
+    assert learning.state == FROZEN and rms(errors[-1]) < 1.1 * rms(errors[7])   # its table
