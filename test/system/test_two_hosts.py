@@ -163,10 +163,23 @@ def timeline(link, tmp_path_factory):
                     Path(run.logs[CONTROLLER]).read_text())
 
 
+def cut_at(fault, crossed):
+    """
+    Return when the link went down (s): the last command's receipt beside the driver before
+    the return (`crossed`: those receipts), or the rig's request, whichever is later.
+
+    The rig asks `bridge` (a process of its own, not real-time) to disable the port; on a
+    loaded machine it did so tens of ms later, and the timings from the request read late by
+    that much (the safe command 160 ms after it, against state_timeout 100 ms + 50).
+    """
+    return max(fault.lost, float(crossed.max(initial=-np.inf)))
+
+
 def fault_figures(run, fault):
     """
     Return one outage's figures (times in s from the loss or the return, steps in Pa).
 
+    The loss is when the link went down (`cut_at`), not when the rig asked it to.
     `outage`: from the loss to the return; `safe`: the controller's first safe command;
     `vent`: the simulator's applied force below half its value at the loss (all PMAs: its
     valves' dead time and about 14 ms of their lag after it vented); `stale_due`: when the
@@ -181,8 +194,8 @@ def fault_figures(run, fault):
     over AFTER s from the return. None where it did not happen.
     """
     sent, received = (np.array([c[i] for c in run.far['commands']]) for i in (0, 1))
-    lost = fault.lost
     crossed = received < fault.back
+    lost = cut_at(fault, received[crossed])
     t, u = run.commands()
     span = (t > lost) & (t < fault.back + RECOVERY)
     safe = span & np.all(u == SAFE, axis=1)
@@ -206,7 +219,7 @@ def fault_figures(run, fault):
         'outage': fault.back - lost,
         'safe': since(t[safe], lost),
         'vent': since(states[vented], lost),
-        'stale_due': float(received[sent < lost][-1] + COMMAND_TIMEOUT - lost),
+        'stale_due': float(received[crossed].max() + COMMAND_TIMEOUT - lost),
         'driver_back': since(received[~crossed], fault.back),
         'active': since(np.array(back), fault.back),
         'step_out_of_safe': (float(np.abs(u[first] - u[first - 1]).max())
