@@ -49,6 +49,19 @@ class Unavailable(RuntimeError):
     """The rig cannot be made here: no privilege, no iproute2, no bridge or veth support."""
 
 
+#: SCHED_FIFO priority of the rig's `bridge`: above the nodes' 50 and the listeners' 40
+BRIDGE_PRIORITY = 60
+
+
+def realtime(priority):
+    """Return the command prefix that runs a command at SCHED_FIFO `priority`, or none here."""
+    prefix = ['chrt', '-f', str(priority)]
+    if shutil.which('chrt') and subprocess.run([*prefix, 'true'],
+                                               capture_output=True).returncode == 0:
+        return prefix
+    return []
+
+
 class Link:
     """
     Namespaces `near` and `far`, each with one end of a veth pair whose other end is a port
@@ -90,8 +103,11 @@ class Link:
                 ip('-n', ns, 'link', 'set', end, 'up')
             self.multicast(True)            # DDS discovery
             # one `bridge` kept running: a fault then starts within microseconds, where
-            # starting a process took up to 60 ms on a loaded machine
-            self._bridge = subprocess.Popen(['bridge', '-n', self.wire, '-batch', '-'],
+            # starting a process took up to 60 ms on a loaded machine; at a real-time
+            # priority above the nodes', which otherwise held it up to 0.7 s on a loaded CI
+            # machine (it blocks on its input between faults)
+            self._bridge = subprocess.Popen([*realtime(BRIDGE_PRIORITY), 'bridge', '-n',
+                                             self.wire, '-batch', '-'],
                                             stdin=subprocess.PIPE, text=True)
         except subprocess.CalledProcessError as exc:
             self.__exit__()
