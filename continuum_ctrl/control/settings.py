@@ -105,8 +105,8 @@ FIELDS = {
                            'a tip circle, s', 1e-3, 600.0),
     'task.max_speed': Field('number', 0.05, 'largest peak tip speed of a move to a target, '
                             'm/s (0: no limit; the move then lasts task.duration)', 0.0, 10.0),
-    'task.catch_up': Field('number', 5.0, "fastest the IK's correction moves a joint of a "
-                           'task-space reference off its predicted path, in shares of the '
+    'task.catch_up': Field('number', 5.0, 'fastest a joint of a task-space reference moves, '
+                           'sample to sample and in its velocity, in shares of the '
                            "joint's range per second (a straight arm asked to lower its tip "
                            'jumped 25 mm in one sample)', 1e-3, 1e3),
     'task.pressure_margin': Field('number', 0.1, "share of each PMA's force range "

@@ -111,7 +111,7 @@ def _share(dq, budget):
     return float(np.min(budget[over] / np.abs(dq[over]), initial=1.0))
 
 
-def _solve(q, A, b, low, high, damping2=1e-12):
+def _solve(q, A, b, low, high):
     """
     Minimum-norm ``dq`` with ``A dq = b`` over the joints free to move that way.
 
@@ -126,7 +126,7 @@ def _solve(q, A, b, low, high, damping2=1e-12):
     for _ in range(n):
         Af = A[:, free]
         H = Af @ Af.T
-        H.flat[::H.shape[0] + 1] += damping2
+        H.flat[::H.shape[0] + 1] += 1e-12
         Hinv = np.linalg.inv(H)
         y = Hinv @ b
         dq[:] = 0.0

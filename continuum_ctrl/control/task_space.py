@@ -7,8 +7,9 @@ of `continuum_ctrl.control.references`, so the control loop runs it unchanged:
 - ``q_d``: IK from the previous solution (predicted to `t`, then damped least-squares Newton
   steps on the task error without the null-space pull, so the solution moves by minimum-norm
   steps, as ``qd_d`` does; on PMA arms within the lengths the pressures hold,
-  control/holding.py; each joint at most `task.catch_up` of its range per second off the
-  prediction, so a path the arm cannot follow to first order is caught up, not jumped to);
+  control/holding.py; each joint at most `task.catch_up` of its range per second, sample to
+  sample and in ``qd_d``, so a path the arm cannot follow to first order is caught up, not
+  jumped to);
 - ``qd_d = A^+ xd_d``;
 - ``qdd_d``, the exact time derivative of ``qd_d = A^T (A A^T)^-1 xd_d``: ``A^+ (xdd_d -
   Adot qd_d) + (I - A^+ A) Adot^T y`` with ``y = (A A^T)^-1 xd_d`` and ``Adot`` from the
@@ -68,8 +69,8 @@ class TaskSettings:
     `frame`: the frame the task controls (None: no task space); `base_frame`: the frame_id of
     tip messages; `orientation_weight`: weight of the orientation error, m/rad (0: position
     only); `duration`: shortest tip move, s; `max_speed`: largest peak tip speed of a move,
-    m/s (0: no limit); `catch_up`: the fastest the IK's correction moves a joint off its
-    predicted path, in shares of its range per second; `correction`: the `task.correction.*`
+    m/s (0: no limit); `catch_up`: the fastest a joint of the reference moves (sample to
+    sample and in ``qd_d``), in shares of its range per second; `correction`: the `task.correction.*`
     settings of the correction on a
     measured tip (control/tip_correction.py); `holding`: the PMAs' force range the IK's poses
     keep (`task.pressure_margin`, control/holding.py; None: the joint limits alone, as on

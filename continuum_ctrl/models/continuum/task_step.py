@@ -110,13 +110,10 @@ def _task_rows(T, J, x, Rd, weight, m, A, e, Rt):
 
 
 @compiled()
-def _min_norm(A, m, q, low, high, b, free, dq, y, H, damping2):
+def _min_norm(A, m, q, low, high, b, free, dq, y, H):
     """
     Minimum-norm ``dq`` with ``A_f dq_f = b`` over the joints `free` to move that way.
 
-    Damped by `damping2` (``A_f A_f^T + damping2 I``; 1e-12 for an exact solution): the
-    Newton steps pass the squared task error, as Levenberg-Marquardt does, so that a target
-    at the edge of the reach (a singular ``A``) is approached, not overshot by a huge step.
     Joints at a limit that the solution would push beyond are held (active set, ``free`` 0).
     Leaves ``y = (A_f A_f^T)^-1 b`` and the Cholesky factor of ``A_f A_f^T`` in `H`; returns
     False (and ``dq = 0``) when every joint is held.
@@ -134,7 +131,7 @@ def _min_norm(A, m, q, low, high, b, free, dq, y, H, damping2):
                 for k in range(n):
                     h += A[a, k] * free[k] * A[c, k]
                 H[a, c] = h
-            H[a, a] += damping2
+            H[a, a] += 1e-12
         cholesky_solve(H, y, m)
         for k in range(n):
             d = 0.0
@@ -259,12 +256,12 @@ def task_step(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, 
     for _ in range(NEWTON_STEPS):
         tip_frame(arm, q, ch, work, sec, T, J)
         _task_rows(T, J, x, Rd, weight, m, A, e, Rt)
-        big, ee = 0.0, 0.0
+        big = 0.0
         for r in range(m):
-            big, ee = max(big, abs(e[r])), ee + e[r] * e[r]
+            big = max(big, abs(e[r]))
         if big <= NEWTON_TOLERANCE:
             break
-        if not _min_norm(A, m, q, low, high, e, free, dq, y, H, 1e-12):
+        if not _min_norm(A, m, q, low, high, e, free, dq, y, H):
             _descent(A, m, q, low, high, e, dq)
         for k in range(n):
             q[k] = min(high[k], max(low[k], q[k] + dq[k]))
@@ -280,7 +277,7 @@ def task_step(arm, memory, sec, t, path, goal, weight, state, clock, bounds, T, 
     clock[0] = t
     for k in range(n):
         qdd[k] = 0.0
-    if _min_norm(A, m, q, low, high, v, free, qd, y, H, 1e-12):
+    if _min_norm(A, m, q, low, high, v, free, qd, y, H):
         derivative_from_chain(arm, data, q, qd, sec, J, Jdot)
         for k in range(n):              # z = Adot_f^T y
             acc = 0.0
