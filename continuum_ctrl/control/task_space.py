@@ -70,9 +70,9 @@ class TaskSettings:
     tip messages; `orientation_weight`: weight of the orientation error, m/rad (0: position
     only); `duration`: shortest tip move, s; `max_speed`: largest peak tip speed of a move,
     m/s (0: no limit); `catch_up`: the fastest a joint of the reference moves (sample to
-    sample and in ``qd_d``), in shares of its range per second; `correction`: the `task.correction.*`
-    settings of the correction on a
-    measured tip (control/tip_correction.py); `holding`: the PMAs' force range the IK's poses
+    sample and in ``qd_d``), in shares of its range per second; `correction`: the
+    `task.correction.*` settings of the correction on a measured tip
+    (control/tip_correction.py); `holding`: the PMAs' force range the IK's poses
     keep (`task.pressure_margin`, control/holding.py; None: the joint limits alone, as on
     rigid arms).
     """
