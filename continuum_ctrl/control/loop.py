@@ -416,6 +416,9 @@ class ControlLoop:
         supervisor.failing = False
         if self.integral.engaged:
             self._integrate(low, high)
+        seen = self.reference.seen  # type: ignore[union-attr]
+        if seen is not None:
+            self._watch_reach(seen, t, low, high)
         if self.ilc.acting:
             self.ilc.record(t, self.measured_at, self.sample, self.q_des, self.qd_des)
         self.saturation.watch(t)
@@ -452,6 +455,21 @@ class ControlLoop:
         q = self.q if self.compensation is not None else self.q_now
         self.integral.update(q, self.q_des, self.period, self.effort, low, high,
                              self.low, self.high)
+
+    def _watch_reach(self, seen, t, low, high):
+        """Feed the task reference's `seen` the tick; log the joints it first bounds."""
+        q = self.q if self.compensation is not None else self.q_now
+        if seen.watch(t, self.period, q, self.q_des, self.effort, low, high):
+            scale, unit = (1e3, 'mm') if self.settings.actuation is not None else (1.0, '')
+            bounds = ', '.join(
+                f'{name} {side} {value * scale:.4g}{unit}'
+                for k, name in enumerate(self.model.joint_names)
+                for side, value in (('above', seen.seen[0, k]), ('below', seen.seen[1, k]))
+                if np.isfinite(value))
+            self.supervisor.events.append((
+                'warn', f'task space: a joint\'s effort sat at its bound with the arm short of '
+                        f'its reference: the reference now keeps {bounds}, the other joints '
+                        f'reach the tip'))
 
     def safe_command(self) -> np.ndarray:
         """

@@ -78,6 +78,9 @@ class Anchored:
         layout = getattr(reference, 'layout', lambda: None)()
         self._layout = layout
         self._kernel = blend_entry() if layout is None else anchored_entry(type(layout))
+        #: the lengths the arm was seen not to pass, which the loop feeds (a task-space
+        #: reference's SeenReach, control/seen_reach.py; None: the reference learns none)
+        self.seen = getattr(reference, 'seen', None)
         #: the data again as `ReferenceData`, for the fused tick (None: no compiled sampler);
         #: the Python path calls its type's own entry, which unboxes fewer arrays per tick
         self.sampler_data = None if layout is None else reference_data(layout)

@@ -48,6 +48,8 @@ import pinocchio as pin
 from continuum_ctrl.control.holding import HoldingRange, REFRESH
 from continuum_ctrl.control.ik import InverseKinematics
 from continuum_ctrl.control.references import MinimumJerk, minimum_jerk_ramp, Reference, Waypoints
+from continuum_ctrl.control import seen_reach
+from continuum_ctrl.control.seen_reach import SeenReach
 from continuum_ctrl.control.task_numpy import NumpyTaskStep
 from continuum_ctrl.control.tip_correction import CorrectionSettings
 from continuum_ctrl.models.continuum.paths import path_segment
@@ -177,6 +179,7 @@ class TaskSpace:
                           f'slow path, tens of times slower)', RuntimeWarning, stacklevel=2)
             self.step = NumpyTaskStep(model, self.frame)
         self._checked: dict = {}        # the last circle checked: its clamp distance, m
+        seen_reach.load()               # here, not in a reference made on the planner's thread
 
     def for_thread(self, reach=None):
         """
@@ -303,12 +306,17 @@ class TaskReference(Reference):
         span = self.high - self.low         # the catch-up speeds: none for an unbounded joint
         speed = np.where(np.isfinite(span), task.settings.catch_up * span, np.inf)
         self._bounds = np.ascontiguousarray(np.vstack((self.low, self.high, speed)))
+        #: the bounds before what the loop saw (holding's, or the joint limits), (2, n)
+        self._nominal = self._bounds[:2].copy()
+        #: the lengths the arm was seen not to pass (control/seen_reach.py)
+        self.seen = SeenReach(self.low, self.high)
         self._state = np.zeros((3, self.n))             # q_d, qd_d, qdd_d of the last sample
         self._state[0] = np.clip(np.asarray(q_start, dtype=float), self.low, self.high)
         self._start = self._state[0].copy()
         self._refreshed = -np.inf                       # when the bounds' gravity was, s
         if task.holding is not None:
-            task.holding.at(self._start, self._bounds, keep=self._start)
+            task.holding.at(self._start, self._nominal, keep=self._start)
+            self._bounds[:2] = self._nominal
         self._clock = np.full(1, np.nan)                # time of the last sample, s
         self._sample = np.zeros((3, 3))                 # the path's x, xd, xdd there
         self._out = tuple(_read_only(row) for row in self._state)
@@ -337,11 +345,13 @@ class TaskReference(Reference):
         On PMA arms also within the lengths the pressures hold (control/holding.py), their
         gravity refreshed at ``q_d`` every `REFRESH` s; a bound never cuts the start pose (a
         start beyond one, as the arm at rest can be, keeps that length allowed: no jump).
+        Within the lengths the loop saw the arm not pass (`seen`, control/seen_reach.py).
         """
         holding = self.task.holding
         if holding is not None and not t - self._refreshed < REFRESH:
-            holding.at(self._state[0], self._bounds, keep=self._start)
+            holding.at(self._state[0], self._nominal, keep=self._start)
             self._refreshed = t
+        self.seen.bound(self._nominal, self._bounds)
         self._offset[:] = self.task.offset
         self.tip_error = self._step(float(t), self._path, self.goal, self.task.weight,
                                     self._state, self._clock, self._bounds, self._sample)
