@@ -460,7 +460,7 @@ class ControlLoop:
         """Feed the task reference's `seen` the tick; log the joints it first bounds."""
         q = self.q if self.compensation is not None else self.q_now
         if seen.watch(t, self.period, q, self.q_des, self.effort, low, high):
-            scale, unit = (1e3, 'mm') if self.settings.actuation is not None else (1.0, '')
+            scale, unit = (1e3, ' mm') if self.settings.actuation is not None else (1.0, '')
             bounds = ', '.join(
                 f'{name} {side} {value * scale:.4g}{unit}'
                 for k, name in enumerate(self.model.joint_names)
