@@ -436,6 +436,7 @@ class ControllerRuntime:
         s50, s99, _ = self.transport.window_stats()
         loop, supervisor, references = self.loop, self.supervisor, self.references
         planner = references.planner
+        seen = None if loop.reference is None else loop.reference.seen
         rate, chatter = self.timing.watch.window()
         joints = loop.settings.joints
         worst_rate, worst_chatter = (int(np.argmax(np.nan_to_num(x, nan=-1.0)))
@@ -468,6 +469,7 @@ class ControllerRuntime:
             ('state_timeouts', supervisor.timeouts),
             ('run_state_rows_dropped', self.rows.dropped),
             ('clamped_tip_targets', references.clamped_targets),
+            ('reach_bounded_joints', 0 if seen is None else seen.bounded),
             ('planning', int(references.awaiting_plan)),
             ('plans', planner.plans),
             ('plan_max_s', planner.longest),
