@@ -293,7 +293,10 @@ class ControllerNode(ControllerSubscriptions, LifecycleNode):
 
     def _loop_tick(self, lateness):
         """One control cycle, `lateness` s after its deadline; the runtime sends the command."""
-        self.runtime.tick(self.now(), lateness)
+        runtime = self.runtime
+        runtime.tick(self.now(), lateness)
+        if runtime.grid_move:               # the phase lock's (runtime/phase_lock.py)
+            self.runner.move(runtime.grid_move)
 
     # -- output (executor thread) ---------------------------------------------------------
 

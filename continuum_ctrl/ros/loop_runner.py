@@ -3,6 +3,7 @@ What calls a node's control tick at its rate: a LoopThread, or an executor timer
 
     runner = LoopRunner(node, tick)             # tick(lateness)
     runner.start(settings)                      # rate_hz, realtime_priority, spin_before_us
+    runner.move(seconds)                        # from a tick: the deadlines after it move
     runner.stop()                               # after the tick in progress; False: timed out
     runner.apply_priority(settings.realtime_priority, previous)
 
@@ -52,6 +53,11 @@ class LoopRunner:
             ended = self.thread.stop(STOP_TIMEOUT)
             self.thread = None
         return ended
+
+    def move(self, seconds: float) -> None:
+        """Move the loop thread's deadlines by `seconds` (from a tick); none on sim time."""
+        if self.thread is not None:
+            self.thread.move(seconds)
 
     @property
     def error(self) -> Optional[BaseException]:

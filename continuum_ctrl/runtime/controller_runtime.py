@@ -47,6 +47,7 @@ from continuum_ctrl.control.task_space import TaskSpace
 from continuum_ctrl.control.tip_correction import TipCorrection
 from continuum_ctrl.runtime.command_watch import CommandWatch
 from continuum_ctrl.runtime.handoff import StateHandoff
+from continuum_ctrl.runtime.phase_lock import PhaseLock
 from continuum_ctrl.runtime.snapshot_ring import SnapshotRing
 from continuum_ctrl.runtime.starvation import StarvationDetector
 from continuum_ctrl.runtime.throttle import Throttle
@@ -76,7 +77,8 @@ class RuntimeOptions:
     `period` (s); a ~/state row every `state_decimation` ticks; the safe command while
     starved (`safe_on_overrun`); starved above `max_missed_share` of the deadlines of the
     last STARVATION_WINDOW s; the diagnostics warn above a `chatter_warning` index (0:
-    never).
+    never); a new state waits `state_phase` of a period for its tick, the deadlines moved to
+    keep it (0: fixed; runtime/phase_lock.py).
     """
 
     period: float
@@ -84,6 +86,7 @@ class RuntimeOptions:
     safe_on_overrun: bool = False
     max_missed_share: float = 0.2
     chatter_warning: float = 0.5
+    state_phase: float = 0.7
 
 
 class ControllerRuntime:
@@ -242,6 +245,10 @@ class ControllerRuntime:
         options = self.options if options is None else options
         self._last_tick = _NO_TICK
         self.timing.restart(self._detector_of(options))
+        self.phase = (PhaseLock(options.period, options.state_phase)
+                      if options.state_phase > 0.0 else None)
+        #: how far the tick just run moves the loop's deadlines, s (runtime/phase_lock.py)
+        self.grid_move = 0.0
 
     @staticmethod
     def _detector_of(options):
@@ -298,6 +305,8 @@ class ControllerRuntime:
         status = supervisor.status
         state_time = supervisor.last_state_time    # a new state: its wait for a tick is recorded
         new_state, self._used_state = state_time != self._used_state, state_time
+        if self.phase is not None:
+            self.grid_move = self.phase.add(t - state_time if new_state else math.nan)
         self._ticks += 1
         keep = self._ticks >= self.options.state_decimation
         if keep:
@@ -413,17 +422,18 @@ class ControllerRuntime:
         `jitter_p99_us` (its p99 less the nominal period), `compute_*` (a tick's start to its
         end, the command sent), `input_age_*` (the receipt of the state a tick used to that
         tick's start, 0 while not active), `state_wait_*` (a new state's receipt to the first
-        tick that uses it, t clock), `state_latency_*` (header stamp to receipt, wall clock),
-        `missed_share` (of the starvation window's deadlines), `command_variation` (the
-        largest of the channels' sum of |change| per second, command units/s: Pa/s for PMA
-        arms, N/s or N m/s for efforts) with `command_variation_joint` (its channel's joint),
-        `chatter_index` (the largest channel's high-frequency share of its power, 0..1) with
-        `chatter_joint`, both of the active ticks (runtime/command_watch.py; NaN and '' with
-        none). Run: `run_ticks`,
-        `run_late_ticks` (ticks that started late), `run_missed_deadlines` (deadlines
-        skipped): both as runtime/lateness.py defines them; the run's period and compute
-        percentiles; the loop's counters (`state_timeouts`: the times it fell back to the safe
-        command for want of fresh states), and ``rejected_<kind>`` for each counted kind.
+        tick that uses it, t clock), `grid_moved_us` (how far the phase lock has moved the
+        loop's deadlines over the run, runtime/phase_lock.py), `state_latency_*` (header stamp
+        to receipt, wall clock), `missed_share` (of the starvation window's deadlines),
+        `command_variation` (the largest of the channels' sum of |change| per second, command
+        units/s: Pa/s for PMA arms, N/s or N m/s for efforts) with `command_variation_joint`
+        (its channel's joint), `chatter_index` (the largest channel's high-frequency share of
+        its power, 0..1) with `chatter_joint`, both of the active ticks
+        (runtime/command_watch.py; NaN and '' with none). Run: `run_ticks`, `run_late_ticks`
+        (ticks that started late), `run_missed_deadlines` (deadlines skipped): both as
+        runtime/lateness.py defines them; the run's period and compute percentiles; the loop's
+        counters (`state_timeouts`: the times it fell back to the safe command for want of
+        fresh states), and ``rejected_<kind>`` for each counted kind.
         """
         now = time.perf_counter()
         window, self._window_start = now - self._window_start, now
@@ -434,9 +444,7 @@ class ControllerRuntime:
         a50, a99, _ = self.age.window_stats()
         w50, w99, _ = self.wait.window_stats()
         s50, s99, _ = self.transport.window_stats()
-        loop, supervisor, references = self.loop, self.supervisor, self.references
-        planner = references.planner
-        seen = None if loop.reference is None else loop.reference.seen
+        loop, supervisor = self.loop, self.supervisor
         rate, chatter = self.timing.watch.window()
         joints = loop.settings.joints
         worst_rate, worst_chatter = (int(np.argmax(np.nan_to_num(x, nan=-1.0)))
@@ -450,6 +458,7 @@ class ControllerRuntime:
             ('compute_p50_us', c50), ('compute_p99_us', c99), ('compute_max_us', cmax),
             ('input_age_p50_us', a50), ('input_age_p99_us', a99),
             ('state_wait_p50_us', w50), ('state_wait_p99_us', w99),
+            ('grid_moved_us', 0.0 if self.phase is None else self.phase.moved * 1e6),
             ('state_latency_p50_us', s50), ('state_latency_p99_us', s99),
             ('missed_share', self.detector.share),
             ('command_variation', float(rate[worst_rate])),
@@ -468,6 +477,20 @@ class ControllerRuntime:
             ('nonfinite_efforts', supervisor.nonfinite),
             ('state_timeouts', supervisor.timeouts),
             ('run_state_rows_dropped', self.rows.dropped),
+        ]
+        values += self._loop_figures()
+        values += loop.ilc.figures()
+        values += [(f'rejected_{kind}', count) for kind, count in self.rejected.items()]
+        if self.correction is not None:
+            values += self.correction.figures()
+        return values
+
+    def _loop_figures(self):
+        """Return the task references', planner's, observer's and integral's figures."""
+        loop, references = self.loop, self.references
+        planner = references.planner
+        seen = None if loop.reference is None else loop.reference.seen
+        return [
             ('clamped_tip_targets', references.clamped_targets),
             ('reach_bounded_joints', 0 if seen is None else seen.bounded),
             ('planning', int(references.awaiting_plan)),
@@ -480,11 +503,6 @@ class ControllerRuntime:
             ('integral_held_joints', int(np.count_nonzero(loop.integral.held))),
             ('learnt_stiffness_max', float(np.max(np.abs(loop.integral.stiffness())))),
         ]
-        values += loop.ilc.figures()
-        values += [(f'rejected_{kind}', count) for kind, count in self.rejected.items()]
-        if self.correction is not None:
-            values += self.correction.figures()
-        return values
 
     def verdict(self, values) -> Tuple[str, bool]:
         """

@@ -3,11 +3,14 @@ A control loop on a thread of its own, woken at absolute deadlines (as ros2_cont
 
     thread = LoopThread(tick, period=0.002, priority=50)
     thread.start()            # tick(lateness) runs every period, lateness in s (>= 0)
+    thread.move(seconds)      # from a tick: the deadlines after it move by `seconds`
     ...
     thread.stop()             # True once the thread has ended (join with a timeout)
 
 The deadlines lie on a fixed grid on the monotonic clock, ``start + k * period``: a slow tick
-does not shift the ones after it. The thread sleeps with `time.sleep` to the deadline (on
+does not shift the ones after it; only `move`, called from a tick, moves the grid's origin
+(the runtime's lock to where the states arrive, runtime/phase_lock.py). The thread sleeps
+with `time.sleep` to the deadline (on
 Linux a ``clock_nanosleep`` on ``CLOCK_MONOTONIC``); with `spin_before` > 0 it wakes that much
 earlier and spins to the deadline, against the slower first instructions of a thread woken
 from idle. The spin is capped at `MAX_SPIN_BEFORE`: under ``SCHED_FIFO`` a spinning thread
@@ -79,6 +82,7 @@ class LoopThread:
         self.priority_problem = None
         self.error = None
         self._running = False
+        self._move = 0.0
         self._switch_interval = None
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
@@ -104,6 +108,14 @@ class LoopThread:
             sys.setswitchinterval(self._switch_interval)
             self._switch_interval = None
         return not self._thread.is_alive()
+
+    def move(self, seconds):
+        """
+        Move the deadlines after the current tick's by `seconds` (> 0: later); from `tick`.
+
+        The period is unchanged: the grid's origin moves (runtime/phase_lock.py).
+        """
+        self._move += seconds
 
     @property
     def alive(self):
@@ -140,6 +152,8 @@ class LoopThread:
                 self.tick(lateness)
                 self.ticks += 1
                 k += 1
+                if self._move:
+                    start, self._move = start + self._move, 0.0
                 deadline = start + k * period
         except Exception as exc:  # noqa: B902 - kept for the owner, which decides what to do
             self.error = exc

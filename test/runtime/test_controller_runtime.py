@@ -19,14 +19,15 @@ PERIOD = 0.002
 KEYS = ('status', 'rate_hz', 'period_p50_us', 'period_p99_us', 'period_max_us',
         'jitter_p99_us', 'compute_p50_us', 'compute_p99_us', 'compute_max_us',
         'input_age_p50_us', 'input_age_p99_us', 'state_wait_p50_us', 'state_wait_p99_us',
-        'state_latency_p50_us', 'state_latency_p99_us', 'missed_share', 'command_variation',
-        'command_variation_joint', 'chatter_index', 'chatter_joint', 'run_ticks',
-        'run_late_ticks', 'run_missed_deadlines', 'run_period_p50_us', 'run_period_p99_us',
-        'run_period_max_us', 'run_compute_p50_us', 'run_compute_p99_us',
+        'grid_moved_us', 'state_latency_p50_us', 'state_latency_p99_us', 'missed_share',
+        'command_variation', 'command_variation_joint', 'chatter_index', 'chatter_joint',
+        'run_ticks', 'run_late_ticks', 'run_missed_deadlines', 'run_period_p50_us',
+        'run_period_p99_us', 'run_period_max_us', 'run_compute_p50_us', 'run_compute_p99_us',
         'run_compute_max_us', 'nonfinite_efforts', 'state_timeouts', 'run_state_rows_dropped',
-        'clamped_tip_targets', 'planning', 'plans', 'plan_max_s', 'planner_ready',
-        'rejected_estimated_speed', 'observer_dropped_samples', 'integral_force_max',
-        'integral_held_joints', 'learnt_stiffness_max', 'rejected_pressures')
+        'clamped_tip_targets', 'reach_bounded_joints', 'planning', 'plans', 'plan_max_s',
+        'planner_ready', 'rejected_estimated_speed', 'observer_dropped_samples',
+        'integral_force_max', 'integral_held_joints', 'learnt_stiffness_max',
+        'rejected_pressures')
 #: what a loop learning from repetition adds (`ilc.enable`), before `rejected_pressures`
 ILC_KEYS = ('ilc_state', 'ilc_trials', 'ilc_trial_rms', 'ilc_trend')
 Q = np.array([0.1, -0.2])

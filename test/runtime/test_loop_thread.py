@@ -84,6 +84,26 @@ def test_an_overrun_skips_the_deadlines_it_covers_and_keeps_the_grid():
     assert round(steps[19]) >= 5                            # served the latest passed one
 
 
+def test_a_move_from_a_tick_moves_the_deadlines_after_it_not_the_period():
+    recorder = Recorder()
+    moved = 0.3 * PERIOD
+
+    def tick(lateness):
+        recorder(lateness)
+        if len(recorder.starts) == 50:
+            recorder.thread.move(moved)
+    thread = LoopThread(tick, PERIOD)
+    recorder.thread = thread
+    thread.start()
+    time.sleep(0.2)
+    assert thread.stop()
+    grid = (np.array(recorder.deadlines) - recorder.deadlines[0]) / PERIOD
+    before, after = grid[:50], grid[50:] - moved / PERIOD
+    np.testing.assert_allclose(before, np.round(before), atol=1e-6)
+    np.testing.assert_allclose(after, np.round(after), atol=1e-6)   # shifted, same period
+    assert np.all(np.array(recorder.starts) >= np.array(recorder.deadlines))
+
+
 def test_a_failing_tick_ends_the_loop_and_is_kept():
     def tick(lateness):
         raise RuntimeError('boom')
