@@ -86,7 +86,7 @@ class RuntimeOptions:
     safe_on_overrun: bool = False
     max_missed_share: float = 0.2
     chatter_warning: float = 0.5
-    state_phase: float = 0.7
+    state_phase: float = 0.5
 
 
 class ControllerRuntime:

@@ -47,7 +47,7 @@ CONTROLLER_NODE_FIELDS = {
     'loop.safe_on_overrun': Field('bool', False, 'send the safe command while degraded'),
     'loop.spin_before_us': Field('number', 0.0, 'spin this long before each deadline, us, '
                                  'against the wake-up penalty (at most 200)', 0.0, 200.0),
-    'loop.state_phase': Field('number', 0.7, 'share of a period a new joint state waits for '
+    'loop.state_phase': Field('number', 0.5, 'share of a period a new joint state waits for '
                               'the tick that uses it: the loop moves its deadlines to keep '
                               'it, so the transport\'s jitter does not make ticks use a state '
                               'one period older (0: fixed deadlines)', 0.0, 0.95),

@@ -1,7 +1,7 @@
 """
 The loop's tick grid locked to where the joint states arrive in it.
 
-    lock = PhaseLock(period, share=0.7)
+    lock = PhaseLock(period, share=0.5)
     nudge = lock.add(wait)     # each tick that uses a new state: its wait, s; returns s
                                # to move the grid by (> 0: later), 0.0 between windows
 
@@ -13,15 +13,18 @@ law sees alternates between one and two periods. Through the nodes on this 2-cor
 in two groups by that phase alone: samples about 1.6 ms before the tick gave a 10th-period
 error of 0.012 / 0.018 / 0.013 mm, 0.3-0.7 ms before it 0.020 / 0.027 / 0.020 mm.
 
-The lock moves the grid so that a new state waits `share` of a period for its tick (a
-state's wait: its receipt to the first tick that uses it). The transport's jitter is mostly
-late arrivals, which shorten the wait, so the target sits past the middle. Over each window
-of WINDOW_TICKS ticks it takes the circular mean of the waits (phases on the period's
-circle, so a wait of 0.1 and one of 0.9 periods average to 0, not 0.5) and, where they
-gather (mean resultant length at least MIN_CONCENTRATION; a driver at a rate the loop's is
-no multiple of spreads them), moves the grid by GAIN of the phase error, at most MAX_STEP
-periods. The grid's period is unchanged; only its origin moves, by at most 0.1 period per
-window, so no tick comes early or late by more than that.
+The lock moves the grid so that a new state waits `share` of a period for its tick (a state's
+wait: its receipt to the first tick that uses it), by default half: a margin of half a period
+for a late arrival and for an early one. Through the nodes (the same runs, four starts each)
+the 10th period was 0.011-0.015 / 0.016-0.020 / 0.014-0.015 mm at a share of 0.5, 0.013-0.014 /
+0.020-0.022 / 0.015-0.017 mm at 0.7, two starts at 0.3 alike, two at 0.85 worse (0.016-0.017 /
+0.023-0.025 / 0.018 mm): a fresher state helps as long as none misses its tick. Over each
+window of WINDOW_TICKS ticks it takes the circular mean of the waits (phases on the period's
+circle, so a wait of 0.1 and one of 0.9 periods average to 0, not 0.5) and, where they gather
+(mean resultant length at least MIN_CONCENTRATION; a driver whose period is no multiple of the
+loop's spreads them), moves the grid by GAIN of the phase error, at most MAX_STEP periods. The
+grid's period is unchanged; only its origin moves, by at most 0.1 period per window, so no tick
+comes early or late by more than that.
 """
 
 import math
@@ -39,7 +42,7 @@ DEADBAND = 0.01
 class PhaseLock:
     """The grid's moves that keep a new state's wait at `share` of `period` (module doc)."""
 
-    def __init__(self, period: float, share: float = 0.7) -> None:
+    def __init__(self, period: float, share: float = 0.5) -> None:
         """`period`: the loop's, s; `share`: of it, the wait aimed at (0..1)."""
         self.period = float(period)
         self.share = float(share)
