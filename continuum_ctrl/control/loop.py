@@ -457,9 +457,16 @@ class ControlLoop:
                              self.low, self.high)
 
     def _watch_reach(self, seen, t, low, high):
-        """Feed the task reference's `seen` the tick; log the joints it first bounds."""
+        """
+        Feed the task reference's `seen` the tick; log the joints it first bounds.
+
+        Errors beyond the saturation guard's, and any through its episodes, are a push's,
+        which bounds nothing (control/seen_reach.py).
+        """
         q = self.q if self.compensation is not None else self.q_now
-        if seen.watch(t, self.period, q, self.q_des, self.effort, low, high):
+        guard = self.saturation
+        largest = np.inf if guard.hold <= 0.0 else 0.0 if t < guard.until else guard.error
+        if seen.watch(t, self.period, q, self.q_des, self.effort, low, high, largest):
             scale, unit = (1e3, ' mm') if self.settings.actuation is not None else (1.0, '')
             bounds = ', '.join(
                 f'{name} {side} {value * scale:.4g}{unit}'

@@ -2,7 +2,7 @@
 The lengths the arm was seen not to pass: bounds a task-space reference learns from its loop.
 
     seen = SeenReach(lower, upper)       # the joint limits (n,), m or rad
-    seen.watch(t, dt, q, q_des, effort, low, high)   # each active tick, after the effort
+    seen.watch(t, dt, q, q_des, effort, low, high, largest)  # each active tick, after the effort
     seen.bound(nominal, bounds)          # the IK's bounds (2, n) within what was seen
     seen.bounded                         # joints bounded now (0..n)
 
@@ -16,7 +16,11 @@ above its reference at 0 kPa and the true tip 15.5 mm from its target, the other
 So a joint whose effort has sat at its bound for SETTLE s while its error pushed beyond it
 (effort at ``low`` with ``q > q_des``, or at ``high`` with ``q < q_des``: the integral's
 anti-windup condition, control/integral.py) bounds the reference where it is, at the measured
-``q``, and the IK moves the other joints to reach the tip instead. A bound only tightens while
+``q``, and the IK moves the other joints to reach the tip instead. Only while the error is at
+most `largest`: the loop passes the saturation guard's error (control/saturation.py), and 0
+through its episodes, so that a push, which pins the effort far from the reference, bounds
+nothing (a 20 N push on the MuJoCo arm holding a tip target pinned two PMAs 33 and 14 mm
+long; bounded there, the arm kept a contorted pose for seconds after). A bound only tightens while
 the joint stays pinned; once its effort is back inside its range by RELAX_MARGIN of it, the
 bound relaxes at RELAX_SPEED of the joint's range per second, so a push or a load that passes
 leaves no lasting bound, and a pose the arm reaches again is asked for again. A joint with an
@@ -57,15 +61,16 @@ class SeenReach:
         self.bounded = 0
         self._watch, self._bound = load()
 
-    def watch(self, t, dt, q, q_des, effort, low, high):
+    def watch(self, t, dt, q, q_des, effort, low, high, largest=np.inf):
         """
         Take one tick at `t` (s, `dt` s long); return how many sides were first bounded.
 
         `q`, `q_des`: the joints and the reference (m or rad), `effort`: the effort sent,
-        `low`, `high`: its bounds (N or N m); model order.
+        `low`, `high`: its bounds (N or N m); model order. `largest`: the error (m or rad)
+        beyond which a joint is not pinned.
         """
-        fresh = self._watch(float(t), float(dt), q, q_des, effort, low, high, self.limits,
-                            self.speed, self.seen, self.since)
+        fresh = self._watch(float(t), float(dt), q, q_des, effort, low, high, float(largest),
+                            self.limits, self.speed, self.seen, self.since)
         self.bounded = int(np.count_nonzero(np.isfinite(self.seen)))
         return fresh
 
@@ -75,17 +80,18 @@ class SeenReach:
 
 
 @compiled()
-def watch_pinned(t, dt, q, q_des, effort, low, high, limits, speed, seen, since):
+def watch_pinned(t, dt, q, q_des, effort, low, high, largest, limits, speed, seen, since):
     """`SeenReach.watch`'s arithmetic; returns how many sides were first bounded this tick."""
     fresh = 0
     for k in range(q.shape[0]):
         room = RELAX_MARGIN * (high[k] - low[k])
+        near = abs(q[k] - q_des[k]) <= largest
         for side in range(2):
             if side == 0:
-                pinned = effort[k] <= low[k] and q[k] > q_des[k]
+                pinned = near and effort[k] <= low[k] and q[k] > q_des[k]
                 free = effort[k] >= low[k] + room
             else:
-                pinned = effort[k] >= high[k] and q[k] < q_des[k]
+                pinned = near and effort[k] >= high[k] and q[k] < q_des[k]
                 free = effort[k] <= high[k] - room
             if pinned:
                 if since[side, k] != since[side, k]:
@@ -121,6 +127,6 @@ def load():
 
 
 _ONE, _ROWS = np.zeros(1), np.zeros((2, 1))
-_watch_entry = cached_entry_point(watch_pinned, 0.0, 0.0, _ONE, _ONE, _ONE, _ONE, _ONE, _ROWS,
-                                  _ONE, _ROWS, _ROWS)
+_watch_entry = cached_entry_point(watch_pinned, 0.0, 0.0, _ONE, _ONE, _ONE, _ONE, _ONE, 0.0,
+                                  _ROWS, _ONE, _ROWS, _ROWS)
 _bound_entry = cached_entry_point(bound_within, _ROWS, _ROWS, np.zeros((3, 1)))

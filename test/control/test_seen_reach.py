@@ -38,7 +38,12 @@ def follow(loop, seconds, t0, stop=None):
     return t, q
 
 
-def test_a_joint_the_arm_cannot_move_to_bounds_the_reference_and_the_others_reach_the_tip():
+def stopped_move(above):
+    """
+    Move the shipped task arm's tip to TARGET with the PMA the IK sends lowest stopped `above`
+    (m) over where the IK sends it; return (loop, the reference, that PMA, its stop, the
+    plant's last joints, the IK's pose without the stop).
+    """
     loop = controller_loop(arm_files('continuum_task'), {'reference.type': 'hold'}, check=False)
     q0 = np.full(loop.model.n, 0.013)
     for _ in range(loop.settings.resume_count):
@@ -52,12 +57,16 @@ def test_a_joint_the_arm_cannot_move_to_bounds_the_reference_and_the_others_reac
         q_free = np.array(free.sample(s)[0])
     assert free.tip_error < 1e-6
     k = int(np.argmin(q_free))                      # the joint the IK sends lowest
-    lowest = q_free[k] + 1.5e-3
+    lowest = q_free[k] + above
     loop.take_events()
-
     loop.install(loop.task.to_target(loop.q_des.copy(), TARGET), t)
     reference = loop.reference.reference
-    t, q = follow(loop, end + 2.0, t, stop=(k, lowest))
+    q = follow(loop, end + 2.0, t, stop=(k, lowest))[1]
+    return loop, reference, k, lowest, q, q_free
+
+
+def test_a_joint_the_arm_cannot_move_to_bounds_the_reference_and_the_others_reach_the_tip():
+    loop, reference, k, lowest, q, q_free = stopped_move(1.5e-3)
     tip = np.linalg.norm(loop.model.frame_pose(q, 'section3_tip')[:3, 3] - TARGET)
     print(f'{loop.model.joint_names[k]} stopped {lowest * 1e3:.2f} mm, 1.5 mm above the '
           f'IK\'s pose: the plant\'s tip {tip * 1e3:.3f} mm from the target')
@@ -107,3 +116,15 @@ def test_an_unbounded_effort_never_pins():
         seen.watch(j * DT, DT, np.ones(2), np.zeros(2), np.full(2, -5.0),
                    np.full(2, -np.inf), np.full(2, np.inf))
     assert seen.bounded == 0
+
+
+def test_a_joint_held_beyond_the_saturation_guards_error_is_a_disturbance_and_bounds_nothing():
+    loop, reference, k, _, q, _ = stopped_move(3.0 * loop_guard_error())
+    assert loop.saturation.episodes > 0            # a push's error: the guard's episode
+    assert reference.seen.bounded == 0
+    assert loop.q_des[k] < q[k]                     # still asked for
+
+
+def loop_guard_error():
+    """Return the shipped task arm's `limits.saturation_error` (m)."""
+    return controller_loop(arm_files('continuum_task'), check=False).saturation.error
