@@ -464,9 +464,8 @@ class ControlLoop:
         which bounds nothing (control/seen_reach.py).
         """
         q = self.q if self.compensation is not None else self.q_now
-        guard = self.saturation
-        largest = np.inf if guard.hold <= 0.0 else 0.0 if t < guard.until else guard.error
-        if seen.watch(t, self.period, q, self.q_des, self.effort, low, high, largest):
+        if seen.watch(t, self.period, q, self.q_des, self.effort, low, high,
+                      self.saturation.calm_error(t)):
             scale, unit = (1e3, ' mm') if self.settings.actuation is not None else (1.0, '')
             bounds = ', '.join(
                 f'{name} {side} {value * scale:.4g}{unit}'

@@ -99,6 +99,16 @@ class SaturationGuard:
         elif self._kept is not None and t >= self.until:
             self._release()
 
+    def calm_error(self, t: float) -> float:
+        """
+        Return the largest error (m or rad) at `t` (s) that is not a disturbance's.
+
+        `error` outside an episode, 0 through one (and its hold), infinite with the guard off.
+        """
+        if self.hold <= 0.0:
+            return np.inf
+        return 0.0 if t < self.until else self.error
+
     def _saturated(self):
         """Tell whether a joint's effort is at a bound with its error beyond `error`."""
         loop = self._loop

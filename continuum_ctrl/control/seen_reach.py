@@ -69,9 +69,9 @@ class SeenReach:
         `low`, `high`: its bounds (N or N m); model order. `largest`: the error (m or rad)
         beyond which a joint is not pinned.
         """
-        fresh = self._watch(float(t), float(dt), q, q_des, effort, low, high, float(largest),
-                            self.limits, self.speed, self.seen, self.since)
-        self.bounded = int(np.count_nonzero(np.isfinite(self.seen)))
+        fresh, self.bounded = self._watch(float(t), float(dt), q, q_des, effort, low, high,
+                                          float(largest), self.limits, self.speed, self.seen,
+                                          self.since)
         return fresh
 
     def bound(self, nominal, bounds):
@@ -81,8 +81,8 @@ class SeenReach:
 
 @compiled()
 def watch_pinned(t, dt, q, q_des, effort, low, high, largest, limits, speed, seen, since):
-    """`SeenReach.watch`'s arithmetic; returns how many sides were first bounded this tick."""
-    fresh = 0
+    """`SeenReach.watch`'s arithmetic; return (sides first bounded this tick, joints bounded)."""
+    fresh, bounded = 0, 0
     for k in range(q.shape[0]):
         room = RELAX_MARGIN * (high[k] - low[k])
         near = abs(q[k] - q_des[k]) <= largest
@@ -109,7 +109,8 @@ def watch_pinned(t, dt, q, q_des, effort, low, high, largest, limits, speed, see
                     seen[0, k] = seen[0, k] - step if seen[0, k] - step > limits[0, k] else -np.inf
                 else:
                     seen[1, k] = seen[1, k] + step if seen[1, k] + step < limits[1, k] else np.inf
-    return fresh
+        bounded += abs(seen[0, k]) < np.inf or abs(seen[1, k]) < np.inf
+    return fresh, bounded
 
 
 @compiled()

@@ -49,7 +49,6 @@ from continuum_ctrl.control.holding import HoldingRange, REFRESH
 from continuum_ctrl.control.ik import InverseKinematics
 from continuum_ctrl.control.references import MinimumJerk, minimum_jerk_ramp, Reference, Waypoints
 from continuum_ctrl.control import seen_reach
-from continuum_ctrl.control.seen_reach import SeenReach
 from continuum_ctrl.control.task_numpy import NumpyTaskStep
 from continuum_ctrl.control.tip_correction import CorrectionSettings
 from continuum_ctrl.models.continuum.paths import path_segment
@@ -309,7 +308,7 @@ class TaskReference(Reference):
         #: the bounds before what the loop saw (holding's, or the joint limits), (2, n)
         self._nominal = self._bounds[:2].copy()
         #: the lengths the arm was seen not to pass (control/seen_reach.py)
-        self.seen = SeenReach(self.low, self.high)
+        self.seen = seen_reach.SeenReach(self.low, self.high)
         self._state = np.zeros((3, self.n))             # q_d, qd_d, qdd_d of the last sample
         self._state[0] = np.clip(np.asarray(q_start, dtype=float), self.low, self.high)
         self._start = self._state[0].copy()
