@@ -205,6 +205,9 @@ FIELDS = {
                         '(control/ilc.py, docs/ilc.md)'),
     'ilc.gain': Field('number', 0.5, 'ilc: share of the last trial\'s error, through the '
                       "closed loop's inverse, learnt per trial", 0.0, 1.0, strict_low=True),
+    'ilc.settled_gain': Field('number', 0.3, 'ilc: the gain once the learnable error has '
+                              'stopped falling, so what does not repeat is played back less '
+                              '(the smaller of it and ilc.gain)', 0.0, 1.0, strict_low=True),
     'ilc.cutoff': Field('number', 2.5, 'ilc: the highest frequency learnt, Hz (the zero-phase '
                         'Q filter: the harmonics of a period up to it; a trial: its corner)',
                         0.0, strict_low=True),

@@ -111,13 +111,34 @@ def test_the_q_filter_keeps_a_disturbance_that_does_not_repeat_out():
 
     def noisy(**values):
         return run(learner(settings(**values)), 8, lambda t: force[int(round(t / TICK))])
-    quiet, filtered, unfiltered = noisy(enable=False), noisy(cutoff=4.0), noisy(cutoff=200.0)
+    quiet, filtered, unfiltered = (noisy(enable=False), noisy(cutoff=4.0, settled_gain=0.5),
+                                   noisy(cutoff=200.0, settled_gain=0.5))
     # what does not repeat: the error less its mean over the last periods
     residue = [rms((e[-5:] - e[-5:].mean(axis=0)).ravel())
                for e in (quiet, filtered, unfiltered)]
     assert residue[1] < 1.1 * residue[0]
     assert residue[2] > 1.15 * residue[1]
     assert rms(filtered[-5:].mean(axis=0)) < 0.5 * rms(quiet[-5:].mean(axis=0))   # learnt
+
+
+def test_a_settled_learning_plays_back_less_of_what_does_not_repeat():
+    force = np.random.default_rng(5).normal(0.0, 0.5, 40001)      # N, white, per tick
+
+    def noisy(settled_gain):
+        learning = learner(settings(gain=0.9, settled_gain=settled_gain, cutoff=40.0))
+        errors = run(learning, 40, lambda t: force[int(round(t / TICK))])
+        return learning, errors
+    (constant, kept), (lowered, settled) = noisy(0.9), noisy(0.2)
+    assert constant.gain == 0.9 and lowered.gain == 0.2
+    said = [text for _, text in lowered.events if 'settled' in text]
+    assert len(said) == 1 and 'gain 0.2' in said[0]
+    # both learnt the repeating error away at the full gain first
+    np.testing.assert_allclose(rms(kept[:5]), rms(settled[:5]), rtol=1e-9)
+    assert rms(kept[4]) < 0.4 * rms(kept[0])
+    # what does not repeat, learnt at gain g, is played back: its variance x 2 / (2 - g)
+    in_band = [rms(e[-20:] - e[-20:].mean(axis=0)).mean() for e in (kept, settled)]
+    theory = np.sqrt((2.0 - 0.2) / (2.0 - 0.9))
+    assert in_band[0] / in_band[1] == pytest.approx(theory, rel=0.15)
 
 
 def test_a_saved_table_reloads_and_learns_nothing_new(tmp_path):

@@ -29,7 +29,7 @@ KEYS = ('status', 'rate_hz', 'period_p50_us', 'period_p99_us', 'period_max_us',
         'integral_force_max', 'integral_held_joints', 'learnt_stiffness_max',
         'rejected_pressures')
 #: what a loop learning from repetition adds (`ilc.enable`), before `rejected_pressures`
-ILC_KEYS = ('ilc_state', 'ilc_trials', 'ilc_trial_rms', 'ilc_trend')
+ILC_KEYS = ('ilc_state', 'ilc_trials', 'ilc_trial_rms', 'ilc_trend', 'ilc_gain')
 Q = np.array([0.1, -0.2])
 
 
