@@ -135,8 +135,13 @@ def recording_line(t, period, skipped, end=None):
 
 
 def _median(diagnostics, key):
-    """Return the median of a figure over the diagnostics windows but the first (NaN: none)."""
-    values = [float(d[key]) for d in diagnostics[1:] if key in d]
+    """
+    Return the median of a figure over the diagnostics windows but the first (NaN: none).
+
+    A window without the figure's samples gives NaN, skipped: one such window among 300
+    made a whole run's median NaN.
+    """
+    values = [float(d[key]) for d in diagnostics[1:] if key in d and np.isfinite(float(d[key]))]
     return float(np.median(values)) if values else float('nan')
 
 
