@@ -99,7 +99,7 @@ def fused_tick(arm, memory, sums, layout, blend, t, q, qd, measured_at, sent, cl
     (`Compensation.effort`);
     `grid`: (cells, forces); `limits`: (low, high, step, effort) with `effort` the force sent
     (moved here); `integral`: (engaged, force, ki, limit, held, q_low, q_high, desired
-    q, qd, qdd, learning, the learning's rate per tick, its floor squared, window, the
+    q, qd, qdd, learning, the learning's rate per tick (1,), its floor squared, window, the
     reference fed, the learnt force), learning the stiffness as `IntegralAction` does, at
     the target; `output`: (area, deadzone, p_min, p_max, order, command, the area's fall
     ``slope / stroke``, 1/m: the effective area, at the state the tick starts from, makes the

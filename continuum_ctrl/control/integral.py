@@ -75,6 +75,10 @@ class IntegralAction:
         self.learnt = np.zeros(n)
         self.window_time = 0.0
         self.floor = 1.0
+        #: the window's weight per tick (1,): 0 while `frozen`; the compiled ticks hold it
+        self.rate = np.zeros(1)
+        self._free_rate = 0.0
+        self._frozen = False
         #: the model whose M(q) weights the error (`ki` in 1/s^3), or None (force units)
         self.inertia = None
         #: the payload estimate the force feeds (control/payload_estimate.py), or None
@@ -105,10 +109,26 @@ class IntegralAction:
             _add_learnt_force(), _learn_step(), _stiffness()
 
     def learning(self, period: float) -> tuple:
-        """Return (learning, rate per tick of `period` s, floor^2, window, fed, learnt force)."""
+        """Return (learning, rate per tick of `period` s (1,), floor^2, window, fed, learnt)."""
         learning = self.window_time > 0.0
-        rate = min(period / self.window_time, 1.0) if learning else 0.0
-        return learning, rate, self.floor ** 2, self.window, self.fed, self.learnt
+        self._free_rate = min(period / self.window_time, 1.0) if learning else 0.0
+        self.frozen = self._frozen
+        return learning, self.rate, self.floor ** 2, self.window, self.fed, self.learnt
+
+    @property
+    def frozen(self) -> bool:
+        """
+        Tell whether the learnt stiffness holds: its window frozen, its force still fed forward.
+
+        The loop sets it while a learnt table feeds the reference's repeating force forward
+        (control/ilc.py `feeding`), which learns against a plant that holds still.
+        """
+        return self._frozen
+
+    @frozen.setter
+    def frozen(self, value: bool) -> None:
+        self._frozen = bool(value)
+        self.rate[0] = 0.0 if self._frozen else self._free_rate
 
     def reset(self) -> None:
         """Zero the force and the learnt stiffness (at activation)."""
@@ -221,20 +241,23 @@ def learnt_stiffness(window, floor2, out):
 @compiled()
 def learn_step(x, force, learnt, ki, rate, window):
     """Fold a tick into the window: the reference `x` fed and the force ``force + learnt``."""
-    keep = 1.0 - rate
+    weight = rate[0]
+    if weight == 0.0:
+        return
+    keep = 1.0 - weight
     for i in range(x.shape[0]):
         if ki[i] > 0.0:
             f = force[i] + learnt[i]
-            window[0, i] = keep * window[0, i] + rate
-            window[1, i] = keep * window[1, i] + rate * x[i]
-            window[2, i] = keep * window[2, i] + rate * f
-            window[3, i] = keep * window[3, i] + rate * x[i] * x[i]
-            window[4, i] = keep * window[4, i] + rate * x[i] * f
+            window[0, i] = keep * window[0, i] + weight
+            window[1, i] = keep * window[1, i] + weight * x[i]
+            window[2, i] = keep * window[2, i] + weight * f
+            window[3, i] = keep * window[3, i] + weight * x[i] * x[i]
+            window[4, i] = keep * window[4, i] + weight * x[i] * f
 
 
 _updater = cached_entry_point(integral_step, *(np.zeros(1),) * 2, 0.0, *(np.zeros(1),) * 8,
                               np.zeros(1, dtype=np.bool_))
 _add_learnt_force = cached_entry_point(add_learnt_force, np.zeros(1), np.zeros((1, 1)), 0.0,
                                        *(np.zeros(1),) * 4)
-_learn_step = cached_entry_point(learn_step, *(np.zeros(1),) * 4, 0.0, np.zeros((1, 1)))
+_learn_step = cached_entry_point(learn_step, *(np.zeros(1),) * 5, np.zeros((1, 1)))
 _stiffness = cached_entry_point(learnt_stiffness, np.zeros((1, 1)), 0.0, np.zeros(1))

@@ -379,8 +379,7 @@ class ControlLoop:
             try:
                 if fused(t, sent) == DONE:
                     supervisor.failing = False
-                    self.saturation.watch(t)
-                    self.ilc.fade(t, self.saturation.until)
+                    self._learners_after(t)
                     return self.command
                 problem = 'a non-finite effort'
             except Exception as exc:  # noqa: B902 - any failure must end in the safe command
@@ -421,9 +420,16 @@ class ControlLoop:
             self._watch_reach(seen, t, low, high)
         if self.ilc.acting:
             self.ilc.record(t, self.measured_at, self.sample, self.q_des, self.qd_des)
+        self._learners_after(t)
+        return self.output(area)
+
+    def _learners_after(self, t):
+        """Run the learners' bookkeeping after the tick at `t` (s)."""
         self.saturation.watch(t)
         self.ilc.fade(t, self.saturation.until)
-        return self.output(area)
+        feeding = self.ilc.feeding
+        if feeding != self.integral.frozen:
+            self.integral.frozen = feeding
 
     def _area_at(self, q):
         """

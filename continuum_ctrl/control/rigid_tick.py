@@ -74,8 +74,8 @@ def _example(n=1):
     """Return arguments of `rigid_finish` of the types every call passes."""
     one, index = np.zeros(n), np.zeros(n, dtype=np.int64)
     return (one, 1e-3, (one, one, one, one),
-            (False, one, one, one, np.zeros(n, dtype=np.bool_), one, one, one, one, False, 0.0,
-             0.0, np.zeros((5, n)), one, one), index,
+            (False, one, one, one, np.zeros(n, dtype=np.bool_), one, one, one, one, False,
+             np.zeros(1), 0.0, np.zeros((5, n)), one, one), index,
             one, one, 0.0, 0.0, one, one,
             (np.zeros(6), np.zeros((2, n, n)), np.zeros(1, dtype=np.int64), np.zeros((2, n, n)),
              np.zeros((2, n)), np.zeros(2, dtype=np.int64)))

@@ -262,13 +262,24 @@ def test_the_loop_learns_a_one_hertz_sinusoid_on_the_simulated_arm(fused):
     runtime, plant = node_pair('continuum_3section.yaml', {
         'reference.frequency': [1.0], 'reference.blend_time': 1.0, 'ilc.enable': True,
         'ilc.cutoff': 2.5}, {'mismatch.stiffness_scale': 1.2, 'mismatch.deadzone': 15e3})
+    loop = runtime.loop
     if not fused:
-        runtime.loop.fused = None
-    log = simulate_nodes(runtime, plant, 7.0)
+        loop.fused = None
+    fed = []        # (t, the learnt stiffness's window) at the first tick it held
+
+    def watch(k, t):
+        if loop.integral.frozen and not fed:
+            fed.append((t, loop.integral.window.copy()))
+    log = simulate_nodes(runtime, plant, 7.0, after_tick=watch)
     error = (log.q - log.q_des)[log.t >= 1.0 + log.t[np.argmax(log.active)]]
     per = [np.sqrt(np.mean(error[k * 500:(k + 1) * 500] ** 2)) for k in range(5)]
     assert per[-1] < 0.5 * per[0]
-    assert runtime.loop.ilc.state == LEARNING and len(runtime.loop.ilc.history) >= 4
+    assert loop.ilc.state == LEARNING and len(loop.ilc.history) >= 4
+    # the law's learnt stiffness learnt until the first table, and holds under the tables
+    t_fed, window = fed[0]
+    assert t_fed < 4.0 and loop.integral.frozen
+    assert np.all(window[0] > 0.0) and np.any(loop.integral.stiffness() != 0.0)
+    np.testing.assert_array_equal(loop.integral.window, window)
 
 
 def test_a_trajectory_sent_again_learns_per_trial():
