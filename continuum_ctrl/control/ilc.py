@@ -277,9 +277,9 @@ class IterativeLearning:
 
         Both learn a feed-forward of the reference's repeating force; the stiffness, adapting
         over its window, moved the plant the table was learnt on. Through the nodes on the
-        MuJoCo arm at 1 Hz a 1 Hz error of 0.012-0.015 mm in sections 2 and 3 then still
-        repeated in periods 11-15 (0.0013 mm by period 200); held, the 10th period was 0.010-
-        0.012 mm per section against 0.018-0.021 in section 2 (docs/ilc.md).
+        MuJoCo arm at 1 Hz a 1 Hz error of about 0.012 mm in sections 2 and 3 then still
+        repeated in periods 8-12 (0.0013 mm by period 200); held, the 10th period's section 2
+        was 0.009-0.013 mm against 0.018-0.021 (docs/ilc.md).
         """
         return self._fed and self.timing[ACTING] != 0.0
 
