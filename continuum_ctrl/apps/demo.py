@@ -141,8 +141,9 @@ def _median(diagnostics, key):
     A window without the figure's samples gives NaN, skipped: one such window among 300
     made a whole run's median NaN.
     """
-    values = [float(d[key]) for d in diagnostics[1:] if key in d and np.isfinite(float(d[key]))]
-    return float(np.median(values)) if values else float('nan')
+    values = np.array([float(d[key]) for d in diagnostics[1:] if key in d])
+    values = values[np.isfinite(values)]
+    return float(np.median(values)) if values.size else float('nan')
 
 
 def figure(diagnostics, key):

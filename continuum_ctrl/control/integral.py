@@ -112,7 +112,7 @@ class IntegralAction:
         """Return (learning, rate per tick of `period` s (1,), floor^2, window, fed, learnt)."""
         learning = self.window_time > 0.0
         self._free_rate = min(period / self.window_time, 1.0) if learning else 0.0
-        self.rate[0] = 0.0 if self._frozen else self._free_rate
+        self._write_rate()
         return learning, self.rate, self.floor ** 2, self.window, self.fed, self.learnt
 
     @property
@@ -128,6 +128,9 @@ class IntegralAction:
     @frozen.setter
     def frozen(self, value: bool) -> None:
         self._frozen = bool(value)
+        self._write_rate()
+
+    def _write_rate(self):
         self.rate[0] = 0.0 if self._frozen else self._free_rate
 
     def reset(self) -> None:
