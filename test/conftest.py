@@ -22,6 +22,7 @@ thread of this process or of any it starts may run at most REALTIME_RUN_LIMIT wi
 blocking call (RLIMIT_RTTIME, inherited): past it the kernel ends its process.
 """
 
+import faulthandler
 import importlib.metadata
 import os
 from pathlib import Path
@@ -38,6 +39,11 @@ PARTICIPANT_PROFILE = Path(__file__).with_name('data') / 'announce_participants.
 _profile_loaded = []
 #: CPU time a real-time thread may use without blocking, s (SIGXCPU; SIGKILL one second later)
 REALTIME_RUN_LIMIT = 5.0
+#: s past pytest-timeout's limit after which the watchdog ends the run, at most
+#: (`pytest_runtest_protocol`: as much again as the limit, up to this)
+WATCHDOG_GRACE = 60.0
+#: the run's own stderr, which the watchdog writes to while pytest captures the tests' output
+_watchdog_stderr = []
 
 
 def pytest_configure(config):
@@ -46,6 +52,32 @@ def pytest_configure(config):
     current = resource.getrlimit(resource.RLIMIT_RTTIME)
     if current[1] == resource.RLIM_INFINITY or current[1] > hard:
         resource.setrlimit(resource.RLIMIT_RTTIME, (soft, hard))
+    capture = config.pluginmanager.getplugin('capturemanager')
+    capture.suspend_global_capture()
+    try:
+        _watchdog_stderr.append(os.dup(2))
+    finally:
+        capture.resume_global_capture()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """
+    End the run, with every thread's traceback, when a test outlives its timeout.
+
+    The limit is pytest-timeout's (``--timeout`` or the ini's ``timeout``), doubled, and at most
+    WATCHDOG_GRACE longer.
+
+    pytest-timeout's thread needs the GIL, and a C call that deadlocks holding it (Fast DDS
+    destroying an entity; CI stopped this way until its own limit) keeps it away for good;
+    faulthandler's watchdog is a C thread that needs none.
+    """
+    timeout = float(item.config.getoption('timeout', None) or item.config.getini('timeout') or 0)
+    if timeout > 0:
+        faulthandler.dump_traceback_later(timeout + min(timeout, WATCHDOG_GRACE), exit=True,
+                                          file=_watchdog_stderr[0])
+    yield
+    faulthandler.cancel_dump_traceback_later()
 
 
 def pytest_collection_modifyitems(config, items):
@@ -91,6 +123,11 @@ def profiles_variable():
         return 'FASTDDS_DEFAULT_PROFILES_FILE'
     except importlib.metadata.PackageNotFoundError:
         return 'FASTRTPS_DEFAULT_PROFILES_FILE'
+
+
+def participant_env():
+    """Return the variables that give a process of the test's own PARTICIPANT_PROFILE."""
+    return {profiles_variable(): str(PARTICIPANT_PROFILE)}
 
 
 def load_participant_profile():

@@ -7,18 +7,20 @@ Exit probe: run the nodes, signal them, and see which command an outside subscri
         run.last_is_safe, run.status, run.exit_s
 
 The listener is a reliable subscriber of depth 100 on the controller's `~/commands` in a
-process of its own (this one), as a user's logger or a hardware bridge would be. Run as a
+process of its own, as a user's logger or a hardware bridge would be; it hands what it
+receives to this one, which no hang of its DDS teardown can then stop. Run as a
 script, it repeats exits and prints the count of runs whose last command was not the safe one:
 
     python test/support/exit_probe.py --runs 20 --signal INT --params planar_2r.yaml
 """
 
 import argparse
+import contextlib
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,56 +53,86 @@ class ExitRun:
     exit_s: float
 
 
-#: s a listener's teardown gets before it is left behind (`CommandListener.__exit__`)
+#: s the listener's process gets to start, and to end once told to stop before it is killed
+#: (Fast DDS can deadlock destroying a writer, with the GIL held: the test process then stopped
+#: for good, past every Python timeout; in a process of its own only the listener does)
+START_TIMEOUT = 60.0
 TEARDOWN_TIMEOUT = 10.0
+#: what the listener's process sends once it subscribes, and receives to stop
+READY, STOP = 'ready', 'stop'
 
 
 class CommandListener:
-    """A reliable depth-100 subscriber of `/continuum_controller/commands`, own context."""
+    """
+    A reliable depth-100 subscriber of `/continuum_controller/commands`, in a process of its own.
 
-    def __init__(self, safe):
+    `env`: variables the listener's process sets before it makes its participant (the test
+    process's announcement profile, test/conftest.py). The commands it receives arrive here
+    during `spin`, in `commands`.
+    """
+
+    def __init__(self, safe, env=None):
         self.safe = np.asarray(safe, dtype=float)
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = Node('exit_probe_listener', context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
         self.commands = []
-        self.node.create_subscription(Float64MultiArray, f'/{CONTROLLER}/commands',
-                                      lambda msg: self.commands.append(np.array(msg.data)),
-                                      LISTENER_QOS)
+        self.connection, child = multiprocessing.Pipe()
+        self.process = multiprocessing.get_context('spawn').Process(
+            target=listen, args=(child, dict(env or {})), daemon=True)
+        self.process.start()
+        child.close()
+        if not self.connection.poll(START_TIMEOUT) or self.connection.recv() != READY:
+            self.process.kill()
+            raise AssertionError(f'the listener process did not subscribe within '
+                                 f'{START_TIMEOUT:g} s')
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        # Fast DDS can deadlock destroying a writer (CI: the test process stopped for good in
-        # destroy_publisher, ResourceEvent::unregister_timer waiting on its event thread, twice
-        # in this suite): tear down aside, and leave a listener that hangs behind
-        teardown = threading.Thread(target=self._teardown, daemon=True)
-        teardown.start()
-        teardown.join(TEARDOWN_TIMEOUT)
-        if teardown.is_alive():
+        with contextlib.suppress(OSError):
+            self.connection.send(STOP)
+        self.process.join(TEARDOWN_TIMEOUT)
+        if self.process.is_alive():
             print(f'exit_probe: the listener\'s DDS teardown did not end within '
-                  f'{TEARDOWN_TIMEOUT:g} s (a Fast DDS deadlock); left behind', file=sys.stderr)
-
-    def _teardown(self):
-        # the executor holds the node's entities: let it go first, or destroying them can
-        # wait on it for good
-        self.executor.remove_node(self.node)
-        self.executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.context)
+                  f'{TEARDOWN_TIMEOUT:g} s (a Fast DDS deadlock); killed', file=sys.stderr)
+            self.process.kill()
+            self.process.join()
+        self.connection.close()
 
     def spin(self, seconds):
-        """Take messages for `seconds`."""
+        """Take the commands the listener received, for `seconds`."""
         end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.executor.spin_once(timeout_sec=0.01)
+        while self.connection.poll(max(end - time.monotonic(), 0.0)):
+            try:
+                self.commands.append(np.array(self.connection.recv()))
+            except EOFError:
+                raise AssertionError('the listener process ended') from None
+            if time.monotonic() >= end:
+                break
 
     def controlling(self):
         """Return how many received commands differ from the safe command."""
         return sum(1 for c in self.commands if not np.array_equal(c, self.safe))
+
+
+def listen(connection, env):
+    """The listener's process: send each command received down `connection` until STOP."""
+    os.environ.update(env)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = Node('exit_probe_listener', context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    node.create_subscription(Float64MultiArray, f'/{CONTROLLER}/commands',
+                             lambda msg: connection.send(msg.data.tolist()), LISTENER_QOS)
+    connection.send(READY)
+    while not connection.poll():
+        executor.spin_once(timeout_sec=0.01)
+    # the executor holds the node's entities: let it go first, or destroying them can wait on
+    # it for good
+    executor.remove_node(node)
+    executor.shutdown(timeout_sec=1.0)
+    node.destroy_node()
+    rclpy.shutdown(context=context)
 
 
 def exit_once(listener, command, sig, log_path, group=False, before_signal=None,

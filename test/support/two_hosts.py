@@ -25,7 +25,7 @@ from pathlib import Path
 
 from continuum_ctrl.params.launch_description import CONTROLLER, SIMULATOR, simulation
 from continuum_ctrl.apps.launch import start, stop
-from conftest import PARTICIPANT_PROFILE, profiles_variable
+from conftest import participant_env
 from support.ros_nodes import START_TIMEOUT
 
 #: the listener script, run once per side
@@ -33,7 +33,7 @@ LISTENER = Path(__file__).with_name('rig_listener.py')
 #: seconds a listener gets to write its records after SIGINT
 LISTENER_STOP = 20.0
 #: the listeners announce themselves for 5 s, as the test process's participants do (conftest)
-PROFILE_ENV = {profiles_variable(): str(PARTICIPANT_PROFILE)}
+PROFILE_ENV = participant_env()
 #: the link's /30; 10.213/16 is unlikely to be a lab's or CI's own network
 SUBNET = '10.213.{}.{}'
 #: what every process on the rig has in its environment: discovery over the link, UDP only

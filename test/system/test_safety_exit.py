@@ -29,6 +29,7 @@ from rclpy.serialization import serialize_message
 from continuum_ctrl.params.launch_description import config_path, DEFAULT_PARAMS
 from continuum_ctrl.params import read_yaml
 from continuum_ctrl.ros.controller_node import ControllerNode
+from conftest import participant_env
 from support.exit_probe import CommandListener, exit_once, launch_command
 from support.ros_nodes import params_file
 from support.safety_tools import joint_state
@@ -64,7 +65,7 @@ def repeated_exits(tmp_path, command, sig, group=False):
     bad, acknowledged = [], 0
     for k in range(EXITS):
         log = Path(tmp_path) / f'exit_{k}.log'
-        with CommandListener(reference_safe_command()) as listener:
+        with CommandListener(reference_safe_command(), participant_env()) as listener:
             run = exit_once(listener, command, sig, log, group=group)
         assert run.status == 0, log.read_text()[-3000:]
         acknowledged += ACKNOWLEDGED in log.read_text()
@@ -134,7 +135,7 @@ def running(pid):
 def test_a_killed_simulator_bounds_the_wait_and_the_log_says_so(tmp_path):
     """The simulator's reader stays matched after SIGKILL: the wait times out, 0.2 s, logged."""
     log = Path(tmp_path) / 'exit.log'
-    with CommandListener(reference_safe_command()) as listener:
+    with CommandListener(reference_safe_command(), participant_env()) as listener:
         def kill_simulator(process):
             simulator = next(pid for pid in children(process.pid)
                              if b'simulator_node' in Path(f'/proc/{pid}/cmdline').read_bytes())
@@ -153,7 +154,7 @@ def test_a_killed_runner_takes_its_nodes_and_the_last_command_is_safe(tmp_path):
     log = Path(tmp_path) / 'exit.log'
     nodes = []
     try:
-        with CommandListener(reference_safe_command()) as listener:
+        with CommandListener(reference_safe_command(), participant_env()) as listener:
             run = exit_once(listener, launch_command(DEFAULT_PARAMS), signal.SIGKILL, log,
                             before_signal=lambda process: nodes.extend(children(process.pid)))
             end = time.monotonic() + 10.0
@@ -200,7 +201,7 @@ def test_other_exits_deliver_the_safe_command_before_the_node_goes(tmp_path, cap
     safe = [1e4, 1e4]
     context = rclpy.Context()
     rclpy.init(context=context)
-    with CommandListener(safe) as listener:
+    with CommandListener(safe, participant_env()) as listener:
         try:
             node = ControllerNode(context=context, cli_args=['--ros-args', '--params-file',
                                                              str(path)])
