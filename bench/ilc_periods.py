@@ -8,7 +8,8 @@ Issue 51's acceptance in process: the error per period of a 1 Hz sinusoid, learn
 package's arm behind the mismatch options (stiffness x 1.2, damping x 1.25, area x 1.1, a
 15 kPa dead zone), lengths only (20 um noise, 2 ms old): bench/quiet_loop.py's
 ``lengths_1hz`` case, run in one process through the nodes' cycle (sim/closed_loop.py).
-``--burst S``: the length noise x 10 (200 um) for 2 s from S s (the run's clock);
+``--burst S``: the length noise x 10 (200 um) for 2 s from S s (the plant's clock:
+``noise.burst_*``, sim/sensor.py);
 ``--push S ...``: a push on the tip along x, 20 N (``--push-size``) for 0.2 s from each S s
 (the plant's clock: sim/push.py); ``--true-tip``: the plant's tip captured, its error
 against the desired tip (by the controller's kinematics) per period as well. Prints
@@ -41,7 +42,8 @@ def periods(argv=None):
     parser.add_argument('--set', action='append', default=[], metavar='KEY=YAML')
     parser.add_argument('--plot', metavar='PNG', help='plot the RMS per period there')
     parser.add_argument('--burst', type=float, metavar='S',
-                        help="the length noise x 10 for 2 s from S s (the run's clock)")
+                        help="the length noise x 10 for 2 s from S s (the plant's clock: "
+                             "noise.burst_*)")
     parser.add_argument('--push', type=float, nargs='+', default=[], metavar='S',
                         help="a push on the tip along x for 0.2 s from each S s (the plant's "
                              'clock)')
@@ -57,12 +59,14 @@ def periods(argv=None):
         if args.push \
         else {}
     capture = {'mocap.rate_hz': 120.0} if args.true_tip else {}
-    runtime, plant = node_pair(CONFIG, controller, {**MISMATCH, **PLANTS[args.plant],
-                                                    **LENGTHS, **pushes, **capture})
+    burst = {'noise.burst_start': [args.burst],
+             'noise.burst_position': 10.0 * LENGTHS['noise.position']} \
+        if args.burst is not None \
+        else {}
+    runtime, plant = node_pair(CONFIG, controller, {**MISMATCH, **PLANTS[args.plant], **LENGTHS,
+                                                    **pushes, **capture, **burst})
     loop = runtime.loop
     blend = loop.settings.reference.blend_time
-    if args.burst is not None:
-        noisy(plant, args.burst, 10.0 * LENGTHS['noise.position'])
     start = time.perf_counter()
     log = simulate_nodes(runtime, plant, blend + args.periods + 0.1)
     first = int(np.argmax(log.active))
@@ -90,20 +94,6 @@ def periods(argv=None):
     if args.plot:
         plot_periods(args.plot, names, rows, log.command)
     return rows
-
-
-def noisy(plant, start, noise, duration=2.0):
-    """Add noise to `plant`'s lengths: `noise` m in all, from `start` s for `duration` s."""
-    publish, generator = plant.publish, np.random.default_rng(11)
-    extra = np.sqrt(noise ** 2 - LENGTHS['noise.position'] ** 2)
-
-    def published(due):
-        sample = publish(due)
-        if sample is not None and start <= due < start + duration:
-            sample = dataclasses.replace(
-                sample, q=sample.q + generator.normal(0.0, extra, sample.q.shape))
-        return sample
-    plant.publish = published
 
 
 if __name__ == '__main__':

@@ -10,7 +10,9 @@ The simulator's sensor: what a driver publishes of the plant's true state, as ha
 The sensor reads the true state of `sensor.delay` s ago (a ring of the last states, one per
 plant step), adds Gaussian noise (`noise.*`), rounds positions to `sensor.quantization` (after
 the noise, as an encoder counts) and leaves velocities out without `sensor.velocity`, as
-string potentiometers, encoders and motion capture do. A publication is lost with probability
+string potentiometers, encoders and motion capture do. A state that held within a burst
+(`noise.burst_*`: a loose connector, a sensor near a motor) has `noise.burst_position` in place
+of `noise.position`. A publication is lost with probability
 `sensor.drop` and held back by a uniform random 0..`sensor.jitter` s; its stamp is the time
 the state held (`measurement`, what a driver should stamp) or its publication (`publish`).
 Noise draws come from `noise.seed`'s generator exactly as before the other traits existed;
@@ -21,7 +23,7 @@ the measurement.
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -36,6 +38,11 @@ FIELDS = {
                             10.0),
     'noise.seed': Field('integer', 0, 'seed of the noise generator (and of sensor.drop and '
                         'sensor.jitter)', 0, 2 ** 31 - 1),
+    'noise.burst_start': Field('numbers', ..., "when each burst of position noise starts, s on "
+                               "the plant's clock, as push.start (none: no burst)", 0.0),
+    'noise.burst_duration': Field('number', 2.0, 'how long each burst lasts, s', 0.0),
+    'noise.burst_position': Field('number', 0.0, 'std. dev. of the position noise in a burst, m '
+                                  'or rad, in place of noise.position', 0.0, 1.0),
     'sensor.velocity': Field('bool', True, 'publish velocities; false: `velocity` empty, '
                              'as string potentiometers, encoders and motion capture'),
     'sensor.quantization': Field('number', 0.0, 'position resolution, m or rad: positions '
@@ -82,6 +89,8 @@ class SensorSettings:
     stamp: str = 'measurement'
     jitter: float = 0.0
     drop: float = 0.0
+    bursts: Tuple[Tuple[float, float], ...] = ()
+    burst_position: float = 0.0
 
     @classmethod
     def of(cls, values: Dict[str, Any]) -> 'SensorSettings':
@@ -93,7 +102,16 @@ class SensorSettings:
                    quantization=values['sensor.quantization'],
                    delay_steps=round(values['sensor.delay'] / step), step=step,
                    stamp=values['sensor.stamp'], jitter=values['sensor.jitter'],
-                   drop=values['sensor.drop'])
+                   drop=values['sensor.drop'],
+                   bursts=tuple((start, start + values['noise.burst_duration'])
+                                for start in values.get('noise.burst_start', ())),
+                   burst_position=values['noise.burst_position'])
+
+    def position_noise(self, at: Optional[float]) -> float:
+        """Return the position noise's std. dev. for a state that held at `at` (s; None: now)."""
+        if at is not None and any(start <= at < end for start, end in self.bursts):
+            return self.burst_position
+        return self.noise_position
 
 
 @dataclass(frozen=True)
@@ -142,17 +160,19 @@ class Sensor:
         """Replace the newest state (the plant's own state changed without a step)."""
         self.states[-1] = (q, qd)
 
-    def read(self):
+    def read(self, at=None):
         """
         Return ``(q, qd)``: the state `sensor.delay` ago, with noise and quantisation.
 
+        `at`: the time (s, the plant's) that state held, for the bursts; None: outside them.
         Before `delay` has passed since the last `restart` the arm rested: the oldest state.
         Without noise, quantisation or delay these are the plant's own arrays, as before.
         """
         s = self.settings
         q, qd = self.states[0]
-        if s.noise_position or s.noise_velocity:
-            q = q + s.noise_position * self.noise.standard_normal(self.n)
+        position = s.position_noise(at)
+        if position or s.noise_velocity:
+            q = q + position * self.noise.standard_normal(self.n)
             qd = qd + s.noise_velocity * self.noise.standard_normal(self.n)
         if s.quantization:
             q = np.round(q / s.quantization) * s.quantization
@@ -166,12 +186,12 @@ class Sensor:
         `sensor.delay` before it.
         """
         s = self.settings
-        q, qd = self.read()
+        measured = held - s.delay_steps * s.step
+        q, qd = self.read(measured)
         if s.drop and self.timing.random() < s.drop:
             self.dropped += 1
             return None
         self.published += 1
-        measured = held - s.delay_steps * s.step
         published = due + (self.timing.uniform(0.0, s.jitter) if s.jitter else 0.0)
         return Sample(q, qd, measured, published,
                       measured if s.stamp == 'measurement' else published)

@@ -102,6 +102,31 @@ def test_losses_and_holds_leave_the_noise_and_the_seed_repeats_it():
                                                          for s in lossy]
 
 
+def test_a_burst_has_its_noise_where_the_state_held_and_the_rest_is_unchanged():
+    """`noise.burst_*`: the burst's std. dev. for states that held in it (the delay counted)."""
+    true = np.zeros((3000, 3))
+    delay = 5
+    plain = published(sensor(3, noise_position=2e-5, seed=2, delay_steps=delay), true)
+    burst = published(sensor(3, noise_position=2e-5, seed=2, delay_steps=delay,
+                             bursts=((2.0, 4.0),), burst_position=2e-4), true)
+    held = np.array([s.measured_at for s in burst])
+    inside = (held >= 2.0) & (held < 4.0)
+    assert inside.sum() == 1000 and held[np.argmax(inside)] == pytest.approx(2.0)
+    q, q_plain = np.array([s.q for s in burst]), np.array([s.q for s in plain])
+    assert np.std(q[inside]) == pytest.approx(2e-4, rel=0.05)
+    # the same draws, scaled: outside the burst the samples are those without one
+    assert np.array_equal(q[~inside], q_plain[~inside])
+    assert np.allclose(q[inside] * 0.1, q_plain[inside], atol=1e-18)
+
+
+def test_the_burst_keys_parse_and_a_bad_one_names_itself():
+    plant = plant_of(ARM, {'noise.burst_start': [1.0, 5.0], 'noise.burst_duration': 0.5,
+                           'noise.burst_position': 1e-3})
+    assert plant.settings.sensor.bursts == ((1.0, 1.5), (5.0, 5.5))
+    with pytest.raises(ConfigError, match="'noise.burst_position'"):
+        plant_of(ARM, {'noise.burst_start': [1.0], 'noise.burst_position': -1.0})
+
+
 @pytest.mark.parametrize('key, value, message', [
     ('sensor.delay', 0.0015, 'whole number of plant steps'),
     ('sensor.jitter', 0.002, 'less than the publishing period'),
