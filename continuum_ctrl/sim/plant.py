@@ -740,6 +740,9 @@ class Plant:
         """
         Return the sensor's sample published at `due` (s), None when it is lost.
 
-        Its state held at the plant's time (`due` before the clock starts) less the delay.
+        Its state held at the plant's time (`due` before the clock starts) less the delay; the
+        noise bursts follow the plant's clock from its start, as the pushes do.
         """
-        return self.sensor.publish(due if self.t is None else self.t, due)
+        if self._grid is None:
+            return self.sensor.publish(due, due)
+        return self.sensor.publish(self.t, due, self._grid[1] * self.settings.step)

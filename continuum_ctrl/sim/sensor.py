@@ -108,7 +108,7 @@ class SensorSettings:
                    burst_position=values['noise.burst_position'])
 
     def position_noise(self, at: Optional[float]) -> float:
-        """Return the position noise's std. dev. for a state that held at `at` (s; None: now)."""
+        """Return the position noise's std. dev. for a state that held at `at` (plant's clock, s)."""
         if at is not None and any(start <= at < end for start, end in self.bursts):
             return self.burst_position
         return self.noise_position
@@ -164,7 +164,8 @@ class Sensor:
         """
         Return ``(q, qd)``: the state `sensor.delay` ago, with noise and quantisation.
 
-        `at`: the time (s, the plant's) that state held, for the bursts; None: outside them.
+        `at`: the plant's clock (s since it started) when that state held, for the bursts;
+        None: outside them.
         Before `delay` has passed since the last `restart` the arm rested: the oldest state.
         Without noise, quantisation or delay these are the plant's own arrays, as before.
         """
@@ -178,16 +179,19 @@ class Sensor:
             q = np.round(q / s.quantization) * s.quantization
         return q, (qd if s.velocity else None)
 
-    def publish(self, held: float, due: float) -> Optional[Sample]:
+    def publish(self, held: float, due: float,
+                elapsed: Optional[float] = None) -> Optional[Sample]:
         """
         Return the sample published at `due` (s), None when it is lost (counted).
 
         `held`: the plant's time (s), when its newest state held; the sample's state held
-        `sensor.delay` before it.
+        `sensor.delay` before it. `elapsed`: the plant's clock then (s since it started, as
+        `push.start` counts it), which the bursts follow; None: before it starts.
         """
         s = self.settings
-        measured = held - s.delay_steps * s.step
-        q, qd = self.read(measured)
+        age = s.delay_steps * s.step
+        measured = held - age
+        q, qd = self.read(None if elapsed is None else elapsed - age)
         if s.drop and self.timing.random() < s.drop:
             self.dropped += 1
             return None

@@ -19,12 +19,16 @@ def sensor(n=1, **traits):
     return Sensor(SensorSettings(step=STEP, **traits), n)
 
 
-def published(s, true, hold=0.0):
-    """Record each row of `true` (k, n) as a plant step and publish it; return the samples."""
+def published(s, true, hold=0.0, clock=False):
+    """
+    Record each row of `true` (k, n) as a plant step and publish it; return the samples.
+
+    `clock`: the plant's clock runs from the first row (the bursts follow it).
+    """
     out = []
     for k, q in enumerate(true):
         s.record(q, np.zeros_like(q))
-        out.append(s.publish(k * STEP, k * STEP))
+        out.append(s.publish(k * STEP, k * STEP, k * STEP if clock else None))
     return out
 
 
@@ -108,7 +112,7 @@ def test_a_burst_has_its_noise_where_the_state_held_and_the_rest_is_unchanged():
     delay = 5
     plain = published(sensor(3, noise_position=2e-5, seed=2, delay_steps=delay), true)
     burst = published(sensor(3, noise_position=2e-5, seed=2, delay_steps=delay,
-                             bursts=((2.0, 4.0),), burst_position=2e-4), true)
+                             bursts=((2.0, 4.0),), burst_position=2e-4), true, clock=True)
     held = np.array([s.measured_at for s in burst])
     inside = (held >= 2.0) & (held < 4.0)
     assert inside.sum() == 1000 and held[np.argmax(inside)] == pytest.approx(2.0)
@@ -117,6 +121,26 @@ def test_a_burst_has_its_noise_where_the_state_held_and_the_rest_is_unchanged():
     # the same draws, scaled: outside the burst the samples are those without one
     assert np.array_equal(q[~inside], q_plain[~inside])
     assert np.allclose(q[inside] * 0.1, q_plain[inside], atol=1e-18)
+
+
+def test_a_burst_follows_the_plants_clock_from_its_start_not_the_time():
+    """A node's plant starts at wall-clock time (1.8e9 s): its bursts count from there."""
+    plant = plant_of(ARM, {'noise.position': 1e-5, 'noise.burst_start': [1.0],
+                           'noise.burst_duration': 0.5, 'noise.burst_position': 1e-3})
+    start = 1.8e9
+    plant.advance(start)
+    plant.command([1.0, 0.5], start)
+    deviation, elapsed = [], []
+    for k in range(1, 200):
+        t = start + 0.01 * k
+        plant.advance(t)
+        deviation.append(plant.publish(t).q - plant.q)
+        elapsed.append(plant.t - start)
+    deviation, elapsed = np.array(deviation), np.array(elapsed)
+    inside = (elapsed >= 1.0) & (elapsed < 1.5)
+    assert inside.sum() == 50
+    assert np.std(deviation[inside]) == pytest.approx(1e-3, rel=0.3)
+    assert np.std(deviation[~inside]) == pytest.approx(1e-5, rel=0.3)
 
 
 def test_the_burst_keys_parse_and_a_bad_one_names_itself():
