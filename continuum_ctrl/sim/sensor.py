@@ -108,7 +108,7 @@ class SensorSettings:
                    burst_position=values['noise.burst_position'])
 
     def position_noise(self, at: Optional[float]) -> float:
-        """Return the position noise's std. dev. for a state that held at `at` (plant's clock, s)."""
+        """Return the position noise's std. dev. where a state held at `at` (plant's clock, s)."""
         if at is not None and any(start <= at < end for start, end in self.bursts):
             return self.burst_position
         return self.noise_position
