@@ -32,9 +32,10 @@ from continuum_ctrl.params import ConfigError, load_yaml
 from continuum_ctrl.params.files import check_readable
 from continuum_ctrl.params.launch_description import (config_path, CONTROLLER,
                                                       NodeDescription, PACKAGE)
-from continuum_ctrl.identify.commissioning import (ChatterGuard, FIT, incomplete, Progress,
-                                                   StepFailed, steps, table, tracking,
-                                                   tuned_file, valves_for_controller)
+from continuum_ctrl.identify.commissioning import (ChatterGuard, FIT, fit_window, incomplete,
+                                                   Progress, StepFailed, steps, table,
+                                                   tracking, tuned_file,
+                                                   valves_for_controller)
 
 #: the quiet loop and its excitation (identify/commissioning.py)
 EXCITATION = 'identify_excitation.yaml'
@@ -203,9 +204,10 @@ class Commissioning:
         """Fit the recorded bag; return the fitted file's text (StepFailed if refused)."""
         from continuum_ctrl.apps import identify
         fitted = self.report / 'fitted.yaml'
+        window = fit_window(load_yaml(config_path(EXCITATION).read_text()))
         status = identify.main([str(self.nominal), str(self.bag), '--out', str(fitted),
                                 '--report', str(self.report / 'identify'),
-                                '--fit', ','.join(FIT)])
+                                '--fit', ','.join(FIT), '--window', f'{window:.4g}'])
         if status != 0:
             raise StepFailed('identify', 'the fit was refused (the lines above say why; '
                                          f'the run is kept in {self.bag})')

@@ -24,11 +24,12 @@ file's ``output.friction`` enters as known.
 Runs are fitted on their first 70 % and judged on the last 30 %.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 
+from continuum_ctrl.actuation.pressure_map import ActuationMap
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.identify.defaults import DEFAULT_FIT
 from continuum_ctrl.identify.excitation import (chatter_note, chatter_share, CHATTER_SHARE,
@@ -790,5 +791,29 @@ def _hessian(cost, x, steps):
 
 
 def identify(runs, setup, options=None):
-    """Identify the arm's PMA parameters from recorded `runs`; return a Result."""
-    return Identification(runs, setup, options or Options()).fit()
+    """
+    Identify the arm's PMA parameters from recorded `runs`; return a Result.
+
+    A dead zone fitted below zero (an offset the model lacks, such as a gravity load it gets
+    wrong, read as negative play) is held at its bound, 0 Pa, and the rest refitted: with
+    the bound active that is the bounded least-squares optimum. The result says so.
+    """
+    options = options or Options()
+    result = Identification(runs, setup, options).fit()
+    below = [e for e in result.values('output.deadzone') if e.value < 0.0]
+    if not below:
+        return result
+    act = setup.actuation
+    held = replace(setup, actuation=ActuationMap(act.n, act.area, 0.0, act.p_min, act.p_max,
+                                                 slope=act.slope, stroke=act.stroke))
+    fit = tuple(name for name in options.fit if name != 'deadzone')
+    bounded = Identification(runs, held, replace(options, fit=fit)).fit()
+    first = next(k for k, e in enumerate(result.estimates) if e.key == 'output.deadzone')
+    bounded.estimates[first:first] = [
+        Estimate(e.key, e.index, e.label, 0.0, 0.0, e.nominal, e.unit)
+        for e in result.values('output.deadzone')]
+    fitted = ', '.join(f'{e.label} {e.value / 1e3:.3g} +- {e.se / 1e3:.2g} kPa' for e in below)
+    bounded.details.append(f'dead zone: the free fit put it below zero ({fitted}, held-out '
+                           f'R^2 {result.r2_test_all:.3f}); held at its bound, 0 Pa, and the '
+                           f'rest refitted')
+    return bounded

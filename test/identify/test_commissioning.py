@@ -108,3 +108,18 @@ def test_a_recording_with_lost_messages_is_named():
     assert line.startswith('the recording of /joint_states spans 25.0 s of the 25 s, its '
                            'longest gap 1 s: the recorder fell behind')
     assert 'spans 8.9 s' in incomplete(whole[:4453], 25.0, '/joint_states')
+
+
+def test_the_fit_passes_the_excitations_band_and_cuts_the_noise_above_it():
+    """The fit's smoothing keeps the excitation's top frequency whole and cuts 20 Hz by 7x."""
+    from scipy.signal import freqz, savgol_coeffs
+
+    from continuum_ctrl.identify.commissioning import fit_window
+    from continuum_ctrl.identify.signals import POLYORDER, window_samples
+    from continuum_ctrl.params import load_yaml
+
+    tree = load_yaml(Path(EXCITATION_FILE).read_text())
+    top = tree['continuum_controller']['ros__parameters']['reference']['band'][-1]
+    samples = window_samples(0.002, fit_window(tree))
+    _, gain = freqz(savgol_coeffs(samples, POLYORDER), worN=[top, 20.0], fs=500.0)
+    assert abs(gain[0]) > 0.99 and abs(gain[1]) < 0.15

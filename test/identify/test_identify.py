@@ -4,6 +4,7 @@ mismatched simulated arm, better control with the fitted file, the MCAP round tr
 actuator lag, and one clear error line for each kind of bad input.
 """
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -408,8 +409,6 @@ def test_a_fit_the_nodes_would_refuse_is_not_written(setup):
     R^2 -0.29) means the model does not explain the data: `identify --out` refuses it in one
     line naming the value, instead of writing a file the nodes refuse at start-up.
     """
-    import dataclasses
-
     from continuum_ctrl.identify.report import unusable
 
     result = identify([synthetic_run(setup, duration=8.0)], setup)
@@ -419,6 +418,48 @@ def test_a_fit_the_nodes_would_refuse_is_not_written(setup):
     problem = unusable(dataclasses.replace(result, estimates=estimates))
     assert problem.startswith('not written: the fit gives section 2 damping = -27.3 N s/m')
     assert 'model.sections.damping must be >= 0' in problem
+
+
+def test_a_dead_zone_fitted_below_zero_is_held_at_zero_the_bounded_optimum(setup):
+    """
+    A plant whose pressures read 5 kPa high (a "dead zone" of -5 kPa, as a gravity load the
+    model gets wrong looks): the free fit finds it, `identify` holds it at its bound and
+    refits the rest, and no dead zone at or above zero fits the training data better.
+    """
+    from continuum_ctrl.actuation.pressure_map import ActuationMap
+    from continuum_ctrl.identify.fit import Identification
+
+    run = synthetic_run(setup, duration=8.0, deadzone=-5e3)
+    fit = ('stiffness', 'damping', 'area', 'deadzone')
+    free = Identification([run], setup, Options(fit)).fit()
+    assert free.values('output.deadzone')[0].value == pytest.approx(-5e3, rel=0.05)
+    bounded = identify([run], setup, Options(fit))
+    (held,) = bounded.values('output.deadzone')
+    assert (held.value, held.se) == (0.0, 0.0)
+    assert any('held at its bound, 0 Pa' in line for line in bounded.details)
+    assert [e.key for e in bounded.estimates] == [e.key for e in free.estimates]
+    assert bounded.rms_train > free.rms_train
+
+    def held_at(pa):
+        act = setup.actuation
+        at = dataclasses.replace(setup, actuation=ActuationMap(
+            act.n, act.area, pa, act.p_min, act.p_max, slope=act.slope, stroke=act.stroke))
+        return Identification([run], at, Options(fit[:3])).fit().rms_train
+
+    assert held_at(0.0) == pytest.approx(bounded.rms_train, rel=1e-9)
+    assert held_at(0.0) < held_at(1e3) < held_at(3e3)
+
+
+def test_the_smoothing_window_for_a_cutoff_has_its_cutoff_at_any_rate():
+    from scipy.signal import freqz, savgol_coeffs
+
+    from continuum_ctrl.identify.signals import POLYORDER, window_for_cutoff, window_samples
+
+    for rate in (250.0, 500.0, 1000.0):
+        for hz in (5.0, 10.0):
+            samples = window_samples(1.0 / rate, window_for_cutoff(hz))
+            f, h = freqz(savgol_coeffs(samples, POLYORDER), worN=20000, fs=rate)
+            assert f[np.argmax(np.abs(h) < 2 ** -0.5)] == pytest.approx(hz, rel=0.03)
 
 
 @pytest.mark.slow
