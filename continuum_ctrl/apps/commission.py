@@ -207,7 +207,8 @@ class Commissioning:
         window = fit_window(load_yaml(config_path(EXCITATION).read_text()))
         status = identify.main([str(self.nominal), str(self.bag), '--out', str(fitted),
                                 '--report', str(self.report / 'identify'),
-                                '--fit', ','.join(FIT), '--window', f'{window:.4g}'])
+                                '--fit', ','.join(FIT), '--window', f'{window:.4g}',
+                                '--hold-unexcited'])
         if status != 0:
             raise StepFailed('identify', 'the fit was refused (the lines above say why; '
                                          f'the run is kept in {self.bag})')

@@ -85,6 +85,9 @@ def parse(argv):
     parser.add_argument('--window', type=_window, default=None,
                         help='Savitzky-Golay smoothing window, s (default 0.1; 0.05 when '
                              'time_constant or delay is fitted)')
+    parser.add_argument('--hold-unexcited', action='store_true',
+                        help='hold a parameter the data do not pin at the file\'s value and '
+                             'fit the rest (default: refuse the fit, naming it)')
     parser.add_argument('--min-r2', type=_r2, default=MIN_R2,
                         help='least held-out R^2 of every PMA for the fit to be written '
                              f'(default {MIN_R2})')
@@ -144,7 +147,8 @@ def main(argv=None):
     elif rigid:
         result = identify_rigid(runs, setup, fit, args.window)
     else:
-        result = identify(runs, setup, Options(fit, args.per_pma, args.window))
+        result = identify(runs, setup, Options(fit, args.per_pma, args.window,
+                                                args.hold_unexcited))
     print(text(result, setup, args.data))
     if payload:
         refused = contradicted

@@ -24,12 +24,11 @@ file's ``output.friction`` enters as known.
 Runs are fitted on their first 70 % and judged on the last 30 %.
 """
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 
-from continuum_ctrl.actuation.pressure_map import ActuationMap
 from continuum_ctrl.params import ConfigError
 from continuum_ctrl.identify.defaults import DEFAULT_FIT
 from continuum_ctrl.identify.excitation import (chatter_note, chatter_share, CHATTER_SHARE,
@@ -68,6 +67,14 @@ LAG_WINDOW = 0.05
 DEADZONE_ITERATIONS = 10
 
 
+class Unexcited(ConfigError):
+    """The data do not pin the parameter `k` (its index in the fit's names)."""
+
+    def __init__(self, k, problem):
+        super().__init__('', problem)
+        self.k = k
+
+
 @dataclass
 class Options:
     """What to fit: a subset of PARAMETERS, one area/dead zone per PMA or one for all."""
@@ -75,6 +82,9 @@ class Options:
     fit: tuple = DEFAULT_FIT
     per_pma: bool = False
     window: float = None        # Savitzky-Golay window, s (None: the default)
+    #: hold a parameter the data do not pin at the file's value and fit the rest, rather
+    #: than refuse the fit
+    hold: bool = False
 
 
 @dataclass
@@ -200,6 +210,8 @@ class Identification:
                 run.rubbing(force, np.where(force > 0.0, play, 1.0))
         #: the play of the fitted friction, m (one for all PMAs)
         self.play = None
+        #: parameters held at a value (index in `names`: value of its coefficient), and why
+        self.held, self.notes = {}, []
 
     # -- the linear problem ------------------------------------------------------------------
     def _parameter_names(self):
@@ -322,23 +334,54 @@ class Identification:
         return A, b, masks, blocks
 
     def _theta(self, A, b):
-        scale = np.sqrt(np.diag(A))
+        """
+        Solve the normal equations ``A theta = b`` with the held parameters at their values.
+
+        Returns theta, the covariance factor (zero in the held rows and columns) and the
+        scaled free problem's condition number.
+        """
+        theta, inverse = np.zeros(len(b)), np.zeros_like(A)
+        held = np.array(sorted(self.held), dtype=int)
+        theta[held] = [self.held[k] for k in held]
+        free = np.setdiff1d(np.arange(len(b)), held)
+        A_free = A[np.ix_(free, free)]
+        scale = np.sqrt(np.diag(A_free))
         dead = np.flatnonzero(scale == 0.0)
         if dead.size:
-            self._unexcited(dead[0], np.inf)
-        scaled = A / np.outer(scale, scale)
+            self._unexcited(int(free[dead[0]]), np.inf)
+        scaled = A_free / np.outer(scale, scale)
         eig, vec = np.linalg.eigh(scaled)
         condition = float(np.sqrt(eig[-1] / max(eig[0], 1e-300)))
         if condition > COND_LIMIT:
-            self._unexcited(int(np.argmax(np.abs(vec[:, 0]))), condition)
-        theta = np.linalg.solve(scaled, b / scale) / scale
-        return theta, np.linalg.inv(scaled) / np.outer(scale, scale), condition
+            self._unexcited(int(free[np.argmax(np.abs(vec[:, 0]))]), condition)
+        rhs = b[free] - A[np.ix_(free, held)] @ theta[held]
+        theta[free] = np.linalg.solve(scaled, rhs / scale) / scale
+        inverse[np.ix_(free, free)] = np.linalg.inv(scaled) / np.outer(scale, scale)
+        return theta, inverse, condition
 
     def _unexcited(self, k, condition):
         key, index, label, _ = self.names[k]
-        raise ConfigError('', f'the data do not excite {label} ({key}[{index}]; condition '
-                              f'number {condition:.3g}): run an excitation reference '
-                              f'(reference.type: multisine, config/identify_excitation.yaml)')
+        raise Unexcited(k, f'the data do not excite {label} ({key}[{index}]; condition '
+                           f'number {condition:.3g}): run an excitation reference '
+                           f'(reference.type: multisine, config/identify_excitation.yaml)')
+
+    def hold(self, k, value, why):
+        """Hold parameter `k` (index in `names`) at the coefficient `value`; say `why`."""
+        self.held[k] = float(value)
+        self.notes.append(why)
+
+    def nominal_coefficient(self, k):
+        """Return the file's value of parameter `k` as its regression coefficient."""
+        key, index, _, _ = self.names[k]
+        s = self.setup
+        j = index if self.options.per_pma else 0
+        area = s.actuation.area[j]
+        return {'model.sections.stiffness': lambda: s.stiffness[index],
+                'model.sections.damping': lambda: s.damping[index],
+                'output.area': lambda: area,
+                'output.deadzone': lambda: area * s.actuation.deadzone[j],
+                'output.area_slope': lambda: area * self.falloff[j] * self.stroke[j],
+                'output.friction': lambda: self.known_friction[0][j]}[key]()
 
     @staticmethod
     def _residuals(theta, blocks):
@@ -555,7 +598,7 @@ class Identification:
         theta, inverse, condition, masks, blocks, deadzone = self._linear(data)
         residuals = self._residuals(theta, blocks)
         flat = np.concatenate(residuals)
-        dof = max(flat.size - len(theta), 1)
+        dof = max(flat.size - len(theta) + len(self.held), 1)
         inflation = _correlation_time(residuals)
         sigma2 = float(flat @ flat) / dof * inflation
         cov = sigma2 * inverse
@@ -580,7 +623,7 @@ class Identification:
         result.scale_note = self._scale_note(estimates)
         result.left_out = left_out
         result.excitation = self._excitation(masks, len(data[0]))
-        result.details = [f'{run.name}: {run.grid.how()}' for run in self.runs]
+        result.details = [f'{run.name}: {run.grid.how()}' for run in self.runs] + self.notes
         if 'friction' in fit:
             result.details.append(f'friction: one Maxwell-slip element per PMA, play (slip '
                                   f'force over stiffness) {self.play * 1e3:.3g} mm for every '
@@ -677,11 +720,13 @@ class Identification:
                 continue
             reference = abs(estimate.nominal) or abs(estimate.value)
             if estimate.se > REL_SE_LIMIT * reference:
-                raise ConfigError('', f'the data do not excite {estimate.label} '
-                                      f'({estimate.key}; standard error {estimate.se:.3g} '
-                                      f'{estimate.unit} against {reference:.3g}): run an '
-                                      f'excitation reference (reference.type: multisine, '
-                                      f'config/identify_excitation.yaml)')
+                k = self.names.index((estimate.key, estimate.index, estimate.label,
+                                      estimate.unit))
+                raise Unexcited(k, f'the data do not excite {estimate.label} '
+                                   f'({estimate.key}; standard error {estimate.se:.3g} '
+                                   f'{estimate.unit} against {reference:.3g}): run an '
+                                   f'excitation reference (reference.type: multisine, '
+                                   f'config/identify_excitation.yaml)')
 
     def _check_friction(self, estimate):
         """Refuse a friction the runs did not excite: few reversals, or a large error."""
@@ -796,24 +841,27 @@ def identify(runs, setup, options=None):
 
     A dead zone fitted below zero (an offset the model lacks, such as a gravity load it gets
     wrong, read as negative play) is held at its bound, 0 Pa, and the rest refitted: with
-    the bound active that is the bounded least-squares optimum. The result says so.
+    the bound active that is the bounded least-squares optimum. With `options.hold`, a
+    parameter the data do not pin is held at the file's value and the rest refitted, one at
+    a time. The result's details say what was held and why.
     """
     options = options or Options()
-    result = Identification(runs, setup, options).fit()
-    below = [e for e in result.values('output.deadzone') if e.value < 0.0]
-    if not below:
-        return result
-    act = setup.actuation
-    held = replace(setup, actuation=ActuationMap(act.n, act.area, 0.0, act.p_min, act.p_max,
-                                                 slope=act.slope, stroke=act.stroke))
-    fit = tuple(name for name in options.fit if name != 'deadzone')
-    bounded = Identification(runs, held, replace(options, fit=fit)).fit()
-    first = next(k for k, e in enumerate(result.estimates) if e.key == 'output.deadzone')
-    bounded.estimates[first:first] = [
-        Estimate(e.key, e.index, e.label, 0.0, 0.0, e.nominal, e.unit)
-        for e in result.values('output.deadzone')]
-    fitted = ', '.join(f'{e.label} {e.value / 1e3:.3g} +- {e.se / 1e3:.2g} kPa' for e in below)
-    bounded.details.append(f'dead zone: the free fit put it below zero ({fitted}, held-out '
-                           f'R^2 {result.r2_test_all:.3f}); held at its bound, 0 Pa, and the '
-                           f'rest refitted')
-    return bounded
+    work = Identification(runs, setup, options)
+    while True:
+        try:
+            result = work.fit()
+        except Unexcited as missing:
+            if not options.hold or missing.k in work.held:
+                raise
+            label = work.names[missing.k][2]
+            work.hold(missing.k, work.nominal_coefficient(missing.k),
+                      f'{label}: held at the file\'s value ({missing.problem.split(": run")[0]})')
+            continue
+        below = [(k, e) for k, e in enumerate(result.estimates[:len(work.names)])
+                 if e.key == 'output.deadzone' and e.value < 0.0]
+        if not below:
+            return result
+        for k, e in below:
+            work.hold(k, 0.0, f'{e.label}: the free fit put it at {e.value / 1e3:.3g} +- '
+                              f'{e.se / 1e3:.2g} kPa (held-out R^2 {result.r2_test_all:.3f}), '
+                              f'below its bound; held at 0 Pa and the rest refitted')

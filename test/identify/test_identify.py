@@ -436,7 +436,7 @@ def test_a_dead_zone_fitted_below_zero_is_held_at_zero_the_bounded_optimum(setup
     bounded = identify([run], setup, Options(fit))
     (held,) = bounded.values('output.deadzone')
     assert (held.value, held.se) == (0.0, 0.0)
-    assert any('held at its bound, 0 Pa' in line for line in bounded.details)
+    assert any('below its bound; held at 0 Pa' in line for line in bounded.details)
     assert [e.key for e in bounded.estimates] == [e.key for e in free.estimates]
     assert bounded.rms_train > free.rms_train
 
@@ -448,6 +448,28 @@ def test_a_dead_zone_fitted_below_zero_is_held_at_zero_the_bounded_optimum(setup
 
     assert held_at(0.0) == pytest.approx(bounded.rms_train, rel=1e-9)
     assert held_at(0.0) < held_at(1e3) < held_at(3e3)
+
+
+def test_a_parameter_the_data_do_not_pin_is_refused_or_held_at_the_files_value(setup):
+    """
+    A slow excitation (0.05-0.1 Hz) behind 20 um of noise hardly shows damping: the fit
+    refuses it, naming it; with `hold` every damping is held at the file's value, said, and
+    stiffness, area and dead zone are still the truth.
+    """
+    from continuum_ctrl.params import ConfigError
+
+    run = synthetic_run(setup, duration=20.0, band=(0.05, 0.1), noise=2e-5)
+    fit = ('stiffness', 'damping', 'area', 'deadzone')
+    with pytest.raises(ConfigError, match='the data do not excite section . damping'):
+        identify([run], setup, Options(fit))
+    result = identify([run], setup, Options(fit, hold=True))
+    damping = result.values('model.sections.damping')
+    assert [(e.value, e.se) for e in damping] == [(30.0, 0.0)] * 3
+    assert sum("damping: held at the file's value" in line for line in result.details) == 3
+    for key, truth in (('model.sections.stiffness', TRUTH['stiffness']),
+                       ('output.area', TRUTH['area']), ('output.deadzone', TRUTH['deadzone'])):
+        for e in result.values(key):
+            assert e.value == pytest.approx(truth, rel=0.01), e
 
 
 def test_the_smoothing_window_for_a_cutoff_has_its_cutoff_at_any_rate():
