@@ -147,8 +147,8 @@ def main(argv=None):
     elif rigid:
         result = identify_rigid(runs, setup, fit, args.window)
     else:
-        result = identify(runs, setup, Options(fit, args.per_pma, args.window,
-                                                args.hold_unexcited))
+        options = Options(fit, args.per_pma, args.window, args.hold_unexcited)
+        result = identify(runs, setup, options)
     print(text(result, setup, args.data))
     if payload:
         refused = contradicted
