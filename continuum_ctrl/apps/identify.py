@@ -4,7 +4,7 @@
     continuum-ctrl identify PARAMS.yaml DATA... [--out FITTED.yaml] [--report DIR]
         [--states-topic /joint_states] [--commands-topic /continuum_controller/commands]
         [--fit stiffness,damping,area,deadzone[,area_slope][,friction][,time_constant,delay]]
-        [--per-pma] [--window S] [--min-r2 R] [--force]
+        [--per-pma] [--window S] [--hold-unexcited] [--min-r2 R] [--force]
     continuum-ctrl identify PARAMS.yaml BAG... --fit kinematics --out calib.yaml
         [--tip-topic /mocap/tip] [--min-r2 R] [--force]
 
@@ -127,6 +127,8 @@ def main(argv=None):
                                    'payload)')
     if rigid and args.per_pma:
         raise ConfigError('--per-pma', 'is for continuum arms (PMA area and dead zone)')
+    if rigid and args.hold_unexcited:
+        raise ConfigError('--hold-unexcited', 'is for continuum arms (their PMA parameters)')
     if args.fit is None:
         fit = RIGID_FIT if rigid else DEFAULT_FIT
     else:

@@ -124,6 +124,7 @@ BAD_INPUTS = [
     ('--out for a URDF arm', _good, ['--out', 'fitted.yaml'], 'live in the URDF'),
     ('continuum parameters', _good, ['--fit', 'stiffness'], "a rigid arm fits ['inertia'"),
     ('--per-pma for a URDF arm', _good, ['--per-pma'], 'is for continuum arms'),
+    ('--hold-unexcited for a URDF arm', _good, ['--hold-unexcited'], 'is for continuum arms'),
 ]
 
 
