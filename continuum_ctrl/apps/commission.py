@@ -105,6 +105,8 @@ class Commissioning:
         self.progress = Progress(steps(args.safe, args.excite, args.verify))
         self.step = 0
         self.kept = []
+        #: the nominal file's model, for the tip's error (loaded at the first step's end)
+        self.model = None
 
     def announce(self, index, elapsed=0.0):
         """Print the progress line of step `index`."""
@@ -172,7 +174,21 @@ class Commissioning:
         plot(self.report / f'{name.replace(" ", "_")}.png', rec.joint_names, t, q_des, q,
              align(command_t, command, t), float(np.median(np.diff(t))))
         inside = command_t >= t[0]
-        return tracking(rec.joint_names, t, q_des, q, command_t[inside], command[inside])
+        return tracking(rec.joint_names, t, q_des, q, command_t[inside], command[inside],
+                        self._tip(rec.joint_names, q_des, q))
+
+    def _tip(self, joints, q_des, q):
+        """Return the tip's error (N,), m, by the nominal file's kinematics; None: no tip."""
+        from continuum_ctrl.identify.setup import read_setup
+        from continuum_ctrl.sim.report import tip_frame, tip_paths
+
+        if self.model is None:
+            self.model = read_setup(str(self.nominal)).model
+        frame = tip_frame(self.model)
+        if frame is None:
+            return None
+        index = [joints.index(name) for name in self.model.joint_names]
+        return tip_paths(self.model, frame, q_des[:, index], q[:, index])[2]
 
     def _watch(self, rec, guard, seconds):
         """Record for `seconds`, feeding the guard; return its problem line or None."""

@@ -192,26 +192,33 @@ def tuned_file(nominal_text, fitted_text, gains_text, header):
     return comments + yaml.safe_dump(tree, sort_keys=False, default_flow_style=None)
 
 
-def tracking(joints, t, q_des, q, command_t, command):
+def tracking(joints, t, q_des, q, command_t, command, tip=None):
     """
-    Return ``{section: (rms m, max m)}`` over the second half and the commands' figures.
+    Return ``{section: (rms m, max m)}`` over the second half, the commands' figures, the tip's.
 
     The figures: ``(largest variation rate, units/s; largest chatter index)`` over the run.
+    `tip` (N,), m: the tip's error at `t` (the controller's kinematics on the measured
+    joints: the model's tip, not the arm's); its ``(rms m, max m)`` over the second half, or
+    None.
     """
     half = t >= t[0] + 0.5 * (t[-1] - t[0])
     errors = {name: (rms, top) for name, rms, top in summary(joints, (q - q_des)[half])}
     keep = np.concatenate(([True], np.diff(command_t) > 0.0))
     rate = variation_rate(command_t[keep], command[keep])
     share = chatter_index(command_t[keep], command[keep]) if keep.sum() > 8 else [np.nan]
-    return errors, (float(np.nanmax(rate)), float(np.nanmax(share)))
+    tip_figures = None if tip is None else (float(np.sqrt(np.mean(tip[half] ** 2))),
+                                            float(np.max(tip[half])))
+    return errors, (float(np.nanmax(rate)), float(np.nanmax(share))), tip_figures
 
 
 def table(before, after):
     """Return the before/after table's lines: `before`, `after` as `tracking` returns."""
     lines = [f'{"":12s} {"before (safe loop)":>22s} {"after (tuned file)":>22s}']
-    for name in before[0]:
-        cells = [f'{1e3 * run[0][name][0]:8.3f} mm RMS {1e3 * run[0][name][1]:6.2f} max'
-                 for run in (before, after)]
+    rows = [(name, before[0][name], after[0][name]) for name in before[0]]
+    if before[2] is not None and after[2] is not None:
+        rows.append(("tip (model's)", before[2], after[2]))
+    for name, *runs in rows:
+        cells = [f'{1e3 * rms:8.3f} mm RMS {1e3 * top:6.2f} max' for rms, top in runs]
         lines.append(f'{name:12s} ' + ' '.join(f'{c:>22s}' for c in cells))
     for label, k, scale, unit in (('variation', 0, 1e-6, 'MPa/s'), ('chatter', 1, 1.0, '')):
         cells = [f'{scale * run[1][k]:.3g} {unit}'.strip() for run in (before, after)]

@@ -98,6 +98,12 @@ def test_the_progress_line_counts_down_and_the_table_reads():
     assert run[0]['section1'][0] == pytest.approx(1e-4)
     lines = table(run, run)
     assert len(lines) == 6 and '0.100 mm RMS' in lines[1]
+    tip = np.where(t >= 2.0, 3e-3, 1.0)         # the first half is not counted
+    lines = table(run, tracking(names, t, q_des, q, t, command, tip))
+    assert len(lines) == 6                      # only where both runs have the tip
+    lines = table(*[tracking(names, t, q_des, q, t, command, tip)] * 2)
+    assert len(lines) == 7 and lines[4].startswith("tip (model's)")
+    assert lines[4].count('3.000 mm RMS   3.00 max') == 2
 
 
 def test_a_recording_with_lost_messages_is_named():
