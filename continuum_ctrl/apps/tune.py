@@ -247,6 +247,11 @@ def _check_arguments(args):
         for value in getattr(args, name) or ():
             (_positive if name != 'velocity_filter' else _share)(
                 value, f"--{name.replace('_', '-')}")
+    given = [f"--{name.replace('_', '-')}" for name in GRID if getattr(args, name)]
+    if args.no_search and given:
+        raise ConfigError('--no-search', f"rates the file's own gains, and {', '.join(given)} "
+                                         f'are candidates of a search: to rate other gains, '
+                                         f'put them in an overlay file after PARAMS.yaml')
 
 
 def _header(args, loop, engine, valves, velocity, observer, mode, cases):

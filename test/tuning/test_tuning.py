@@ -251,7 +251,8 @@ def test_the_overlay_gives_every_joint_its_gains(tmp_path):
     (['--poses', '0'], '--poses'), (['--area', '1.5'], '--area'),
     (['--measurement-delay', '0.003'], '--measurement-delay'),
     (['--kd', '-1'], '--kd'), (['--valves', '0.02', '-1'], '--valves'),
-    (['--velocity', 'kalman', '--position-noise', '0'], '--position-noise')])
+    (['--velocity', 'kalman', '--position-noise', '0'], '--position-noise'),
+    (['--kp', '150'], '--no-search')])
 def test_bad_options_name_their_key(argv, key):
     with pytest.raises(ConfigError) as caught:
         main(['config/continuum_3section.yaml', *argv, '--no-search'])
