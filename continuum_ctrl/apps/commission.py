@@ -179,11 +179,12 @@ class Commissioning:
 
     def _tip(self, joints, q_des, q):
         """Return the tip's error (N,), m, by the nominal file's kinematics; None: no tip."""
-        from continuum_ctrl.identify.setup import read_setup
+        from continuum_ctrl.models import load_model
+        from continuum_ctrl.params import file_parameters
         from continuum_ctrl.sim.report import tip_frame, tip_paths
 
-        if self.model is None:
-            self.model = read_setup(str(self.nominal)).model
+        if self.model is None:      # the controller's model alone: no fit's setup
+            self.model = load_model(file_parameters(str(self.nominal), CONTROLLER)[1])
         frame = tip_frame(self.model)
         if frame is None:
             return None

@@ -370,18 +370,23 @@ class Identification:
         self.held[k] = float(value)
         self.notes.append(why)
 
+    def nominal(self, k):
+        """Return the file's value of parameter `k` (index in `names`), in its own unit."""
+        key, index, _, _ = self.names[k]
+        s = self.setup
+        values = {'model.sections.stiffness': s.stiffness, 'model.sections.damping': s.damping,
+                  'output.area': s.actuation.area, 'output.deadzone': s.actuation.deadzone,
+                  'output.area_slope': self.falloff * self.stroke,
+                  'output.friction': self.known_friction[0]}[key]
+        return float(values[index if key.startswith('model') or self.options.per_pma else 0])
+
     def nominal_coefficient(self, k):
         """Return the file's value of parameter `k` as its regression coefficient."""
         key, index, _, _ = self.names[k]
-        s = self.setup
-        j = index if self.options.per_pma else 0
-        area = s.actuation.area[j]
-        return {'model.sections.stiffness': lambda: s.stiffness[index],
-                'model.sections.damping': lambda: s.damping[index],
-                'output.area': lambda: area,
-                'output.deadzone': lambda: area * s.actuation.deadzone[j],
-                'output.area_slope': lambda: area * self.falloff[j] * self.stroke[j],
-                'output.friction': lambda: self.known_friction[0][j]}[key]()
+        if key in ('output.deadzone', 'output.area_slope'):     # coefficient: value x area
+            return self.nominal(k) * self.setup.actuation.area[
+                index if self.options.per_pma else 0]
+        return self.nominal(k)
 
     @staticmethod
     def _residuals(theta, blocks):
@@ -673,13 +678,9 @@ class Identification:
         se = np.sqrt(np.maximum(np.diag(cov), 0.0))
         out = []
         area_index = {name[1]: k for k, name in enumerate(self.names) if name[0] == 'output.area'}
-        nominal = {'model.sections.stiffness': s.stiffness, 'model.sections.damping': s.damping,
-                   'output.area': s.actuation.area, 'output.deadzone': s.actuation.deadzone,
-                   'output.area_slope': self.falloff * self.stroke,
-                   'output.friction': self.known_friction[0]}
         for k, (key, index, label, unit) in enumerate(self.names):
             value, error = theta[k], se[k]
-            nom = nominal[key][index if key.startswith('model') or self.options.per_pma else 0]
+            nom = self.nominal(k)
             if key in ('output.deadzone', 'output.area_slope'):     # coefficient / area
                 j = index
                 area = theta[area_index[j]] if 'area' in fit else s.actuation.area[j]
