@@ -16,15 +16,20 @@ circle there is the frequency the loop would chatter at. The bandwidth is the lo
 frequency at which the sensitivity ``(I + G)^-1`` reaches -3 dB in some direction: below it,
 feedback rejects a force error at the plant input by at least that much in every direction.
 
+All of it is computed on the closed loop with its plant-input chain folded (LoopSystem's
+`folded`, a third fewer states behind slow valves): G from the closed loop's response (one
+Schur form, which also gives the closed loop's poles), the spectral radius from its poles.
+
 python-control's margins (`stability_margins`) are for SISO loops; this loop is MIMO (a PMA
 per channel), so the characteristic loci and the exact gain margin stay here, on SciPy.
 """
 
 from dataclasses import dataclass
+import functools
 import math
 
 import numpy as np
-from scipy.linalg import rsf2csf, schur, solve_triangular
+from scipy.linalg import matrix_balance, rsf2csf, schur, solve_triangular
 from scipy.optimize import brentq, linear_sum_assignment
 
 #: frequency points of the loci, log-spaced from LOWEST Hz to the Nyquist frequency
@@ -35,6 +40,9 @@ LOWEST = 0.05
 GAIN_RANGE = (100.0, 0.1)
 #: relative tolerance of the gain margin (its root in log k)
 TOLERANCE = 1e-3
+#: the factor either side of the loci's gain margin that brackets the exact one (at 400
+#: points the loci's and the exact differ by 0.2-1 %, measured behind 40 ms valves)
+NEAR = 1.02
 
 
 @dataclass(frozen=True)
@@ -70,22 +78,49 @@ def frequencies(period, points=POINTS):
     return np.geomspace(LOWEST, 0.5 / period, points)
 
 
+def closed_response(system, hz):
+    """
+    Return ``(H, poles)``: the closed loop's ``u / w`` at the frequencies `hz` (Hz).
+
+    `w` a force added at the plant input (``v = u + w``), ``H = K (zI - A_closed)^-1 B_w(z)``,
+    (len(hz), n, n), on the system's FoldedLoop; `poles` its poles. One Schur form of the
+    closed loop (real, made complex: half the cost of a complex one) gives both, then a
+    triangular solve per frequency. The loop is balanced first (SciPy's `matrix_balance`, a
+    diagonal scaling): its states span ten decades, and unbalanced the Schur form lost
+    1e-4 of G at 0.05 Hz behind 40 ms valves (balanced: 2e-9, against a dense solve).
+    """
+    folded = system.folded
+    balanced, (scale, _) = matrix_balance(folded.closed(), permute=False, separate=True)
+    T, Z = rsf2csf(*schur(balanced))
+    left = Z.conj().T / scale
+    N, n = folded.direct.shape
+    K = (folded.K * scale) @ Z
+    blocks = (left @ np.hstack([folded.direct, *folded.taps])).reshape(N, -1, n)
+    z = np.exp(2j * math.pi * np.asarray(hz) * system.period)
+    delays = z[:, None] ** -np.concatenate([[0], folded.ticks])
+    inflows = (delays @ blocks.transpose(1, 0, 2).reshape(-1, N * n)).reshape(len(z), N, n)
+    shifted, diagonal = -T, np.diag_indices(N)
+    poles = np.diag(T).copy()
+    out = np.empty((len(z), K.shape[0], n), dtype=complex)
+    for i in range(len(z)):
+        shifted[diagonal] = z[i] - poles
+        out[i] = K @ solve_triangular(shifted, inflows[i], check_finite=False)
+    return out, poles
+
+
 def loop_response(system, hz):
     """
     Return ``G(exp(j w T))`` at the frequencies `hz` (Hz), (len(hz), n, n).
 
-    One Schur form of A (real, made complex: half the cost of a complex one), then a
-    triangular solve per frequency.
+    From the closed loop's `H` (`closed_response`): ``G = -(I + H)^-1 H``, since
+    ``H = (I + G)^-1 (-G)`` with ``(I + G)^-1 = I + H``, the sensitivity.
     """
-    T, Z = rsf2csf(*schur(system.A))
-    K, B = system.K @ Z, Z.conj().T @ system.Bv
-    shifted, diagonal = -T, np.diag_indices(T.shape[0])
-    poles = np.diag(T).copy()
-    out = np.empty((len(hz), K.shape[0], B.shape[1]), dtype=complex)
-    for i, f in enumerate(hz):
-        shifted[diagonal] = np.exp(2j * math.pi * f * system.period) - poles
-        out[i] = -K @ solve_triangular(shifted, B, check_finite=False)
-    return out
+    return _opened(closed_response(system, hz)[0])
+
+
+def _opened(H):
+    """Return the loop transfer ``G = -(I + H)^-1 H`` of the closed loop's `H` (F, n, n)."""
+    return -np.linalg.solve(np.eye(H.shape[1]) + H, H)
 
 
 def characteristic_loci(G):
@@ -104,45 +139,51 @@ def spectral_radius(matrix):
     return float(np.max(np.abs(np.linalg.eigvals(matrix))))
 
 
-def _crossing(system, outward, guess=math.inf):
+def _chatter(poles, period):
+    """Return the frequency (Hz) of the largest of `poles`, per tick of `period` s."""
+    pole = poles[np.argmax(np.abs(poles))]
+    return abs(np.angle(pole)) / (2 * math.pi * period)
+
+
+def _crossing(system, outward, guess):
     """
     Return ``(k, chatter Hz)``: where the closed loop turns unstable as k leaves 1 `outward`.
 
     ``(inf, nan)`` above GAIN_RANGE[0], ``(0, nan)`` below GAIN_RANGE[1]. `guess` (the
-    loci's gain margin) starts the scan just below it when the loop is stable there. The
-    factor is bracketed by steps of 1.25 and then found by SciPy's `brentq` on the spectral
-    radius (continuous in k), in log k.
+    loci's factor, inf or 0 for none) brackets it within NEAR when the loop is stable just
+    inside it; else the factor is bracketed by steps of 1.25 from 1. The root is then found
+    by SciPy's `brentq` on the spectral radius (continuous in k), in log k.
     """
-    limit = GAIN_RANGE[0] if outward else GAIN_RANGE[1]
-    factor = 1.25 if outward else 0.8
-    stable_k, k = 1.0, 1.0
-    start = guess / 1.05
-    if outward and 1.0 < start < limit and spectral_radius(system.closed(start)) < 1.0:
-        stable_k = k = start
-    while True:
-        k = k * factor
-        if (outward and k > limit) or (not outward and k < limit):
-            return (math.inf if outward else 0.0), math.nan
-        if spectral_radius(system.closed(k)) >= 1.0:
-            break
-        stable_k = k
+    sign = 1.0 if outward else -1.0
+    limit = math.log(GAIN_RANGE[0] if outward else GAIN_RANGE[1])
+    step = sign * math.log(1.25)
+    poles = functools.lru_cache(maxsize=None)(lambda log_k: system.poles(math.exp(log_k)))
 
     def excess(log_k):
-        return spectral_radius(system.closed(math.exp(log_k))) - 1.0
-    at = math.exp(brentq(excess, math.log(stable_k), math.log(k), xtol=TOLERANCE / 2))
-    values = np.linalg.eigvals(system.closed(at))
-    pole = values[np.argmax(np.abs(values))]
-    return at, abs(np.angle(pole)) / (2 * math.pi * system.period)
+        return float(np.max(np.abs(poles(log_k)))) - 1.0
+    inside, ahead = 0.0, step
+    if 0.0 < guess < math.inf:
+        near = math.log(guess) - sign * math.log(NEAR)
+        if sign * near > 0.0 and sign * (limit - near) > 0.0 and excess(near) < 0.0:
+            inside, ahead = near, near + 2.0 * sign * math.log(NEAR)
+    while True:
+        if sign * (ahead - limit) > 0.0:
+            return (math.inf if outward else 0.0), math.nan
+        if excess(ahead) >= 0.0:
+            break
+        inside, ahead = ahead, ahead + step
+    at = brentq(excess, min(inside, ahead), max(inside, ahead), xtol=TOLERANCE / 2)
+    return math.exp(at), _chatter(poles(at), system.period)
 
 
 def loci_margins(loci, hz):
     """
-    Return ``(phase deg, delay s, crossover Hz, gain from the loci)`` of the loci (F, n).
+    Return ``(phase deg, delay s, crossover Hz, gain, gain_low)`` of the loci (F, n).
 
     No unit-circle crossing: phase and delay inf. The gain is the smallest ``1/|l|`` > 1 where
-    a locus crosses the negative real axis (inf: none).
+    a locus crosses the negative real axis (inf: none), `gain_low` the largest < 1 (0: none).
     """
-    phase, delay, crossover, gain = math.inf, math.inf, math.nan, math.inf
+    phase, delay, crossover, gain, gain_low = math.inf, math.inf, math.nan, math.inf, 0.0
     magnitude = np.abs(loci)
     w = 2 * math.pi * hz
     for i in range(loci.shape[1]):
@@ -161,7 +202,9 @@ def loci_margins(loci, hz):
             value = loci[k, i] + share * (loci[k + 1, i] - loci[k, i])
             if value.real < 0.0 and abs(value) < 1.0:
                 gain = min(gain, 1.0 / abs(value))
-    return phase, delay, crossover, gain
+            elif value.real < 0.0:
+                gain_low = max(gain_low, 1.0 / abs(value))
+    return phase, delay, crossover, gain, gain_low
 
 
 def bandwidth(G, hz):
@@ -178,18 +221,17 @@ def loop_margins(system, exact=True, points=POINTS):
     `exact` False: the gain margin from the loci, not the root (for a gain search);
     `chatter` and `gain_low` are then nan and 0.
     """
-    radius = spectral_radius(system.closed())
     hz = frequencies(system.period, points)
-    G = loop_response(system, hz)
-    phase, delay, crossover, loci_gain = loci_margins(characteristic_loci(G), hz)
+    H, poles = closed_response(system, hz)
+    G = _opened(H)
+    radius = float(np.max(np.abs(poles)))
+    phase, delay, crossover, loci_gain, loci_low = loci_margins(characteristic_loci(G), hz)
     if radius >= 1.0:                   # no margin: the pole already outside says where
-        values = np.linalg.eigvals(system.closed())
-        pole = values[np.argmax(np.abs(values))]
         gain, gain_low = 1.0, 1.0
-        chatter = abs(np.angle(pole)) / (2 * math.pi * system.period)
+        chatter = _chatter(poles, system.period)
     elif exact:
         gain, chatter = _crossing(system, True, loci_gain)
-        gain_low = _crossing(system, False)[0]
+        gain_low = _crossing(system, False, loci_low)[0]
     else:
         gain, chatter, gain_low = loci_gain, math.nan, 0.0
     return Margins(radius < 1.0, radius, gain, gain_low, chatter, phase, delay, crossover,

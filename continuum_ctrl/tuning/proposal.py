@@ -27,7 +27,8 @@ import numpy as np
 from continuum_ctrl.tuning.linear_loop import (BASIS, blended, continuous_plant, Controller,
                                                DiscretePlant, Gains, LoopOptions, LoopSystem,
                                                PlantError, Pose)
-from continuum_ctrl.tuning.margins import loop_margins, Margins, POINTS
+from continuum_ctrl.tuning.margins import Margins, POINTS
+from continuum_ctrl.tuning.side_by_side import margins_of
 
 #: cases of the first candidate's survey that start the search's working set
 WORKING_SET = 4
@@ -203,12 +204,10 @@ def assess(setup, gains, errors, requirement=Requirement(), exact=True,
     wanted = (cases if cases is not None
               else [(p, e) for p in range(len(setup.poses)) for e in range(len(errors))])
     controllers = setup.controllers(gains, sorted({p for p, _ in wanted}))
-    rows = []
-    for p, e in wanted:
-        system = LoopSystem.build(setup.poses[p][1], controllers[p], errors[e],
-                                  setup.options, setup.plant(p, errors[e]))
-        rows.append(Row(p, setup.poses[p][0], errors[e],
-                        loop_margins(system, exact, points)))
+    systems = [LoopSystem.build(setup.poses[p][1], controllers[p], errors[e], setup.options,
+                                setup.plant(p, errors[e])) for p, e in wanted]
+    rows = [Row(p, setup.poses[p][0], errors[e], margins) for (p, e), margins
+            in zip(wanted, margins_of(systems, exact, points))]
     rows.sort(key=lambda row: requirement.score(row.margins))
     return rows
 

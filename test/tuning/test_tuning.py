@@ -10,6 +10,7 @@ delay margin (whole ticks of an unstamped measurement delay) and chatters at 1.2
 so does the Kalman observer's loop on a lengths-only sensor.
 """
 
+import dataclasses
 import functools
 import math
 
@@ -25,6 +26,7 @@ from continuum_ctrl.tuning.linear_loop import (estimator, Gains, LoopOptions, Lo
 from continuum_ctrl.tuning.margins import loop_margins, loop_response, spectral_radius
 from continuum_ctrl.tuning.proposal import (assess, best_of, corners, Requirement, Setup,
                                             uniform)
+from continuum_ctrl.tuning.side_by_side import margins_of, SIDE_BY_SIDE
 from support.command_bounds import QUIET_PMA, worst_variation
 
 PARAMS = 'continuum_3section.yaml'
@@ -93,6 +95,71 @@ def test_the_frequency_response_is_the_steady_state_of_the_loop_stepped_in_time(
                 (np.linalg.lstsq(basis, signal[late], rcond=None)[0] for signal in (u, v)))
         assert np.allclose(-loop_response(loop, [hz])[0] @ V, U, rtol=1e-4,
                            atol=1e-4 * np.abs(U).max())
+
+
+@functools.lru_cache(maxsize=None)
+def slow_valves(area=1.0):
+    """Return the observer's loop behind 76 + 38 ms valves, compensated as such (long chains)."""
+    valves = {'output.time_constant': 0.076, 'output.delay': 0.038}
+    loop = controller_loop(PARAMS, {**FORMER, **valves, 'observer.type': 'kalman'}, check=False)
+    plant = plant_settings(PARAMS)
+    options = LoopOptions(loop.period, (0.076, 0.038), 0, True, 'kalman')
+    tuned = Setup(loop.model, loop.settings.actuation, loop.settings.compensation, loop.period,
+                  poses_of(loop, plant.initial, 1), options, observer=file_observer(loop))
+    controller = tuned.controllers(shipped(loop))[0]
+    return LoopSystem.build(tuned.poses[0][1], controller, PlantError(area=area),
+                            tuned.options)
+
+
+def _unfolded(loop, k):
+    """Return the matrix that gives the full state of the folded one closed with `k`."""
+    lay, N = loop.layout, loop.A.shape[0]
+    chain = [j for j in range(1, N) if f'v{j}' in lay.slices and f'u{j}' in lay.slices]
+    gone = np.zeros(N, dtype=bool)
+    for j in chain:
+        gone[lay[f'v{j}']] = True
+    P = np.zeros((N, int(np.count_nonzero(~gone))))
+    P[~gone] = np.eye(P.shape[1])
+    for j in chain:
+        P[lay[f'v{j}']] = k * P[lay[f'u{j}']]
+    return P
+
+
+@pytest.mark.parametrize('loop', [system, slow_valves], ids=['file', 'slow valves'])
+def test_the_folded_loop_is_the_closed_loop_on_its_invariant_subspace(loop):
+    # v_j = k u_j spans an invariant subspace of the closed loop, on which it acts as the
+    # folded loop; on the rest the plant's input chain only shifts out (poles at 0)
+    loop = loop()
+    folded = loop.folded
+    assert loop.A.shape[0] - folded.fixed.shape[0] >= loop.K.shape[0]     # a tick folded
+    for k in (1.0, 1.7):
+        P = _unfolded(loop, k)
+        assert np.allclose(loop.closed(k) @ P, P @ folded.closed(k), rtol=0.0,
+                           atol=1e-12 * np.abs(loop.closed(k)).max())
+        assert spectral_radius(loop.closed(k)) == pytest.approx(
+            spectral_radius(folded.closed(k)), rel=1e-9)
+
+
+@pytest.mark.parametrize('loop', [system, slow_valves], ids=['file', 'slow valves'])
+def test_the_loop_transfer_from_the_folded_loop_is_the_open_loops_solved_densely(loop):
+    # G = -K (zI - A)^-1 Bv solved by LU on the full open loop, whose states span ten
+    # decades; the Schur form of the unbalanced closed loop lost 1e-4 of it at 0.05 Hz
+    loop = loop()
+    hz = np.array([0.05, 0.7, 6.0, 40.0, 240.0])
+    N = loop.A.shape[0]
+    for f, G in zip(hz, loop_response(loop, hz)):
+        z = np.exp(2j * math.pi * f * loop.period)
+        dense = -loop.K @ np.linalg.solve(z * np.eye(N) - loop.A, loop.Bv)
+        assert np.abs(G - dense).max() < 1e-7 * np.abs(dense).max(), f
+
+
+def test_cases_assessed_side_by_side_have_the_margins_each_has_alone():
+    loops = [slow_valves(area) for area in (1.0, 0.9, 1.1)]
+    assert loops[0].A.shape[0] >= SIDE_BY_SIDE                   # the pool is used
+    found = margins_of(loops, True, 120)
+    for loop, margins in zip(loops, found):
+        np.testing.assert_equal(dataclasses.astuple(margins),
+                                dataclasses.astuple(loop_margins(loop, True, 120)))
 
 
 def _growth(matrix, ticks=3000):
