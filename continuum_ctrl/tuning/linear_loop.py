@@ -612,8 +612,8 @@ class FoldedLoop:
     """
     A LoopSystem closed, its plant's input chain folded into its commands' (`LoopSystem.folded`).
 
-    States X, the LoopSystem's less the chain's first ``m`` ticks (behind 40 ms of valves at
-    500 Hz: 423 states become 252, a sixth of the eigenvalue problem's cost):
+    States X, the LoopSystem's less the chain's first ``m`` ticks (behind 76 + 38 ms valves at
+    500 Hz: 423 states become 252, a fifth of the eigenvalue problem's cost):
     ``X' = (fixed + k scaled) X`` closed with `k` at the plant input, ``u = K X``. A force `w`
     added at the plant input reaches X as ``(direct + sum_i z^-ticks[i] taps[i]) w``: the
     chain's delays, exact at every frequency (the taps that are not zero: the plant reads
