@@ -20,7 +20,12 @@ Many tests run nodes under SCHED_FIFO. On two cores, real-time threads that stop
 starve every normal process, this run included, and no timeout can end them; so a real-time
 thread of this process or of any it starts may run at most REALTIME_RUN_LIMIT without a
 blocking call (RLIMIT_RTTIME, inherited): past it the kernel ends its process.
+
+The package is imported first, before any test module imports NumPy, so that its one BLAS
+thread (continuum_ctrl/__init__.py) holds in the tests as in the nodes and the commands.
 """
+
+import continuum_ctrl  # noqa: F401, I100 - first: one BLAS thread, set before NumPy loads
 
 import faulthandler
 import importlib.metadata
