@@ -61,15 +61,18 @@ class Timeline:
 
     `rows`: (stamp s, status, reference q, feedback q, effort), joints order; the stamp is the
     tick time on the controller's clock, so the rows are the controller's own timeline.
+    `velocities`: each row's feedback velocity (the state the law used), in the same order.
     """
 
     def __init__(self, rec):
         self.rows = []
+        self.velocities = []
         rec.node.create_subscription(JointTrajectory, f'/{rec.controller}/state', self._state,
                                      1000)
 
     def _state(self, msg):
         reference, feedback, _, output = msg.points
+        self.velocities.append(np.array(feedback.velocities))
         self.rows.append((stamp_seconds(msg.header.stamp), msg.header.frame_id,
                           np.array(reference.positions), np.array(feedback.positions),
                           np.array(output.effort)))

@@ -105,6 +105,8 @@ def check_resumed(timeline, since):
     Check the first resumption after `since`: anchored at the measured pose, then no jump for
     as long as control stays active; return those active rows.
     """
+    first = next(i for i, row in enumerate(timeline.rows)
+                 if row[0] > since and row[1] in CONTROLLING)
     rows = [row for row in timeline.rows if row[0] > since]
     start = next(i for i, row in enumerate(rows) if row[1] in CONTROLLING)
     resumed = list(itertools.takewhile(lambda row: row[1] in CONTROLLING, rows[start:]))
@@ -112,9 +114,15 @@ def check_resumed(timeline, since):
     # pose between their feedbacks: the reference can only have moved at its own speed since
     (t0, _, _, q0, _), (t1, _, q_des, q1, _) = rows[max(start - 1, 0)], resumed[0]
     assert np.all(np.abs(q_des - q1) <= REFERENCE_SPEED * (t1 - t0) + np.abs(q1 - q0) + 1e-3)
+    # the blend starts with the measured velocity too (reference_manager.Anchored: q0 + b qd0
+    # + s (r - q0), |b'| <= 1): an arm still falling when control resumes (seen on a starved
+    # CI machine: 1.7 rad/s) is followed at its speed, which then fades; the feedback velocity
+    # of the ticks around the anchor, 10 % over, bounds qd0
+    falling = 1.1 * np.max(np.abs(timeline.velocities[max(first - 1, 0):first + 2]), axis=0)
     for (t0, _, a, _, _), (t1, _, b, _, _) in zip(resumed, resumed[1:]):
         # the re-anchored sinusoid starts at the measured pose: its speed bounds every step
-        assert np.all(np.abs(b - a) <= REFERENCE_SPEED * (t1 - t0) * (1 + 1e-6) + 1e-9)
+        assert np.all(np.abs(b - a) <= (REFERENCE_SPEED + falling) * (t1 - t0) * (1 + 1e-6)
+                      + 1e-9)
     return resumed
 
 
