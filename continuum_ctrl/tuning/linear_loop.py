@@ -516,9 +516,9 @@ class LoopSystem:
         at = np.cumsum(kept) - 1                    # a kept state's index in the folded loop
         fixed = self.A[np.ix_(kept, kept)]
         scaled = self.Bv[kept] @ self.K[:, kept]
-        ticks, taps = [], []
+        ticks, taps, rows = [], [], self.A[kept]
         for j in range(1, folded + 1):
-            tap = self.A[kept][:, lay[f'v{j}']]
+            tap = rows[:, lay[f'v{j}']]
             scaled[:, at[lay[f'u{j}']]] += tap
             if np.any(tap):
                 ticks.append(j)

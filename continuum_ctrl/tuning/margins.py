@@ -207,9 +207,12 @@ def loci_margins(loci, hz):
     return phase, delay, crossover, gain, gain_low
 
 
-def bandwidth(G, hz):
-    """Return the lowest frequency (Hz) where the sensitivity's largest gain reaches 1/sqrt 2."""
-    sensitivity = np.linalg.inv(np.eye(G.shape[1]) + G)
+def bandwidth(sensitivity, hz):
+    """
+    Return the lowest frequency (Hz) where the sensitivity's largest gain reaches 1/sqrt 2.
+
+    `sensitivity`: ``(I + G)^-1`` at `hz`, (F, n, n): the closed loop's ``I + H``.
+    """
     reached = np.nonzero(np.linalg.norm(sensitivity, 2, axis=(1, 2)) >= math.sqrt(0.5))[0]
     return float(hz[reached[0]] if reached.size else hz[-1])
 
@@ -235,4 +238,4 @@ def loop_margins(system, exact=True, points=POINTS):
     else:
         gain, chatter, gain_low = loci_gain, math.nan, 0.0
     return Margins(radius < 1.0, radius, gain, gain_low, chatter, phase, delay, crossover,
-                   bandwidth(G, hz))
+                   bandwidth(np.eye(H.shape[1]) + H, hz))
