@@ -8,7 +8,8 @@ With the arm's driver running (it publishes `/joint_states` and takes
 `/continuum_controller/commands`, as for the controller node), runs the controller node
 through the steps of identify/commissioning.py: the quiet loop on the file's sinusoid, the
 quiet loop through the excitation (recorded: TUNED.mcap beside TUNED.yaml), `identify`,
-`tune` for the fitted plant, and the written file alone on the file's sinusoid. A progress
+`tune` for the fitted plant, and the written file alone on the file's sinusoid (its loop
+gains halved and verified again, at most twice, while its commands ring). A progress
 line names the step and the time left. Every step that drives the arm watches its commands
 and stops at a chatter index above 0.1. At the end it prints the before/after table and
 writes TUNED.yaml (the nominal file, the fitted values and the tuned gains: a complete file
@@ -32,9 +33,10 @@ from continuum_ctrl.params import ConfigError, load_yaml
 from continuum_ctrl.params.files import check_readable
 from continuum_ctrl.params.launch_description import (config_path, CONTROLLER,
                                                       NodeDescription, PACKAGE)
-from continuum_ctrl.identify.commissioning import (ChatterGuard, FIT, fit_window, incomplete,
-                                                   Progress, StepFailed, steps, table,
-                                                   tracking, tuned_file,
+from continuum_ctrl.identify.commissioning import (BACK_OFF, BACK_OFFS, backed_off,
+                                                   ChatterGuard, FIT, fit_window, incomplete,
+                                                   Progress, ringing, StepFailed, steps,
+                                                   table, tracking, tuned_file,
                                                    valves_for_controller)
 
 #: the quiet loop and its excitation (identify/commissioning.py)
@@ -255,14 +257,44 @@ class Commissioning:
         fitted = self.identify()
         self.announce(3)
         gains = self.tune(fitted)
+        self.write(fitted, gains)
+        self.kept.append(self.out)
+        self.announce(4)
+        after = self.drive('verify', [self.out], self.args.verify)
+        if not self.args.gains:
+            after = self.back_off(before, after, fitted, gains)
+        return table(before, after)
+
+    def write(self, fitted, gains):
+        """Write the tuned file: the nominal file, the `fitted` values, the `gains`."""
         self.out.write_text(tuned_file(
             self.nominal.read_text(), fitted, gains,
             [f'continuum-ctrl commission {self.nominal}: the nominal file, the values '
              f'identified from {self.bag.name} and the gains tuned for them']))
-        self.kept.append(self.out)
-        self.announce(4)
-        after = self.drive('verify', [self.out], self.args.verify)
-        return table(before, after)
+
+    def back_off(self, before, after, fitted, gains):
+        """
+        Return the verification's tracking after backing the gains off while they ring.
+
+        At most BACK_OFFS times the loop gains are scaled by BACK_OFF, the file and the
+        report's gains.yaml written again and verified again (identify/commissioning.py).
+        """
+        for attempt in range(1, BACK_OFFS + 1):
+            problem = ringing(before, after)
+            if problem is None:
+                return after
+            gains = backed_off(gains)
+            print(f'commission: {problem}: its loop gains x {BACK_OFF:g}, verified again',
+                  flush=True)
+            (self.report / 'gains.yaml').write_text(gains)
+            self.write(fitted, gains)
+            self.announce(4)
+            after = self.drive(f'verify {attempt + 1}', [self.out], self.args.verify)
+        problem = ringing(before, after)
+        if problem:
+            print(f'commission: {problem}, after {BACK_OFFS} back-offs: kept; lower the gains '
+                  'by hand (docs/identification.md)', flush=True)
+        return after
 
 
 def main(argv=None):

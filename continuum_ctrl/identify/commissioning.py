@@ -12,7 +12,11 @@ The steps (apps/commission.py runs them through the controller node's topics):
 2. `excitation`: the same loop through the excitation's multisine, recorded as an MCAP bag;
 3. `identify`: the fit of FIT to that bag (the valves' lag and dead time included);
 4. `tune`: gains for the fitted plant;
-5. `verify`: the written file alone, on the file's sinusoid, the "after" of the table.
+5. `verify`: the written file alone, on the file's sinusoid, the "after" of the table; when
+   its commands ring (`ringing`: they vary RINGING_RATIO times as fast as the safe loop's on
+   the same reference), the tuned loop gains are scaled by BACK_OFF (`backed_off`) and the
+   file verified again, at most BACK_OFFS times: the fit leaves the valves' split of lag and
+   dead time open, and the tuner's margins with it (docs/identification.md).
 The quiet loop is the law's feed-forward through the arm's own spring (``law.passive:
 reference``, gains of 1/s^2 and 1/s against the PMAs' kN/m: open loop in effect), so no
 valve makes it unstable, and the commands follow the reference's smooth multisine.
@@ -36,6 +40,16 @@ from continuum_ctrl.params import load_yaml
 CHATTER_LIMIT = 0.1
 #: s of commands each chatter check spans; checks come every CHECK_EVERY s
 WINDOW, CHECK_EVERY = 4.0, 0.5
+#: the verification rings when its commands' largest variation rate is over this many times
+#: the safe loop's on the same reference. On the MuJoCo arm behind 100 + 10 ms valves the
+#: safe loop's commands vary 0.64 MPa/s, gains tuned for a fit that put 45 of the valves'
+#: 120 ms into dead time rang at 3.5-3.8 MPa/s (0.5-1.3 mm), and the same gains halved
+#: tracked within 0.04-0.09 mm at 0.20-0.26 MPa/s (in process, lengths only)
+RINGING_RATIO = 2.0
+#: a back-off's factor on the loop gains (6 dB), and the back-offs at most
+BACK_OFF, BACK_OFFS = 0.5, 2
+#: the gains a back-off scales: the whole loop gain, the velocity filter left alone
+LOOP_GAINS = ('kp', 'kd', 'ki', 'ki_inertial')
 #: a step's recording must span this share of its seconds, with no gap over MAX_GAP s
 COMPLETE, MAX_GAP = 0.9, 0.5
 #: what `identify` fits for commissioning
@@ -178,6 +192,35 @@ def valves_for_controller(fitted):
     if 'delay' in output:
         output['delay'] = round(float(output['delay']) + DELAY_ALLOWANCE, 4)
     return out
+
+
+def ringing(before, after, ratio=RINGING_RATIO):
+    """
+    Return one line when `after`'s commands vary over `ratio` times `before`'s, else None.
+
+    `before`, `after`: `tracking`'s figures of the safe loop and of the verification, on the
+    same reference, their commands in Pa.
+    """
+    rate, base = after[1][0], before[1][0]
+    if not rate > ratio * base:
+        return None
+    return (f"the tuned loop rings: its commands vary {rate / base:.1f} times as fast as the "
+            f"safe loop's on the same reference ({1e-6 * rate:.3g} against "
+            f'{1e-6 * base:.3g} MPa/s)')
+
+
+def backed_off(gains_text, factor=BACK_OFF):
+    """Return the gains overlay `gains_text` with its LOOP_GAINS times `factor`, noted atop."""
+    tree = load_yaml(gains_text)
+    gains = tree[CONTROLLER]['ros__parameters']['gains']
+    for key in LOOP_GAINS:
+        if key in gains:
+            gains[key] = (factor * np.asarray(gains[key], dtype=float)).tolist()
+    comments = [line for line in gains_text.splitlines() if line.startswith('#')]
+    comments.append(f'# continuum-ctrl commission: the loop gains x {factor:g}: the '
+                    'verification rang')
+    text = yaml.safe_dump(tree, sort_keys=False, default_flow_style=None)
+    return '\n'.join(comments) + '\n' + text
 
 
 def tuned_file(nominal_text, fitted_text, gains_text, header):

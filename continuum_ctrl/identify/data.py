@@ -219,10 +219,13 @@ def read_mcap(path, joints, states_topic=STATES_TOPIC, commands_topic=COMMANDS_T
             raise ConfigError('', f"{file}: cannot read as MCAP: {exc}") from None
     _check_rows(source, joints, (states_topic, states), (commands_topic, commands), topics,
                 foreign, example)
+    states, repeated = _repeats_dropped(states)
     sent = np.array([row[0] for row in states])
     stamped = [row[1] for row in states]
     timing = _stamp_problem(sent, stamped)
     t = np.array(stamped) if timing is None else sent
+    if timing is None and repeated:
+        timing = f'{STAMPED}; {repeated} repeated samples dropped'
     order = np.argsort(t, kind='stable')
     commands.sort(key=lambda row: row[0])
     command_t = np.array([row[0] for row in commands])
@@ -275,6 +278,19 @@ def read_diagnostics(path, hardware_id=''):
                          {kv.key: kv.value for kv in status.values})
                         for status in decoded.status if status.hardware_id.endswith(hardware_id)]
     return out
+
+
+def _repeats_dropped(states):
+    """
+    Return ``(states, count)``: the joint states less those stamped as the one before.
+
+    A sample sent again (a driver's timer catching up, a sensor not yet updated) repeats its
+    measurement time; kept, it would have the stamps not increase, and the whole run fall
+    back to its send times, which carry the transport's jitter.
+    """
+    kept = [row for k, row in enumerate(states)
+            if not (k and row[1] is not None and row[1] == states[k - 1][1])]
+    return kept, len(states) - len(kept)
 
 
 def _stamp_problem(sent, stamps):

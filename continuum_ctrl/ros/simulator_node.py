@@ -126,6 +126,9 @@ class SimulatorNode(Node):
         self.timer = self.create_timer(1.0 / settings.publish_rate_hz, self._tick)
         # the sample held back by `sensor.jitter`, and the one-shot timer that sends it
         self._held = None
+        #: the measurement time of the last sample published (s): a timer's catch-up call
+        #: finds the plant where it was and would send that sample again, stamped the same
+        self._measured = -np.inf
         self._hold_timer = self.create_timer(1.0, self._send_held, autostart=False)
         self.create_timer(1.0, self._diagnostics)
         self._wall = time.perf_counter()
@@ -226,8 +229,9 @@ class SimulatorNode(Node):
         if self.truth_state_pub.get_subscription_count():
             self._send_truth(t)
         sample = self.plant.publish(t)
-        if sample is None:
+        if sample is None or sample.measured_at <= self._measured:
             return
+        self._measured = sample.measured_at
         effort = self.plant.effort(t)
         if sample.published <= t:
             self._send(sample, effort, t)

@@ -87,6 +87,21 @@ def test_states_are_timed_by_their_header_stamps_when_sane(setup, tmp_path, case
     np.testing.assert_allclose(read.command_t, run.t, atol=2e-9)
 
 
+def test_a_sample_sent_again_is_dropped_and_the_stamps_still_time_the_states(setup, tmp_path):
+    """A driver catching up sends its last sample again: one repeat must not void the stamps."""
+    run = synthetic_run(setup, duration=2.0)
+    stamps = run.t - 0.002
+    again = 400                 # the sample at 0.8 s sent once more, 0.5 ms later
+    t = np.insert(run.t, again + 1, run.t[again] + 5e-4)
+    bag = write_run(tmp_path / 'a.mcap', setup.joints.model_names, t,
+                    np.insert(run.q, again + 1, run.q[again], axis=0),
+                    np.insert(run.command, again + 1, run.command[again], axis=0), t0=1.7e9,
+                    stamps=np.insert(stamps, again + 1, stamps[again]))
+    read = read_mcap(bag, setup.joints)
+    assert read.timing == f'{STAMPED}; 1 repeated samples dropped'
+    np.testing.assert_allclose(read.t, stamps, atol=2e-9)
+
+
 def test_cli_says_once_that_it_timed_the_states_by_their_publish_times(setup, tmp_path, capsys):
     run = synthetic_run(setup, duration=8.0)
     bag = write_run(tmp_path / 'a.mcap', setup.joints.model_names, run.t, run.q, run.command,
