@@ -279,8 +279,11 @@ class Commissioning:
         At most BACK_OFFS times the loop gains are scaled by BACK_OFF, the file and the
         report's gains.yaml written again and verified again (identify/commissioning.py).
         """
+        from continuum_ctrl.apps.node_pair import controller_runtime
+        actuation = controller_runtime(self.out, check=False).loop.settings.actuation
+        span = float(np.min(actuation.p_max - actuation.p_min))
         for attempt in range(1, BACK_OFFS + 1):
-            problem = ringing(before, after)
+            problem = ringing(before, after, span)
             if problem is None:
                 return after
             gains = backed_off(gains)
@@ -290,7 +293,7 @@ class Commissioning:
             self.write(fitted, gains)
             self.announce(4)
             after = self.drive(f'verify {attempt + 1}', [self.out], self.args.verify)
-        problem = ringing(before, after)
+        problem = ringing(before, after, span)
         if problem:
             print(f'commission: {problem}, after {BACK_OFFS} back-offs: kept; lower the gains '
                   'by hand (docs/identification.md)', flush=True)

@@ -14,9 +14,10 @@ The steps (apps/commission.py runs them through the controller node's topics):
 4. `tune`: gains for the fitted plant;
 5. `verify`: the written file alone, on the file's sinusoid, the "after" of the table; when
    its commands ring (`ringing`: they vary RINGING_RATIO times as fast as the safe loop's on
-   the same reference), the tuned loop gains are scaled by BACK_OFF (`backed_off`) and the
-   file verified again, at most BACK_OFFS times: the fit leaves the valves' split of lag and
-   dead time open, and the tuner's margins with it (docs/identification.md).
+   the same reference, and faster than RINGING_SPAN_RATE pressure ranges a second), the
+   tuned loop gains are scaled by BACK_OFF (`backed_off`) and the file verified again, at
+   most BACK_OFFS times: the fit leaves the valves' split of lag and dead time open, and the
+   tuner's margins with it (docs/identification.md).
 The quiet loop is the law's feed-forward through the arm's own spring (``law.passive:
 reference``, gains of 1/s^2 and 1/s against the PMAs' kN/m: open loop in effect), so no
 valve makes it unstable, and the commands follow the reference's smooth multisine.
@@ -41,11 +42,15 @@ CHATTER_LIMIT = 0.1
 #: s of commands each chatter check spans; checks come every CHECK_EVERY s
 WINDOW, CHECK_EVERY = 4.0, 0.5
 #: the verification rings when its commands' largest variation rate is over this many times
-#: the safe loop's on the same reference. On the MuJoCo arm behind 100 + 10 ms valves the
-#: safe loop's commands vary 0.64 MPa/s, gains tuned for a fit that put 45 of the valves'
-#: 120 ms into dead time rang at 3.5-3.8 MPa/s (0.5-1.3 mm), and the same gains halved
-#: tracked within 0.04-0.09 mm at 0.20-0.26 MPa/s (in process, lengths only)
+#: the safe loop's on the same reference, and over RINGING_SPAN_RATE. On the MuJoCo arm
+#: behind 100 + 10 ms valves the safe loop's commands vary 0.64 MPa/s, gains tuned for a fit
+#: that put 45 of the valves' 120 ms into dead time rang at 3.5-3.8 MPa/s (0.5-1.3 mm), and
+#: the same gains halved tracked within 0.04-0.09 mm at 0.20-0.26 MPa/s (in process, lengths
+#: only)
 RINGING_RATIO = 2.0
+#: 1/s: ... and over this share of the PMAs' pressure range per second (0-500 kPa: 1 MPa/s),
+#: as a safe loop holding a pose varies by its sensor's noise alone
+RINGING_SPAN_RATE = 2.0
 #: a back-off's factor on the loop gains (6 dB), and the back-offs at most
 BACK_OFF, BACK_OFFS = 0.5, 2
 #: the gains a back-off scales: the whole loop gain, the velocity filter left alone
@@ -194,15 +199,16 @@ def valves_for_controller(fitted):
     return out
 
 
-def ringing(before, after, ratio=RINGING_RATIO):
+def ringing(before, after, span, ratio=RINGING_RATIO):
     """
     Return one line when `after`'s commands vary over `ratio` times `before`'s, else None.
 
     `before`, `after`: `tracking`'s figures of the safe loop and of the verification, on the
-    same reference, their commands in Pa.
+    same reference, their commands in Pa; `span` (Pa): the PMAs' pressure range, whose
+    RINGING_SPAN_RATE per second the rate must exceed too.
     """
     rate, base = after[1][0], before[1][0]
-    if not rate > ratio * base:
+    if not (rate > ratio * base and rate > RINGING_SPAN_RATE * span):
         return None
     return (f"the tuned loop rings: its commands vary {rate / base:.1f} times as fast as the "
             f"safe loop's on the same reference ({1e-6 * rate:.3g} against "

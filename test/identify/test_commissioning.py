@@ -135,6 +135,8 @@ def test_the_fit_passes_the_excitations_band_and_cuts_the_noise_above_it():
     assert abs(gain[0]) > 0.99 and abs(gain[1]) < 0.15
 
 
+#: Pa: the shipped file's pressure range (0-500 kPa)
+SPAN = 5e5
 #: gains the tuner chose for the fit of 67 + 45 ms the nodes gave behind 100 + 10 ms valves
 RINGING_GAINS = ('continuum_controller:\n  ros__parameters:\n    gains:\n'
                  + ''.join(f'      {key}: [{", ".join([str(value)] * 9)}]\n'
@@ -163,12 +165,13 @@ def test_a_ringing_verification_is_named_and_the_gains_backed_off_track_quietly(
     gains = tmp_path / 'gains.yaml'
     gains.write_text(RINGING_GAINS)
     rang = verified(tmp_path, [PARAMS, gains])
-    line = ringing(before, rang)
+    line = ringing(before, rang, SPAN)
     assert line is not None and line.startswith('the tuned loop rings: its commands vary ')
     gains.write_text(backed_off(RINGING_GAINS))
     after = verified(tmp_path, [PARAMS, gains])
-    assert ringing(before, after) is None
+    assert ringing(before, after, SPAN) is None
     assert after[1][0] < 0.5 * rang[1][0]
+    assert ringing(before, rang, 10 * SPAN) is None     # under the floor: 10 MPa/s
     for section, (rms, _) in after[0].items():
         assert rms < 0.15e-3, section
         assert rms < 0.5 * rang[0][section][0], section
