@@ -41,10 +41,14 @@ from continuum_ctrl.identify.commissioning import (BACK_OFF, BACK_OFFS, backed_o
 
 #: the quiet loop and its excitation (identify/commissioning.py)
 EXCITATION = 'identify_excitation.yaml'
-#: s allowed for the controller node to start and hear the driver
 #: longest wait, s, for the messages of a step's last seconds after its duration
 TAIL_WAIT = 10.0
+#: s allowed for the controller node to start and hear the driver
 START_TIMEOUT = 60.0
+#: s the arm rests on its safe command before a verification again, so that it starts from
+#: rest as the first did: a ringing run stopped leaves the disc stack swinging on its
+#: springs (section 1's mode, damping ratio 0.04, decays with a 2.4 s time constant)
+SETTLE = 8.0
 #: poses of the reference the tuner linearizes the fitted plant at
 TUNE_POSES = 3
 
@@ -291,6 +295,7 @@ class Commissioning:
                   flush=True)
             (self.report / 'gains.yaml').write_text(gains)
             self.write(fitted, gains)
+            time.sleep(SETTLE)
             self.announce(4)
             after = self.drive(f'verify {attempt + 1}', [self.out], self.args.verify)
         problem = ringing(before, after, span)
