@@ -269,12 +269,13 @@ class Commissioning:
             after = self.back_off(before, after, fitted, gains)
         return table(before, after)
 
-    def write(self, fitted, gains):
+    def write(self, fitted, gains, scale=1.0):
         """Write the tuned file: the nominal file, the `fitted` values, the `gains`."""
+        backed = f', their loop gains x {scale:g} (the verification rang)' if scale < 1.0 else ''
         self.out.write_text(tuned_file(
             self.nominal.read_text(), fitted, gains,
             [f'continuum-ctrl commission {self.nominal}: the nominal file, the values '
-             f'identified from {self.bag.name} and the gains tuned for them']))
+             f'identified from {self.bag.name} and the gains tuned for them{backed}']))
 
     def back_off(self, before, after, fitted, gains):
         """
@@ -294,7 +295,7 @@ class Commissioning:
             print(f'commission: {problem}: its loop gains x {BACK_OFF:g}, verified again',
                   flush=True)
             (self.report / 'gains.yaml').write_text(gains)
-            self.write(fitted, gains)
+            self.write(fitted, gains, BACK_OFF ** attempt)
             time.sleep(SETTLE)
             self.announce(4)
             after = self.drive(f'verify {attempt + 1}', [self.out], self.args.verify)

@@ -143,7 +143,7 @@ RINGING_GAINS = ('continuum_controller:\n  ros__parameters:\n    gains:\n'
                            for key, value in (('kp', 200.0), ('kd', 40.0), ('ki', 2.1e4))))
 
 
-def verified(tmp_path, files, seconds=8.0):
+def verified(files, seconds=8.0):
     """Run `files` in process on the MuJoCo stack behind 100 + 10 ms valves; its tracking."""
     runtime, plant = node_pair(files, {'output.time_constant': 0.067, 'output.delay': 0.050},
                                {**PLANT, 'actuator.time_constant': 0.1,
@@ -161,14 +161,14 @@ def test_a_ringing_verification_is_named_and_the_gains_backed_off_track_quietly(
     tree = yaml.safe_load(Path(EXCITATION_FILE).read_text())
     del tree['continuum_controller']['ros__parameters']['reference']
     safe.write_text(yaml.safe_dump(tree))
-    before = verified(tmp_path, [PARAMS, safe])
+    before = verified([PARAMS, safe])
     gains = tmp_path / 'gains.yaml'
     gains.write_text(RINGING_GAINS)
-    rang = verified(tmp_path, [PARAMS, gains])
+    rang = verified([PARAMS, gains])
     line = ringing(before, rang, SPAN)
     assert line is not None and line.startswith('the tuned loop rings: its commands vary ')
     gains.write_text(backed_off(RINGING_GAINS))
-    after = verified(tmp_path, [PARAMS, gains])
+    after = verified([PARAMS, gains])
     assert ringing(before, after, SPAN) is None
     assert after[1][0] < 0.5 * rang[1][0]
     assert ringing(before, rang, 10 * SPAN) is None     # under the floor: 10 MPa/s
