@@ -8,8 +8,8 @@ can publish pre-serialized bytes:
 - `~/joint_trajectory` of 20,000 points, above `input.max_trajectory_points`.
 During each flood the controller keeps at least 90 % of its command rate without a flood
 (ticks per second from its own /diagnostics, measured once, in the same run, before them),
-stays alive and active (but for at most one diagnostics window stale, not the last: see the
-small-state flood below), sends only finite commands, grows its resident memory by less than
+stays alive and active (but for one stale episode of at most two windows, not the last: see
+the small-state flood below), sends only finite commands, grows its resident memory by less than
 50 MB, and counts what reached it under `rejected_size` (`rejected_trajectory_size`).
 Best-effort fragments of multi-MB messages are often lost on the way, so only a part of the
 flood reaches the node.
@@ -21,7 +21,7 @@ as when it comes from another machine.
 Starvation: a burst the size check does not catch (small joint states naming only unknown
 joints, asked at 20,000 a second: a publisher sends 1,400-4,000, since at full speed with no
 pause none reached the node here) must leave the loop alive, be counted as foreign, and let
-valid states through: at most one diagnostics window `stale`, and not the last. The junk
+valid states through: one `stale` episode at most, and not in the last window. The junk
 shares `joint_states` (keep last 5) with the valid states, so an executor stall can let it
 crowd them out for a `state_timeout`; foreign states then must not keep the arm from resuming
 (they once did: each reset the streak of valid states needed to resume, and the loop stayed
@@ -165,10 +165,16 @@ def resumes_at_once(statuses, why):
     The detector may see the machine starve the loop (degraded, reported only). The flood
     shares `joint_states` (keep last 5) with the valid states, so an executor stall can let it
     crowd them out for a `state_timeout`: the loop then sends its safe command (stale) and must
-    resume at once after, in at most one window and not the last.
+    resume at once after: one stale episode, not in the last window. One stall can straddle
+    two windows: in a CI run a multi-MB trajectory flood stalled the controller's tick for
+    334 ms at the end of one window, and the states it then read were late (p99 90 ms) into
+    the next, with the simulator's commands late too (0.66 per step): the transport, shared
+    by every process on the host, not the loop, was behind.
     """
     assert set(statuses) <= {'active', DEGRADED, 'stale'}, why
-    assert statuses.count('stale') <= 1 and statuses[-1] != 'stale', why
+    stale = [k for k, status in enumerate(statuses) if status == 'stale']
+    episode = stale[-1] - stale[0] + 1 if stale else 0        # windows from first to last
+    assert len(stale) == episode <= 2 and statuses[-1] != 'stale', why
 
 
 def rejections(rec):
