@@ -57,8 +57,12 @@ BACK_OFF, BACK_OFFS = 0.5, 2
 LOOP_GAINS = ('kp', 'kd', 'ki', 'ki_inertial')
 #: a step's recording must span this share of its seconds, with no gap over MAX_GAP s
 COMPLETE, MAX_GAP = 0.9, 0.5
-#: what `identify` fits for commissioning
-FIT = ('stiffness', 'damping', 'area', 'deadzone', 'time_constant', 'delay')
+#: what `identify` fits for commissioning; with `--hold-unexcited` friction the data do not
+#: pin (too few reversals, or none to tell) is left out. Left out of the fit, 6 N of PMA
+#: friction on the MuJoCo arm read as a 16 % stiffer arm behind a 224 ms valve lag (true
+#: 60 + 10 ms), for which no gains were stable; fitted, as stiffness -6 %, area -7 %, friction
+#: 5.3 N, and 74 ms of lag, held-out R^2 0.996
+FIT = ('stiffness', 'damping', 'area', 'deadzone', 'friction', 'time_constant', 'delay')
 #: the fit smooths both sides of the dynamics with a cut-off this many times the excitation's
 #: top frequency: the lag shows in the phase at the excitation's own frequencies, and above
 #: them the lengths' noise, through the accelerations, is all the force holds (the default

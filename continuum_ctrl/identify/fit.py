@@ -24,7 +24,7 @@ file's ``output.friction`` enters as known.
 Runs are fitted on their first 70 % and judged on the last 30 %.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.optimize import minimize, minimize_scalar
@@ -73,6 +73,15 @@ class Unexcited(ConfigError):
     def __init__(self, k, problem):
         super().__init__('', problem)
         self.k = k
+
+
+class FrictionUnexcited(ConfigError):
+    """The data do not pin the PMAs' friction; `reason` says why, `advice` what to run."""
+
+    def __init__(self, reason, advice):
+        super().__init__('', f'the data do not excite friction (output.friction): {reason}; '
+                             f'{advice} (config/identify_excitation.yaml)')
+        self.reason = reason
 
 
 @dataclass
@@ -614,10 +623,9 @@ class Identification:
         friction = []
         if 'friction' in fit:
             if not curvature > 0.0:
-                raise ConfigError('', f'the data do not excite friction (output.friction): '
-                                      f'the residual does not pin the play near '
-                                      f'{play * 1e3:.3g} mm; run an excitation that reverses '
-                                      f'every PMA (config/identify_excitation.yaml)')
+                raise FrictionUnexcited(f'the residual does not pin the play near '
+                                        f'{play * 1e3:.3g} mm',
+                                        'run an excitation that reverses every PMA')
             play_var = 2.0 * sigma2 / flat.size / curvature
             friction = self._friction_stiffness(theta, cov, play, play_var, slope)
             # the play's own error moves every estimate along the slope of its fit
@@ -734,20 +742,18 @@ class Identification:
         count = self._reversals()
         travel = REVERSAL_PLAYS * self.play
         if count.min() < MIN_REVERSALS:
-            raise ConfigError('', f'the data do not excite {estimate.label} ({estimate.key}): '
-                                  f'the PMA lengths reversed after more than '
-                                  f'{travel * 1e3:.2g} mm ({REVERSAL_PLAYS:g} plays) only '
-                                  f'{count.min()}-{count.max()} times, need '
-                                  f'{MIN_REVERSALS}; run an excitation that reverses every '
-                                  f'PMA further and more often (config/identify_excitation.yaml)')
+            raise FrictionUnexcited(f'the PMA lengths reversed after more than '
+                                    f'{travel * 1e3:.2g} mm ({REVERSAL_PLAYS:g} plays) only '
+                                    f'{count.min()}-{count.max()} times, need {MIN_REVERSALS}',
+                                    'run an excitation that reverses every PMA further and '
+                                    'more often')
         if estimate.value <= 0.0 or estimate.se > FRICTION_SE_LIMIT * estimate.value:
-            raise ConfigError('', f'the data do not excite {estimate.label} ({estimate.key}; '
-                                  f'{estimate.value:.3g} +- {estimate.se:.2g} {estimate.unit}; '
-                                  f'it must be positive, its standard error within '
-                                  f'{100 * FRICTION_SE_LIMIT:.0f} % of it): the PMAs have no '
-                                  f'friction these runs can tell, or the runs do not show it; '
-                                  f'leave friction out of --fit, or run the excitation longer '
-                                  f'(config/identify_excitation.yaml)')
+            raise FrictionUnexcited(f'{estimate.label} {estimate.value:.3g} +- '
+                                    f'{estimate.se:.2g} {estimate.unit}, where it must be '
+                                    f'positive and its standard error within '
+                                    f'{100 * FRICTION_SE_LIMIT:.0f} % of it: the PMAs have no '
+                                    f'friction these runs can tell, or the runs do not show it',
+                                    'leave friction out of --fit, or run the excitation longer')
 
     def _scale_note(self, estimates):
         area = [e for e in estimates if e.key == 'output.area']
@@ -844,13 +850,22 @@ def identify(runs, setup, options=None):
     wrong, read as negative play) is held at its bound, 0 Pa, and the rest refitted: with
     the bound active that is the bounded least-squares optimum. With `options.hold`, a
     parameter the data do not pin is held at the file's value and the rest refitted, one at
-    a time. The result's details say what was held and why.
+    a time; friction the data do not pin is left out of the fit, the file's (if any) applied
+    as known. The result's details say what was held and why.
     """
     options = options or Options()
     work = Identification(runs, setup, options)
     while True:
         try:
             result = work.fit()
+        except FrictionUnexcited as missing:
+            if not options.hold:
+                raise
+            options = replace(options, fit=tuple(p for p in options.fit if p != 'friction'))
+            work = Identification(runs, setup, options)
+            work.notes.append(f"friction: held at the file's value, not fitted "
+                              f"({missing.reason})")
+            continue
         except Unexcited as missing:
             if not options.hold or missing.k in work.held:
                 raise
