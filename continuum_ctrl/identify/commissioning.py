@@ -60,8 +60,8 @@ COMPLETE, MAX_GAP = 0.9, 0.5
 #: what `identify` fits for commissioning; with `--hold-unexcited` friction the data do not
 #: pin (too few reversals, or none to tell) is left out. Left out of the fit, 6 N of PMA
 #: friction on the MuJoCo arm read as a 16 % stiffer arm behind a 224 ms valve lag (true
-#: 60 + 10 ms), for which no gains were stable; fitted, as stiffness -6 %, area -7 %, friction
-#: 5.3 N, and 74 ms of lag, held-out R^2 0.996
+#: 60 + 10 ms), for which no gains were stable; fitted (through the nodes): friction 5.1 N,
+#: stiffness -7 %, area -12 %, 52 + 9 ms, held-out R^2 0.99
 FIT = ('stiffness', 'damping', 'area', 'deadzone', 'friction', 'time_constant', 'delay')
 #: the fit smooths both sides of the dynamics with a cut-off this many times the excitation's
 #: top frequency: the lag shows in the phase at the excitation's own frequencies, and above
