@@ -28,7 +28,7 @@ from continuum_ctrl.sim.closed_loop import simulate_nodes
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from support.identify_plant import (EXCITATION_FILE, FORMER_EXCITATION_LOOP,  # noqa: E402
-                                    PARAMS)
+                                    logged_run, PARAMS)
 
 #: the arm 20 % off behind a lengths-only driver (20 um, 2 ms old)
 PLANT = {'mismatch.stiffness_scale': 1.2, 'mismatch.damping_scale': 1.25,
@@ -202,7 +202,6 @@ def test_the_excitation_carries_an_arm_through_its_friction_and_the_fit_takes_it
     stiffness and area -8.5 %, dead zone 14.3 kPa (15), 66 + 1 ms, R^2 0.994, 34 s.
     """
     from continuum_ctrl.identify.commissioning import FIT, fit_window
-    from continuum_ctrl.identify.data import Run
     from continuum_ctrl.identify.fit import identify, Options
     from continuum_ctrl.identify.setup import read_setup
     from continuum_ctrl.params import load_yaml
@@ -211,11 +210,8 @@ def test_the_excitation_carries_an_arm_through_its_friction_and_the_fit_takes_it
         **PLANT, 'actuator.time_constant': 0.06, 'actuator.delay': 0.01, 'engine': 'mujoco',
         'mujoco.discs': 4, 'pma.friction.breakaway': [6.0], 'pma.friction.stiffness': [1e4]})
     log = simulate_nodes(runtime, plant, 40.0)
-    active = log.active
-    command = np.empty_like(log.command)
-    command[:, runtime.loop.settings.order] = log.command
-    stamps = log.t[active] - PLANT['sensor.delay']
-    run = Run('excitation', stamps, log.measured[active], log.t[active], command[active])
+    run = logged_run('excitation', log, runtime.loop.settings, log.active,
+                     PLANT['sensor.delay'])
     window = fit_window(load_yaml(Path(EXCITATION_FILE).read_text()))
     result = identify([run], read_setup(PARAMS), Options(FIT, window=window, hold=True))
     print('\n' + '\n'.join(f'{e.label}: {e.value:.6g} +- {e.se:.2g}' for e in result.estimates)

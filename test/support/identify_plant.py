@@ -95,9 +95,21 @@ def closed_loop(controller_files, plant_overrides, duration, controller_override
         sim_overrides['step'] = step
     plant = plant_of(PARAMS, sim_overrides, drop=('gains', 'reference'))
     log = simulate_nodes(loop, plant, duration)
+    return logged_run('embedded', log, loop.settings), log.t, log.q, log.q_des
+
+
+def logged_run(name, log, settings, rows=slice(None), stamp_delay=0.0):
+    """
+    Return the Run a bag of the loop's `log` (a NodeLoopLog) would hold, its `rows` only.
+
+    The measured positions timed `stamp_delay` s (the sensor's age) before the tick that got
+    them, as a driver stamps them; the commands at their ticks, in model order (`settings`:
+    the loop's, whose `order` maps the joints order onto it).
+    """
     model_order = np.empty_like(log.command)
-    model_order[:, loop.settings.order] = log.command
-    return Run('embedded', log.t, log.measured, log.t.copy(), model_order), log.t, log.q, log.q_des
+    model_order[:, settings.order] = log.command
+    t = log.t[rows]
+    return Run(name, t - stamp_delay, log.measured[rows], t.copy(), model_order[rows])
 
 
 def synthetic_run(setup, duration=10.0, rate=500.0, stiffness=1.2, damping=0.75, area=1.1,
@@ -144,9 +156,7 @@ def rigid_closed_loop(plant_overrides, duration, params=RIGID_PARAMS):
     """Run the controller's loop with the excitation on a URDF plant; return its Run."""
     loop = controller_loop(params, RIGID_EXCITATION)
     log = simulate_nodes(loop, plant_of(params, plant_overrides), duration)
-    model_order = np.empty_like(log.command)
-    model_order[:, loop.settings.order] = log.command
-    return Run('rigid', log.t, log.measured, log.t.copy(), model_order)
+    return logged_run('rigid', log, loop.settings)
 
 
 def synthetic_rigid_run(arm, theta, duration=8.0, rate=500.0, friction=None):
