@@ -209,7 +209,9 @@ def test_unreachable_target_goes_to_the_closest_point_within_limits(tmp_path):
         watch.send_and_run(far, 6.0)
         assert rec.wait(lambda: rec.diagnostics and
                         int(rec.diagnostics[-1]['clamped_tip_targets']) >= 1, 5.0, processes)
-        tips = watch.tips_since(time.monotonic() - 1.0)
+        # the test process hears the 500 Hz best-effort joint states as it can: on a loaded
+        # CI machine 95 in the last second (of 500), so the tip is judged over the last 2 s
+        tips = watch.tips_since(time.monotonic() - 2.0)
         assert len(tips) > 100
         gap = np.linalg.norm(tips - closest, axis=1)
         print(f'unreachable target: tip {np.median(gap) * 1e3:.3f} mm (largest '
