@@ -93,7 +93,7 @@ def tune_gains(params, valves, out):
     design = design_of.proposal
     if not design.stable:
         raise StepFailed('tune', 'the best gains the tuner found are unstable for the fitted '
-                                 'plant somewhere in its error box (docs/tuning.md)')
+                                 f'plant somewhere in its error box; {design_of.toppling_line()}')
     text = design_of.overlay()
     Path(out).write_text(text)
     return text

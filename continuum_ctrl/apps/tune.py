@@ -27,10 +27,11 @@ of every link's mass (`--mass`, default +-0.3) and a payload at a frame (`--payl
 import argparse
 import dataclasses
 from dataclasses import dataclass
+import functools
 import itertools
 import math
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -40,7 +41,8 @@ from continuum_ctrl.params import ConfigError, real_list, real_literal
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.sim.plant import ENGINES
 from continuum_ctrl.tuning.engine_plant import engine_plant
-from continuum_ctrl.tuning.linear_loop import LoopOptions, Mode, VELOCITY_PATHS
+from continuum_ctrl.tuning.linear_loop import (LoopOptions, Mode, toppling_rate,
+                                               VELOCITY_PATHS)
 from continuum_ctrl.tuning.nominal_check import file_gains
 from continuum_ctrl.tuning.proposal import (best_of, corners, Design, exactly, Requirement,
                                             rigid_corners, Setup, uniform)
@@ -363,13 +365,31 @@ class Tuning:
     What `tune_file` found.
 
     Its `header` line, the file's gains (`current`, a Design) and the `proposal` (a Design;
-    None with `no_search`); `joints` the file's joint names.
+    None with `no_search`); `joints` the file's joint names; `toppling` how fast the model
+    leaves the reference's poses with no feedback (1/s: the nominal arm's, the box's worst;
+    linear_loop.toppling_rate) and `latency` the plant valves' lag plus dead time (s).
     """
 
     header: str
     current: Design
     proposal: Optional[Design]
     joints: Sequence[str]
+    toppling: Tuple[float, float]
+    latency: float
+
+    def toppling_line(self):
+        """Return one line: how fast the arm topples unheld, against the valves' latency."""
+        nominal, worst = self.toppling
+        if worst == 0.0:
+            return 'with no feedback the arm stays at its poses (no mode of the model grows)'
+        latency = self.latency
+        line = (f'with no feedback the arm leaves its poses at up to {nominal:.2f} 1/s '
+                f"({worst:.2f} 1/s at the error box's worst): the loop holds it up")
+        if latency == 0.0:
+            return line
+        return (f"{line}; times the actuators' {1e3 * latency:.0f} ms of lag and dead time: "
+                f'{nominal * latency:.2f} ({worst * latency:.2f}), the less margin the larger '
+                '(docs/tuning.md)')
 
     def overlay(self):
         """Return the proposal as parameter-file YAML text, its margins in a comment atop."""
@@ -403,8 +423,12 @@ def tune_file(params, **options):
     ranges = PMA if settings.actuation is not None else RIGID
     rows = every_case(setup, shipped, errors, requirement, ranges)
     current = Design(shipped, exactly(setup, shipped, errors, requirement, rows), requirement)
+    toppling = (max(toppling_rate(pose) for _, pose in setup.poses),
+                max(toppling_rate(pose, error) for _, pose in setup.poses for error in errors))
+    found = functools.partial(Tuning, header, current, joints=settings.joints,
+                              toppling=toppling, latency=sum(setup.options.valves))
     if args.no_search:
-        return Tuning(header, current, None, settings.joints)
+        return found(None)
     if any(getattr(args, name) for name in GRID):
         defaults = (float(np.mean(settings.kp)), float(np.mean(settings.kd)),
                     float(np.mean(shipped.ki)), settings.velocity_filter)
@@ -419,7 +443,7 @@ def tune_file(params, **options):
         if ranges.inertial and not shipped.inertial:    # ki in force units: ki_inertial
             start = dataclasses.replace(start, ratio=math.sqrt(RIGID.ratio[0] * RIGID.ratio[1]))
         proposal = search(setup, errors, requirement, start, w0, rows)
-    return Tuning(header, current, proposal, settings.joints)
+    return found(proposal)
 
 
 def main(argv=None):
@@ -433,6 +457,7 @@ def main(argv=None):
     tuning = tune_file(args.params, **{k: v for k, v in vars(args).items()
                                        if k not in ('params', 'rows', 'write')})
     print(tuning.header)
+    print(tuning.toppling_line())
     current = tuning.current
     print('\n'.join(_format(current.rows, current.requirement, args.rows)))
     print(summary("the file's gains", current.rows, current.requirement))

@@ -215,6 +215,20 @@ def plant_matrices(pose, error, time_constant, mode):
     return A, B
 
 
+def toppling_rate(pose, error=PlantError()):
+    """
+    Return how fast the arm leaves `pose` with no feedback, 1/s (0: it does not).
+
+    The fastest growing mode of the plant alone (`plant_matrices`, no valves, the force held
+    at the pose's): its largest real eigenvalue, the model scaled by `error`. An upright arm
+    stands on its PMAs' stiffness against gravity's, which bends it further the more it
+    bends: where gravity wins, the loop itself holds it up, and behind valves of latency `L`
+    its margins shrink as ``rate * L`` grows (docs/tuning.md).
+    """
+    A, _ = plant_matrices(pose, error, 0.0, None)
+    return max(0.0, float(np.max(np.linalg.eigvals(A).real)))
+
+
 def _hold(A, B, span):
     """Return ``(exp(A span), int_0^span exp(A r) dr B)``: `span` s of a held input."""
     n, m = B.shape

@@ -22,7 +22,7 @@ from continuum_ctrl.params import ConfigError, load_yaml
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.apps.tune import file_observer, held_engine, main, overlay, poses_of
 from continuum_ctrl.tuning.linear_loop import (estimator, Gains, LoopOptions, LoopSystem,
-                                               Mode, PlantError, valve_weights)
+                                               Mode, PlantError, toppling_rate, valve_weights)
 from continuum_ctrl.tuning.margins import loop_margins, loop_response, spectral_radius
 from continuum_ctrl.tuning.proposal import (assess, best_of, corners, Requirement, Setup,
                                             uniform)
@@ -219,6 +219,25 @@ def test_the_estimator_passes_a_constant_velocity_and_differences_a_ramp():
         assert np.allclose(out[:n], 0.1 * 399 * period)
 
 
+def test_the_upright_arm_topples_unheld_at_a_root_of_its_plant_and_not_without_gravity():
+    """
+    With no feedback the upright arm leaves its pose at the rate `toppling_rate` gives: a root
+    ``s`` of ``det(M s^2 + D s + K)`` (gravity's stiffness in K, which bends the arm further
+    than its PMAs hold it), faster for an arm 20 % softer, none without gravity.
+    """
+    tuned, _ = setup()
+    pose = tuned.poses[0][1]
+    rate = toppling_rate(pose)
+    stiffness = pose.passive[0] + pose.rest[0]
+    damping = pose.passive[1] + pose.rest[1]
+    singular = np.linalg.svd(pose.mass * rate ** 2 + damping * rate + stiffness,
+                             compute_uv=False)
+    assert rate > 1.0 and singular[-1] < 1e-9 * singular[0]
+    assert toppling_rate(pose, PlantError(stiffness=0.8)) > 1.2 * rate
+    weightless = controller_loop(PARAMS, {**FORMER, 'model.gravity': [0.0, 0.0, 0.0]})
+    assert toppling_rate(poses_of(weightless, plant_settings(PARAMS).initial, 1)[0][1]) == 0.0
+
+
 def test_the_box_has_the_nominal_arm_then_its_sixteen_corners():
     errors = corners(0.2, 0.25, 0.1, 0.2)
     assert errors[0] == PlantError() and len(errors) == 17 and len(set(errors)) == 17
@@ -335,6 +354,7 @@ def test_the_command_prints_the_table_and_writes_an_overlay_the_nodes_read(tmp_p
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "the file's gains: smallest GM" in printed and 'proposed: smallest GM' in printed
+    assert 'with no feedback the arm leaves its poses at up to' in printed
     rows = [line for line in printed.splitlines() if line.endswith((' yes', ' NO'))]
     assert len(rows) == 6                                        # 3 cases, twice
     loop = controller_loop(['config/continuum_3section.yaml', out])
