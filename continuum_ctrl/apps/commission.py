@@ -35,9 +35,9 @@ from continuum_ctrl.params.launch_description import (config_path, CONTROLLER,
                                                       NodeDescription, PACKAGE)
 from continuum_ctrl.identify.commissioning import (BACK_OFF, BACK_OFFS, backed_off,
                                                    ChatterGuard, FIT, fit_window, incomplete,
-                                                   Progress, ringing, StepFailed, steps,
-                                                   table, tracking, tuned_file,
-                                                   valves_for_controller)
+                                                   Progress, RECOVERIES, RECOVERY, ringing,
+                                                   StepFailed, steps, table, tracking,
+                                                   tuned_file, valves_for_controller)
 
 #: the quiet loop and its excitation (identify/commissioning.py)
 EXCITATION = 'identify_excitation.yaml'
@@ -84,12 +84,26 @@ def tune_gains(params, valves, out):
     """
     Return the tuner's gains overlay (YAML text) for the complete file `params`; write `out`.
 
-    `valves`: the fitted ``(lag, dead time)``, s. The one call of the tuner: its continuous
-    search for the fitted plant, whose best gains are kept even where they miss a margin (the
-    overlay's first line says which). Raises StepFailed where even those are unstable.
+    `valves`: the fitted ``(lag, dead time)``, s. The tuner's continuous search for the
+    fitted plant, whose best gains are kept even where they miss a margin (the overlay's
+    first line says which); where none are stable over the box with the file's Kalman
+    observer, again with its force noise raised (RECOVERY, RECOVERIES; the overlay then
+    carries the observer's noises). Raises StepFailed where even those are unstable.
     """
+    from continuum_ctrl.apps.task_plot import controller_model
     from continuum_ctrl.apps.tune import tune_file
-    design_of = tune_file(params, valves=[float(v) for v in valves], poses=TUNE_POSES)
+    options = {'valves': [float(v) for v in valves], 'poses': TUNE_POSES}
+    design_of = tune_file(params, **options)
+    observer = controller_model(params, CONTROLLER)[1].observer
+    force_noise = observer.force_noise
+    for _ in range(RECOVERIES if observer.kind == 'kalman' else 0):
+        if design_of.proposal.stable:
+            break
+        force_noise *= RECOVERY
+        print(f"commission: no gains stable over the tuner's error box with the observer's "
+              f'force noise at {force_noise / RECOVERY:g} N; tuned again at {force_noise:g} N '
+              '(the lengths trusted more: more margin, noisier commands)', flush=True)
+        design_of = tune_file(params, force_noise=force_noise, **options)
     design = design_of.proposal
     if not design.stable:
         raise StepFailed('tune', 'the best gains the tuner found are unstable for the fitted '

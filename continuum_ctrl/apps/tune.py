@@ -107,25 +107,48 @@ def _format(rows, requirement, count):
     return lines
 
 
-def overlay(gains, joints):
+def overlay(gains, joints, observer=None):
     """
     Return the parameter-file overlay of `gains` (one value per joint) as YAML text.
 
     An integral in acceleration units is ``gains.ki_inertial``, with ``gains.ki`` 0 (the
-    two units of one integral exclude each other).
+    two units of one integral exclude each other). `observer`: the ``observer.*`` keys the
+    gains were designed with where the file has others (`observer_change`), or None.
     """
     def values(array):
         return real_list(np.broadcast_to(array, (n,)))
     n = len(joints)
     integral = ([f'      ki: {values(0.0)}', f'      ki_inertial: {values(gains.ki)}']
                 if gains.inertial else [f'      ki: {values(gains.ki)}'])
+    estimator = ['    observer:'] + [
+        f'      {key}: {value if isinstance(value, str) else real_literal(value)}'
+        for key, value in observer.items()] if observer else []
     return '\n'.join([
         'continuum_controller:',
         '  ros__parameters:',
-        f'    velocity_filter: {real_literal(gains.velocity_filter)}',
+        f'    velocity_filter: {real_literal(gains.velocity_filter)}', *estimator,
         '    gains:',
         f'      kp: {values(gains.kp)}',
         f'      kd: {values(gains.kd)}', *integral, ''])
+
+
+def observer_change(args, settings, observer):
+    """
+    Return the ``observer.*`` keys the tuner's loop has and the file has not ({}: none).
+
+    `observer`: the Setup's (None: velocities measured or differenced). The options
+    ``--velocity`` and ``--*-noise`` change the estimator the gains are designed with, so an
+    overlay of those gains must carry it.
+    """
+    if observer is None:
+        return {'type': 'none'} if settings.observer.kind == 'kalman' else {}
+    given = any(getattr(args, f'{name}_noise') is not None
+                for name in ('position', 'force', 'bias'))
+    if settings.observer.kind == 'kalman' and not given:
+        return {}
+    chosen = observer.settings
+    return {'type': 'kalman', 'position_noise': chosen.position_noise,
+            'force_noise': chosen.force_noise, 'bias_noise': chosen.bias_noise}
 
 
 def summary(label, rows, requirement):
@@ -367,7 +390,8 @@ class Tuning:
     Its `header` line, the file's gains (`current`, a Design) and the `proposal` (a Design;
     None with `no_search`); `joints` the file's joint names; `toppling` how fast the model
     leaves the reference's poses with no feedback (1/s: the nominal arm's, the box's worst;
-    linear_loop.toppling_rate) and `latency` the plant valves' lag plus dead time (s).
+    linear_loop.toppling_rate) and `latency` the plant valves' lag plus dead time (s);
+    `observer` the ``observer.*`` keys the design assumes and the file lacks (`observer_change`).
     """
 
     header: str
@@ -376,6 +400,7 @@ class Tuning:
     joints: Sequence[str]
     toppling: Tuple[float, float]
     latency: float
+    observer: dict
 
     def toppling_line(self):
         """Return one line: how fast the arm topples unheld, against the valves' latency."""
@@ -395,7 +420,7 @@ class Tuning:
         """Return the proposal as parameter-file YAML text, its margins in a comment atop."""
         design = self.proposal
         return (f'# continuum-ctrl tune: {summary("margins", design.rows, design.requirement)}'
-                '\n' + overlay(design.gains, self.joints))
+                '\n' + overlay(design.gains, self.joints, self.observer))
 
 
 def tune_file(params, **options):
@@ -426,7 +451,8 @@ def tune_file(params, **options):
     toppling = (max(toppling_rate(pose) for _, pose in setup.poses),
                 max(toppling_rate(pose, error) for _, pose in setup.poses for error in errors))
     found = functools.partial(Tuning, header, current, joints=settings.joints,
-                              toppling=toppling, latency=sum(setup.options.valves))
+                              toppling=toppling, latency=sum(setup.options.valves),
+                              observer=observer_change(args, settings, setup.observer))
     if args.no_search:
         return found(None)
     if any(getattr(args, name) for name in GRID):

@@ -387,6 +387,22 @@ def test_the_builtin_engine_linearized_is_the_models_plant():
 
 
 @pytest.mark.slow
+def test_the_mujoco_stack_topples_unheld_at_the_models_toppling_rate():
+    """
+    The disc stack linearized at the file's first pose (4 discs a section, its every disc's
+    state) topples in its two bending directions at 2.05 and 1.49 1/s (its discs sit on three
+    PMAs, not on a ring): the model's plant, 1.85 1/s in both, lies between, within 25 % of
+    each. The builtin engine (the integral model) gives 1.84.
+    """
+    tuned, _ = setup()
+    radii = np.sort(np.abs(np.linalg.eigvals(engine('mujoco').Phi)))[::-1]
+    fastest, second = np.log(radii[:2]) / tuned.period
+    model = toppling_rate(tuned.poses[0][1])
+    assert second < model < fastest
+    assert fastest < 1.25 * model and second > 0.75 * model
+
+
+@pytest.mark.slow
 def test_the_mujoco_stack_linearized_chatters_near_25_hz_from_one_tick_of_delay_at_kd_40():
     # the lead's measurements in process: kd 40 chatters at 1 tick, kd 20 is quiet up to 2
     now, late = engine_margins('mujoco', 0), engine_margins('mujoco', 1)
