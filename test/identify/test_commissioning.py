@@ -234,12 +234,30 @@ SOFT_FIT = ('/**:\n  ros__parameters:\n    model:\n      sections:\n'
             '      delay: 0.005\n')
 
 
+#: the soft arm behind 100 + 10 ms valves, lengths only (20 um, 2 ms old)
+SOFT_ARM = {'mismatch.stiffness_scale': 0.8, 'mismatch.damping_scale': 0.75,
+            'mismatch.area_scale': 0.9, 'mismatch.mass_scale': 1.2,
+            'actuator.time_constant': 0.1, 'actuator.delay': 0.01, 'sensor.velocity': False,
+            'noise.position': 2e-5, 'noise.seed': 3, 'sensor.delay': 0.002}
+
+
+def soft_tracking(files, seconds=10.0):
+    """Run `files` in process against the soft arm on the builtin engine; their tracking."""
+    runtime, plant = node_pair(files, None, SOFT_ARM, check=False)
+    log = simulate_nodes(runtime, plant, seconds)
+    active = log.active
+    return tracking(runtime.loop.model.joint_names, log.t[active], log.q_des[active],
+                    log.q[active], log.t[active], log.command[active])
+
+
 @pytest.mark.slow
 def test_where_no_gains_hold_the_box_the_tune_step_trusts_the_lengths_more(tmp_path, capsys):
     """
     The soft arm's fit behind 113 ms holds no gains stable over the tuner's box with the
-    observer's 0.5 N of force noise; the tune step tunes again at 2 N, and the file it writes
-    tracks the soft MuJoCo arm within 0.1 mm per section at under 1.5 MPa/s.
+    observer's 0.5 N of force noise; the tune step tunes again at 2 N. On the builtin engine
+    (the integral model) the fitted file's own gains, which the model rates unstable at
+    2.9 Hz, lose the soft arm (5.7 mm RMS); the file the step writes tracks it within 0.1 mm
+    per section at under 1.5 MPa/s (0.033 / 0.037 / 0.018 mm, 0.90 MPa/s).
     """
     from continuum_ctrl.apps.commission import tune_gains
     fitted = tmp_path / 'fitted.yaml'
@@ -248,16 +266,9 @@ def test_where_no_gains_hold_the_box_the_tune_step_trusts_the_lengths_more(tmp_p
     assert 'force noise at 0.5 N; tuned again at 2 N' in capsys.readouterr().out
     assert yaml.safe_load(gains)['continuum_controller']['ros__parameters']['observer'][
         'force_noise'] == 2.0
-    runtime, plant = node_pair([fitted, tmp_path / 'gains.yaml'], None, {
-        'engine': 'mujoco', 'mujoco.discs': 4, 'mismatch.stiffness_scale': 0.8,
-        'mismatch.damping_scale': 0.75, 'mismatch.area_scale': 0.9, 'mismatch.mass_scale': 1.2,
-        'actuator.time_constant': 0.1, 'actuator.delay': 0.01, 'sensor.velocity': False,
-        'noise.position': 2e-5, 'noise.seed': 3, 'sensor.delay': 0.002}, check=False)
-    log = simulate_nodes(runtime, plant, 10.0)
-    active = log.active
-    sections, (rate, _), _ = tracking(runtime.loop.model.joint_names, log.t[active],
-                                      log.q_des[active], log.q[active], log.t[active],
-                                      log.command[active])
+    lost, _, _ = soft_tracking([fitted])
+    assert min(rms for rms, _ in lost.values()) > 1e-3
+    sections, (rate, _), _ = soft_tracking([fitted, tmp_path / 'gains.yaml'])
     assert rate < 1.5e6
     for section, (rms, _) in sections.items():
         assert rms < 0.1e-3, section
