@@ -16,7 +16,9 @@ with the simulator's valves (`actuator.*`, or `--valves`) as the plant's, and it
 printed per pose and corner of the error box, worst first (tuning.margins). Then the grid of
 gains is searched (tuning.proposal) for the largest bandwidth that keeps the margins at every
 pose and corner; the gains are printed as a parameter-file overlay, which `--write` saves (pass
-it after PARAMS.yaml: later files win). The velocity path is the file's: the Kalman observer
+it after PARAMS.yaml: later files win; it carries ``observer.*`` too where `--velocity` or a
+`--*-noise` changed the estimator the gains are for). A line says how fast the arm topples
+with no feedback against the valves' latency. The velocity path is the file's: the Kalman observer
 with `observer.type: kalman` (its noises, or the `--*-noise` options; `velocity_filter` is then
 unused and not searched), else the measured velocities. A rigid arm's file (effort output)
 is tuned alike: no valves (its effort held over the tick; `--valves` a drive's lag), a box

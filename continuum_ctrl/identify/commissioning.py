@@ -59,9 +59,10 @@ LOOP_GAINS = ('kp', 'kd', 'ki', 'ki_inertial')
 #: observer's force noise is raised by this factor and the plant tuned again, at most
 #: RECOVERIES times: the observer then trusts the lengths more than its model, and the loop's
 #: margins tend to those of measured velocities (loop transfer recovery), at the price of
-#: the sensor's noise in the commands. On the soft MuJoCo arm behind 113 ms of valves the
-#: default box held no gains at 0.5 N and at 2 N it did: 0.040 / 0.025 / 0.020 mm at
-#: 0.92 MPa/s (10 N: 0.050 / 0.032 / 0.021 mm at 2.5 MPa/s; docs/tuning.md)
+#: the sensor's noise in the commands. A soft arm's fit behind 113 ms of valves held no
+#: gains over the default box at 0.5 N and did at 2 N, which track the soft MuJoCo arm at
+#: 0.040 / 0.025 / 0.020 mm and 0.92 MPa/s (10 N: 0.050 / 0.032 / 0.021 mm at 2.5 MPa/s;
+#: through the nodes, RMS from activation; docs/tuning.md)
 RECOVERY, RECOVERIES = 4.0, 2
 #: a step's recording must span this share of its seconds, with no gap over MAX_GAP s
 COMPLETE, MAX_GAP = 0.9, 0.5
