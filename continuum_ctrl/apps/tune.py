@@ -390,9 +390,10 @@ class Tuning:
     What `tune_file` found.
 
     Its `header` line, the file's gains (`current`, a Design) and the `proposal` (a Design;
-    None with `no_search`); `joints` the file's joint names; `toppling` how fast the model
-    leaves the reference's poses with no feedback (1/s: the nominal arm's, the box's worst;
-    linear_loop.toppling_rate) and `latency` the plant valves' lag plus dead time (s);
+    None with `no_search`); `joints` the file's joint names; `toppling` how fast the plant
+    (the model's, or the engine linearized) leaves the reference's poses with no feedback (1/s:
+    the nominal arm's, the box's worst; linear_loop.toppling_rate) and `latency` the plant
+    valves' lag plus dead time (s);
     `observer` the ``observer.*`` keys the design assumes and the file lacks (`observer_change`).
     """
 
@@ -450,8 +451,9 @@ def tune_file(params, **options):
     ranges = PMA if settings.actuation is not None else RIGID
     rows = every_case(setup, shipped, errors, requirement, ranges)
     current = Design(shipped, exactly(setup, shipped, errors, requirement, rows), requirement)
-    toppling = (max(toppling_rate(pose) for _, pose in setup.poses),
-                max(toppling_rate(pose, error) for _, pose in setup.poses for error in errors))
+    rates = [[toppling_rate(setup.plant(p, error), setup.period) for error in errors]
+             for p in range(len(setup.poses))]
+    toppling = (max(at[0] for at in rates), max(max(at) for at in rates))
     found = functools.partial(Tuning, header, current, joints=settings.joints,
                               toppling=toppling, latency=sum(setup.options.valves),
                               observer=observer_change(args, settings, setup.observer))

@@ -215,20 +215,6 @@ def plant_matrices(pose, error, time_constant, mode):
     return A, B
 
 
-def toppling_rate(pose, error=PlantError()):
-    """
-    Return how fast the arm leaves `pose` with no feedback, 1/s (0: it does not).
-
-    The fastest growing mode of the plant alone (`plant_matrices`, no valves, the force held
-    at the pose's): its largest real eigenvalue, the model scaled by `error`. An upright arm
-    stands on its PMAs' stiffness against gravity's, which bends it further the more it
-    bends: where gravity wins, the loop itself holds it up, and behind valves of latency `L`
-    its margins shrink as ``rate * L`` grows (docs/tuning.md).
-    """
-    A, _ = plant_matrices(pose, error, 0.0, None)
-    return max(0.0, float(np.max(np.linalg.eigvals(A).real)))
-
-
 def _hold(A, B, span):
     """Return ``(exp(A span), int_0^span exp(A r) dr B)``: `span` s of a held input."""
     n, m = B.shape
@@ -265,6 +251,20 @@ class DiscretePlant:
     old: np.ndarray
     new: np.ndarray
     lag: int
+
+
+def toppling_rate(plant, period):
+    """
+    Return how fast `plant` (a DiscretePlant) leaves its pose with no feedback, 1/s (0: never).
+
+    Its fastest growing mode, ``log |z| / period`` of its transition's largest eigenvalue: the
+    model's plant or an engine's linearized, valves and payload included. An upright arm
+    stands on its PMAs' stiffness against gravity's, which bends it further the more it
+    bends: where gravity wins, the loop itself holds it up, and behind valves of latency `L`
+    its margins shrink as ``rate * L`` grows (docs/tuning.md).
+    """
+    radius = float(np.max(np.abs(np.linalg.eigvals(plant.Phi))))
+    return max(0.0, math.log(radius) / period)
 
 
 def continuous_plant(pose, error, options):

@@ -21,8 +21,9 @@ from continuum_ctrl.apps.node_pair import controller_loop, node_pair, plant_sett
 from continuum_ctrl.params import ConfigError, load_yaml
 from continuum_ctrl.sim.closed_loop import simulate_nodes
 from continuum_ctrl.apps.tune import file_observer, held_engine, main, overlay, poses_of
-from continuum_ctrl.tuning.linear_loop import (estimator, Gains, LoopOptions, LoopSystem,
-                                               Mode, PlantError, toppling_rate, valve_weights)
+from continuum_ctrl.tuning.linear_loop import (continuous_plant, estimator, Gains,
+                                               LoopOptions, LoopSystem, Mode, PlantError,
+                                               toppling_rate, valve_weights)
 from continuum_ctrl.tuning.margins import loop_margins, loop_response, spectral_radius
 from continuum_ctrl.tuning.proposal import (assess, best_of, corners, Requirement, Setup,
                                             uniform)
@@ -227,15 +228,17 @@ def test_the_upright_arm_topples_unheld_at_a_root_of_its_plant_and_not_without_g
     """
     tuned, _ = setup()
     pose = tuned.poses[0][1]
-    rate = toppling_rate(pose)
+    rate = toppling_rate(tuned.plant(0, PlantError()), tuned.period)
     stiffness = pose.passive[0] + pose.rest[0]
     damping = pose.passive[1] + pose.rest[1]
     singular = np.linalg.svd(pose.mass * rate ** 2 + damping * rate + stiffness,
                              compute_uv=False)
-    assert rate > 1.0 and singular[-1] < 1e-9 * singular[0]
-    assert toppling_rate(pose, PlantError(stiffness=0.8)) > 1.2 * rate
+    assert rate > 1.0 and singular[-1] < 1e-6 * singular[0]
+    assert toppling_rate(tuned.plant(0, PlantError(stiffness=0.8)), tuned.period) > 1.2 * rate
     weightless = controller_loop(PARAMS, {**FORMER, 'model.gravity': [0.0, 0.0, 0.0]})
-    assert toppling_rate(poses_of(weightless, plant_settings(PARAMS).initial, 1)[0][1]) == 0.0
+    still = poses_of(weightless, plant_settings(PARAMS).initial, 1)[0][1]
+    assert toppling_rate(continuous_plant(still, PlantError(), tuned.options),
+                         tuned.period) == 0.0
 
 
 def test_the_box_has_the_nominal_arm_then_its_sixteen_corners():
@@ -397,7 +400,7 @@ def test_the_mujoco_stack_topples_unheld_at_the_models_toppling_rate():
     tuned, _ = setup()
     radii = np.sort(np.abs(np.linalg.eigvals(engine('mujoco').Phi)))[::-1]
     fastest, second = np.log(radii[:2]) / tuned.period
-    model = toppling_rate(tuned.poses[0][1])
+    model = toppling_rate(tuned.plant(0, PlantError()), tuned.period)
     assert second < model < fastest
     assert fastest < 1.25 * model and second > 0.75 * model
 
