@@ -90,20 +90,17 @@ def tune_gains(params, valves, out):
     observer, again with its force noise raised (RECOVERY, RECOVERIES; the overlay then
     carries the observer's noises). Raises StepFailed where even those are unstable.
     """
-    from continuum_ctrl.apps.task_plot import controller_model
     from continuum_ctrl.apps.tune import tune_file
     options = {'valves': [float(v) for v in valves], 'poses': TUNE_POSES}
     design_of = tune_file(params, **options)
-    observer = controller_model(params, CONTROLLER)[1].observer
-    force_noise = observer.force_noise
-    for _ in range(RECOVERIES if observer.kind == 'kalman' else 0):
+    for _ in range(RECOVERIES if design_of.estimator else 0):
         if design_of.proposal.stable:
             break
-        force_noise *= RECOVERY
+        was = design_of.estimator.force_noise
         print(f"commission: no gains stable over the tuner's error box with the observer's "
-              f'force noise at {force_noise / RECOVERY:g} N; tuned again at {force_noise:g} N '
-              '(the lengths trusted more: more margin, noisier commands)', flush=True)
-        design_of = tune_file(params, force_noise=force_noise, **options)
+              f'force noise at {was:g} N; tuned again at {RECOVERY * was:g} N (the lengths '
+              'trusted more: more margin, noisier commands)', flush=True)
+        design_of = tune_file(params, force_noise=RECOVERY * was, **options)
     design = design_of.proposal
     if not design.stable:
         raise StepFailed('tune', 'the best gains the tuner found are unstable for the fitted '

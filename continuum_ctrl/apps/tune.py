@@ -134,6 +134,12 @@ def overlay(gains, joints, observer=None):
         f'      kd: {values(gains.kd)}', *integral, ''])
 
 
+def noise_options(args):
+    """Return the observer's noises the options `args` give, by key (None: the file's)."""
+    return {f'{name}_noise': getattr(args, f'{name}_noise')
+            for name in ('position', 'force', 'bias')}
+
+
 def observer_change(args, settings, observer):
     """
     Return the ``observer.*`` keys the tuner's loop has and the file has not ({}: none).
@@ -144,8 +150,7 @@ def observer_change(args, settings, observer):
     """
     if observer is None:
         return {'type': 'none'} if settings.observer.kind == 'kalman' else {}
-    given = any(getattr(args, f'{name}_noise') is not None
-                for name in ('position', 'force', 'bias'))
+    given = any(value is not None for value in noise_options(args).values())
     if settings.observer.kind == 'kalman' and not given:
         return {}
     chosen = observer.settings
@@ -353,9 +358,7 @@ def _setup(args):
         mode = Mode(args.mode_frequency, _positive(args.mode_damping, '--mode-damping'))
     velocity = args.velocity or ('kalman' if settings.observer.kind == 'kalman'
                                  else 'measured')
-    observer = (file_observer(loop, **{f'{name}_noise': getattr(args, f'{name}_noise')
-                                       for name in ('position', 'force', 'bias')})
-                if velocity == 'kalman' else None)
+    observer = file_observer(loop, **noise_options(args)) if velocity == 'kalman' else None
     options = LoopOptions(period, valves, int(round(ticks)), not args.unstamped, velocity,
                           mode)
     poses = poses_of(loop, plant.initial, args.poses)
@@ -393,8 +396,9 @@ class Tuning:
     None with `no_search`); `joints` the file's joint names; `toppling` how fast the plant
     (the model's, or the engine linearized) leaves the reference's poses with no feedback (1/s:
     the nominal arm's, the box's worst; linear_loop.toppling_rate) and `latency` the plant
-    valves' lag plus dead time (s);
-    `observer` the ``observer.*`` keys the design assumes and the file lacks (`observer_change`).
+    valves' lag plus dead time (s); `estimator` the Kalman observer's settings the gains were
+    designed with (None: velocities measured or differenced) and `observer` the
+    ``observer.*`` keys of it the file lacks (`observer_change`).
     """
 
     header: str
@@ -403,13 +407,14 @@ class Tuning:
     joints: Sequence[str]
     toppling: Tuple[float, float]
     latency: float
+    estimator: Optional[object]
     observer: dict
 
     def toppling_line(self):
         """Return one line: how fast the arm topples unheld, against the valves' latency."""
         nominal, worst = self.toppling
         if worst == 0.0:
-            return 'with no feedback the arm stays at its poses (no mode of the model grows)'
+            return 'with no feedback the arm stays at its poses (no mode of the plant grows)'
         latency = self.latency
         line = (f'with no feedback the arm leaves its poses at up to {nominal:.2f} 1/s '
                 f"({worst:.2f} 1/s at the error box's worst): the loop holds it up")
@@ -456,6 +461,7 @@ def tune_file(params, **options):
     toppling = (max(at[0] for at in rates), max(max(at) for at in rates))
     found = functools.partial(Tuning, header, current, joints=settings.joints,
                               toppling=toppling, latency=sum(setup.options.valves),
+                              estimator=setup.observer and setup.observer.settings,
                               observer=observer_change(args, settings, setup.observer))
     if args.no_search:
         return found(None)
