@@ -143,16 +143,20 @@ RINGING_GAINS = ('continuum_controller:\n  ros__parameters:\n    gains:\n'
                            for key, value in (('kp', 200.0), ('kd', 40.0), ('ki', 2.1e4))))
 
 
-def verified(files, seconds=8.0):
-    """Run `files` in process on the MuJoCo stack behind 100 + 10 ms valves; its tracking."""
-    runtime, plant = node_pair(files, {'output.time_constant': 0.067, 'output.delay': 0.050},
-                               {**PLANT, 'actuator.time_constant': 0.1,
-                                'actuator.delay': 0.01, 'engine': 'mujoco', 'mujoco.discs': 4},
-                               check=False)
+def tracked(files, controller, simulator, seconds):
+    """Run `files` in process (overrides: `controller`, `simulator`); their `tracking`."""
+    runtime, plant = node_pair(files, controller, simulator, check=False)
     log = simulate_nodes(runtime, plant, seconds)
     active = log.active
     return tracking(runtime.loop.model.joint_names, log.t[active], log.q_des[active],
                     log.q[active], log.t[active], log.command[active])
+
+
+def verified(files, seconds=8.0):
+    """Run `files` in process on the MuJoCo stack behind 100 + 10 ms valves; its tracking."""
+    return tracked(files, {'output.time_constant': 0.067, 'output.delay': 0.050},
+                   {**PLANT, 'actuator.time_constant': 0.1, 'actuator.delay': 0.01,
+                    'engine': 'mujoco', 'mujoco.discs': 4}, seconds)
 
 
 @pytest.mark.slow
@@ -234,20 +238,11 @@ SOFT_FIT = ('/**:\n  ros__parameters:\n    model:\n      sections:\n'
             '      delay: 0.005\n')
 
 
-#: the soft arm behind 100 + 10 ms valves, lengths only (20 um, 2 ms old)
+#: the soft arm behind 100 + 10 ms valves, lengths only (20 um, 2 ms old), builtin engine
 SOFT_ARM = {'mismatch.stiffness_scale': 0.8, 'mismatch.damping_scale': 0.75,
             'mismatch.area_scale': 0.9, 'mismatch.mass_scale': 1.2,
             'actuator.time_constant': 0.1, 'actuator.delay': 0.01, 'sensor.velocity': False,
             'noise.position': 2e-5, 'noise.seed': 3, 'sensor.delay': 0.002}
-
-
-def soft_tracking(files, seconds=10.0):
-    """Run `files` in process against the soft arm on the builtin engine; their tracking."""
-    runtime, plant = node_pair(files, None, SOFT_ARM, check=False)
-    log = simulate_nodes(runtime, plant, seconds)
-    active = log.active
-    return tracking(runtime.loop.model.joint_names, log.t[active], log.q_des[active],
-                    log.q[active], log.t[active], log.command[active])
 
 
 @pytest.mark.slow
@@ -266,9 +261,10 @@ def test_where_no_gains_hold_the_box_the_tune_step_trusts_the_lengths_more(tmp_p
     assert 'force noise at 0.5 N; tuned again at 2 N' in capsys.readouterr().out
     assert yaml.safe_load(gains)['continuum_controller']['ros__parameters']['observer'][
         'force_noise'] == 2.0
-    lost, _, _ = soft_tracking([fitted])
+    lost, _, _ = tracked([fitted], None, SOFT_ARM, 10.0)
     assert min(rms for rms, _ in lost.values()) > 1e-3
-    sections, (rate, _), _ = soft_tracking([fitted, tmp_path / 'gains.yaml'])
+    sections, (rate, _), _ = tracked([fitted, tmp_path / 'gains.yaml'], None, SOFT_ARM,
+                                     10.0)
     assert rate < 1.5e6
     for section, (rms, _) in sections.items():
         assert rms < 0.1e-3, section
