@@ -295,7 +295,7 @@ class Commissioning:
         At most BACK_OFFS times the loop gains are scaled by BACK_OFF, the file and the
         report's gains.yaml written again and verified again (identify/commissioning.py).
         """
-        from continuum_ctrl.apps.task_plot import controller_model
+        from continuum_ctrl.apps.node_pair import controller_model
         actuation = controller_model(self.out, CONTROLLER)[1].actuation
         span = float(np.min(actuation.p_max - actuation.p_min))
         for attempt in range(1, BACK_OFFS + 1):

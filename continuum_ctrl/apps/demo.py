@@ -43,8 +43,9 @@ import yaml
 import numpy as np
 
 from continuum_ctrl.apps.launch import start, stop
-from continuum_ctrl.apps.node_pair import check_parameter_file, check_same_message, command_message
-from continuum_ctrl.apps.task_plot import controller_model, plot_task, true_tip
+from continuum_ctrl.apps.node_pair import (check_parameter_file, check_same_message,
+                                           command_message, controller_model)
+from continuum_ctrl.apps.task_plot import plot_task, true_tip
 from continuum_ctrl.params import file_parameters
 from continuum_ctrl.params.launch_description import (arm_files, ARMS, CONTROLLER,
                                                       JOINT_TRUTH_TOPIC, MOCAP_TOPIC,

@@ -40,6 +40,19 @@ def node_parameters(paths, node, overrides=None):
     return tree, tree.pop('model')
 
 
+def controller_model(paths, node=CONTROLLER, overrides=None):
+    """Return ``(model, ControllerSettings)`` of the controller `node` reads from `paths`."""
+    return _controller_parts(paths, node, overrides)[1:]
+
+
+def _controller_parts(paths, node, overrides):
+    """Return ``(ControllerNodeSettings, model, ControllerSettings)`` of `node`'s files."""
+    tree, spec = node_parameters(paths, node, overrides)
+    node_settings, tree = ControllerNodeSettings.split(tree)
+    model = load_model(spec)
+    return node_settings, model, ControllerSettings.parse(tree, model)
+
+
 def controller_runtime(paths, overrides=None, fused=True, check=True):
     """
     Return the ControllerRuntime the controller node builds from `paths` (plus overrides).
@@ -48,10 +61,8 @@ def controller_runtime(paths, overrides=None, fused=True, check=True):
     `check` False: without the configure check (the tuner assesses the gains itself), so
     gains it would refuse are still built.
     """
-    tree, spec = node_parameters(paths, CONTROLLER, overrides)
-    node, tree = ControllerNodeSettings.split(tree)
-    model = load_model(spec)
-    loop = ControlLoop(model, ControllerSettings.parse(tree, model), node.period, fused=fused)
+    node, model, settings = _controller_parts(paths, CONTROLLER, overrides)
+    loop = ControlLoop(model, settings, node.period, fused=fused)
     runtime = ControllerRuntime(loop, node)
     try:
         warning = check_gains(loop) if check else None  # as the controller node's configure

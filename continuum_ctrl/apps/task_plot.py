@@ -9,22 +9,10 @@ drawn too, and its error against where the tip is to be (`~/tip_desired`).
 
 import numpy as np
 
-from continuum_ctrl import load_model
-from continuum_ctrl.control.settings import ControllerSettings
-from continuum_ctrl.params import file_parameters
-from continuum_ctrl.runtime.node_settings import ControllerNodeSettings
 from continuum_ctrl.sim.report import tip_paths
 
 #: backbone snapshots drawn
 SNAPSHOTS = 4
-
-
-def controller_model(params_path, node_name):
-    """Return ``(model, ControllerSettings)`` of the controller in `params_path`."""
-    tree, spec = file_parameters(params_path, node_name)
-    _, tree = ControllerNodeSettings.split(tree)
-    model = load_model(spec)
-    return model, ControllerSettings.parse(tree, model)
 
 
 def true_tip(tips, desired_topic, measured_topic, since, until):

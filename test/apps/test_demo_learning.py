@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from continuum_ctrl.apps.demo import Recording, period_source, report, sampled_errors
-from continuum_ctrl.apps.task_plot import controller_model
+from continuum_ctrl.apps.node_pair import controller_model
 from continuum_ctrl.apps.node_pair import node_pair
 from continuum_ctrl.params.launch_description import arm_files, simulation
 from continuum_ctrl.sim.closed_loop import simulate_nodes
